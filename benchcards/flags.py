@@ -1,0 +1,155 @@
+"""Server command lines: parse a llama-server argv into named settings, explain flags.
+
+Used by ingest (context, slots, KV type ... as columns), the setup card (each flag
+explained) and the compare page (only the flags that differ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# canonical name -> (aliases, takes a value, explanation)
+_FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
+    "model": (("-m", "--model"), True, "weights file to load"),
+    "alias": (("-a", "--alias"), True, "model name that clients send in requests"),
+    "ctx": (("-c", "--ctx-size"), True, "context window in tokens, shared by all slots unless unified"),
+    "slots": (("-np", "--parallel"), True, "requests served at the same time (slots)"),
+    "kv_unified": (("-kvu", "--kv-unified"), False, "one KV cache pool shared by all slots"),
+    "n_gpu_layers": (("-ngl", "--gpu-layers", "--n-gpu-layers"), True, "layers placed on the GPU"),
+    "n_cpu_moe": (("-ncmoe", "--n-cpu-moe"), True, "expert weights of the first N layers stay in system RAM"),
+    "cpu_moe": (("-cmoe", "--cpu-moe"), False, "all expert weights stay in system RAM"),
+    "flash_attn": (("-fa", "--flash-attn"), True, "FlashAttention kernels (on/off/auto)"),
+    "batch": (("-b", "--batch-size"), True, "logical batch: prompt tokens handled per step"),
+    "ubatch": (("-ub", "--ubatch-size"), True, "physical batch: tokens sent to the device per step"),
+    "threads": (("-t", "--threads"), True, "CPU threads for generation"),
+    "threads_batch": (("-tb", "--threads-batch"), True, "CPU threads for prompt processing"),
+    "cache_type_k": (("-ctk", "--cache-type-k"), True, "data type of the K cache (f16, q8_0, ...)"),
+    "cache_type_v": (("-ctv", "--cache-type-v"), True, "data type of the V cache"),
+    "no_mmap": (("--no-mmap",), False, "read the whole file into memory instead of mapping it"),
+    "mlock": (("--mlock",), False, "lock the model in RAM so it is never swapped out"),
+    "jinja": (("--jinja",), False, "apply the chat template stored in the model file"),
+    "temp": (("--temp", "--temperature"), True, "default sampling temperature"),
+    "top_p": (("--top-p",), True, "default nucleus (top-p) threshold"),
+    "top_k": (("--top-k",), True, "default top-k cut-off"),
+    "min_p": (("--min-p",), True, "default min-p threshold"),
+    "repeat_penalty": (("--repeat-penalty",), True, "default repetition penalty"),
+    "presence_penalty": (("--presence-penalty",), True, "default presence penalty"),
+    "seed": (("-s", "--seed"), True, "random seed"),
+    "host": (("--host",), True, "address the server listens on (127.0.0.1 = this machine only)"),
+    "port": (("--port",), True, "TCP port"),
+    "cache_ram": (("-cram", "--cache-ram"), True, "MiB of RAM for reusable prompt caches (0 = off)"),
+    "no_webui": (("--no-webui",), False, "no built-in chat page; API only"),
+    "metrics": (("--metrics",), False, "Prometheus statistics at /metrics"),
+    "fit": (("-fit", "--fit"), True, "automatic fitting of unset options to free memory (on/off)"),
+    "load_mode": (("-lm", "--load-mode"), True, "how the weights file is loaded"),
+    "reasoning": (("--reasoning", "--reasoning-budget"), True, "reasoning (thinking) control"),
+    "split_mode": (("-sm", "--split-mode"), True, "how layers/rows are split over several GPUs"),
+    "tensor_split": (("-ts", "--tensor-split"), True, "share of the model per GPU"),
+    "main_gpu": (("-mg", "--main-gpu"), True, "GPU used for intermediate results"),
+    "draft_model": (("-md", "--model-draft"), True, "draft model for speculative decoding"),
+    "cont_batching": (("-cb", "--cont-batching"), False, "continuous batching of requests"),
+    "override_tensor": (("-ot", "--override-tensor"), True, "place matching tensors on a given device"),
+    "rope_scaling": (("--rope-scaling",), True, "RoPE scaling method for longer contexts"),
+    "n_predict": (("-n", "--n-predict"), True, "default maximum tokens to generate"),
+    "chat_template": (("--chat-template",), True, "built-in chat template to use"),
+    "mmproj": (("--mmproj",), True, "vision projector file"),
+}
+_ALIAS: dict[str, str] = {a: name for name, (aliases, _, _) in _FLAGS.items() for a in aliases}
+
+_ENV_EXPLAIN = {
+    "CUDA_VISIBLE_DEVICES": "GPUs the process may use",
+    "CUDA_DEVICE_ORDER": "how CUDA numbers the GPUs (PCI_BUS_ID = slot order, as nvidia-smi)",
+    "HIP_VISIBLE_DEVICES": "AMD GPUs the process may use",
+    "GGML_CUDA_ENABLE_UNIFIED_MEMORY": "let CUDA spill into system RAM",
+}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One flag (or positional word) of a command line."""
+
+    flag: str  # as written, e.g. "-c"
+    value: str | None
+    name: str | None  # canonical name when known
+    explanation: str | None
+
+
+def split_argv(argv: list[str]) -> tuple[str, list[Arg]]:
+    """Split an argv into the program and its flags (value-taking flags keep their value).
+
+    ``--flag=value`` is understood; unknown flags keep a following non-flag word as value.
+    """
+    if not argv:
+        return "", []
+    program, rest = argv[0], argv[1:]
+    out: list[Arg] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        value = None
+        flag = word
+        if word.startswith("--") and "=" in word:
+            flag, value = word.split("=", 1)
+        name = _ALIAS.get(flag)
+        takes = _FLAGS[name][1] if name else None
+        if value is None and i + 1 < len(rest):
+            nxt = rest[i + 1]
+            looks_value = not nxt.startswith("-") or _is_number(nxt)
+            if takes or (takes is None and flag.startswith("-") and looks_value):
+                value = nxt
+                i += 1
+        out.append(Arg(flag, value, name, _FLAGS[name][2] if name else None))
+        i += 1
+    return program, out
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def settings(argv: list[str]) -> dict[str, str | bool]:
+    """Canonical settings of an argv: {'ctx': '262144', 'slots': '4', 'kv_unified': True, ...}.
+
+    Unknown flags are kept under their written name without dashes.
+    """
+    _, args = split_argv(argv)
+    out: dict[str, str | bool] = {}
+    for a in args:
+        key = a.name or a.flag.lstrip("-")
+        out[key] = True if a.value is None else a.value
+    return out
+
+
+def explain_env(name: str) -> str | None:
+    """Explanation of a known environment variable."""
+    return _ENV_EXPLAIN.get(name)
+
+
+def as_int(value: str | bool | None) -> int | None:
+    """An integer setting (accepts 128k / 2K style suffixes), or None."""
+    if value is None or isinstance(value, bool):
+        return None
+    v = value.strip().lower()
+    mult = 1
+    if v.endswith("k"):
+        mult, v = 1024, v[:-1]
+    try:
+        return int(float(v) * mult)
+    except ValueError:
+        return None
+
+
+def shell_join(argv: list[str], env: dict[str, str] | None = None) -> str:
+    """A copy-pasteable shell command, one flag per line."""
+    import shlex
+
+    program, args = split_argv(argv)
+    head = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    lines = [(head + " " if head else "") + shlex.quote(program)]
+    for a in args:
+        lines.append(f"  {a.flag}" + (f" {shlex.quote(a.value)}" if a.value is not None else ""))
+    return " \\\n".join(lines)

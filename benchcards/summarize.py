@@ -1,0 +1,466 @@
+"""Figures computed from a contract's raw records, and checks against stated figures.
+
+Every function here is pure: a validated contract in, rows out. ``ingest`` stores
+the rows; the site shows them. Definitions are those of DOMAIN.md (see ``stats``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from benchcards import stats
+from schemas.models import (
+    FitContract,
+    QualityContract,
+    QualityTest,
+    RequestRecord,
+    SpeedContract,
+    SpeedSummary,
+)
+
+HIGH_CV_PCT = 5.0
+
+# metric name -> (unit, label). ``prompt`` and ``level`` qualify a metric.
+METRICS: dict[str, tuple[str, str]] = {
+    "decode": ("tok/s", "Decode"),
+    "decode_cv": ("%", "Spread of the decode runs (CV)"),
+    "decode_pooled": ("tok/s", "Decode, pooled Σ(n-1)/Σt"),
+    "words_per_s": ("words/s", "Words per second"),
+    "chars_per_s": ("chars/s", "Characters per second"),
+    "s_per_500_words": ("s", "500 words take"),
+    "prefill": ("tok/s", "Prefill"),
+    "ttft": ("s", "Time to first token"),
+    "decode_at_depth": ("tok/s", "Decode after a prompt of this depth"),
+    "ctx_prefill": ("tok/s", "Long prompt: prefill"),
+    "ctx_ttft": ("s", "Long prompt: time to first token"),
+    "ctx_decode": ("tok/s", "Long prompt: decode"),
+    "conc_total": ("tok/s", "Requests at once: total"),
+    "conc_per_request": ("tok/s", "Requests at once: per request"),
+    "l1_wall": ("s", "Long answer: wall time"),
+    "l1_tokens": ("tokens", "Long answer: tokens"),
+    "l1_words": ("words", "Long answer: words"),
+    "slots": ("slots", "Server slots"),
+    "server_decode": ("tok/s", "Decode, as the server reports it"),
+    "server_prefill": ("tok/s", "Prefill, as the server reports it"),
+    "task_prefill": ("tok/s", "Task: prefill"),
+    "task_decode": ("tok/s", "Task: decode"),
+    "task_ttft": ("s", "Task: time to first token"),
+    "task_wall": ("s", "Task: wall time"),
+}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure of a speed run. ``level`` is a depth (tokens) or a concurrency."""
+
+    metric: str
+    value: float
+    prompt: str | None = None
+    level: int | None = None
+    n: int | None = None  # runs/requests behind it; None for stated-only figures
+
+    @property
+    def key(self) -> tuple[str, str | None, int | None]:
+        return (self.metric, self.prompt, self.level)
+
+
+@dataclass(frozen=True)
+class Warn:
+    """Something a reader must know about a run."""
+
+    kind: str  # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request
+    message: str
+    stated: float | None = None
+    computed: float | None = None
+
+
+@dataclass
+class SpeedResult:
+    metrics: list[Metric]
+    warnings: list[Warn] = field(default_factory=list)
+    failed_steps: list[tuple[str, str]] = field(default_factory=list)  # (step, reason)
+
+
+# --------------------------------------------------------------------------- speed
+
+
+def _label(part: str, prompt: str | None, level: int | None) -> str:
+    bits = [part]
+    if prompt:
+        bits.append(prompt)
+    if level is not None:
+        bits.append(str(level))
+    return "/".join(bits)
+
+
+def stated_metrics(summary: SpeedSummary) -> list[Metric]:
+    """Figures of a published summary as metric rows (n unknown)."""
+    out: list[Metric] = []
+
+    def add(metric: str, value: float | None, prompt: str | None = None, level: int | None = None) -> None:
+        if value is not None:
+            out.append(Metric(metric, float(value), prompt, level))
+
+    add("decode", summary.decode_tps)
+    for p, v in summary.decode_by_prompt.items():
+        add("decode", v, p)
+    add("decode_cv", summary.decode_cv_pct)
+    for p, v in summary.decode_cv_by_prompt.items():
+        add("decode_cv", v, p)
+    add("words_per_s", summary.words_per_s)
+    add("chars_per_s", summary.chars_per_s)
+    add("s_per_500_words", summary.seconds_per_500_words)
+    if summary.seconds_per_500_words is None and summary.words_per_s:
+        add("s_per_500_words", 500.0 / summary.words_per_s)
+    for pt in summary.prefill:
+        add("prefill", pt.prefill_tps, None, pt.depth)
+        add("ttft", pt.ttft_s, None, pt.depth)
+        for p, v in pt.decode_by_prompt.items():
+            add("decode_at_depth", v, p, pt.depth)
+    for pt in summary.ctx:
+        add("ctx_prefill", pt.prefill_tps, None, pt.depth)
+        add("ctx_ttft", pt.ttft_s, None, pt.depth)
+        for p, v in pt.decode_by_prompt.items():
+            add("ctx_decode", v, p, pt.depth)
+    for c in summary.conc:
+        add("conc_total", c.total_tps, None, c.level)
+        add("conc_per_request", c.per_request_tps, None, c.level)
+    for t in summary.tasks:
+        add("task_prefill", t.prefill_tps, t.task, t.prompt_tokens)
+        add("task_decode", t.decode_tps, t.task, t.prompt_tokens)
+        add("task_ttft", t.ttft_s, t.task, t.prompt_tokens)
+        add("task_wall", t.wall_s, t.task, t.prompt_tokens)
+    if summary.long_answer:
+        add("l1_wall", summary.long_answer.wall_s)
+        add("l1_tokens", summary.long_answer.tokens)
+        add("l1_words", summary.long_answer.words)
+    add("slots", summary.slots)
+    return out
+
+
+def _ttft(r: RequestRecord) -> float | None:
+    if r.t_first is None or r.t_first <= r.t_send:
+        return None
+    return r.t_first - r.t_send
+
+
+def _usable(r: RequestRecord) -> bool:
+    return not r.warmup and r.error is None
+
+
+def speed_from_records(contract: SpeedContract) -> SpeedResult:
+    """Compute every speed figure from the request records of ``contract``."""
+    method = contract.method
+    min_tokens = method.min_decode_tokens
+    metrics: list[Metric] = []
+    warns: list[Warn] = []
+    failed: list[tuple[str, str]] = []
+    recs = [r for r in contract.requests if _usable(r)]
+
+    for r in contract.requests:
+        if r.error is not None and not r.warmup:
+            warns.append(Warn("failed_request", f"{_label(r.part, r.prompt_id, r.depth or r.concurrency)} "
+                                                f"round {r.round}: {r.error}"))
+        if r.timings and r.timings.cache_n:
+            warns.append(Warn("prompt_cache", f"{_label(r.part, r.prompt_id, r.depth or r.concurrency)} "
+                                              f"round {r.round}: {r.timings.cache_n} prompt tokens came from "
+                                              "the server's cache; its prefill reads high"))
+
+    def decode_group(part: str, prompt: str | None, depth: int | None, rows: list[RequestRecord]):
+        """Per-run decode rates of one step; None when any run is invalid (step failed)."""
+        rates: list[float] = []
+        for r in rows:
+            n = r.output_tokens or 0
+            rate = None
+            if r.t_first is not None and r.t_last is not None:
+                rate = stats.decode_rate(n, r.t_first, r.t_last)
+            if n < min_tokens or rate is None:
+                reason = (f"{_label(part, prompt, depth)} round {r.round}: {n} output tokens "
+                          f"(finish reason {r.finish_reason or 'unknown'}), below the minimum of {min_tokens}")
+                warns.append(Warn("short_decode", reason))
+                failed.append((_label(part, prompt, depth), reason))
+                return None
+            rates.append(rate)
+        return rates
+
+    # decode part
+    by_prompt: dict[str, list[RequestRecord]] = defaultdict(list)
+    for r in recs:
+        if r.part == "decode":
+            by_prompt[r.prompt_id or "default"].append(r)
+    medians: list[float] = []
+    all_rates: list[float] = []
+    valid_rows: list[RequestRecord] = []
+    for prompt, rows in sorted(by_prompt.items()):
+        rates = decode_group("decode", prompt, None, rows)
+        if not rates:
+            continue
+        m = stats.median(rates)
+        assert m is not None
+        medians.append(m)
+        all_rates.extend(rates)
+        valid_rows.extend(rows)
+        metrics.append(Metric("decode", m, prompt, None, len(rates)))
+        cv = stats.cv_pct(rates)
+        if cv is not None:
+            metrics.append(Metric("decode_cv", cv, prompt, None, len(rates)))
+        server = [r.timings.predicted_per_second for r in rows
+                  if r.timings and r.timings.predicted_per_second and (r.timings.predicted_n or 0) > 1]
+        if server:
+            metrics.append(Metric("server_decode", stats.median(server) or 0.0, prompt, None, len(server)))
+    if medians and len(medians) == len(by_prompt):
+        metrics.append(Metric("decode", sum(medians) / len(medians), None, None, len(all_rates)))
+        cv = stats.cv_pct(all_rates)
+        if cv is not None:
+            metrics.append(Metric("decode_cv", cv, None, None, len(all_rates)))
+            if cv > HIGH_CV_PCT:
+                warns.append(Warn("high_cv", f"decode runs spread {cv:.1f} % (CV), above {HIGH_CV_PCT:.0f} %: "
+                                             "the machine may have been busy", computed=cv))
+        pooled = stats.pooled_decode_rate(
+            (r.output_tokens or 0, r.t_first or 0.0, r.t_last or 0.0) for r in valid_rows)
+        if pooled is not None:
+            metrics.append(Metric("decode_pooled", pooled, None, None, len(valid_rows)))
+        span = sum((r.t_last or 0) - (r.t_first or 0) for r in valid_rows)
+        words = [r.words for r in valid_rows]
+        chars = [r.chars for r in valid_rows]
+        if span > 0 and all(w is not None for w in words):
+            wps = sum(words) / span  # type: ignore[arg-type]
+            metrics.append(Metric("words_per_s", wps, None, None, len(valid_rows)))
+            if wps > 0:
+                metrics.append(Metric("s_per_500_words", 500.0 / wps, None, None, len(valid_rows)))
+        if span > 0 and all(c is not None for c in chars):
+            metrics.append(Metric("chars_per_s", sum(chars) / span, None, None, len(valid_rows)))  # type: ignore[arg-type]
+
+    # prefill and ctx parts: prefill = prompt tokens / TTFT, medians per depth
+    for part, pre, ttft_name, dec_name in (("prefill", "prefill", "ttft", "decode_at_depth"),
+                                           ("ctx", "ctx_prefill", "ctx_ttft", "ctx_decode")):
+        by_depth: dict[int, list[RequestRecord]] = defaultdict(list)
+        for r in recs:
+            if r.part == part and r.depth is not None:
+                by_depth[r.depth].append(r)
+        for depth, rows in sorted(by_depth.items()):
+            pts = [(r.prompt_tokens / t, t) for r in rows
+                   if (t := _ttft(r)) is not None and r.prompt_tokens]
+            if pts:
+                metrics.append(Metric(pre, stats.median(p for p, _ in pts) or 0.0, None, depth, len(pts)))
+                metrics.append(Metric(ttft_name, stats.median(t for _, t in pts) or 0.0, None, depth, len(pts)))
+            server = [r.timings.prompt_per_second for r in rows if r.timings and r.timings.prompt_per_second]
+            if server:
+                metrics.append(Metric("server_prefill", stats.median(server) or 0.0, part, depth, len(server)))
+            if part == "ctx":
+                groups: dict[str, list[RequestRecord]] = defaultdict(list)
+                for r in rows:
+                    groups[r.prompt_id or "default"].append(r)
+                for prompt, prow in sorted(groups.items()):
+                    rates = decode_group("ctx", prompt, depth, prow)
+                    if rates:
+                        metrics.append(Metric(dec_name, stats.median(rates) or 0.0, prompt, depth, len(rates)))
+            else:
+                rates2 = [x for r in rows if r.t_first is not None and r.t_last is not None
+                          and (x := stats.decode_rate(r.output_tokens or 0, r.t_first, r.t_last)) is not None
+                          and (r.output_tokens or 0) >= min_tokens]
+                if rates2:
+                    metrics.append(Metric(dec_name, stats.median(rates2) or 0.0, None, depth, len(rates2)))
+
+    # concurrency: per round, total = Σ tokens / wall; per request = tokens / e2e; medians over rounds
+    rounds: dict[int, dict[int, list[RequestRecord]]] = defaultdict(lambda: defaultdict(list))
+    for r in recs:
+        if r.part == "conc" and r.concurrency is not None:
+            rounds[r.concurrency][r.round].append(r)
+    for level, by_round in sorted(rounds.items()):
+        totals: list[float] = []
+        per_req: list[float] = []
+        for _, rows in sorted(by_round.items()):
+            ends = [r.t_end for r in rows if r.t_end is not None]
+            if len(ends) != len(rows):
+                continue
+            wall = max(ends) - min(r.t_send for r in rows)
+            if wall <= 0:
+                continue
+            totals.append(sum(r.output_tokens or 0 for r in rows) / wall)
+            rates = [(r.output_tokens or 0) / (r.t_end - r.t_send) for r in rows
+                     if r.t_end is not None and r.t_end > r.t_send]
+            if rates:
+                per_req.append(stats.median(rates) or 0.0)
+        if totals:
+            metrics.append(Metric("conc_total", stats.median(totals) or 0.0, None, level, len(totals)))
+        if per_req:
+            metrics.append(Metric("conc_per_request", stats.median(per_req) or 0.0, None, level, len(per_req)))
+
+    # long answer
+    l1 = [r for r in recs if r.part == "l1" and r.t_end is not None]
+    if l1:
+        r = l1[-1]
+        metrics.append(Metric("l1_wall", (r.t_end or 0.0) - r.t_send, None, None, 1))
+        if r.output_tokens is not None:
+            metrics.append(Metric("l1_tokens", float(r.output_tokens), None, None, 1))
+        if r.words is not None:
+            metrics.append(Metric("l1_words", float(r.words), None, None, 1))
+
+    if method.server_slots is not None:
+        metrics.append(Metric("slots", float(method.server_slots), None, None, None))
+    return SpeedResult(metrics=metrics, warnings=warns, failed_steps=failed)
+
+
+def compare_stated(computed: list[Metric], stated: list[Metric], what: str = "") -> list[Warn]:
+    """Warnings for stated figures that disagree with the computed ones beyond rounding."""
+    have = {m.key: m for m in computed}
+    out: list[Warn] = []
+    for s in stated:
+        c = have.get(s.key)
+        if c is None:
+            continue
+        if not stats.agrees(s.value, c.value):
+            label = METRICS.get(s.metric, ("", s.metric))[1]
+            where = _label("", s.prompt, s.level).strip("/")
+            out.append(Warn(
+                "summary_mismatch",
+                f"{what}{label}{' (' + where + ')' if where else ''}: stated {s.value:g}, "
+                f"computed from the raw records {c.value:.4g}; the computed value is shown",
+                stated=s.value, computed=c.value))
+    return out
+
+
+def speed(contract: SpeedContract) -> SpeedResult:
+    """Figures of a speed contract: computed from the records, or the stated ones when
+    the contract is summary-only. Stated figures that disagree become warnings."""
+    stated = stated_metrics(contract.summary) if contract.summary else []
+    if contract.summary_only:
+        return SpeedResult(metrics=stated)
+    result = speed_from_records(contract)
+    result.warnings.extend(compare_stated(result.metrics, stated))
+    return result
+
+
+# --------------------------------------------------------------------------- quality
+
+
+@dataclass(frozen=True)
+class QualityScore:
+    test: str
+    n: int
+    right: int
+    cut_off: int | None
+    pct: float
+    margin_pp: float
+    lo_pct: float
+    hi_pct: float
+    median_tokens: float | None
+    median_seconds: float | None
+    asked_again: int
+    by_task: tuple[tuple[str, int, int], ...]  # (task, n, right)
+    from_items: bool
+
+
+def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
+    """Score one test from its items (or its stated figures when it has none)."""
+    warns: list[Warn] = []
+    if t.items:
+        last: dict[str, object] = {}
+        asked_again = 0
+        for it in t.items:
+            if it.id in last:
+                asked_again += 1
+            last[it.id] = it
+        final = [it for it in last.values() if getattr(it, "error") is None]  # noqa: B009
+        errors = len(last) - len(final)
+        if errors:
+            warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
+        items = list(last.values())
+        n = len(items)
+        right = 0
+        cut = 0
+        for it in items:
+            if it.cut_off:  # type: ignore[attr-defined]
+                cut += 1
+                if it.right:  # type: ignore[attr-defined]
+                    warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "  # type: ignore[attr-defined]
+                                                       "token limit; counted wrong"))
+            elif it.right and it.error is None:  # type: ignore[attr-defined]
+                right += 1
+        tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for it in items:
+            if it.task:  # type: ignore[attr-defined]
+                tasks[it.task][0] += 1  # type: ignore[attr-defined]
+                tasks[it.task][1] += int(bool(it.right) and not it.cut_off)  # type: ignore[attr-defined]
+        by_task = tuple((k, v[0], v[1]) for k, v in sorted(tasks.items()))
+        med_tok = stats.median(it.tokens for it in items if it.tokens is not None)  # type: ignore[attr-defined]
+        med_s = stats.median(it.seconds for it in items if it.seconds is not None)  # type: ignore[attr-defined]
+        from_items = True
+    elif t.stated is not None:
+        s = t.stated
+        if s.right > s.n:
+            warns.append(Warn("summary_mismatch", f"{t.test}: stated right {s.right} exceeds n {s.n}"))
+            return None, warns
+        n, right, cut = s.n, s.right, s.cut_off
+        by_task = tuple((b.task, b.n, b.right) for b in s.by_task)
+        med_tok, med_s, asked_again, from_items = s.median_tokens, s.median_seconds, 0, False
+    else:
+        return None, warns
+    if n == 0:
+        return None, warns
+    iv = stats.wilson(right, n)
+    score = QualityScore(
+        test=t.test, n=n, right=right, cut_off=cut, pct=100 * iv.p, margin_pp=100 * iv.half_width,
+        lo_pct=100 * iv.lo, hi_pct=100 * iv.hi, median_tokens=med_tok, median_seconds=med_s,
+        asked_again=asked_again, by_task=by_task, from_items=from_items,
+    )
+    if t.stated is not None:
+        s = t.stated
+        pairs = [("right", s.right, right), ("n", s.n, n), ("pct", s.pct, score.pct),
+                 ("margin_pp", s.margin_pp, score.margin_pp), ("cut_off", s.cut_off, cut)]
+        for name, sv, cv in pairs:
+            if sv is None or cv is None:
+                continue
+            if not stats.agrees(float(sv), float(cv)):
+                warns.append(Warn("summary_mismatch", f"{t.test} {name}: stated {sv:g}, computed {cv:.4g}; "
+                                                      "the computed value is shown", float(sv), float(cv)))
+    return score, warns
+
+
+# --------------------------------------------------------------------------- fit
+
+
+@dataclass(frozen=True)
+class FitHeadline:
+    largest_ctx: int | None
+    peak_gib: float | None
+    decode_tps: float | None
+    first_failed_ctx: int | None
+    first_failed_error: str | None
+
+
+def fit(contract: FitContract) -> tuple[FitHeadline, list[float | None], list[Warn]]:
+    """Headline of a memory test, the computed fill % of every step, and warnings."""
+    warns: list[Warn] = []
+    filled: list[float | None] = []
+    for st in contract.steps:
+        pct = 100.0 * st.prompt_tokens / st.ctx if st.prompt_tokens is not None else None
+        filled.append(pct)
+        if pct is not None and st.filled_pct is not None and not stats.agrees(st.filled_pct, pct):
+            warns.append(Warn("summary_mismatch", f"fit {st.ctx}: stated filled {st.filled_pct:g} %, "
+                                                  f"computed {pct:.2f} %", st.filled_pct, pct))
+    ok = [s for s in contract.steps if s.result == "answered"]
+    best = max(ok, key=lambda s: s.ctx) if ok else None
+    bad = sorted((s for s in contract.steps if s.result != "answered"), key=lambda s: s.ctx)
+    head = FitHeadline(
+        largest_ctx=best.ctx if best else None,
+        peak_gib=best.peak_gib if best else None,
+        decode_tps=best.decode_tps if best else None,
+        first_failed_ctx=bad[0].ctx if bad else None,
+        first_failed_error=(bad[0].error or bad[0].result) if bad else None,
+    )
+    if contract.stated:
+        for name, sv, cv in (("largest context", contract.stated.largest_ctx, head.largest_ctx),
+                             ("peak memory", contract.stated.peak_gib, head.peak_gib),
+                             ("decode", contract.stated.decode_tps, head.decode_tps)):
+            if sv is not None and (cv is None or not stats.agrees(float(sv), float(cv))):
+                warns.append(Warn("summary_mismatch", f"fit {name}: stated {sv:g}, computed {cv}",
+                                  float(sv), None if cv is None else float(cv)))
+    return head, filled, warns
+
+
+def quality(contract: QualityContract) -> list[tuple[QualityTest, QualityScore | None, list[Warn]]]:
+    """Score every test of a quality contract."""
+    return [(t, *quality_test(t)) for t in contract.tests]

@@ -1,0 +1,452 @@
+"""Pydantic v2 models of the benchcards contracts.
+
+One strict base (``Strict``): unknown fields are rejected, no type coercion, no NaN
+or Infinity. The JSON Schema files beside this module are generated from these
+models (``python -m schemas``); a test fails when they drift.
+
+The models describe shape only. Rules that need several fields at once (a
+summary-only contract has no records, a run id is unique, ...) are checked by
+``ingest`` so that jsonschema and pydantic always give the same verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1"
+
+Slug = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$",
+        description="Lower-case identifier: letters, digits, '.', '_' and '-'.",
+    ),
+]
+Timestamp = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})?)?$",
+        description="ISO 8601 date or date-time, e.g. 2026-11-10 or 2026-11-10T02:09:00Z.",
+    ),
+]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="Lower-case hex SHA-256.")]
+NonNeg = Annotated[float, Field(ge=0)]
+Count = Annotated[int, Field(ge=0)]
+Text = Annotated[str, Field(min_length=1)]
+
+
+class Strict(BaseModel):
+    """Base of every contract model: strict types, unknown fields rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+# --------------------------------------------------------------------------- shared
+
+
+class Sampling(Strict):
+    """Sampling settings sent with the requests."""
+
+    temperature: float | None = Field(None, ge=0, description="Sampling temperature.")
+    top_p: float | None = Field(None, ge=0, le=1, description="Nucleus sampling threshold.")
+    top_k: int | None = Field(None, ge=0, description="Top-k cut-off (0 = off).")
+    min_p: float | None = Field(None, ge=0, le=1, description="Min-p threshold.")
+    presence_penalty: float | None = Field(None, description="Presence penalty.")
+    frequency_penalty: float | None = Field(None, description="Frequency penalty.")
+    repeat_penalty: float | None = Field(None, description="Repetition penalty (llama.cpp).")
+    seed: int | None = Field(None, description="Random seed sent with the requests or set on the server.")
+    source: str | None = Field(None, description="Where the values come from (model card, own choice, ...).")
+
+
+class Attachment(Strict):
+    """A raw file kept beside a contract (log, answers, server output, ...)."""
+
+    path: Text = Field(description="Path relative to the contract's folder, '/'-separated.")
+    sha256: Sha256 | None = Field(None, description="Expected SHA-256; ingest refuses a file that differs.")
+    bytes: Count | None = Field(None, description="Expected size in bytes; ingest refuses a file that differs.")
+    description: str | None = Field(None, description="What the file holds.")
+
+
+class PartOk(Strict):
+    """A part that ran and produced valid results."""
+
+    part: Text = Field(description="Part or test name, e.g. 'decode', 'prefill', 'mmlu_pro'.")
+    status: Literal["ok"] = Field(description="The part ran and its results are valid.")
+    reason: str | None = Field(None, description="Optional remark.")
+
+
+class PartFailed(Strict):
+    """A part that failed; it is kept and shown, never dropped."""
+
+    part: Text = Field(description="Part or test name.")
+    status: Literal["failed"] = Field(description="The part did not produce valid results.")
+    reason: Text = Field(description="Why it failed (error text, guard, invalid short run, ...).")
+
+
+class PartRepeated(Strict):
+    """A part that was run again; the repeat replaces this attempt."""
+
+    part: Text = Field(description="Part or test name.")
+    status: Literal["repeated"] = Field(description="This attempt was replaced by a repeat.")
+    reason: Text = Field(description="Why it was repeated.")
+    repeat_run_id: Slug | None = Field(None, description="Run that holds the repeat, when it is another run.")
+
+
+class PartSkipped(Strict):
+    """A part that was asked for but not run."""
+
+    part: Text = Field(description="Part or test name.")
+    status: Literal["skipped"] = Field(description="The part was not run.")
+    reason: Text = Field(description="Why it was skipped (e.g. server context too small).")
+
+
+PartStatus = Annotated[
+    Union[PartOk, PartFailed, PartRepeated, PartSkipped],
+    Field(discriminator="status", description="Status of one part of a run."),
+]
+
+
+class RunBase(Strict):
+    """Fields every contract (speed, quality, fit) has."""
+
+    schema_version: Literal["1"] = Field(description="Contract schema version; only '1' exists.")
+    run_id: Slug = Field(description="Unique id of this run across the whole database.")
+    setup_id: Slug = Field(description="Id of the setup (setup.json) this run measured.")
+    summary_only: bool = Field(
+        False,
+        description="True when only published figures exist (no raw records): shown as not recomputable.",
+    )
+    started_at: Timestamp | None = Field(None, description="When the run started.")
+    finished_at: Timestamp | None = Field(None, description="When the run finished.")
+    tool: str | None = Field(None, description="Tool and version that measured, e.g. 'benchcards-live 0.1.0'.")
+    command: str | None = Field(None, description="Exact command line of the measuring tool.")
+    engine_version: str | None = Field(None, description="Engine build reported at run time (e.g. b12223-0c6dca2fa).")
+    supplement_of: Slug | None = Field(None, description="Run this one repeats or extends.")
+    notes: str | None = Field(None, description="Free-text remarks of the person who measured.")
+    source: str | None = Field(None, description="Provenance of the figures (e.g. a published page).")
+    attachments: list[Attachment] = Field(
+        default_factory=list, description="Raw files kept beside the contract, with expected hashes."
+    )
+
+
+# --------------------------------------------------------------------------- setup
+
+
+class Gpu(Strict):
+    """One kind of GPU in the machine."""
+
+    name: Text = Field(description="Marketing name, e.g. 'NVIDIA GeForce RTX 5060 Ti 16 GB'.")
+    count: int = Field(1, ge=1, description="How many of this GPU the setup uses.")
+    vram_gib: float = Field(ge=0, description="Video memory of one GPU in GiB (unified memory for SoCs).")
+    backend: str | None = Field(None, description="Compute backend, e.g. CUDA 13.5, Vulkan, ROCm, Metal.")
+
+
+class Hardware(Strict):
+    """The machine that ran the engine."""
+
+    gpus: list[Gpu] = Field(default_factory=list, description="GPUs used; empty for CPU-only setups.")
+    cpu: str | None = Field(None, description="CPU model.")
+    ram_gib: float | None = Field(None, ge=0, description="System RAM in GiB.")
+    driver: str | None = Field(None, description="GPU driver version.")
+    os: str | None = Field(None, description="Operating system and kernel.")
+    notes: str | None = Field(None, description="Anything else about the machine (offload, power limit, ...).")
+
+
+class Engine(Strict):
+    """The inference engine."""
+
+    name: Text = Field(description="Engine name, e.g. 'llama.cpp', 'vLLM', 'llama-cpp-python'.")
+    version: str | None = Field(None, description="Release or version string, e.g. 'b12223'.")
+    build_number: int | None = Field(None, ge=0, description="llama.cpp build number.")
+    commit: str | None = Field(None, description="Source commit of the build.")
+    package: str | None = Field(None, description="Release package name, when an official build was used.")
+    own_build: bool | None = Field(None, description="True when the engine was compiled by the person measuring.")
+    speculative: str | None = Field(None, description="Draft model / MTP setting; null for plain autoregressive.")
+
+
+class Model(Strict):
+    """The model weights."""
+
+    name: Text = Field(description="Model name, e.g. 'Qwen3.5-35B-A3B'.")
+    maker: str | None = Field(None, description="Who published the weights.")
+    repo: str | None = Field(None, description="Repository of the file (e.g. a Hugging Face repo id).")
+    revision: str | None = Field(None, description="Repository revision (commit).")
+    file: str | None = Field(None, description="Weights file name.")
+    quant: str | None = Field(None, description="Quantisation, e.g. Q4_K_M, UD-Q4_K_XL, FP8.")
+    file_bytes: Count | None = Field(None, description="File size in bytes.")
+    sha256: Sha256 | None = Field(None, description="SHA-256 of the weights file.")
+    params_total_b: float | None = Field(None, ge=0, description="Total parameters, billions.")
+    params_active_b: float | None = Field(None, ge=0, description="Active parameters per token, billions (MoE).")
+    architecture: str | None = Field(None, description="Architecture, e.g. 'qwen35moe'.")
+    base_model: str | None = Field(None, description="Model it was derived from.")
+
+
+class Server(Strict):
+    """How the server was started."""
+
+    argv: list[str] = Field(min_length=1, description="Exact argv of the server, program first.")
+    env: dict[str, str] = Field(default_factory=dict, description="Environment variables set for the server.")
+    slots_source: str | None = Field(None, description="Why this slot count (maker's recipe, own choice, ...).")
+    ctx_source: str | None = Field(None, description="Why this context size.")
+
+
+class Deviation(Strict):
+    """A departure from the maker's recipe."""
+
+    what: Text = Field(description="What differs from the maker's recipe.")
+    why: Text = Field(description="Why.")
+
+
+class Setup(Strict):
+    """One measured combination of hardware, engine, model, server command and sampling."""
+
+    schema_version: Literal["1"] = Field(description="Setup schema version; only '1' exists.")
+    setup_id: Slug = Field(description="Unique id of the setup.")
+    title: Text = Field(description="Short human title of the setup.")
+    synthetic: bool = Field(False, description="True for generated demo/test data, never real measurements.")
+    provenance: str | None = Field(None, description="Where the data comes from (own run, a published page, ...).")
+    hardware: Hardware = Field(description="The machine.")
+    engine: Engine = Field(description="The inference engine.")
+    model: Model = Field(description="The model weights.")
+    server: Server = Field(description="Exact server command.")
+    sampling: Sampling = Field(default_factory=Sampling, description="Default sampling of the setup.")
+    thinking: bool | None = Field(None, description="Thinking (reasoning) on in the speed runs; null if n/a.")
+    deviations: list[Deviation] = Field(default_factory=list, description="Departures from the maker's recipe.")
+    notes: str | None = Field(None, description="Free-text notes.")
+    measured_by: str | None = Field(None, description="Who measured.")
+    measured_at: list[Timestamp] = Field(default_factory=list, description="Dates of the measurements.")
+
+
+# --------------------------------------------------------------------------- speed
+
+SpeedPart = Literal["decode", "prefill", "conc", "l1", "ctx", "task"]
+
+
+class ServerTimings(Strict):
+    """The ``timings`` object llama-server sends with a response."""
+
+    cache_n: Count | None = Field(None, description="Prompt tokens taken from the cache.")
+    prompt_n: Count | None = Field(None, description="Prompt tokens processed (excludes cached ones).")
+    prompt_ms: NonNeg | None = Field(None, description="Prompt processing time, ms.")
+    prompt_per_second: NonNeg | None = Field(None, description="Server prefill rate, tokens/s.")
+    predicted_n: Count | None = Field(None, description="Tokens generated.")
+    predicted_ms: NonNeg | None = Field(None, description="Generation time, ms.")
+    predicted_per_second: NonNeg | None = Field(None, description="Server decode rate, tokens/s.")
+
+
+class RequestRecord(Strict):
+    """One request of a speed run, with client clock stamps in seconds."""
+
+    part: SpeedPart = Field(description="Part the request belongs to.")
+    prompt_id: str | None = Field(None, description="Prompt used (e.g. 'code', 'prose').")
+    depth: Count | None = Field(None, description="Target prompt length in tokens (prefill and ctx parts).")
+    concurrency: int | None = Field(None, ge=1, description="Requests in flight together (conc part).")
+    round: Count = Field(0, description="Round or repetition index within its step.")
+    warmup: bool = Field(False, description="Warm-up request: recorded, never counted.")
+    prompt_tokens: Count | None = Field(None, description="Prompt tokens as the server counted them.")
+    output_tokens: Count | None = Field(None, description="Generated tokens.")
+    tokens_estimated: bool = Field(False, description="True when output_tokens was counted from stream events.")
+    t_send: NonNeg = Field(description="Request sent, seconds on the run's monotonic clock.")
+    t_first: NonNeg | None = Field(None, description="First content token arrived.")
+    t_last: NonNeg | None = Field(None, description="Last content token arrived.")
+    t_end: NonNeg | None = Field(None, description="Response complete.")
+    finish_reason: str | None = Field(None, description="finish_reason of the response (stop, length, ...).")
+    chars: Count | None = Field(None, description="Characters of the answer text.")
+    words: Count | None = Field(None, description="Words of the answer text.")
+    timings: ServerTimings | None = Field(None, description="Server timings, when it sent them.")
+    error: str | None = Field(None, description="Error text when the request failed.")
+
+
+class DepthPoint(Strict):
+    """Published figures at one prompt depth."""
+
+    depth: Count = Field(description="Prompt tokens.")
+    prefill_tps: NonNeg | None = Field(None, description="Prefill tokens/s.")
+    ttft_s: NonNeg | None = Field(None, description="Time to first token, seconds.")
+    decode_by_prompt: dict[str, NonNeg] = Field(default_factory=dict, description="Decode tok/s per prompt id.")
+
+
+class ConcPoint(Strict):
+    """Published figures at one concurrency level."""
+
+    level: int = Field(ge=1, description="Requests at once.")
+    total_tps: NonNeg | None = Field(None, description="All output tokens / wall time of the round.")
+    per_request_tps: NonNeg | None = Field(None, description="One request's tokens / its end-to-end time.")
+
+
+class TaskPoint(Strict):
+    """Published figures of one named task (tools that measure tasks, not depths)."""
+
+    task: Text = Field(description="Task name.")
+    prompt_tokens: Count | None = Field(None, description="Prompt tokens.")
+    output_tokens: Count | None = Field(None, description="Output tokens.")
+    prefill_tps: NonNeg | None = Field(None, description="Prefill tokens/s.")
+    decode_tps: NonNeg | None = Field(None, description="Decode tokens/s.")
+    ttft_s: NonNeg | None = Field(None, description="Time to first token, seconds.")
+    wall_s: NonNeg | None = Field(None, description="Total wall time, seconds.")
+
+
+class LongAnswer(Strict):
+    """The one long answer (l1 part)."""
+
+    wall_s: NonNeg | None = Field(None, description="Wall time, seconds.")
+    tokens: Count | None = Field(None, description="Output tokens.")
+    words: Count | None = Field(None, description="Words.")
+
+
+class SpeedSummary(Strict):
+    """Headline speed figures (published, or computed from the records)."""
+
+    decode_tps: NonNeg | None = Field(None, description="Headline decode: mean of the per-prompt medians.")
+    decode_by_prompt: dict[str, NonNeg] = Field(default_factory=dict, description="Median decode per prompt id.")
+    decode_cv_pct: NonNeg | None = Field(None, description="Coefficient of variation of all decode runs, %.")
+    decode_cv_by_prompt: dict[str, NonNeg] = Field(default_factory=dict, description="CV per prompt id, %.")
+    words_per_s: NonNeg | None = Field(None, description="Words per second of decode answers.")
+    chars_per_s: NonNeg | None = Field(None, description="Characters per second of decode answers.")
+    seconds_per_500_words: NonNeg | None = Field(None, description="500 / words per second.")
+    prefill: list[DepthPoint] = Field(default_factory=list, description="Prefill part, one point per depth.")
+    conc: list[ConcPoint] = Field(default_factory=list, description="Concurrency part, one point per level.")
+    ctx: list[DepthPoint] = Field(default_factory=list, description="Long-prompt part, one point per depth.")
+    tasks: list[TaskPoint] = Field(default_factory=list, description="Named-task figures (other tools).")
+    long_answer: LongAnswer | None = Field(None, description="The long-answer part.")
+    slots: int | None = Field(None, ge=1, description="Server slots during the run.")
+    method_note: str | None = Field(None, description="How the published figures were defined, if not ours.")
+
+
+class SpeedMethod(Strict):
+    """What the speed run asked for."""
+
+    parts: list[SpeedPart] = Field(description="Parts asked for.")
+    prompt_ids: list[str] = Field(default_factory=list, description="Prompt ids of the decode part.")
+    runs: Count | None = Field(None, description="Runs per prompt in the decode part.")
+    warmups: Count | None = Field(None, description="Warm-up requests before the decode runs.")
+    max_tokens: Count | None = Field(None, description="Output tokens per decode request.")
+    min_decode_tokens: Count = Field(256, description="A decode run with fewer output tokens is invalid.")
+    prefill_depths: list[Count] = Field(default_factory=list, description="Prefill depths, tokens.")
+    prefill_runs: Count | None = Field(None, description="Requests per prefill depth.")
+    conc_levels: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description="Concurrency levels.")
+    conc_rounds: Count | None = Field(None, description="Rounds per concurrency level.")
+    conc_max_tokens: Count | None = Field(None, description="Output tokens per concurrent request.")
+    ctx_depths: list[Count] = Field(default_factory=list, description="Long-prompt depths, tokens.")
+    ctx_runs: Count | None = Field(None, description="Runs per prompt per long-prompt depth.")
+    cache_prompt: bool | None = Field(None, description="Value of cache_prompt sent (false = no prompt cache).")
+    thinking: bool | None = Field(None, description="Thinking on in the requests.")
+    sampling: Sampling | None = Field(None, description="Sampling sent with the requests.")
+    server_slots: int | None = Field(None, ge=1, description="Server slots (from /props or stated).")
+    server_ctx: Count | None = Field(None, description="Server context size (from /props or stated).")
+
+
+class SpeedContract(RunBase):
+    """A speed run: what was asked, every request, and optionally stated figures."""
+
+    kind: Literal["speed"] = Field(description="Contract kind.")
+    method: SpeedMethod = Field(description="What was asked.")
+    parts: list[PartStatus] = Field(default_factory=list, description="Status of every part.")
+    requests: list[RequestRecord] = Field(default_factory=list, description="Raw per-request records.")
+    summary: SpeedSummary | None = Field(None, description="Figures as stated by the tool or page.")
+
+
+# --------------------------------------------------------------------------- quality
+
+
+class QualityItem(Strict):
+    """One answered question / task."""
+
+    id: Text = Field(description="Item id within the test.")
+    right: bool = Field(description="Scored right (a cut-off answer is never right).")
+    cut_off: bool = Field(False, description="The answer hit the token limit.")
+    tokens: Count | None = Field(None, description="Answer tokens.")
+    seconds: NonNeg | None = Field(None, description="Time for the answer, seconds.")
+    task: str | None = Field(None, description="Sub-task (RULER and similar).")
+    error: str | None = Field(None, description="Error of a request that was asked again.")
+
+
+class TaskScore(Strict):
+    """Published score of one sub-task."""
+
+    task: Text = Field(description="Sub-task name.")
+    n: int = Field(ge=1, description="Items.")
+    right: Count = Field(description="Items right.")
+
+
+class QualityStated(Strict):
+    """Published figures of one test."""
+
+    n: int = Field(ge=1, description="Items scored.")
+    right: Count = Field(description="Items right.")
+    cut_off: Count | None = Field(None, description="Answers cut off at the token limit (counted wrong).")
+    pct: NonNeg | None = Field(None, description="Stated result, %.")
+    margin_pp: NonNeg | None = Field(None, description="Stated 95 % margin, ± percentage points.")
+    median_tokens: NonNeg | None = Field(None, description="Median answer tokens.")
+    median_seconds: NonNeg | None = Field(None, description="Median seconds per answer.")
+    by_task: list[TaskScore] = Field(default_factory=list, description="Scores per sub-task.")
+
+
+class QualityTest(Strict):
+    """One test of a quality run."""
+
+    test: Slug = Field(description="Test id, e.g. 'mmlu_pro', 'gpqa_diamond', 'ruler_32k'.")
+    label: str | None = Field(None, description="Display name, e.g. 'MMLU-Pro'.")
+    description: str | None = Field(None, description="What the test is, e.g. '400 fixed questions, letter only'.")
+    status: Literal["ok", "failed", "repeated", "skipped"] = Field("ok", description="Status of the test.")
+    reason: str | None = Field(None, description="Why it failed / was repeated / skipped.")
+    token_limit: Count | None = Field(None, description="Answer token limit.")
+    thinking: bool | None = Field(None, description="Thinking on.")
+    sampling: Sampling | None = Field(None, description="Sampling sent.")
+    seed: int | None = Field(None, description="Seed.")
+    in_flight: int | None = Field(None, ge=1, description="Requests in flight at a time.")
+    items: list[QualityItem] = Field(default_factory=list, description="Per-item records.")
+    stated: QualityStated | None = Field(None, description="Figures as stated by the tool or page.")
+
+
+class QualityContract(RunBase):
+    """A quality run: settings and items per test."""
+
+    kind: Literal["quality"] = Field(description="Contract kind.")
+    tests: list[QualityTest] = Field(min_length=1, description="Tests of the run.")
+
+
+# --------------------------------------------------------------------------- fit
+
+
+class FitStep(Strict):
+    """One context size of the memory test."""
+
+    ctx: int = Field(ge=1, description="Context size the server was started with, tokens.")
+    prompt_tokens: Count | None = Field(None, description="Prompt tokens sent.")
+    filled_pct: NonNeg | None = Field(None, description="Stated share of the context filled, %.")
+    ttft_s: NonNeg | None = Field(None, description="Time to first token, seconds.")
+    prefill_tps: NonNeg | None = Field(None, description="Prefill tokens/s as the server reports it.")
+    decode_tps: NonNeg | None = Field(None, description="Decode tokens/s of the answer.")
+    answer_tokens: Count | None = Field(None, description="Tokens of the answer.")
+    peak_gib: NonNeg | None = Field(None, description="Peak GPU memory in use, GiB.")
+    result: Literal["answered", "no_answer", "no_load"] = Field(description="Outcome of the step.")
+    finish_reason: str | None = Field(None, description="finish_reason when it answered (stop / length).")
+    error: str | None = Field(None, description="Error text when it did not answer or load.")
+
+
+class FitStated(Strict):
+    """Published headline of the memory test."""
+
+    largest_ctx: Count | None = Field(None, description="Largest context size that answered.")
+    peak_gib: NonNeg | None = Field(None, description="Peak memory at that size, GiB.")
+    decode_tps: NonNeg | None = Field(None, description="Decode at that size, tokens/s.")
+
+
+class FitContract(RunBase):
+    """A memory (fit) test: one record per context size."""
+
+    kind: Literal["fit"] = Field(description="Contract kind.")
+    fill_target_pct: NonNeg = Field(95.0, description="Target share of each context the prompt fills, %.")
+    steps: list[FitStep] = Field(min_length=1, description="One record per context size.")
+    stated: FitStated | None = Field(None, description="Headline as stated by the tool or page.")
+
+
+CONTRACTS: dict[str, type[Strict]] = {
+    "setup": Setup,
+    "speed": SpeedContract,
+    "quality": QualityContract,
+    "fit": FitContract,
+}
