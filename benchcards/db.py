@@ -132,8 +132,10 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @contextlib.contextmanager
-def writing(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+def writing(path: Path, fresh: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open a read-write copy of ``path`` (or a new database) and swap it in on success.
+
+    With ``fresh=True`` the copy starts empty (a rebuild), still swapped in atomically.
 
     Side effects: takes ``<path>.lock`` for the whole block; on a clean exit the
     copy replaces ``path`` atomically; on an exception the copy is deleted and
@@ -149,7 +151,7 @@ def writing(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         tmp.unlink()
         con = None
         try:
-            if path.exists():
+            if path.exists() and not fresh:
                 shutil.copyfile(path, tmp)
                 con = duckdb.connect(str(tmp))
                 version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()

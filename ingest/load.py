@@ -207,17 +207,18 @@ def rows_for(sf: SetupFolder, rows: _Rows, now: datetime) -> tuple[int, int, int
     return n_req, n_items, n_warn
 
 
-def ingest_paths(paths: list[Path], db_path: Path) -> Report:
+def ingest_paths(paths: list[Path], db_path: Path, *, rebuild: bool = False) -> Report:
     """Validate ``paths`` and load them into ``db_path``, all or nothing.
 
     Side effects: on success, raw files are copied into the blob folder beside the
     database and the database file is replaced atomically. On any error, raises
     IngestError (or DatabaseError) and the database file is left exactly as it was.
+    With ``rebuild=True`` the new file holds only ``paths`` (setups not given are dropped).
     """
     parsed = validate_paths(paths)
     report = Report()
     now = datetime.now(timezone.utc).replace(tzinfo=None)
-    with db.writing(db_path) as con:
+    with db.writing(db_path, fresh=rebuild) as con:
         existing = dict(con.execute("SELECT setup_id, content_sha256 FROM setups").fetchall())
         owners = dict(con.execute("SELECT run_id, setup_id FROM runs").fetchall())
         errors = []

@@ -38,7 +38,7 @@ class IngestError(Exception):
     """Validation failed; ``errors`` lists every problem as 'file: $.path: message'."""
 
     def __init__(self, errors: list[str]):
-        super().__init__(f"{len(errors)} error(s)")
+        super().__init__(f"{len(errors)} error(s):\n" + "\n".join(errors))
         self.errors = errors
 
 

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchcards import synth  # noqa: E402
+from ingest import ingest_paths  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def synth_root(tmp_path_factory) -> Path:
+    """Three synthetic setups (deterministic), shared read-only by tests."""
+    out = tmp_path_factory.mktemp("synth")
+    synth.generate(out, 3, seed=101)
+    return out
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory) -> Path:
+    """A database built from the shipped demo data (data/raw)."""
+    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    ingest_paths([ROOT / "data" / "raw"], db)
+    return db

@@ -1,0 +1,251 @@
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchcards import db, queries
+from ingest import IngestError, ingest_paths
+from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract, write
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture()
+def hand(tmp_path) -> Path:
+    return make_setup(tmp_path / "raw")
+
+
+@pytest.fixture()
+def loaded(tmp_path, hand) -> Path:
+    path = tmp_path / "bc.duckdb"
+    ingest_paths([hand], path)
+    return path
+
+
+def metric(path, name, prompt=None, level=None):
+    c = queries.card(queries.Store(path), "hand-3090")
+    return c.value(name, prompt, level)
+
+
+def test_speed_figures_are_computed_from_the_raw_records(loaded):
+    assert metric(loaded, "decode", "code") == pytest.approx(25.0)  # median of 30 and 20
+    assert metric(loaded, "decode", "prose") == pytest.approx(32.0)
+    assert metric(loaded, "decode") == pytest.approx(28.5)  # mean of the prompt medians
+    assert metric(loaded, "decode_cv") == pytest.approx(20.156, abs=1e-3)
+    assert metric(loaded, "decode_cv", "prose") == 0.0
+    assert metric(loaded, "decode_pooled") == pytest.approx(1112 / 41)
+    assert metric(loaded, "words_per_s") == pytest.approx(556 / 41)
+    assert metric(loaded, "s_per_500_words") == pytest.approx(500 / (556 / 41))
+    assert metric(loaded, "prefill", level=2048) == pytest.approx(819.2)
+    assert metric(loaded, "ttft", level=2048) == pytest.approx(2.5)
+    assert metric(loaded, "conc_total", level=2) == pytest.approx(20.0)
+    assert metric(loaded, "conc_per_request", level=2) == pytest.approx(15.0)
+    assert metric(loaded, "l1_wall") == pytest.approx(50.01)
+    assert metric(loaded, "slots") == 2
+
+
+def test_quality_and_fit_figures(loaded):
+    c = queries.card(queries.Store(loaded), "hand-3090")
+    q = c.quality.iloc[0]
+    assert (q.n, q.right, round(q.pct, 1), round(q.margin_pp, 1)) == (4, 2, 50.0, 35.0)
+    assert c.fit["largest_ctx"] == 8192 and c.fit["peak_gib"] == 9.0 and c.fit["decode_tps"] == 45.0
+    assert c.fit["first_failed_ctx"] == 16384
+    assert round(c.fit_steps.filled_pct.iloc[0], 2) == 95.0
+
+
+def test_short_decode_run_fails_its_step_and_warns(tmp_path):
+    sp = speed_contract()
+    sp["requests"][1]["output_tokens"] = 23  # below the 256 minimum
+    path = tmp_path / "bc.duckdb"
+    ingest_paths([make_setup(tmp_path / "raw", speed=sp)], path)
+    c = queries.card(queries.Store(path), "hand-3090")
+    assert c.value("decode", "code") is None  # step failed: no figure
+    assert c.value("decode") is None          # no headline from half the prompts
+    assert c.value("decode", "prose") == pytest.approx(32.0)
+    assert "short_decode" in set(c.warnings.kind)
+    failed = c.parts[(c.parts.origin == "computed") & (c.parts.status == "failed")]
+    assert "23 output tokens" in failed.reason.iloc[0]
+
+
+def test_stated_figures_that_disagree_become_warnings(tmp_path):
+    sp = speed_contract()
+    sp["summary"] = {"decode_tps": 28.5, "decode_by_prompt": {"code": 26.0, "prose": 32.0}}
+    path = tmp_path / "bc.duckdb"
+    ingest_paths([make_setup(tmp_path / "raw", speed=sp)], path)
+    c = queries.card(queries.Store(path), "hand-3090")
+    w = c.warnings[c.warnings.kind == "summary_mismatch"]
+    assert len(w) == 1 and w.stated.iloc[0] == 26.0 and w.computed.iloc[0] == pytest.approx(25.0)
+    assert c.value("decode", "code") == pytest.approx(25.0)  # the computed value is what shows
+
+
+def test_reingest_is_idempotent(tmp_path, hand, loaded):
+    before = db.dump(loaded)
+    report = ingest_paths([hand], loaded)
+    assert report.unchanged == ["hand-3090"] and not report.new and not report.replaced
+    assert db.dump(loaded) == before
+
+
+def test_changed_file_replaces_the_earlier_version(tmp_path, hand, loaded):
+    q = quality_contract(right=(True, True, True, False))
+    write(hand / "quality" / q["run_id"] / "contract.json", q)
+    report = ingest_paths([hand], loaded)
+    assert report.replaced == ["hand-3090"]
+    c = queries.card(queries.Store(loaded), "hand-3090")
+    assert int(c.quality.iloc[0].right) == 3
+    with db.reading(loaded) as con:
+        assert con.execute("SELECT count(*) FROM quality_items").fetchone()[0] == 4  # not 8
+        assert con.execute("SELECT count(*) FROM setups").fetchone()[0] == 1
+
+
+def test_attachments_are_stored_with_hash_and_size(loaded):
+    c = queries.card(queries.Store(loaded), "hand-3090")
+    log = c.files[c.files.path.str.endswith("client.log")].iloc[0]
+    assert log.bytes == len(b"log line\n")
+    assert queries.Store(loaded).blob(log.sha256) == b"log line\n"
+
+
+def test_summary_only_contract_keeps_margin_computed_from_right_and_n(demo_db):
+    c = queries.card(queries.Store(demo_db), "qwen38-35b-a3b-distill-q4km-5060ti")
+    mmlu = c.quality[c.quality.test == "mmlu_pro"].iloc[0]
+    assert queries.fmt_margin(mmlu.pct, mmlu.margin_pp) == "57.3 % ± 4.8"
+    assert not bool(mmlu.from_items)
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+def _bad_cases():
+    """(name, how to break a good folder, text the error must contain)."""
+    def edit(rel, fn):
+        def apply(folder: Path):
+            p = folder / rel
+            obj = json.loads(p.read_text())
+            fn(obj)
+            p.write_text(json.dumps(obj))
+        return apply
+
+    def raw(rel, data: bytes):
+        def apply(folder: Path):
+            (folder / rel).write_bytes(data)
+        return apply
+
+    sp = "speed/hand-speed/contract.json"
+    qu = "quality/hand-quality/contract.json"
+    return [
+        ("truncated json", raw(sp, b'{"schema_version": "1", "kind": "speed", "run'), "is not valid JSON"),
+        ("wrong type", edit(sp, lambda o: o["requests"][1].__setitem__("output_tokens", "301")),
+         "$.requests[1].output_tokens"),
+        ("missing field", edit("setup.json", lambda o: o.pop("engine")), "'engine' is a required property"),
+        ("unknown field", edit(qu, lambda o: o.__setitem__("colour", 1)), "'colour' was unexpected"),
+        ("NaN", raw(sp, json.dumps(speed_contract()).replace('"t_send": 1.0', '"t_send": NaN').encode()), "NaN"),
+        ("Infinity", raw(sp, json.dumps(speed_contract()).replace('"t_send": 1.0', '"t_send": Infinity').encode()),
+         "Infinity"),
+        ("negative count", edit(sp, lambda o: o["requests"][2].__setitem__("prompt_tokens", -5)),
+         "$.requests[2].prompt_tokens"),
+        ("unknown schema_version", edit(sp, lambda o: o.__setitem__("schema_version", "9")), "$.schema_version"),
+        ("duplicate run ids", lambda f: write(f / "speed" / "other" / "contract.json", speed_contract()),
+         "is also the run id"),
+        ("non-UTF-8", raw(qu, json.dumps(quality_contract()).replace("MMLU-Pro", "MMLU\xe9").encode("latin-1")),
+         "not UTF-8"),
+        ("BOM", raw(qu, b"\xef\xbb\xbf" + json.dumps(quality_contract()).encode()), "byte-order mark"),
+        ("unknown kind", edit(qu, lambda o: o.__setitem__("kind", "vibes")), "$.kind"),
+        ("setup id mismatch", edit(qu, lambda o: o.__setitem__("setup_id", "someone-else")), "does not match"),
+        ("summary_only with records", edit(sp, lambda o: o.__setitem__("summary_only", True)),
+         "summary_only contract must not have request records"),
+        ("no records and not summary_only", edit(sp, lambda o: o.__setitem__("requests", [])), "no request records"),
+        ("clock going backwards", edit(sp, lambda o: o["requests"][1].__setitem__("t_last", 0.5)),
+         "earlier than t_first"),
+        ("failed part without reason", edit(sp, lambda o: o["parts"].__setitem__(0, {"part": "x", "status": "failed"})),
+         "$.parts[0]"),
+        ("right above n", edit(qu, lambda o: o["tests"][0].update(items=[], stated={"n": 4, "right": 5})),
+         "more than n"),
+        ("attachment hash mismatch", edit(sp, lambda o: o.__setitem__(
+            "attachments", [{"path": "client.log", "sha256": "0" * 64}])), "$.attachments[0].sha256"),
+        ("attachment missing", edit(sp, lambda o: o.__setitem__("attachments", [{"path": "gone.log"}])),
+         "listed but not in the folder"),
+        ("contract in wrong folder", lambda f: shutil.move(str(f / "fit"), str(f / "speedy")), "lies under"),
+        ("empty file", raw(qu, b""), "is empty"),
+        ("prefill record without depth", edit(sp, lambda o: o["requests"][5].pop("depth")), "needs its depth"),
+        ("duplicate fit ctx", edit("fit/hand-fit/contract.json", lambda o: o["steps"].append(o["steps"][0])),
+         "appears twice"),
+        ("bad date", edit("setup.json", lambda o: o.__setitem__("measured_at", ["1st of May"])), "$.measured_at[0]"),
+    ]
+
+
+@pytest.mark.parametrize("name,breaker,expected", _bad_cases(), ids=[c[0] for c in _bad_cases()])
+def test_bad_input_is_rejected_with_file_and_field_and_db_unchanged(tmp_path, name, breaker, expected):
+    good = make_setup(tmp_path / "good", setup={**SETUP, "setup_id": "good-one"}, name="good-one")
+    path = tmp_path / "bc.duckdb"
+    ingest_paths([good], path)
+    before = db.dump(path)
+    mtime = path.stat().st_mtime_ns
+    bad = make_setup(tmp_path / "bad")
+    breaker(bad)
+    with pytest.raises(IngestError) as exc:
+        ingest_paths([bad], path)
+    text = "\n".join(exc.value.errors)
+    assert expected in text, text
+    assert str(bad) in text  # the error names the file (or folder)
+    assert db.dump(path) == before
+    assert path.stat().st_mtime_ns == mtime
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_empty_folder_is_rejected(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IngestError, match="error"):
+        ingest_paths([tmp_path / "empty"], tmp_path / "bc.duckdb")
+    assert not (tmp_path / "bc.duckdb").exists()
+
+
+def test_mixed_valid_and_invalid_folders_load_nothing_and_report_all(tmp_path):
+    path = tmp_path / "bc.duckdb"
+    ok = make_setup(tmp_path / "raw", setup={**SETUP, "setup_id": "ok-one"}, name="ok-one")
+    sp = speed_contract(run_id="bad-speed", setup_id="bad-one")
+    sp["requests"][1]["output_tokens"] = -1
+    q = quality_contract(run_id="bad-quality", setup_id="bad-one")
+    q["tests"][0]["items"][0]["right"] = "yes"
+    make_setup(tmp_path / "raw", setup={**SETUP, "setup_id": "bad-one"}, speed=sp, quality=q,
+               fit=fit_contract(run_id="bad-fit", setup_id="bad-one"), name="bad-one")
+    with pytest.raises(IngestError) as exc:
+        ingest_paths([tmp_path / "raw"], path)
+    assert len(exc.value.errors) == 2  # both problems in one report
+    assert not path.exists()
+    ingest_paths([ok], path)
+    assert [s for s, _ in queries.setup_ids(queries.Store(path))] == ["ok-one"]
+
+
+def test_cli_reports_all_errors_and_exits_nonzero(tmp_path):
+    bad = make_setup(tmp_path / "raw")
+    p = bad / "setup.json"
+    obj = json.loads(p.read_text())
+    obj["hardware"]["gpus"][0]["vram_gib"] = -1
+    obj["zzz"] = 1
+    p.write_text(json.dumps(obj))
+    r = subprocess.run([sys.executable, "-m", "ingest", str(bad), "--db", str(tmp_path / "x.duckdb")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "rejected: 2 error(s)" in r.stderr
+    assert f"{p}: $.hardware.gpus[0].vram_gib: -1 is less than the minimum of 0" in r.stderr
+    assert "'zzz' was unexpected" in r.stderr
+    assert not (tmp_path / "x.duckdb").exists()
+
+
+def test_cli_loads_and_prints_a_report(tmp_path, hand):
+    r = subprocess.run([sys.executable, "-m", "ingest", str(hand), "--db", str(tmp_path / "x.duckdb")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "1 new, 0 replaced, 0 unchanged setup(s); 3 run(s), 11 request record(s)" in r.stdout
+
+
+def test_run_id_owned_by_another_setup_is_refused(tmp_path, loaded):
+    other = make_setup(tmp_path / "other", setup={**SETUP, "setup_id": "other-one"}, name="other-one",
+                       speed=speed_contract(setup_id="other-one"),  # same run id as hand-3090's
+                       quality=quality_contract(run_id="q2", setup_id="other-one"),
+                       fit=fit_contract(run_id="f2", setup_id="other-one"))
+    before = db.dump(loaded)
+    with pytest.raises(IngestError, match="already belongs to setup 'hand-3090'"):
+        ingest_paths([other], loaded)
+    assert db.dump(loaded) == before

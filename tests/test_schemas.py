@@ -1,0 +1,98 @@
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+import schemas
+from ingest.validate import verdict
+from tests.helpers import SETUP, fit_contract, quality_contract, speed_contract
+
+ROOT = schemas.SCHEMA_DIR.parent
+
+
+def test_committed_schema_files_match_the_models():
+    r = subprocess.run([sys.executable, "-m", "schemas", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_check_fails_when_a_file_drifts(tmp_path, monkeypatch):
+    # a copy of the schema folder with one file edited: --check must fail and name it
+    monkeypatch.setattr(schemas, "SCHEMA_DIR", tmp_path)
+    for kind in schemas.CONTRACTS:
+        (tmp_path / f"{kind}.schema.json").write_text(schemas.render(kind), encoding="utf-8")
+    from schemas.__main__ import main
+
+    assert main(["--check"]) == 0
+    edited = json.loads((tmp_path / "speed.schema.json").read_text())
+    edited["description"] = "edited by hand"
+    (tmp_path / "speed.schema.json").write_text(json.dumps(edited))
+    assert main(["--check"]) == 1
+    assert main([]) == 0  # regenerates
+    assert main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("kind", list(schemas.CONTRACTS))
+def test_schema_files_declare_dialect_and_id(kind):
+    s = schemas.load_schema(kind)
+    assert s["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert s["$id"] == f"urn:benchcards:schema:{kind}:1"
+
+
+@pytest.mark.parametrize("kind", list(schemas.CONTRACTS))
+def test_every_field_has_a_description(kind):
+    missing = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            for name, prop in node.get("properties", {}).items():
+                if "description" not in prop:
+                    missing.append(f"{where}.{name}")
+            for k, v in node.items():
+                walk(v, f"{where}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{where}[{i}]")
+
+    walk(schemas.load_schema(kind), kind)
+    assert missing == []
+
+
+def _mutations():
+    good = {"setup": SETUP, "speed": speed_contract(), "quality": quality_contract(), "fit": fit_contract()}
+    cases = [(k, v, True, "good") for k, v in good.items()]
+
+    def bad(kind, why, fn):
+        obj = copy.deepcopy(good[kind])
+        fn(obj)
+        cases.append((kind, obj, False, why))
+
+    bad("setup", "string for integer", lambda o: o["hardware"]["gpus"][0].__setitem__("count", "1"))
+    bad("setup", "float for integer", lambda o: o["hardware"]["gpus"][0].__setitem__("count", 1.0))
+    bad("setup", "bool for number", lambda o: o["hardware"]["gpus"][0].__setitem__("vram_gib", True))
+    bad("setup", "unknown field", lambda o: o.__setitem__("colour", "red"))
+    bad("setup", "missing field", lambda o: o.pop("engine"))
+    bad("setup", "bad date", lambda o: o.__setitem__("measured_at", ["yesterday"]))
+    bad("setup", "bad slug", lambda o: o.__setitem__("setup_id", "Has Spaces"))
+    bad("setup", "empty argv", lambda o: o["server"].__setitem__("argv", []))
+    bad("setup", "wrong version", lambda o: o.__setitem__("schema_version", "2"))
+    bad("setup", "top_p above 1", lambda o: o["sampling"].__setitem__("top_p", 1.5))
+    bad("speed", "negative tokens", lambda o: o["requests"][1].__setitem__("output_tokens", -1))
+    bad("speed", "unknown part", lambda o: o["requests"][1].__setitem__("part", "warp"))
+    bad("speed", "failed without reason", lambda o: o["parts"].__setitem__(0, {"part": "decode", "status": "failed"}))
+    bad("speed", "null for required", lambda o: o["requests"][1].__setitem__("t_send", None))
+    bad("speed", "string timestamp", lambda o: o["requests"][1].__setitem__("t_first", "2.0"))
+    bad("quality", "no tests", lambda o: o.__setitem__("tests", []))
+    bad("quality", "string bool", lambda o: o["tests"][0]["items"][0].__setitem__("right", "yes"))
+    bad("quality", "int bool", lambda o: o["tests"][0]["items"][0].__setitem__("right", 1))
+    bad("fit", "unknown result", lambda o: o["steps"][0].__setitem__("result", "maybe"))
+    bad("fit", "zero ctx", lambda o: o["steps"][0].__setitem__("ctx", 0))
+    bad("fit", "wrong kind", lambda o: o.__setitem__("kind", "speed"))
+    return cases
+
+
+@pytest.mark.parametrize("kind,obj,valid,why", _mutations(), ids=[c[3] for c in _mutations()])
+def test_jsonschema_and_pydantic_give_the_same_verdict(kind, obj, valid, why):
+    by_schema, by_model = verdict(kind, obj)
+    assert by_schema == by_model == valid, why
