@@ -85,7 +85,8 @@ CREATE TABLE fit_headline (
     first_failed_ctx BIGINT, first_failed_error VARCHAR, run_order INTEGER
 );
 CREATE TABLE files (
-    setup_id VARCHAR, run_id VARCHAR, path VARCHAR, role VARCHAR, sha256 VARCHAR, bytes BIGINT
+    setup_id VARCHAR, run_id VARCHAR, path VARCHAR, role VARCHAR, sha256 VARCHAR, bytes BIGINT,
+    source VARCHAR
 );
 CREATE TABLE warnings (
     setup_id VARCHAR, run_id VARCHAR, kind VARCHAR, message VARCHAR, stated DOUBLE, computed DOUBLE

@@ -15,7 +15,7 @@ import duckdb
 import pandas as pd
 
 from benchcards import db, stats
-from benchcards.paths import DEFAULT_DB, blob_dir
+from benchcards.paths import DEFAULT_DB
 from schemas.models import Setup
 
 LATEST_METRICS = """
@@ -49,10 +49,25 @@ class Store:
         with db.reading(self.path) as con:
             return con.execute(sql, params or []).df()
 
-    def blob(self, sha256: str) -> bytes | None:
-        """Content of a stored raw file, or None when it is not in the blob folder."""
-        p = blob_dir(self.path) / sha256[:2] / sha256
-        return p.read_bytes() if p.exists() else None
+    def raw_file(self, sha256: str) -> bytes:
+        """Content of an ingested raw file, read from where it was ingested and checked
+        against its recorded SHA-256. Raises RawFileError when it is gone or changed."""
+        import hashlib
+
+        rows = self.df("SELECT DISTINCT source FROM files WHERE sha256 = ?", [sha256])
+        if rows.empty:
+            raise RawFileError(f"no raw file with sha256 {sha256}")
+        for source in rows.source:
+            p = Path(source)
+            if p.is_file():
+                data = p.read_bytes()
+                if hashlib.sha256(data).hexdigest() == sha256:
+                    return data
+        raise RawFileError(f"the raw file is no longer at {rows.source.iloc[0]} (or it changed since ingest)")
+
+
+class RawFileError(LookupError):
+    """A raw file is not available any more."""
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
@@ -154,7 +169,7 @@ def card(store: Store, setup_id: str) -> Card:
         fit_head = _fetch(con, f"SELECT * FROM ({LATEST_FIT}) WHERE setup_id = ?", p)
         fit_run = fit_head.run_id.iloc[0] if not fit_head.empty else None
         fit_steps = _fetch(con, "SELECT * FROM fit_steps WHERE run_id = ? ORDER BY ctx", [fit_run])
-        files = _fetch(con, "SELECT run_id, path, role, sha256, bytes FROM files WHERE setup_id = ? "
+        files = _fetch(con, "SELECT run_id, path, role, sha256, bytes, source FROM files WHERE setup_id = ? "
                             "ORDER BY run_id NULLS FIRST, path", p)
         warns = _fetch(con, "SELECT run_id, kind, message, stated, computed FROM warnings WHERE setup_id = ? "
                             "ORDER BY kind, run_id", p)
@@ -292,7 +307,3 @@ def config_diff(setups: list[Setup]) -> pd.DataFrame:
             data[k] = vals
     return pd.DataFrame.from_dict(data, orient="index", columns=[s.setup_id for s in setups])
 
-
-def file_bytes(store: Store, sha256: str) -> bytes | None:
-    """Raw file content by hash (for download buttons)."""
-    return store.blob(sha256)

@@ -204,7 +204,8 @@ def find_setup_folders(paths: list[Path]) -> tuple[list[Path], list[str]]:
                 errors.append(f"{p}: no {SETUP_NAME} found (an empty folder or not a setup folder)")
             folders.extend(found)
     uniq = list(dict.fromkeys(f.resolve() for f in folders))
-    nested = [f for f in uniq if any(o != f and o in f.parents for o in uniq)]
+    known = set(uniq)
+    nested = [f for f in uniq if any(parent in known for parent in f.parents)]
     for f in nested:
         errors.append(f"{f}: a setup folder inside another setup folder; keep them side by side")
     return [f for f in uniq if f not in nested], errors
@@ -246,6 +247,14 @@ def read_setup_folder(folder: Path) -> tuple[SetupFolder | None, list[str]]:
 
     contract_paths = [p for p in files if p.name == CONTRACT_NAME]
     run_dirs = {p.parent for p in contract_paths}
+    owner: dict[Path, Path] = {}  # file -> the innermost run folder holding it
+    for p in files:
+        for parent in p.parents:
+            if parent in run_dirs:
+                owner[p] = parent
+                break
+            if parent == folder:
+                break
     runs: list[Run] = []
     seen_runs: dict[str, Path] = {}
     for cp in contract_paths:
@@ -263,8 +272,7 @@ def read_setup_folder(folder: Path) -> tuple[SetupFolder | None, list[str]]:
             errors.append(f"{cp}: $.run_id: {model.run_id!r} is also the run id of {seen_runs[model.run_id]}")
         seen_runs[model.run_id] = cp
         errors.extend(f"{cp}: {e}" for e in contract_rules(model))
-        attach = [raws[p] for p in files if p != cp and cp.parent in p.parents
-                  and not any(d != cp.parent and d in p.parents and cp.parent in d.parents for d in run_dirs)]
+        attach = [raws[p] for p in files if p != cp and owner.get(p) == cp.parent]
         by_rel = {a.path.relative_to(cp.parent).as_posix(): a for a in attach}
         for i, att in enumerate(model.attachments):
             got = by_rel.get(att.path)

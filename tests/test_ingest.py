@@ -104,7 +104,15 @@ def test_attachments_are_stored_with_hash_and_size(loaded):
     c = queries.card(queries.Store(loaded), "hand-3090")
     log = c.files[c.files.path.str.endswith("client.log")].iloc[0]
     assert log.bytes == len(b"log line\n")
-    assert queries.Store(loaded).blob(log.sha256) == b"log line\n"
+    assert queries.Store(loaded).raw_file(log.sha256) == b"log line\n"
+
+
+def test_a_changed_raw_file_is_not_served(tmp_path, hand, loaded):
+    c = queries.card(queries.Store(loaded), "hand-3090")
+    log = c.files[c.files.path.str.endswith("client.log")].iloc[0]
+    (Path(log.source)).write_text("tampered\n")
+    with pytest.raises(queries.RawFileError, match="changed"):
+        queries.Store(loaded).raw_file(log.sha256)
 
 
 def test_summary_only_contract_keeps_margin_computed_from_right_and_n(demo_db):
@@ -249,3 +257,22 @@ def test_run_id_owned_by_another_setup_is_refused(tmp_path, loaded):
     with pytest.raises(IngestError, match="already belongs to setup 'hand-3090'"):
         ingest_paths([other], loaded)
     assert db.dump(loaded) == before
+
+
+def test_parallel_and_in_process_validation_load_the_same_rows(tmp_path, synth_root, monkeypatch):
+    import ingest.load as load
+
+    a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    ingest_paths([synth_root], a)
+    monkeypatch.setattr(load, "PARALLEL_MIN", 1)
+    ingest_paths([synth_root], b)
+
+    def stable(path):
+        d = db.dump(path)
+        d["setups"] = [r[:-2] for r in d["setups"]]  # ingested_at differs
+        return d
+
+    assert stable(a) == stable(b)
+    with db.reading(a) as con:
+        assert con.execute("SELECT count(*) FROM quality_items").fetchone()[0] > 2000
+        assert con.execute("SELECT count(*) FROM requests WHERE decode_tps IS NOT NULL").fetchone()[0] > 100

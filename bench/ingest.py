@@ -1,0 +1,74 @@
+"""Benchmark: ingest N synthetic setup folders vs DuckDB's bare read_json of the same files.
+
+Usage: python bench/ingest.py [--setups 1000] [--keep DIR]
+
+Prints both times and the ratio (target: ingest <= 3x the bare read). The bare
+read is DuckDB parsing every JSON file of the folders into tables with
+``read_json`` (no validation, no figures, no hashing): the floor for any loader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import duckdb  # noqa: E402
+
+from benchcards import synth  # noqa: E402
+from ingest import ingest_paths  # noqa: E402
+
+
+def bare_read(root: Path) -> tuple[float, int]:
+    """Seconds for DuckDB to read every JSON file under ``root`` into tables; row count."""
+    con = duckdb.connect()
+    start = time.perf_counter()
+    rows = 0
+    for pattern in ("*/setup.json", "*/speed/*/contract.json", "*/quality/*/contract.json",
+                    "*/fit/*/contract.json"):
+        name = pattern.split("/")[1].replace(".json", "").replace("*", "x")
+        con.execute(f"CREATE TABLE t_{name} AS SELECT * FROM read_json('{root}/{pattern}', "
+                    "format='auto', maximum_object_size=4194304)")
+        rows += con.execute(f"SELECT count(*) FROM t_{name}").fetchone()[0]
+    elapsed = time.perf_counter() - start
+    con.close()
+    return elapsed, rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Time ingest of synthetic setups against DuckDB's bare read_json.")
+    parser.add_argument("--setups", type=int, default=1000, help="number of synthetic setups (default 1000)")
+    parser.add_argument("--keep", type=Path, help="write the folders here and keep them")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bc-bench-"))
+    raw = args.keep or work / "raw"
+    try:
+        t0 = time.perf_counter()
+        if not (raw.exists() and len(list(raw.iterdir())) == args.setups):
+            synth.generate(raw, args.setups, seed=1)
+        gen = time.perf_counter() - t0
+        files = list(raw.rglob("*"))
+        size = sum(p.stat().st_size for p in files if p.is_file())
+        print(f"{args.setups} setup folders, {sum(p.is_file() for p in files)} files, "
+              f"{size / 2**20:.0f} MiB (generated in {gen:.1f} s)")
+        bare_read(raw)  # warm the page cache for both contenders
+        bare, rows = bare_read(raw)
+        db_path = work / "bench.duckdb"
+        t0 = time.perf_counter()
+        report = ingest_paths([raw], db_path)
+        ingest = time.perf_counter() - t0
+        print(f"bare read_json : {bare:8.2f} s  ({rows} top-level rows)")
+        print(f"ingest         : {ingest:8.2f} s  ({report.text()})")
+        print(f"ratio          : {ingest / bare:8.2f}x  (target <= 3x)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
