@@ -1,31 +1,41 @@
-"""Build the demo database from the raw folders shipped in ``data/raw``."""
+"""Build the site's database from the raw folders on this machine.
+
+Sources: ``data/raw`` (demo data shipped in git) and ``data/local`` (uploads and
+live runs made on this machine). The database is rebuilt whenever it is missing
+or older than any source file.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from benchcards.paths import DEFAULT_DB, RAW
+from benchcards.paths import DEFAULT_DB, SOURCES
 
 
-def newest_mtime(folder: Path) -> float:
-    """Newest modification time of any file under ``folder`` (0 when empty)."""
-    return max((p.stat().st_mtime for p in folder.rglob("*") if p.is_file()), default=0.0)
+def newest_mtime(folders: tuple[Path, ...] | list[Path]) -> float:
+    """Newest modification time of any file or folder under ``folders`` (0 when empty)."""
+    newest = 0.0
+    for folder in folders:
+        if folder.exists():
+            newest = max([newest, folder.stat().st_mtime, *(p.stat().st_mtime for p in folder.rglob("*"))])
+    return newest
 
 
-def needs_build(db_path: Path = DEFAULT_DB, raw: Path = RAW) -> bool:
+def needs_build(db_path: Path = DEFAULT_DB, sources: tuple[Path, ...] = SOURCES) -> bool:
     """True when the database is missing or older than the raw data."""
-    return not db_path.exists() or db_path.stat().st_mtime < newest_mtime(raw)
+    return not db_path.exists() or db_path.stat().st_mtime < newest_mtime(sources)
 
 
-def ensure_demo_db(db_path: Path = DEFAULT_DB, raw: Path = RAW) -> bool:
-    """Rebuild ``db_path`` from ``raw`` when needed; returns True when it built.
+def ensure_db(db_path: Path = DEFAULT_DB, sources: tuple[Path, ...] = SOURCES) -> bool:
+    """Rebuild ``db_path`` from ``sources`` when needed; returns True when it built.
 
     Side effects: replaces ``db_path`` atomically (readers never see a half file).
-    Raises IngestError when the shipped data is invalid.
+    Raises IngestError when the data on disk is invalid.
     """
     from ingest.load import ingest_paths
 
-    if not needs_build(db_path, raw):
+    if not needs_build(db_path, sources):
         return False
-    ingest_paths([raw], db_path, rebuild=True)
+    present = [s for s in sources if s.exists() and any(s.rglob("setup.json"))]
+    ingest_paths(present, db_path, rebuild=True)
     return True

@@ -190,3 +190,14 @@ def dump(path: Path) -> dict[str, list[tuple]]:
             rows = con.execute(f'SELECT * FROM "{t}"').fetchall()
             out[t] = sorted(rows, key=repr)
     return out
+
+
+def check(path: Path) -> None:
+    """Raise DatabaseError unless ``path`` is a readable benchcards database of this version."""
+    with reading(path) as con:
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except duckdb.Error as exc:
+            raise DatabaseError(f"{path} is not a benchcards database ({exc.__class__.__name__})") from exc
+    if row is None or row[0] != str(SCHEMA_VERSION):
+        raise DatabaseError(f"{path} has schema version {row and row[0]}, expected {SCHEMA_VERSION}; rebuild it")

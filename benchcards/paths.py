@@ -10,5 +10,6 @@ RAW: Path = DATA / "raw"
 DEFAULT_DB: Path = DATA / "benchcards.duckdb"
 SCHEMAS: Path = ROOT / "schemas"
 ARTIFACTS: Path = ROOT / "test-artifacts"
-UPLOADS: Path = DATA / "uploads"
+LOCAL: Path = DATA / "local"  # setups added on this machine: uploads and live runs
+SOURCES: tuple[Path, ...] = (RAW, LOCAL)
 

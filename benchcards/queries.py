@@ -307,3 +307,46 @@ def config_diff(setups: list[Setup]) -> pd.DataFrame:
             data[k] = vals
     return pd.DataFrame.from_dict(data, orient="index", columns=[s.setup_id for s in setups])
 
+
+
+@dataclass(frozen=True)
+class OverviewFilter:
+    """What the overview shows; every field empty means 'all'."""
+
+    gpu: tuple[str, ...] = ()
+    vram: tuple[float, float] | None = None
+    engine: tuple[str, ...] = ()
+    model: tuple[str, ...] = ()
+    quant: tuple[str, ...] = ()
+    thinking: bool | None = None
+    kinds: tuple[str, ...] = ()  # badges: synthetic / summary only / verified raw
+
+    def apply(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Rows of an ``overview`` frame that pass the filter."""
+        keep = pd.Series(True, index=df.index)
+        for col, wanted in (("gpu", self.gpu), ("engine", self.engine), ("model", self.model),
+                            ("quant", self.quant), ("badges", self.kinds)):
+            if wanted:
+                keep &= df[col].isin(wanted)
+        if self.vram is not None:
+            lo, hi = self.vram
+            keep &= df.vram_gib.between(lo, hi)
+        if self.thinking is not None:
+            keep &= df.thinking.fillna(False) == self.thinking
+        return df[keep]
+
+
+SORTS: dict[str, tuple[str, bool]] = {
+    "newest": ("measured", False),
+    "decode": ("decode_tps", False),
+    "prefill at 8K": ("prefill_8k_tps", False),
+    "first token at 2K": ("ttft_2k_s", True),
+    "largest context": ("fit_ctx", False),
+    "VRAM": ("vram_gib", True),
+}
+
+
+def sort_overview(df: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Sort an overview frame by one of ``SORTS`` (missing values last)."""
+    col, asc = SORTS.get(by, SORTS["newest"])
+    return df.sort_values(col, ascending=asc, na_position="last", kind="stable")

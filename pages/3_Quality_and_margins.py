@@ -1,0 +1,55 @@
+"""Quality and margins: results with Wilson 95 % intervals; A vs B per test with a paired test when possible."""
+
+import pandas as pd
+import streamlit as st
+
+from benchcards import charts, queries
+from benchcards.stats import fmt
+from ui import common
+
+common.page("Quality & margins", "🎯")
+store = common.store()
+st.title("Quality & margins")
+st.caption("Each result has the Wilson score interval at 95 %: the ± is its half-width in percentage points. "
+           "A cut-off answer counts as wrong.")
+ids = common.setup_picker(store, "Setups", key="setups", multi=True)
+q = queries.quality_table(store, ids or None)
+if q.empty:
+    st.info("No quality results for these setups yet.")
+    st.stop()
+common.chart(charts.quality_chart(q), key="quality-chart")
+view = pd.DataFrame({
+    "Test": q.label, "Setup": q.title, "Result (95 % margin)": [queries.fmt_margin(p, m) for p, m in zip(q.pct, q.margin_pp)],
+    "Interval": [f"{fmt(lo)} – {fmt(hi)} %" for lo, hi in zip(q.lo_pct, q.hi_pct)],
+    "Right / n": [f"{int(r)} / {int(n)}" for r, n in zip(q.right, q.n)],
+    "Cut off": q.cut_off, "Token limit": q.token_limit, "Thinking": q.thinking.map({True: "on", False: "off"}),
+    "From": q.from_items.map({True: "items", False: "summary only"}),
+})
+common.table(view, "quality")
+
+st.header("Compare two setups")
+with_q = list(dict.fromkeys(q.setup_id))
+titles = dict(zip(q.setup_id, q.title))
+if len(with_q) < 2:
+    st.caption("Choose at least two setups with quality results to compare them.")
+    st.stop()
+ca, cb = st.columns(2)
+a = ca.selectbox("A", with_q, format_func=lambda s: titles[s], key="a", bind="query-params")
+b = cb.selectbox("B", with_q, index=1, format_func=lambda s: titles[s], key="b", bind="query-params")
+if a == b:
+    st.caption("A and B are the same setup.")
+    st.stop()
+comps = queries.compare_quality(store, a, b)
+if not comps:
+    st.caption("These two setups have no test in common.")
+    st.stop()
+labels = dict(zip(q.test, q.label))
+table = pd.DataFrame([{
+    "Test": labels.get(x.test, x.test), "A − B (points)": f"{x.diff_pp:+.1f}",
+    "95 % interval": f"{x.lo_pp:+.1f} to {x.hi_pp:+.1f}", "Method": x.method,
+    "p (McNemar)": "" if x.p_value is None else f"{x.p_value:.3f}", "Paired items": x.n_pairs or "",
+    "Verdict": ("A better" if x.diff_pp > 0 else "B better") if x.significant else "not significant",
+} for x in comps])
+common.table(table, "quality-compare")
+st.caption("Paired (McNemar's exact test) when both setups answered the same items; otherwise Newcombe's interval "
+           "for two independent proportions. *not significant*: the 95 % interval includes 0.")

@@ -1,0 +1,1 @@
+"""Streamlit helpers shared by the pages (the only package that imports Streamlit)."""
