@@ -53,38 +53,37 @@ def headline_tiles(card: Card) -> list[Tile]:
 
 def speed_table(card: Card) -> pd.DataFrame:
     """Measurement | Result | runs | from: every speed figure of the card."""
-    rows: list[tuple[str, str, object, str]] = []
-    m = card.metrics
+    rows: list[tuple[str, str, str, str]] = []
 
     def add(label: str, metric: str, prompt: str | None = None, level: int | None = None) -> None:
-        sel = m[(m.metric == metric) & ((m.prompt.isna()) if prompt is None else (m.prompt == prompt))
-                & ((m.level.isna()) if level is None else (m.level == level))]
-        if sel.empty:
+        hit = card.point(metric, prompt, level)
+        if hit is None:
             return
-        r = sel.iloc[0]
+        value, n, prov = hit
         unit = METRICS[metric][0]
         digits = 0 if unit in ("tokens", "words", "slots") else 1
-        n = "" if pd.isna(r.n) else str(int(r.n))
-        rows.append((label, f"{fmt(r.value, digits)} {unit}", n, r.provenance))
+        rows.append((label, f"{fmt(value, digits)} {unit}", "" if n is None else str(n), prov))
 
+    prompts = lambda metric: [p for p, lv in card.keys(metric) if p is not None and lv is None]  # noqa: E731
+    levels = lambda metric: [lv for p, lv in card.keys(metric) if lv is not None and p is None]  # noqa: E731
     add("Decode", "decode")
     add("Words per second", "words_per_s")
     add("Characters per second", "chars_per_s")
     add("500 words take about", "s_per_500_words")
-    for p in sorted(m[(m.metric == "decode") & m.prompt.notna()].prompt.unique()):
+    for p in prompts("decode"):
         add(f"Decode, {p} prompt", "decode", p)
     add("Spread of the decode runs (CV)", "decode_cv")
-    for p in sorted(m[(m.metric == "decode_cv") & m.prompt.notna()].prompt.unique()):
+    for p in prompts("decode_cv"):
         add(f"Spread of the {p} runs (CV)", "decode_cv", p)
     add("Decode, pooled Σ(n−1)/Σt", "decode_pooled")
     for metric, label in (("prefill", "Prefill at {}"), ("ttft", "Time to first token at {}"),
                           ("decode_at_depth", "Decode after a {} prompt")):
-        for lv in sorted(m[(m.metric == metric)].level.dropna().unique()):
-            add(label.format(depth_label(lv)), metric, None, int(lv))
-    for lv in sorted(m[m.metric == "conc_total"].level.dropna().unique()):
-        add(f"{int(lv)} at once (total)", "conc_total", None, int(lv))
-    for lv in sorted(m[m.metric == "conc_per_request"].level.dropna().unique()):
-        add(f"{int(lv)} at once (per request)", "conc_per_request", None, int(lv))
+        for lv in levels(metric):
+            add(label.format(depth_label(lv)), metric, None, lv)
+    for lv in levels("conc_total"):
+        add(f"{lv} at once (total)", "conc_total", None, lv)
+    for lv in levels("conc_per_request"):
+        add(f"{lv} at once (per request)", "conc_per_request", None, lv)
     add("Server slots", "slots")
     add("Long answer, wall time", "l1_wall")
     add("Long answer, tokens", "l1_tokens")
@@ -93,17 +92,16 @@ def speed_table(card: Card) -> pd.DataFrame:
 
 def client_vs_server(card: Card) -> pd.DataFrame:
     """Client-side figures next to the server's own ``timings``, with the difference in %."""
-    m = card.metrics
     rows = []
-    for _, s in m[m.metric == "server_decode"].iterrows():
-        c = card.value("decode", s.prompt)
-        if c:
-            rows.append((f"Decode, {s.prompt}", c, s.value))
-    for _, s in m[m.metric == "server_prefill"].iterrows():
-        metric = "prefill" if s.prompt == "prefill" else "ctx_prefill"
-        c = card.value(metric, None, int(s.level))
-        if c:
-            rows.append((f"Prefill at {depth_label(s.level)} ({s.prompt})", c, s.value))
+    for prompt, _ in card.keys("server_decode"):
+        c, s = card.value("decode", prompt), card.value("server_decode", prompt)
+        if c and s:
+            rows.append((f"Decode, {prompt}", c, s))
+    for part, level in card.keys("server_prefill"):
+        c = card.value("prefill" if part == "prefill" else "ctx_prefill", None, level)
+        s = card.value("server_prefill", part, level)
+        if c and s:
+            rows.append((f"Prefill at {depth_label(level)} ({part})", c, s))
     df = pd.DataFrame(rows, columns=["Step", "Client (tok/s)", "Server (tok/s)"])
     df["Difference"] = ((df["Client (tok/s)"] / df["Server (tok/s)"] - 1) * 100).map(lambda x: f"{x:+.1f} %")
     for col in ("Client (tok/s)", "Server (tok/s)"):
@@ -113,12 +111,11 @@ def client_vs_server(card: Card) -> pd.DataFrame:
 
 def long_prompt_table(card: Card) -> pd.DataFrame:
     """Prompt length | Prefill | Time to first token | Decode per prompt."""
-    m = card.metrics
-    levels = sorted(m[m.metric.isin(["ctx_prefill", "ctx_decode", "ctx_ttft"])].level.dropna().unique())
-    prompts = sorted(m[m.metric == "ctx_decode"].prompt.dropna().unique())
+    levels = sorted({lv for m in ("ctx_prefill", "ctx_decode", "ctx_ttft") for _, lv in card.keys(m)
+                     if lv is not None})
+    prompts = sorted({p for p, _ in card.keys("ctx_decode") if p is not None})
     rows = []
     for lv in levels:
-        lv = int(lv)
         row = {"Prompt length": f"{depth_label(lv)} tokens", "Prefill": _val(card, "ctx_prefill", None, lv),
                "Time to first token": _val(card, "ctx_ttft", None, lv)}
         for p in prompts:
@@ -129,12 +126,10 @@ def long_prompt_table(card: Card) -> pd.DataFrame:
 
 def conc_table(card: Card) -> pd.DataFrame:
     """Requests at once | total | per request | queued (more requests than slots)."""
-    m = card.metrics
     slots = card.value("slots") or card.row.get("slots")
-    levels = sorted(m[m.metric.isin(["conc_total", "conc_per_request"])].level.dropna().unique())
+    levels = sorted({lv for m in ("conc_total", "conc_per_request") for _, lv in card.keys(m) if lv is not None})
     rows = []
     for lv in levels:
-        lv = int(lv)
         queued = "" if not slots or pd.isna(slots) else ("yes" if lv > slots else "no")
         rows.append({"Requests at once": lv, "Total": _val(card, "conc_total", None, lv),
                      "Per request": _val(card, "conc_per_request", None, lv), "Queued for a slot": queued})

@@ -16,6 +16,7 @@ import fcntl
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,14 +117,47 @@ def connect_ro(path: Path) -> duckdb.DuckDBPyConnection:
         raise DatabaseError(f"cannot open {path}: {exc}") from exc
 
 
+_CACHE: dict[str, tuple[tuple[int, int], duckdb.DuckDBPyConnection]] = {}
+_CACHE_LOCK = threading.RLock()
+_CACHE_SIZE = 4
+
+
 @contextlib.contextmanager
 def reading(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Context manager around ``connect_ro`` that always closes the connection."""
-    con = connect_ro(path)
+    """A read-only connection for one block of queries, reused while the file is unchanged.
+
+    The process keeps one read-only connection per database file and serialises
+    its use with a lock. When a writer has swapped the file (its inode or mtime
+    changed), the old connection is closed before a new one is opened, so DuckDB's
+    per-path instance cache can never hand back the old file.
+    """
+    key = str(path)
     try:
-        yield con
-    finally:
-        con.close()
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DatabaseError(f"no database at {path}") from None
+    stamp = (st.st_ino, st.st_mtime_ns)
+    with _CACHE_LOCK:
+        entry = _CACHE.get(key)
+        if entry is not None and entry[0] != stamp:
+            entry[1].close()
+            del _CACHE[key]
+            entry = None
+        if entry is None:
+            while len(_CACHE) >= _CACHE_SIZE:
+                _, (_, old) = _CACHE.popitem()
+                old.close()
+            entry = (stamp, connect_ro(path))
+            _CACHE[key] = entry
+        yield entry[1]
+
+
+def forget(path: Path) -> None:
+    """Close this process's cached reader of ``path`` (before deleting or replacing it by hand)."""
+    with _CACHE_LOCK:
+        entry = _CACHE.pop(str(path), None)
+        if entry is not None:
+            entry[1].close()
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -18,18 +18,27 @@ from benchcards import db, stats
 from benchcards.paths import DEFAULT_DB
 from schemas.models import Setup
 
-LATEST_METRICS = """
-SELECT * FROM metrics
-QUALIFY row_number() OVER (PARTITION BY setup_id, metric, prompt, level ORDER BY run_order DESC) = 1
-"""
-LATEST_QUALITY = """
-SELECT * FROM quality_tests
-QUALIFY row_number() OVER (PARTITION BY setup_id, test ORDER BY (status = 'ok') DESC, run_order DESC) = 1
-"""
-LATEST_FIT = """
-SELECT * FROM fit_headline
-QUALIFY row_number() OVER (PARTITION BY setup_id ORDER BY run_order DESC) = 1
-"""
+def _latest(table: str, partition: str, order: str, where: str = "") -> str:
+    """Rows of ``table`` where the latest run wins per ``partition`` (filter applied first)."""
+    return (f"SELECT * FROM {table} {('WHERE ' + where) if where else ''} "
+            f"QUALIFY row_number() OVER (PARTITION BY {partition} ORDER BY {order}) = 1")
+
+
+def latest_metrics(where: str = "") -> str:
+    return _latest("metrics", "setup_id, metric, prompt, level", "run_order DESC", where)
+
+
+def latest_quality(where: str = "") -> str:
+    return _latest("quality_tests", "setup_id, test", "(status = 'ok') DESC, run_order DESC", where)
+
+
+def latest_fit(where: str = "") -> str:
+    return _latest("fit_headline", "setup_id", "run_order DESC", where)
+
+
+LATEST_METRICS = latest_metrics()
+LATEST_QUALITY = latest_quality()
+LATEST_FIT = latest_fit()
 
 #: quality tests shown as overview columns, in this order, when present
 HEADLINE_TESTS = ("mmlu_pro", "gpqa_diamond", "ifeval", "livecodebench")
@@ -47,7 +56,7 @@ class Store:
     def df(self, sql: str, params: list | None = None) -> pd.DataFrame:
         """Run one query on a fresh read-only connection and return a DataFrame."""
         with db.reading(self.path) as con:
-            return con.execute(sql, params or []).df()
+            return _fetch(con, sql, params)
 
     def raw_file(self, sha256: str) -> bytes:
         """Content of an ingested raw file, read from where it was ingested and checked
@@ -70,7 +79,14 @@ class RawFileError(LookupError):
     """A raw file is not available any more."""
 
 
+#: when set to a list, every query run through this module is appended to it as
+#: (sql, params); used by bench/pages.py to replay the same queries on bare DuckDB
+TRACE: list[tuple[str, list]] | None = None
+
+
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
+    if TRACE is not None:
+        TRACE.append((sql, list(params or [])))
     return con.execute(sql, params or []).df()
 
 
@@ -103,14 +119,16 @@ def overview(store: Store) -> pd.DataFrame:
         """)
         q = _fetch(con, f"SELECT setup_id, test, pct, margin_pp FROM ({LATEST_QUALITY}) "
                         f"WHERE test IN ({','.join('?' * len(HEADLINE_TESTS))})", list(HEADLINE_TESTS))
+    q["text"] = [fmt_margin(p, m) for p, m in zip(q.pct, q.margin_pp)]
+    wide = q.pivot(index="setup_id", columns="test", values="text")
     for test in HEADLINE_TESTS:
-        sub = q[q.test == test].set_index("setup_id")
-        base[test] = base.setup_id.map(lambda s, sub=sub: fmt_margin(sub.pct.get(s), sub.margin_pp.get(s)))
-    base["badges"] = base.apply(badges, axis=1)
+        col = wide[test] if test in wide.columns else pd.Series(dtype=object)
+        base[test] = base.setup_id.map(col).fillna("")
+    base["badges"] = [badges({"synthetic": a, "summary_only": b}) for a, b in zip(base.synthetic, base.summary_only)]
     return base
 
 
-def badges(row: pd.Series) -> str:
+def badges(row: pd.Series | dict) -> str:
     """Badges of an overview row: synthetic, summary only or verified raw."""
     if row.get("synthetic"):
         return "synthetic"
@@ -137,13 +155,28 @@ class Card:
     warnings: pd.DataFrame
     provenance: dict[str, str] = field(default_factory=dict)  # metric -> raw/summary
 
+    def __post_init__(self) -> None:
+        self._index: dict[tuple, tuple[float, int | None, str]] = {}
+        for metric, prompt, level, value, n, prov in zip(self.metrics.metric, self.metrics.prompt,
+                                                         self.metrics.level, self.metrics.value,
+                                                         self.metrics.n, self.metrics.provenance):
+            key = (metric, None if pd.isna(prompt) else prompt, None if pd.isna(level) else int(level))
+            self._index[key] = (float(value), None if pd.isna(n) else int(n), prov)
+
     def value(self, metric: str, prompt: str | None = None, level: int | None = None) -> float | None:
         """One metric's value, or None."""
-        m = self.metrics
-        sel = m[(m.metric == metric)
-                & (m.prompt.isna() if prompt is None else m.prompt == prompt)
-                & (m.level.isna() if level is None else m.level == level)]
-        return None if sel.empty else float(sel.value.iloc[0])
+        hit = self._index.get((metric, prompt, level))
+        return None if hit is None else hit[0]
+
+    def point(self, metric: str, prompt: str | None = None,
+              level: int | None = None) -> tuple[float, int | None, str] | None:
+        """(value, runs behind it, 'raw' or 'summary') of one metric, or None."""
+        return self._index.get((metric, prompt, level))
+
+    def keys(self, metric: str) -> list[tuple[str | None, int | None]]:
+        """(prompt, level) pairs present for ``metric``, sorted."""
+        return sorted(((p, lv) for (m, p, lv) in self._index if m == metric),
+                      key=lambda k: (k[0] or "", -1 if k[1] is None else k[1]))
 
 
 class NotFound(LookupError):
@@ -157,16 +190,16 @@ def card(store: Store, setup_id: str) -> Card:
         if row.empty:
             raise NotFound(setup_id)
         p = [setup_id]
-        metrics = _fetch(con, f"SELECT * FROM ({LATEST_METRICS}) WHERE setup_id = ? "
+        metrics = _fetch(con, f"SELECT * FROM ({latest_metrics('setup_id = ?')}) "
                               "ORDER BY metric, level NULLS FIRST, prompt NULLS FIRST", p)
         runs = _fetch(con, "SELECT * EXCLUDE (method_json) FROM runs WHERE setup_id = ? "
                            "ORDER BY started_at NULLS LAST, run_id", p)
         parts = _fetch(con, "SELECT run_id, part, status, reason, repeat_run_id, origin FROM parts "
                             "WHERE setup_id = ? ORDER BY run_id, part", p)
-        quality = _fetch(con, f"SELECT * FROM ({LATEST_QUALITY}) WHERE setup_id = ? ORDER BY run_order, test", p)
-        tasks = _fetch(con, "SELECT t.* FROM quality_tasks t JOIN (" + LATEST_QUALITY + ") q "
-                            "USING (setup_id, run_id, test) WHERE setup_id = ? ORDER BY test, task", p)
-        fit_head = _fetch(con, f"SELECT * FROM ({LATEST_FIT}) WHERE setup_id = ?", p)
+        quality = _fetch(con, f"SELECT * FROM ({latest_quality('setup_id = ?')}) ORDER BY run_order, test", p)
+        tasks = _fetch(con, "SELECT t.* FROM quality_tasks t JOIN (" + latest_quality("setup_id = ?") + ") q "
+                            "USING (setup_id, run_id, test) ORDER BY test, task", p)
+        fit_head = _fetch(con, f"SELECT * FROM ({latest_fit('setup_id = ?')})", p)
         fit_run = fit_head.run_id.iloc[0] if not fit_head.empty else None
         fit_steps = _fetch(con, "SELECT * FROM fit_steps WHERE run_id = ? ORDER BY ctx", [fit_run])
         files = _fetch(con, "SELECT run_id, path, role, sha256, bytes, source FROM files WHERE setup_id = ? "
@@ -195,22 +228,22 @@ def series(store: Store, ids: list[str], metric_names: list[str]) -> pd.DataFram
     """
     if not ids or not metric_names:
         return pd.DataFrame(columns=["setup_id", "title", "metric", "prompt", "level", "value", "n", "provenance"])
+    where = ("setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric IN (SELECT unnest(?::VARCHAR[])) "
+             "AND level IS NOT NULL")
     return store.df(f"""
         SELECT m.setup_id, s.title, m.metric, m.prompt, m.level, m.value, m.n, m.provenance
-        FROM ({LATEST_METRICS}) m JOIN setups s USING (setup_id)
-        WHERE m.setup_id IN (SELECT unnest(?::VARCHAR[])) AND m.metric IN (SELECT unnest(?::VARCHAR[]))
-          AND m.level IS NOT NULL
+        FROM ({latest_metrics(where)}) m JOIN setups s USING (setup_id)
         ORDER BY m.setup_id, m.metric, m.prompt NULLS FIRST, m.level
     """, [ids, metric_names])
 
 
 def quality_table(store: Store, ids: list[str] | None = None) -> pd.DataFrame:
     """Latest result per (setup, test): result, margin, interval, right/n, cut off, settings."""
-    where = "" if ids is None else "WHERE q.setup_id IN (SELECT unnest(?::VARCHAR[]))"
+    where = "" if ids is None else "setup_id IN (SELECT unnest(?::VARCHAR[]))"
     return store.df(f"""
         SELECT q.setup_id, s.title, q.test, q.label, q.n, q."right", q.cut_off, q.pct, q.margin_pp,
                q.lo_pct, q.hi_pct, q.token_limit, q.thinking, q.from_items, q.status, q.run_id
-        FROM ({LATEST_QUALITY}) q JOIN setups s USING (setup_id) {where}
+        FROM ({latest_quality(where)}) q JOIN setups s USING (setup_id)
         ORDER BY q.test, q.pct DESC
     """, [ids] if ids is not None else [])
 

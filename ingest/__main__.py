@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="setup folder(s) to load")
     parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     parser.add_argument("--check", action="store_true", help="validate only; write nothing")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="start from an empty database: it will hold only PATH... (still swapped in atomically)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             folders = validate_paths(args.paths)
             print(f"ok: {len(folders)} setup folder(s) valid")
             return 0
-        report = ingest_paths(args.paths, args.db)
+        report = ingest_paths(args.paths, args.db, rebuild=args.rebuild)
     except IngestError as exc:
         print(f"rejected: {len(exc.errors)} error(s); the database was not changed", file=sys.stderr)
         for e in exc.errors:

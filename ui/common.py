@@ -56,9 +56,9 @@ def store() -> Store:
 def downloads(df: pd.DataFrame, name: str) -> None:
     """CSV and JSON download buttons for a table."""
     c1, c2, _ = st.columns([1, 1, 6])
-    c1.download_button("CSV", df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+    c1.download_button("CSV", lambda: df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
                        key=f"csv-{name}", icon=":material/download:")
-    c2.download_button("JSON", df.to_json(orient="records", indent=1, force_ascii=False).encode(),
+    c2.download_button("JSON", lambda: df.to_json(orient="records", indent=1, force_ascii=False).encode(),
                        file_name=f"{name}.json", mime="application/json", key=f"json-{name}",
                        icon=":material/download:")
 

@@ -1,0 +1,110 @@
+"""Benchmark: server-side run time of the overview and of a setup card with 1,000 setups.
+
+Usage: python bench/pages.py [--setups 1000] [--raw DIR] [--repeat 7]
+
+For each page it prints the median time of a full script run in Streamlit's
+AppTest (what the server spends per page view), the median of the direct library
+call, and the median of bare DuckDB running the very same SQL (traced from the
+library call) with plain fetchall(), then the ratio page / bare.
+Targets: card <= 250 ms, overview <= 500 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import duckdb  # noqa: E402
+
+from benchcards import queries, synth  # noqa: E402
+from ingest import ingest_paths  # noqa: E402
+
+
+def median_ms(fn, repeat: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def traced(fn) -> list[tuple[str, list]]:
+    queries.TRACE = []
+    try:
+        fn()
+        return queries.TRACE
+    finally:
+        queries.TRACE = None
+
+
+def bare(db: Path, sqls: list[tuple[str, list]]) -> None:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        for sql, params in sqls:
+            con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def apptest(page: str, **params):
+    from streamlit.testing.v1 import AppTest
+
+    def run():
+        at = AppTest.from_file(str(ROOT / page) if not page.startswith("/") else page, default_timeout=120)
+        for k, v in params.items():
+            at.query_params[k] = v
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Time the overview and a setup card against bare DuckDB.")
+    parser.add_argument("--setups", type=int, default=1000)
+    parser.add_argument("--raw", type=Path, help="reuse/keep the synthetic folders here")
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bc-pages-"))
+    raw = args.raw or work / "raw"
+    if not (raw.exists() and len(list(raw.iterdir())) >= args.setups):
+        synth.generate(raw, args.setups, seed=1)
+    db = work / "pages.duckdb"
+    ingest_paths([raw], db)
+    os.environ["BENCHCARDS_DB"] = str(db)
+    store = queries.Store(db)
+    sid = queries.overview(store).setup_id.iloc[0]
+    print(f"{args.setups} setups in {db} ({db.stat().st_size / 2**20:.0f} MiB); card of {sid}")
+    rows = []
+    for name, page, params, call, target in (
+        ("overview", "app.py", {}, lambda: queries.overview(store), 500),
+        ("setup card", "pages/1_Setup_card.py", {"setup": sid}, lambda: queries.card(store, sid), 250),
+    ):
+        sqls = traced(call)
+        t_page = median_ms(apptest(page, **params), args.repeat)
+        t_call = median_ms(call, args.repeat)
+        t_bare = median_ms(lambda: bare(db, sqls), args.repeat)
+        rows.append((name, t_page, t_call, t_bare, target))
+    empty = work / "empty_page.py"
+    empty.write_text("import streamlit as st\nst.write('empty')\n")
+    t_empty = median_ms(apptest(str(empty)), args.repeat)
+    print(f"{'page':<12}{'page run':>12}{'library':>12}{'bare DuckDB':>14}{'page/bare':>11}{'target':>10}")
+    for name, t_page, t_call, t_bare, target in rows:
+        ok = "ok" if t_page <= target else "OVER"
+        print(f"{name:<12}{t_page:>10.1f}ms{t_call:>10.1f}ms{t_bare:>12.1f}ms{t_page / t_bare:>10.1f}x"
+              f"{'<= ' + str(target) + ' ms':>12} {ok}")
+    print(f"(an empty page costs {t_empty:.1f} ms in AppTest; it is included in 'page run')")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

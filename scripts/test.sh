@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create/reuse .venv, install test dependencies (and Debian's Chromium for the browser tests), run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+if [ ! -x /usr/bin/chromium ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+export CHROMIUM=/usr/bin/chromium
+.venv/bin/python -m schemas --check
+# pytest exits 5 when it collected no tests: that is a failure here too.
+exec .venv/bin/python -m pytest -n 2 -p no:cacheprovider tests "$@"
