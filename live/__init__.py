@@ -1,0 +1,1 @@
+"""Measure a running OpenAI-compatible server (llama-server first): ``python -m live``."""

@@ -1,0 +1,212 @@
+"""Command line of the live measurement.
+
+  python -m live measure --base-url http://127.0.0.1:8080 --parts decode,prefill,conc --out DIR
+  python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --slots N ...]
+  python -m live tiny-gguf OUT.gguf
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+
+MEASURE_EPILOG = """\
+examples:
+  # try it with no GPU: start the demo server in one shell ...
+  python -m live demo-server --port 8089 --decode-tps 80 --prefill-tps 3000
+  # ... and measure it in another, writing a raw setup folder and loading it
+  python -m live measure --base-url http://127.0.0.1:8089 --parts decode,prefill,conc \\
+      --gpu "RTX 4090" --vram-gib 24 --quant Q4_K_M --out data/local --ingest
+
+  # a real llama-server: give its command so the card can explain every flag
+  python -m live measure --base-url http://127.0.0.1:8080 --parts decode,prefill,conc,l1,ctx \\
+      --server-cmd "llama-server -m model.gguf -c 65536 -np 4 -fa on" --out results
+"""
+
+
+def ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    from live.client import NotLoopback
+    from live.measure import Event, MeasureConfig, SetupInput, build_setup, measure, write_folder
+    from schemas.models import Setup
+
+    try:
+        cfg = MeasureConfig(
+            base_url=args.base_url, model=args.model, parts=tuple(p.strip() for p in args.parts.split(",")),
+            prompt_ids=tuple(args.prompts.split(",")), runs=args.runs, warmups=args.warmups,
+            max_tokens=args.max_tokens, min_decode_tokens=args.min_decode_tokens,
+            prefill_depths=ints(args.prefill_depths), prefill_runs=args.prefill_runs,
+            conc_levels=ints(args.conc_levels), conc_rounds=args.conc_rounds, conc_max_tokens=args.conc_max_tokens,
+            l1_max_tokens=args.l1_max_tokens, ctx_depths=ints(args.ctx_depths), ctx_runs=args.ctx_runs,
+            ctx_max_tokens=args.ctx_max_tokens, thinking={"on": True, "off": False, "auto": None}[args.thinking],
+            read_timeout=args.timeout, allow_remote=args.allow_remote)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    width = 30
+
+    def progress(e: Event) -> None:
+        if e.kind != "step":
+            return
+        filled = int(width * e.done / max(1, e.total))
+        rate = ""
+        if e.decode_tps:
+            rate += f" decode {e.decode_tps:.1f} tok/s"
+        if e.prefill_tps:
+            rate += f" prefill {e.prefill_tps:.0f} tok/s"
+        if e.server_decode_tps:
+            rate += f" (server {e.server_decode_tps:.1f})"
+        why = f" — {e.reason}" if e.reason else ""
+        print(f"[{'#' * filled}{'.' * (width - filled)}] {e.done}/{e.total} {e.label}: {e.status}{rate}{why}",
+              file=sys.stderr, flush=True)
+
+    stop = threading.Event()
+    try:
+        contract, info, log = measure(cfg, progress, stop)
+    except NotLoopback as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+        return 130
+    base = Setup.model_validate_json(Path(args.setup_file).read_text()) if args.setup_file else None
+    setup = build_setup(SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, gpu_count=args.gpu_count,
+                                   vram_gib=args.vram_gib, cpu=args.cpu, ram_gib=args.ram_gib,
+                                   engine=args.engine, model_name=args.model_name, quant=args.quant,
+                                   model_repo=args.model_repo, server_cmd=args.server_cmd, notes=args.notes,
+                                   measured_by=args.measured_by), info, cfg, base)
+    run_dir = write_folder(Path(args.out), setup, contract, log)
+    print(f"wrote {run_dir}")
+    failed = [p for p in contract.parts if p.status == "failed"]
+    for p in failed:
+        print(f"part {p.part} failed: {p.reason}", file=sys.stderr)
+    if args.ingest:
+        from ingest import IngestError, ingest_paths
+
+        try:
+            report = ingest_paths([run_dir.parent.parent], Path(args.db))
+        except IngestError as exc:
+            print("\n".join(exc.errors), file=sys.stderr)
+            return 1
+        print(f"ingested into {args.db}: {report.text()}")
+    return 1 if not info.reachable else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from live.demo_server import DemoConfig, run
+
+    cfg = DemoConfig(host=args.host, port=args.port, model=args.model, prefill_tps=args.prefill_tps,
+                     decode_tps=args.decode_tps, depth_scale=args.depth_scale, batch_efficiency=args.batch_efficiency,
+                     slots=args.slots, ctx=args.ctx, overhead_ms=args.overhead_ms, tick_ms=args.tick_ms,
+                     answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after)
+    print(f"demo server on http://{cfg.host}:{cfg.port} (decode {cfg.decode_tps} tok/s, prefill {cfg.prefill_tps} "
+          f"tok/s, {cfg.slots} slots, context {cfg.ctx})", flush=True)
+    run(cfg)
+    return 0
+
+
+def cmd_tiny(args: argparse.Namespace) -> int:
+    from live.tiny_gguf import write_tiny_gguf
+
+    path = write_tiny_gguf(Path(args.out), seed=args.seed)
+    print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchcards.paths import DEFAULT_DB
+    from live.measure import MeasureConfig
+
+    d = MeasureConfig()
+    parser = argparse.ArgumentParser(prog="python -m live", description="Measure a local OpenAI-compatible "
+                                     "server (llama-server first) the benchcards way.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("measure", help="measure a running server and write a raw setup folder",
+                       description="Measure decode, prefill at depth, requests at once, a long answer and long "
+                       "prompts of a running server; write a raw setup folder that `python -m ingest` accepts.",
+                       epilog=MEASURE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("--base-url", default=d.base_url, help=f"server address (default {d.base_url})")
+    m.add_argument("--model", help="model id to send (default: the server's first model)")
+    m.add_argument("--parts", default=",".join(d.parts), help="comma list of decode,prefill,conc,l1,ctx")
+    m.add_argument("--prompts", default=",".join(d.prompt_ids), help="decode prompts (code,prose)")
+    m.add_argument("--runs", type=int, default=d.runs, help="decode runs per prompt")
+    m.add_argument("--warmups", type=int, default=d.warmups, help="warm-up requests per prompt (not counted)")
+    m.add_argument("--max-tokens", type=int, default=d.max_tokens, help="output tokens per decode run")
+    m.add_argument("--min-decode-tokens", type=int, default=d.min_decode_tokens,
+                   help="a decode run shorter than this is invalid and fails its step")
+    m.add_argument("--prefill-depths", default=",".join(map(str, d.prefill_depths)), help="prompt tokens")
+    m.add_argument("--prefill-runs", type=int, default=d.prefill_runs, help="requests per prefill depth")
+    m.add_argument("--conc-levels", default=",".join(map(str, d.conc_levels)), help="requests at once")
+    m.add_argument("--conc-rounds", type=int, default=d.conc_rounds, help="rounds per level")
+    m.add_argument("--conc-max-tokens", type=int, default=d.conc_max_tokens, help="tokens per concurrent request")
+    m.add_argument("--l1-max-tokens", type=int, default=d.l1_max_tokens, help="limit of the long answer")
+    m.add_argument("--ctx-depths", default=",".join(map(str, d.ctx_depths)), help="long-prompt depths")
+    m.add_argument("--ctx-runs", type=int, default=d.ctx_runs, help="runs per prompt per long-prompt depth")
+    m.add_argument("--ctx-max-tokens", type=int, default=d.ctx_max_tokens, help="tokens per long-prompt run")
+    m.add_argument("--thinking", choices=["on", "off", "auto"], default="off",
+                   help="send enable_thinking through the chat template (llama-server); auto sends nothing")
+    m.add_argument("--timeout", type=float, default=d.read_timeout, help="longest silence inside a response, s")
+    m.add_argument("--allow-remote", action="store_true", help="allow a target that is not on this machine")
+    m.add_argument("--out", default="data/local", help="folder for the raw setup folder (default data/local)")
+    m.add_argument("--ingest", action="store_true", help="load the folder into the database afterwards")
+    m.add_argument("--db", default=str(DEFAULT_DB), help="database for --ingest")
+    g = m.add_argument_group("the setup (what the server cannot tell)")
+    g.add_argument("--setup-file", help="a setup.json to use as is")
+    g.add_argument("--setup-id", help="setup id (default: from the title)")
+    g.add_argument("--title", help="title of the setup")
+    g.add_argument("--gpu", help="GPU name")
+    g.add_argument("--gpu-count", type=int, default=1, help="number of GPUs")
+    g.add_argument("--vram-gib", type=float, help="VRAM of one GPU, GiB")
+    g.add_argument("--cpu", help="CPU model")
+    g.add_argument("--ram-gib", type=float, help="system RAM, GiB")
+    g.add_argument("--engine", help="engine name (default: llama.cpp for llama-server)")
+    g.add_argument("--model-name", help="model name (default: from the server)")
+    g.add_argument("--quant", help="quantisation, e.g. Q4_K_M")
+    g.add_argument("--model-repo", help="model repository")
+    g.add_argument("--server-cmd", help="the exact server command line")
+    g.add_argument("--notes", help="free-text notes")
+    g.add_argument("--measured-by", help="who measured")
+    m.set_defaults(func=cmd_measure)
+
+    s = sub.add_parser("demo-server", help="run a llama-server look-alike with configurable timing",
+                       description="An OpenAI-compatible streaming server that behaves like llama-server, with "
+                       "exact configured rates. For trying the Run live page without a GPU, and for tests.",
+                       epilog="example:\n  python -m live demo-server --port 8089 --decode-tps 80 --prefill-tps 3000",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8089, help="port (default 8089)")
+    s.add_argument("--model", default="demo-model", help="model id")
+    s.add_argument("--prefill-tps", type=float, default=2000.0, help="prompt tokens per second")
+    s.add_argument("--decode-tps", type=float, default=60.0, help="tokens per second of one request at depth 0")
+    s.add_argument("--depth-scale", type=float, default=100_000.0, help="decode(d) = decode / (1 + d / scale)")
+    s.add_argument("--batch-efficiency", type=float, default=0.35,
+                   help="k requests at once each run at decode / (1 + eff * (k - 1))")
+    s.add_argument("--slots", type=int, default=4, help="requests served at once; more wait in a queue")
+    s.add_argument("--ctx", type=int, default=131072, help="total context, split over the slots")
+    s.add_argument("--overhead-ms", type=float, default=3.0, help="fixed time before prefill")
+    s.add_argument("--tick-ms", type=float, default=1.0, help="pacing interval of the writer")
+    s.add_argument("--answer-tokens", type=int, default=100_000, help="natural answer length")
+    s.add_argument("--fault", choices=["http500", "http429", "cut", "stall", "malformed", "no_done", "short", "die"],
+                   help="misbehave (for tests)")
+    s.add_argument("--fault-after", type=int, default=0, help="requests before the fault starts")
+    s.set_defaults(func=cmd_demo)
+
+    t = sub.add_parser("tiny-gguf", help="write a tiny random-weight llama GGUF (for tests with a real engine)",
+                       description="Write a tiny llama-architecture GGUF with random weights, a small vocabulary "
+                       "and a chat template, so llama.cpp engines can load it without downloads.",
+                       epilog="example:\n  python -m live tiny-gguf /tmp/tiny.gguf",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("out", help="file to write")
+    t.add_argument("--seed", type=int, default=0, help="random seed")
+    t.set_defaults(func=cmd_tiny)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,426 @@
+"""A demo OpenAI-compatible streaming server that behaves like llama-server.
+
+It answers ``/health``, ``/v1/models``, ``/props``, ``/slots``, ``/metrics``,
+``/tokenize`` and ``/v1/chat/completions`` (SSE or not) with llama-server's
+``timings``, ``usage`` (``stream_options.include_usage``), ``cache_prompt``,
+``ignore_eos``, slots with queueing, prefill at a configured rate and decode that
+slows with depth. Like llama-server it closes the connection after every streamed
+response while advertising keep-alive, and it sometimes sends two tokens in one
+event (as llama-server does when a token ends in incomplete UTF-8).
+
+Timing is exact by construction: the whole SSE body is built before the first
+token is due, and a pacing loop writes the slice of bytes whose tokens are due,
+so the server can stream far faster than any client reads.
+
+Faults for tests can be set at start (``--fault``) or at run time with
+``POST /_demo/faults {"fault": "http500", "after": 0, "count": 1}``: http500,
+http429, cut (close mid-stream), stall (stop sending mid-stream), malformed
+(a broken JSON event), no_done (no ``data: [DONE]``), short (23 tokens then stop),
+die (the process exits mid-stream).
+
+Usage: python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --slots N ...]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections import deque
+from dataclasses import asdict, dataclass, field
+
+WORDS = ("the model reads every token of the prompt once then writes its answer one token at a time "
+         "while the cache grows café naïve déjà vu — résumé über Straße").split()
+TEMPLATE_TOKENS = 9  # tokens the demo chat template adds around the messages
+BUILD = "b9999-demo"
+
+
+@dataclass
+class DemoConfig:
+    """Behaviour of the demo server."""
+
+    host: str = "127.0.0.1"
+    port: int = 8089
+    model: str = "demo-model"
+    prefill_tps: float = 2000.0  # prompt tokens per second
+    decode_tps: float = 60.0  # tokens per second for one request at depth 0
+    depth_scale: float = 100_000.0  # decode(d) = decode_tps / (1 + d / depth_scale)
+    batch_efficiency: float = 0.35  # k requests at once: each at decode / (1 + eff * (k - 1))
+    slots: int = 4
+    ctx: int = 131072  # total context (split over slots, like llama-server's -c)
+    overhead_ms: float = 3.0  # fixed time before prefill (parsing, template)
+    tick_ms: float = 1.0  # pacing interval of the writer
+    answer_tokens: int = 100_000  # natural answer length (max_tokens usually ends it first)
+    merge_every: int = 50  # every Nth token is sent together with the next (UTF-8 split)
+    fault: str | None = None
+    fault_after: int = 0  # requests before the fault starts
+    fault_count: int = 1_000_000  # requests the fault applies to
+
+
+@dataclass
+class _Fault:
+    kind: str | None = None
+    after: int = 0
+    count: int = 0
+
+
+@dataclass
+class _State:
+    requests: int = 0
+    tokens_predicted: int = 0
+    prompt_tokens: int = 0
+    predicted_seconds: float = 0.0
+    prompt_seconds: float = 0.0
+    active: int = 0
+    deferred: int = 0
+    fault: _Fault = field(default_factory=_Fault)
+    cache: set = field(default_factory=set)
+    emissions: deque = field(default_factory=lambda: deque(maxlen=64))  # server-side timing per stream
+
+
+def tokenize(text: str) -> list[int]:
+    """The demo tokenizer: one token per whitespace-separated word (ids from a hash)."""
+    return [int.from_bytes(hashlib.blake2b(w.encode(), digest_size=3).digest(), "big") for w in text.split()]
+
+
+def prompt_token_count(messages: list[dict]) -> int:
+    n = TEMPLATE_TOKENS
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        n += len(tokenize(content or ""))
+    return n
+
+
+class DemoServer:
+    """The asyncio server. ``await serve()`` runs until cancelled."""
+
+    def __init__(self, cfg: DemoConfig):
+        self.cfg = cfg
+        self.state = _State(fault=_Fault(cfg.fault, cfg.fault_after, cfg.fault_count if cfg.fault else 0))
+        self.slots = asyncio.Semaphore(cfg.slots)
+        self.server: asyncio.base_events.Server | None = None
+        self.pacer = Pacer(cfg.tick_ms / 1000)
+
+    # ------------------------------------------------------------------ plumbing
+    async def serve(self) -> None:
+        self.server = await asyncio.start_server(self._conn, self.cfg.host, self.cfg.port, limit=2**24)
+        async with self.server:
+            await self.server.serve_forever()
+
+    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                method, target, _ = line.decode("latin-1").split(" ", 2)
+                headers = {}
+                while True:
+                    h = await reader.readline()
+                    if h in (b"\r\n", b"\n", b""):
+                        break
+                    k, _, v = h.decode("latin-1").partition(":")
+                    headers[k.strip().lower()] = v.strip()
+                body = b""
+                if "content-length" in headers:
+                    body = await reader.readexactly(int(headers["content-length"]))
+                keep = await self._route(method, target.split("?")[0], body, writer)
+                if not keep or headers.get("connection", "").lower() == "close":
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        finally:
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    async def _send(self, writer: asyncio.StreamWriter, status: int, obj: object,
+                    ctype: str = "application/json") -> bool:
+        data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+                  500: "Internal Server Error"}.get(status, "OK")
+        writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n"
+                     f"Connection: keep-alive\r\nKeep-Alive: timeout=5, max=100\r\n\r\n".encode() + data)
+        await writer.drain()
+        return True
+
+    async def _route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter) -> bool:
+        cfg = self.cfg
+        if path == "/health":
+            return await self._send(writer, 200, {"status": "ok"})
+        if path == "/v1/models":
+            return await self._send(writer, 200, {"object": "list", "data": [
+                {"id": cfg.model, "object": "model", "created": 0, "owned_by": "benchcards-demo",
+                 "meta": {"n_ctx_train": cfg.ctx}}]})
+        if path == "/props":
+            return await self._send(writer, 200, {
+                "total_slots": cfg.slots, "build_info": BUILD, "model_path": f"/models/{cfg.model}.gguf",
+                "default_generation_settings": {"n_ctx": cfg.ctx // cfg.slots},
+                "chat_template": "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}",
+                "demo": asdict(cfg)})
+        if path == "/slots":
+            return await self._send(writer, 200, [{"id": i, "is_processing": i < self.state.active}
+                                                  for i in range(cfg.slots)])
+        if path == "/metrics":
+            s = self.state
+            text = "".join(f"llamacpp:{k} {v}\n" for k, v in (
+                ("prompt_tokens_total", s.prompt_tokens), ("prompt_seconds_total", round(s.prompt_seconds, 6)),
+                ("tokens_predicted_total", s.tokens_predicted),
+                ("tokens_predicted_seconds_total", round(s.predicted_seconds, 6)),
+                ("requests_processing", s.active), ("requests_deferred", s.deferred),
+                ("n_decode_total", s.requests)))
+            return await self._send(writer, 200, text.encode(), "text/plain; version=0.0.4")
+        if path == "/_demo/faults" and method == "POST":
+            req = json.loads(body or b"{}")
+            self.state.fault = _Fault(req.get("fault"), self.state.requests + int(req.get("after", 0)),
+                                      int(req.get("count", 1)) if req.get("fault") else 0)
+            return await self._send(writer, 200, {"fault": asdict(self.state.fault)})
+        if path == "/_demo/emissions":
+            return await self._send(writer, 200, list(self.state.emissions))
+        if path == "/tokenize" and method == "POST":
+            req = json.loads(body or b"{}")
+            return await self._send(writer, 200, {"tokens": tokenize(req.get("content", ""))})
+        if path == "/v1/chat/completions" and method == "POST":
+            return await self._chat(json.loads(body or b"{}"), writer)
+        return await self._send(writer, 404, {"error": {"code": 404, "message": f"no route {path}"}})
+
+    def _take_fault(self) -> str | None:
+        f = self.state.fault
+        n = self.state.requests
+        if f.kind and f.after <= n < f.after + f.count:
+            return f.kind
+        return None
+
+    # ------------------------------------------------------------------ completions
+    async def _chat(self, req: dict, writer: asyncio.StreamWriter) -> bool:
+        cfg = self.cfg
+        fault = self._take_fault()
+        self.state.requests += 1
+        if fault == "http500":
+            return await self._send(writer, 500, {"error": {"code": 500, "message": "demo: internal error"}})
+        if fault == "http429":
+            return await self._send(writer, 429, {"error": {"code": 429, "message": "demo: too many requests"}})
+        t_arrive = time.perf_counter()
+        messages = req.get("messages") or []
+        prompt_tokens = prompt_token_count(messages)
+        key = json.dumps(messages, sort_keys=True)
+        cache_n = 0
+        if req.get("cache_prompt", True) and key in self.state.cache:
+            cache_n = prompt_tokens - 1
+        self.state.cache.add(key)
+        max_tokens = int(req.get("max_tokens") or req.get("max_completion_tokens") or 512)
+        ctx_slot = cfg.ctx // cfg.slots
+        n_out = max_tokens if req.get("ignore_eos") else min(max_tokens, cfg.answer_tokens)
+        finish = "length" if n_out == max_tokens else "stop"
+        if fault == "short":
+            n_out, finish = 23, "stop"
+        if prompt_tokens >= ctx_slot:  # like llama-server: 200 with length and (almost) nothing
+            n_out, finish = 1, "length"
+        elif prompt_tokens + n_out > ctx_slot:
+            n_out, finish = ctx_slot - prompt_tokens, "length"
+        stream = bool(req.get("stream"))
+        self.state.deferred += 1
+        await self.slots.acquire()
+        self.state.deferred -= 1
+        self.state.active += 1
+        try:
+            await asyncio.sleep(cfg.overhead_ms / 1000)
+            process = prompt_tokens - cache_n
+            prefill_s = process / cfg.prefill_tps
+            k = self.state.active
+            rate = cfg.decode_tps / (1 + prompt_tokens / cfg.depth_scale) / (1 + cfg.batch_efficiency * (k - 1))
+            pieces = [WORDS[(i * 7 + len(messages)) % len(WORDS)] + " " for i in range(n_out)]
+            if stream:
+                return await self._stream(req, writer, pieces, prompt_tokens, cache_n, prefill_s, rate, finish,
+                                          fault, t_arrive)
+            await asyncio.sleep(prefill_s + max(0, n_out - 1) / rate)
+            self._account(prompt_tokens - cache_n, prefill_s, n_out, max(0, n_out - 1) / rate)
+            text = "".join(pieces)
+            return await self._send(writer, 200, {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
+                "model": req.get("model") or cfg.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": finish}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n_out,
+                          "total_tokens": prompt_tokens + n_out},
+                "timings": self._timings(cache_n, prompt_tokens - cache_n, prefill_s, n_out, rate)})
+        finally:
+            self.state.active -= 1
+            self.slots.release()
+
+    def _account(self, prompt_n: int, prompt_s: float, n_out: int, gen_s: float) -> None:
+        s = self.state
+        s.prompt_tokens += prompt_n
+        s.prompt_seconds += prompt_s
+        s.tokens_predicted += n_out
+        s.predicted_seconds += gen_s
+
+    @staticmethod
+    def _timings(cache_n: int, prompt_n: int, prefill_s: float, n_out: int, rate: float) -> dict:
+        gen_ms = max(0, n_out - 1) / rate * 1000
+        return {"cache_n": cache_n, "prompt_n": prompt_n, "prompt_ms": round(prefill_s * 1000, 3),
+                "prompt_per_second": round(prompt_n / prefill_s, 3) if prefill_s > 0 else 0.0,
+                "predicted_n": n_out, "predicted_ms": round(gen_ms, 3),
+                "predicted_per_second": round((n_out - 1) / (gen_ms / 1000), 3) if n_out > 1 else 0.0}
+
+    async def _stream(self, req: dict, writer: asyncio.StreamWriter, pieces: list[str], prompt_tokens: int,
+                      cache_n: int, prefill_s: float, rate: float, finish: str, fault: str | None,
+                      t_arrive: float) -> bool:
+        cfg = self.cfg
+        cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+        model = req.get("model") or cfg.model
+        created = int(time.time())
+        head = (f'{{"choices":[{{"finish_reason":null,"index":0,"delta":{{"content":').encode()
+        tail = (f'}}}}],"created":{created},"id":"{cid}","model":"{model}",'
+                f'"system_fingerprint":"{BUILD}","object":"chat.completion.chunk"}}\n\n').encode()
+        n = len(pieces)
+        # event boundaries: every token its own event, except merged pairs (UTF-8 split)
+        events: list[tuple[int, bytes]] = []  # (index of the last token in the event, bytes)
+        i = 0
+        while i < n:
+            j = i + 1 if (cfg.merge_every and (i + 1) % cfg.merge_every == 0 and i + 1 < n) else i
+            text = "".join(pieces[i:j + 1])
+            events.append((j, b"data: " + head + json.dumps(text).encode() + tail))
+            i = j + 1
+        role = (b'data: {"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],'
+                + f'"created":{created},"id":"{cid}","model":"{model}","object":"chat.completion.chunk"}}\n\n'.encode())
+        gen_s = max(0, n - 1) / rate
+        timings = self._timings(cache_n, prompt_tokens - cache_n, prefill_s, n, rate)
+        final = {"choices": [{"finish_reason": finish, "index": 0, "delta": {}}], "created": created, "id": cid,
+                 "model": model, "object": "chat.completion.chunk", "timings": timings}
+        closing = b"data: " + json.dumps(final).encode() + b"\n\n"
+        if (req.get("stream_options") or {}).get("include_usage"):
+            closing += b"data: " + json.dumps({"choices": [], "created": created, "id": cid, "model": model,
+                                               "object": "chat.completion.chunk",
+                                               "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
+                                                         "total_tokens": prompt_tokens + n},
+                                               "timings": timings}).encode() + b"\n\n"
+        if fault != "no_done":
+            closing += b"data: [DONE]\n\n"
+        if fault == "malformed" and len(events) > 2:
+            k, _ = events[len(events) // 2]
+            events[len(events) // 2] = (k, b'data: {"choices":[{"delta":{"content": "broken\n\n')
+        # precompute the body and the byte offset after each token
+        body = bytearray()
+        ends: list[int] = [0] * n
+        for last_tok, ev in events:
+            body += ev
+            ends[last_tok] = len(body)
+        for t in range(n - 2, -1, -1):  # a merged token ends where its event ends
+            if ends[t] == 0:
+                ends[t] = ends[t + 1]
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                     b"Connection: keep-alive\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
+
+        writer.write(chunk(role))
+        await writer.drain()
+        await asyncio.sleep(max(0.0, t_arrive + cfg.overhead_ms / 1000 + prefill_s - time.perf_counter()))
+        cut_at = n // 2 if fault in ("cut", "stall", "die") else n
+        job = _Job(writer=writer, body=body, ends=ends, n=n, rate=rate, cut_at=cut_at,
+                   done=asyncio.get_running_loop().create_future())
+        self.pacer.add(job)
+        await job.done
+        if cut_at < n:
+            if fault == "stall":
+                await asyncio.sleep(3600)
+            if fault == "die":
+                os._exit(3)
+            writer.transport.abort()  # cut: close without the final chunk
+            return False
+        writer.write(chunk(closing) + b"0\r\n\r\n")
+        await writer.drain()
+        self._account(prompt_tokens - cache_n, prefill_s, n, gen_s)
+        self.state.emissions.append({
+            "tokens": n, "first_write": job.first_write, "last_write": job.last_write,
+            "rate": (n - 1) / (job.last_write - job.first_write)
+            if n > 1 and job.last_write and job.first_write and job.last_write > job.first_write else None,
+            "configured_rate": rate})
+        return False  # llama-server closes after every streamed response, while saying keep-alive
+
+
+def chunk(data: bytes | bytearray) -> bytes:
+    """One HTTP/1.1 chunk."""
+    return f"{len(data):x}\r\n".encode() + bytes(data) + b"\r\n"
+
+
+@dataclass
+class _Job:
+    """One streamed body being paced out."""
+
+    writer: asyncio.StreamWriter
+    body: bytearray
+    ends: list[int]
+    n: int
+    rate: float
+    cut_at: int
+    done: asyncio.Future
+    t0: float = 0.0
+    sent: int = 0
+    sent_tok: int = 0
+    first_write: float | None = None
+    last_write: float | None = None
+
+
+class Pacer:
+    """One ticker for every stream: each tick writes the bytes of the tokens now due.
+
+    A single task (not one per stream) keeps the server's own timing exact with
+    many streams at once; the final token of a stream goes out as soon as it is due.
+    """
+
+    MAX_BUFFER = 8 * 2**20
+
+    def __init__(self, tick_s: float):
+        self.tick = tick_s
+        self.jobs: list[_Job] = []
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task | None = None
+
+    def add(self, job: _Job) -> None:
+        job.t0 = time.perf_counter()
+        self.jobs.append(job)
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._run())
+        self.wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            if not self.jobs:
+                self.wake.clear()
+                await self.wake.wait()
+            now = time.perf_counter()
+            next_due = now + self.tick
+            for job in list(self.jobs):
+                if job.writer.transport.is_closing():
+                    self.jobs.remove(job)
+                    job.done.set_result(False)
+                    continue
+                due = min(job.cut_at, job.n if job.n <= 1 else 1 + int((now - job.t0) * job.rate))
+                if due > job.sent_tok and job.writer.transport.get_write_buffer_size() < self.MAX_BUFFER:
+                    end = job.ends[due - 1]
+                    if end > job.sent:  # a merged token may already be out: never send an empty chunk (= end)
+                        job.writer.write(chunk(job.body[job.sent:end]))
+                        job.first_write = job.first_write or now
+                        job.last_write = now
+                    job.sent, job.sent_tok = end, due
+                if job.sent_tok >= job.cut_at:
+                    self.jobs.remove(job)
+                    job.done.set_result(True)
+                else:
+                    next_due = min(next_due, job.t0 + job.sent_tok / job.rate)
+            await asyncio.sleep(max(0.0002, min(self.tick, next_due - time.perf_counter())))
+
+
+def run(cfg: DemoConfig) -> None:
+    """Run the demo server in this process until interrupted."""
+    try:
+        asyncio.run(DemoServer(cfg).serve())
+    except KeyboardInterrupt:
+        pass
+

@@ -1,0 +1,549 @@
+"""Measure a running OpenAI-compatible server the "Speed v2" way and write a speed contract.
+
+``measure(cfg, on_event=..., stop=...)`` runs the parts (decode, prefill, conc, l1,
+ctx) and returns a ``SpeedContract`` whose request records follow the contract
+schema exactly, so the folder ``write_folder`` produces is accepted unchanged by
+``python -m ingest``. A failing step is recorded as failed with its reason and the
+run goes on; nothing waits longer than its timeout.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+
+from live.client import (
+    StreamResult,
+    check_target,
+    clock,
+    get_json,
+    new_client,
+    parse_stream,
+    post_json,
+    stream_chat,
+)
+from schemas.models import (
+    SCHEMA_VERSION,
+    Attachment,
+    Engine,
+    Gpu,
+    Hardware,
+    Model,
+    RequestRecord,
+    Sampling,
+    Server,
+    ServerTimings,
+    Setup,
+    SpeedContract,
+    SpeedMethod,
+)
+
+TASKS = {
+    "code": ("Write a complete, well commented Python module that implements a small inventory system: classes "
+             "for items and warehouses, functions to add, move and remove stock, input validation, and a set of "
+             "unit tests. Write the full code, then explain each part in detail."),
+    "prose": ("Write a long, detailed essay about how cities change when a new railway line opens: who gains, "
+              "who loses, what happens to prices, shops, schools and daily routines. Use many paragraphs and "
+              "concrete examples."),
+}
+FILLER = ("2026-11-10T02:14:07Z worker-3 INFO request handled path=/api/items status=200 bytes=5123 ms=41 "
+          "cache=miss region=eu user=4412 trace=9f2c1e ")
+PARTS = ("decode", "prefill", "conc", "l1", "ctx")
+
+
+@dataclass
+class MeasureConfig:
+    """What to measure and how."""
+
+    base_url: str = "http://127.0.0.1:8080"
+    model: str | None = None
+    parts: tuple[str, ...] = ("decode", "prefill", "conc")
+    prompt_ids: tuple[str, ...] = ("code", "prose")
+    runs: int = 2
+    warmups: int = 1
+    max_tokens: int = 512
+    min_decode_tokens: int = 256
+    prefill_depths: tuple[int, ...] = (2048, 8192, 32768)
+    prefill_runs: int = 3
+    prefill_max_tokens: int = 16
+    conc_levels: tuple[int, ...] = (1, 2, 4, 8)
+    conc_rounds: int = 2
+    conc_max_tokens: int = 512
+    l1_max_tokens: int = 4096
+    ctx_depths: tuple[int, ...] = (16384, 32768, 65536, 131072)
+    ctx_runs: int = 2
+    ctx_max_tokens: int = 512
+    sampling: dict = field(default_factory=lambda: {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42})
+    thinking: bool | None = False
+    ignore_eos: bool | None = None  # None: send it when the server is llama-server
+    connect_timeout: float = 5.0
+    read_timeout: float = 60.0  # longest silence allowed inside a response
+    allow_remote: bool = False
+
+    def __post_init__(self) -> None:
+        bad = [p for p in self.parts if p not in PARTS]
+        if bad:
+            raise ValueError(f"unknown part(s) {bad}; choose from {', '.join(PARTS)}")
+
+
+@dataclass
+class ServerInfo:
+    """What the server says about itself."""
+
+    reachable: bool
+    kind: str  # "llama-server" or "openai-compatible"
+    model: str | None
+    slots: int | None
+    n_ctx: int | None  # context of one slot
+    build: str | None
+    model_path: str | None
+    has_tokenize: bool
+    template_tokens: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class Event:
+    """Progress of a run, for a progress bar or a live table."""
+
+    kind: str  # "step" | "request" | "info"
+    part: str
+    label: str
+    done: int
+    total: int
+    status: str = "ok"
+    reason: str | None = None
+    decode_tps: float | None = None
+    prefill_tps: float | None = None
+    server_decode_tps: float | None = None
+    server_prefill_tps: float | None = None
+    level: int | None = None
+
+
+def probe(client: httpx.Client, base: str) -> ServerInfo:
+    """Read /health, /props and /v1/models."""
+    health = get_json(client, f"{base}/health")
+    models = get_json(client, f"{base}/v1/models")
+    props = get_json(client, f"{base}/props")
+    if health is None and models is None:
+        return ServerInfo(False, "unknown", None, None, None, None, None, False,
+                          error=f"no answer from {base}/health or {base}/v1/models")
+    model = None
+    if isinstance(models, dict) and models.get("data"):
+        model = models["data"][0].get("id")
+    kind = "llama-server" if isinstance(props, dict) and "build_info" in props else "openai-compatible"
+    slots = n_ctx = None
+    build = path = None
+    if isinstance(props, dict):
+        slots = props.get("total_slots")
+        n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
+        build = props.get("build_info")
+        path = props.get("model_path")
+    has_tok = post_json(client, f"{base}/tokenize", {"content": "hello world"}, timeout=5) is not None
+    return ServerInfo(True, kind, model, slots, n_ctx, build, path, has_tok)
+
+
+class Runner:
+    """One measurement run against one server."""
+
+    def __init__(self, cfg: MeasureConfig, on_event: Callable[[Event], None] | None = None,
+                 stop: threading.Event | None = None):
+        check_target(cfg.base_url, cfg.allow_remote)
+        self.cfg = cfg
+        self.base = cfg.base_url.rstrip("/")
+        if self.base.endswith("/v1"):
+            self.base = self.base[:-3]
+        self.on_event = on_event or (lambda e: None)
+        self.stop = stop or threading.Event()
+        self.client = new_client(limit=max(cfg.conc_levels or (1,)) + 4)
+        self.timeout = httpx.Timeout(connect=cfg.connect_timeout, read=cfg.read_timeout, write=30.0, pool=30.0)
+        self.t0 = clock()
+        self.run_tag = uuid.uuid4().hex[:8]
+        self.seq = 0
+        self.records: list[RequestRecord] = []
+        self.parts: list[dict] = []
+        self.log: list[str] = []
+        self.info: ServerInfo | None = None
+        self._tok_cache: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def say(self, line: str) -> None:
+        self.log.append(f"{clock() - self.t0:10.3f} {line}")
+
+    def count_tokens(self, text: str) -> int | None:
+        if not self.info or not self.info.has_tokenize:
+            return None
+        if text in self._tok_cache:
+            return self._tok_cache[text]
+        r = post_json(self.client, f"{self.base}/tokenize", {"content": text}, timeout=60)
+        n = len(r["tokens"]) if isinstance(r, dict) and isinstance(r.get("tokens"), list) else None
+        if n is not None and len(text) < 2000:
+            self._tok_cache[text] = n
+        return n
+
+    def template_tokens(self) -> int:
+        """Tokens the chat template adds: usage.prompt_tokens of a probe minus the content's own."""
+        if self.info and self.info.template_tokens is not None:
+            return self.info.template_tokens
+        content = f"[{self.run_tag} probe] Say OK."
+        r = post_json(self.client, f"{self.base}/v1/chat/completions",
+                      self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout)
+        own = self.count_tokens(content)
+        used = (r or {}).get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
+        overhead = used - own if used is not None and own is not None else 0
+        if self.info:
+            self.info.template_tokens = overhead
+        self.say(f"template tokens: {overhead}")
+        return overhead
+
+    def prompt(self, task_id: str, depth: int | None) -> str:
+        """A unique prompt: a fresh prefix (no cache hits), filler up to ``depth`` tokens, the task last."""
+        self.seq += 1
+        prefix = f"[run {self.run_tag} request {self.seq}] "
+        task = TASKS.get(task_id, TASKS["prose"])
+        if not depth:
+            return prefix + task
+        overhead = self.template_tokens()
+        fixed = self.count_tokens(prefix + "\n\n" + task)
+        if fixed is None:  # no /tokenize: estimate, the record keeps the real count
+            words = max(0, int((depth - overhead) * 0.75) - len(task.split()))
+            return prefix + self._filler_words(words) + "\n\n" + task
+        need = depth - overhead - fixed
+        n_words = max(0, int(need * 0.8))
+        filler = self._filler_words(n_words)
+        for _ in range(16):
+            got = self.count_tokens(prefix + filler + "\n\n" + task)
+            if got is None:
+                break
+            diff = depth - overhead - got
+            if diff == 0:
+                break
+            if diff > 0:
+                n_words += max(1, int(diff * 0.8)) if diff > 3 else 1
+            else:
+                n_words -= max(1, int(-diff * 0.8)) if diff < -3 else 1
+            filler = self._filler_words(max(0, n_words))
+        return prefix + filler + "\n\n" + task
+
+    @staticmethod
+    def _filler_words(n: int) -> str:
+        words = FILLER.split()
+        reps = n // len(words) + 1
+        return " ".join((words * reps)[:n])
+
+    def payload(self, content: str, max_tokens: int, *, stream: bool = True, force_length: bool = True) -> dict:
+        cfg = self.cfg
+        p: dict = {"messages": [{"role": "user", "content": content}], "max_tokens": max_tokens, "stream": stream}
+        if cfg.model or (self.info and self.info.model):
+            p["model"] = cfg.model or self.info.model  # type: ignore[union-attr]
+        if stream:
+            p["stream_options"] = {"include_usage": True}
+        p.update({k: v for k, v in cfg.sampling.items() if v is not None})
+        llama = self.info is not None and self.info.kind == "llama-server"
+        if llama:
+            p["cache_prompt"] = False
+        ignore = cfg.ignore_eos if cfg.ignore_eos is not None else llama
+        if force_length and ignore:
+            p["ignore_eos"] = True
+        if cfg.thinking is not None and llama:
+            p["chat_template_kwargs"] = {"enable_thinking": cfg.thinking}
+        return p
+
+    def record(self, res: StreamResult, part: str, prompt_id: str | None, *, depth: int | None = None,
+               conc: int | None = None, rnd: int = 0, warmup: bool = False) -> RequestRecord:
+        rel = lambda t: None if t is None else max(0.0, t - self.t0)  # noqa: E731
+        t = res.timings or {}
+        timings = None
+        if t:
+            timings = ServerTimings(**{k: (int(t[k]) if k in ("cache_n", "prompt_n", "predicted_n") else float(t[k]))
+                                       for k in ServerTimings.model_fields if t.get(k) is not None})
+        rec = RequestRecord(
+            part=part, prompt_id=prompt_id, depth=depth, concurrency=conc, round=rnd, warmup=warmup,
+            prompt_tokens=res.prompt_tokens, output_tokens=res.output_tokens, tokens_estimated=res.tokens_estimated,
+            t_send=rel(res.t_send) or 0.0, t_first=rel(res.t_first), t_last=rel(res.t_last), t_end=rel(res.t_end),
+            finish_reason=res.finish_reason, chars=len(res.text), words=len(res.text.split()), timings=timings,
+            error=res.error)
+        self.records.append(rec)
+        self.say(f"{part} {prompt_id or '-'} depth={depth} conc={conc} round={rnd} warmup={warmup} "
+                 f"out={res.output_tokens} finish={res.finish_reason} error={res.error}")
+        return rec
+
+    def one(self, content: str, max_tokens: int, force_length: bool = True) -> StreamResult:
+        raw = stream_chat(self.client, f"{self.base}/v1/chat/completions",
+                          self.payload(content, max_tokens, force_length=force_length), timeout=self.timeout)
+        return parse_stream(raw)
+
+    # ------------------------------------------------------------------ parts
+    def run(self) -> SpeedContract:
+        """Run every asked part; returns the contract (never raises for server faults)."""
+        cfg = self.cfg
+        started = datetime.now(timezone.utc)
+        self.info = probe(self.client, self.base)
+        self.say(f"server: {self.info}")
+        steps = self.plan()
+        total = len(steps)
+        part_failures: dict[str, list[str]] = {p: [] for p in cfg.parts}
+        part_skips: dict[str, list[str]] = {p: [] for p in cfg.parts}
+        for i, (part, label, fn) in enumerate(steps):
+            if self.stop.is_set():
+                part_skips[part].append(f"{label}: stopped by the user")
+                self.on_event(Event("step", part, label, i + 1, total, "skipped", "stopped by the user"))
+                continue
+            if not self.info.reachable:
+                reason = self.info.error or "server not reachable"
+                part_failures[part].append(f"{label}: {reason}")
+                self.on_event(Event("step", part, label, i + 1, total, "failed", reason))
+                continue
+            try:
+                status, reason, extra = fn()
+            except Exception as exc:  # a bug must not lose the steps that finished
+                status, reason, extra = "failed", f"{exc.__class__.__name__}: {exc}", {}
+            if status == "failed":
+                part_failures[part].append(f"{label}: {reason}")
+            elif status == "skipped":
+                part_skips[part].append(f"{label}: {reason}")
+            self.on_event(Event("step", part, label, i + 1, total, status, reason, **extra))
+        for p in cfg.parts:
+            if part_failures[p]:
+                self.parts.append({"part": p, "status": "failed", "reason": "; ".join(part_failures[p])[:2000]})
+            elif part_skips[p] and len(part_skips[p]) == sum(1 for s in steps if s[0] == p):
+                self.parts.append({"part": p, "status": "skipped", "reason": "; ".join(part_skips[p])[:2000]})
+            else:
+                note = "; ".join(part_skips[p]) or None
+                self.parts.append({"part": p, "status": "ok", **({"reason": note} if note else {})})
+        self.client.close()
+        return self.contract(started)
+
+    def plan(self) -> list[tuple[str, str, Callable[[], tuple[str, str | None, dict]]]]:
+        cfg = self.cfg
+        steps: list = []
+        if "decode" in cfg.parts:
+            for pid in cfg.prompt_ids:
+                steps.append(("decode", f"decode {pid}", lambda pid=pid: self.step_decode(pid)))
+        if "prefill" in cfg.parts:
+            for d in cfg.prefill_depths:
+                steps.append(("prefill", f"prefill {d}", lambda d=d: self.step_prefill(d)))
+        if "conc" in cfg.parts:
+            for c in cfg.conc_levels:
+                steps.append(("conc", f"{c} at once", lambda c=c: self.step_conc(c)))
+        if "l1" in cfg.parts:
+            steps.append(("l1", "long answer", self.step_l1))
+        if "ctx" in cfg.parts:
+            for d in cfg.ctx_depths:
+                steps.append(("ctx", f"long prompt {d}", lambda d=d: self.step_ctx(d)))
+        return steps
+
+    def _rates(self, recs: list[RequestRecord]) -> dict:
+        from benchcards import stats
+
+        pooled = stats.pooled_decode_rate((r.output_tokens or 0, r.t_first or 0.0, r.t_last or 0.0)
+                                          for r in recs if r.error is None and r.t_first is not None)
+        pre = [r.prompt_tokens / (r.t_first - r.t_send) for r in recs
+               if r.prompt_tokens and r.t_first is not None and r.t_first > r.t_send]
+        sd = [r.timings.predicted_per_second for r in recs if r.timings and r.timings.predicted_per_second]
+        sp = [r.timings.prompt_per_second for r in recs if r.timings and r.timings.prompt_per_second]
+        return {"decode_tps": pooled, "prefill_tps": stats.median(pre), "server_decode_tps": stats.median(sd),
+                "server_prefill_tps": stats.median(sp)}
+
+    def _verdict(self, recs: list[RequestRecord], min_tokens: int | None) -> tuple[str, str | None]:
+        errors = [r.error for r in recs if r.error]
+        if errors:
+            return "failed", errors[0]
+        if min_tokens:
+            short = [r for r in recs if not r.warmup and (r.output_tokens or 0) < min_tokens]
+            if short:
+                r = short[0]
+                return "failed", (f"a run ended after {r.output_tokens} tokens (finish reason {r.finish_reason}), "
+                                  f"below the {min_tokens}-token minimum")
+        return "ok", None
+
+    def step_decode(self, pid: str) -> tuple[str, str | None, dict]:
+        cfg = self.cfg
+        recs = []
+        for w in range(cfg.warmups):
+            self.record(self.one(self.prompt(pid, None), cfg.max_tokens), "decode", pid, rnd=w, warmup=True)
+        for r in range(cfg.runs):
+            if self.stop.is_set():
+                break
+            recs.append(self.record(self.one(self.prompt(pid, None), cfg.max_tokens), "decode", pid, rnd=r))
+        status, reason = self._verdict(recs, cfg.min_decode_tokens)
+        return status, reason, self._rates(recs)
+
+    def step_prefill(self, depth: int) -> tuple[str, str | None, dict]:
+        cfg = self.cfg
+        if self.info and self.info.n_ctx and depth + cfg.prefill_max_tokens > self.info.n_ctx:
+            return "skipped", f"the server's context per slot ({self.info.n_ctx}) is smaller than {depth}", {}
+        recs = [self.record(self.one(self.prompt("prose", depth), cfg.prefill_max_tokens), "prefill", "prose",
+                            depth=depth, rnd=r) for r in range(cfg.prefill_runs) if not self.stop.is_set()]
+        status, reason = self._verdict(recs, None)
+        return status, reason, {**self._rates(recs), "level": depth}
+
+    def step_conc(self, level: int) -> tuple[str, str | None, dict]:
+        cfg = self.cfg
+        recs: list[RequestRecord] = []
+        for rnd in range(cfg.conc_rounds):
+            if self.stop.is_set():
+                break
+            prompts = [self.prompt("prose", None) for _ in range(level)]
+            barrier = threading.Barrier(level)
+            raws: list = [None] * level
+
+            def go(i: int) -> None:
+                payload = self.payload(prompts[i], cfg.conc_max_tokens)
+                barrier.wait()
+                raws[i] = stream_chat(self.client, f"{self.base}/v1/chat/completions", payload,
+                                      timeout=self.timeout)
+
+            threads = [threading.Thread(target=go, args=(i,), daemon=True) for i in range(level)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for raw in raws:  # parse after the round: parsing never delays a stamp
+                recs.append(self.record(parse_stream(raw), "conc", "prose", conc=level, rnd=rnd))
+        status, reason = self._verdict(recs, None)
+        extra = self._rates(recs)
+        extra["level"] = level
+        return status, reason, extra
+
+    def step_l1(self) -> tuple[str, str | None, dict]:
+        res = self.one(self.prompt("prose", None), self.cfg.l1_max_tokens, force_length=False)
+        rec = self.record(res, "l1", "prose")
+        status, reason = self._verdict([rec], None)
+        return status, reason, self._rates([rec])
+
+    def step_ctx(self, depth: int) -> tuple[str, str | None, dict]:
+        cfg = self.cfg
+        if self.info and self.info.n_ctx and depth + cfg.ctx_max_tokens > self.info.n_ctx:
+            return "skipped", (f"the server's context per slot ({self.info.n_ctx}) is smaller than {depth} + "
+                               f"{cfg.ctx_max_tokens} answer tokens"), {}
+        recs = []
+        for pid in cfg.prompt_ids:
+            for r in range(cfg.ctx_runs):
+                if not self.stop.is_set():
+                    recs.append(self.record(self.one(self.prompt(pid, depth), cfg.ctx_max_tokens), "ctx", pid,
+                                            depth=depth, rnd=r))
+        status, reason = self._verdict(recs, cfg.min_decode_tokens)
+        return status, reason, {**self._rates(recs), "level": depth}
+
+    # ------------------------------------------------------------------ output
+    def contract(self, started: datetime) -> SpeedContract:
+        cfg = self.cfg
+        info = self.info
+        run_id = f"live-{started.strftime('%Y%m%d-%H%M%S')}-{self.run_tag}"
+        return SpeedContract(
+            schema_version=SCHEMA_VERSION, kind="speed", run_id=run_id, setup_id="pending",
+            started_at=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            finished_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            tool="benchcards live 0.1.0", command=None, engine_version=info.build if info else None,
+            method=SpeedMethod(
+                parts=list(cfg.parts), prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
+                max_tokens=cfg.max_tokens, min_decode_tokens=cfg.min_decode_tokens,
+                prefill_depths=list(cfg.prefill_depths) if "prefill" in cfg.parts else [],
+                prefill_runs=cfg.prefill_runs, conc_levels=list(cfg.conc_levels) if "conc" in cfg.parts else [],
+                conc_rounds=cfg.conc_rounds, conc_max_tokens=cfg.conc_max_tokens,
+                ctx_depths=list(cfg.ctx_depths) if "ctx" in cfg.parts else [], ctx_runs=cfg.ctx_runs,
+                cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
+                sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
+                server_slots=info.slots if info else None, server_ctx=info.n_ctx if info else None),
+            parts=self.parts, requests=self.records,
+            notes=None if not info or info.kind == "llama-server" else
+            "The server has no llama-server timings/cache_prompt; token counts come from usage"
+            + ("" if info.has_tokenize else " and prompt lengths are estimates (no /tokenize)"),
+        )
+
+
+def measure(cfg: MeasureConfig, on_event: Callable[[Event], None] | None = None,
+            stop: threading.Event | None = None) -> tuple[SpeedContract, ServerInfo, list[str]]:
+    """Run a measurement; returns (contract, what the server said, the client log)."""
+    runner = Runner(cfg, on_event, stop)
+    contract = runner.run()
+    assert runner.info is not None
+    return contract, runner.info, runner.log
+
+
+@dataclass
+class SetupInput:
+    """What the person measuring says about the setup (the server says the rest)."""
+
+    title: str | None = None
+    setup_id: str | None = None
+    gpu: str | None = None
+    gpu_count: int = 1
+    vram_gib: float | None = None
+    cpu: str | None = None
+    ram_gib: float | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    model_name: str | None = None
+    quant: str | None = None
+    model_repo: str | None = None
+    server_cmd: str | None = None
+    notes: str | None = None
+    measured_by: str | None = None
+
+
+def slug(text: str) -> str:
+    s = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    return (s or "setup")[:100]
+
+
+def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Setup | None = None) -> Setup:
+    """The Setup of a live run: a given setup file, or the user's answers plus what the server said."""
+    if base is not None:
+        return base
+    model_name = user.model_name or (info.model_path and Path(info.model_path).stem) or info.model or "unknown model"
+    engine = user.engine or ("llama.cpp" if info.kind == "llama-server" else "unknown engine")
+    build = info.build or ""
+    m = re.match(r"b(\d+)-?([0-9a-f]*)", build)
+    version = user.engine_version or (f"b{m.group(1)}" if m else build or None)
+    gpu_name = user.gpu or "unknown GPU"
+    title = user.title or f"{model_name} {user.quant or ''} on {gpu_name}, {engine} {version or ''}".replace("  ", " ")
+    argv = shlex.split(user.server_cmd) if user.server_cmd else [f"{engine} (command not given)"]
+    return Setup(
+        schema_version=SCHEMA_VERSION, setup_id=user.setup_id or slug(f"live-{title}"), title=title.strip(),
+        synthetic=False, provenance=f"measured live with benchcards against {cfg.base_url}",
+        hardware=Hardware(gpus=[Gpu(name=gpu_name, count=user.gpu_count, vram_gib=user.vram_gib or 0.0)]
+                          if user.gpu or user.vram_gib else [],
+                          cpu=user.cpu, ram_gib=user.ram_gib),
+        engine=Engine(name=engine, version=version, build_number=int(m.group(1)) if m else None,
+                      commit=(m.group(2) or None) if m else None),
+        model=Model(name=model_name, quant=user.quant, repo=user.model_repo, file=info.model_path and
+                    Path(info.model_path).name),
+        server=Server(argv=argv), sampling=Sampling(**{k: v for k, v in cfg.sampling.items()
+                                                        if k in Sampling.model_fields}),
+        thinking=cfg.thinking, notes=user.notes, measured_by=user.measured_by,
+        measured_at=[datetime.now(timezone.utc).strftime("%Y-%m-%d")])
+
+
+def write_folder(out: Path, setup: Setup, contract: SpeedContract, log: list[str]) -> Path:
+    """Write (or add to) the raw setup folder ``out/<setup_id>``; returns the contract folder.
+
+    Side effects: writes setup.json (replacing an earlier one of the same setup) and
+    speed/<run_id>/{contract.json, client.log}.
+    """
+    import hashlib
+
+    folder = out / setup.setup_id
+    run_dir = folder / "speed" / contract.run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_bytes = ("\n".join(log) + "\n").encode()
+    (run_dir / "client.log").write_bytes(log_bytes)
+    final = contract.model_copy(update={
+        "setup_id": setup.setup_id,
+        "attachments": [Attachment(path="client.log", sha256=hashlib.sha256(log_bytes).hexdigest(),
+                                   bytes=len(log_bytes), description="client log of the run")]})
+    final = SpeedContract.model_validate(final.model_dump())
+    (folder / "setup.json").write_text(setup.model_dump_json(indent=1, exclude_none=True) + "\n", encoding="utf-8")
+    (run_dir / "contract.json").write_text(final.model_dump_json(indent=1, exclude_none=True) + "\n",
+                                           encoding="utf-8")
+    return run_dir
+
