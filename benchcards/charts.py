@@ -158,3 +158,15 @@ def fit_chart(steps: pd.DataFrame, title: str = "Memory test") -> alt.Chart:
                                                                    range=[PALETTE[2], PALETTE[3], PALETTE[4]])),
                                    tooltip=tooltip)
     return themed((line + pts).properties(title=title, width="container", height=260))
+
+
+def live_steps_chart(table: pd.DataFrame) -> alt.Chart:
+    """Decode per finished step of a live run, client and server side by side."""
+    df = table.melt(id_vars=["Step"], value_vars=["Decode (tok/s)", "Server decode"], var_name="clock",
+                    value_name="tok/s").dropna()
+    df["clock"] = df["clock"].map({"Decode (tok/s)": "client", "Server decode": "server"})
+    chart = alt.Chart(df).mark_bar().encode(
+        y=alt.Y("Step:N", sort=None, title=None), x=alt.X("tok/s:Q", title="Decode (tok/s)"),
+        yOffset="clock:N", color=alt.Color("clock:N", title="Measured by"),
+        tooltip=["Step:N", "clock:N", alt.Tooltip("tok/s:Q", format=",.1f")])
+    return themed(chart.properties(title="Live run: decode per step", width="container"))

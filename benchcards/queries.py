@@ -123,7 +123,7 @@ def overview(store: Store) -> pd.DataFrame:
     wide = q.pivot(index="setup_id", columns="test", values="text")
     for test in HEADLINE_TESTS:
         col = wide[test] if test in wide.columns else pd.Series(dtype=object)
-        base[test] = base.setup_id.map(col).fillna("")
+        base[test] = base.setup_id.map(col).astype(object).where(lambda x: x.notna(), "")
     base["badges"] = [badges({"synthetic": a, "summary_only": b}) for a, b in zip(base.synthetic, base.summary_only)]
     return base
 

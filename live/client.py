@@ -158,7 +158,7 @@ def parse_stream(raw: RawStream) -> StreamResult:
                 ch = choices[0] or {}
                 delta = ch.get("delta") or {}
                 piece = delta.get("content")
-                if piece:
+                if piece is not None:  # "" is a token too (a partial UTF-8 sequence); null is the role chunk
                     content_events += 1
                     text.append(piece)
                     if t_first is None:

@@ -213,8 +213,9 @@ class Runner:
             return prefix + task
         overhead = self.template_tokens()
         fixed = self.count_tokens(prefix + "\n\n" + task)
-        if fixed is None:  # no /tokenize: estimate, the record keeps the real count
-            words = max(0, int((depth - overhead) * 0.75) - len(task.split()))
+        if fixed is None:  # no /tokenize: calibrate from usage; the record keeps the real count
+            per_word, base = self.calibrate()
+            words = max(0, int((depth - base) / per_word))
             return prefix + self._filler_words(words) + "\n\n" + task
         need = depth - overhead - fixed
         n_words = max(0, int(need * 0.8))
@@ -232,6 +233,25 @@ class Runner:
                 n_words -= max(1, int(-diff * 0.8)) if diff < -3 else 1
             filler = self._filler_words(max(0, n_words))
         return prefix + filler + "\n\n" + task
+
+    def calibrate(self) -> tuple[float, float]:
+        """(prompt tokens per filler word, tokens of everything else) from two probes' usage."""
+        if getattr(self, "_calibration", None):
+            return self._calibration
+        counts = []
+        for n in (0, 200):
+            content = f"[{self.run_tag} calibrate] " + self._filler_words(n) + "\n\n" + TASKS["prose"]
+            r = post_json(self.client, f"{self.base}/v1/chat/completions",
+                          self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout)
+            used = (r or {}).get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
+            counts.append(used)
+        if None in counts or counts[1] <= counts[0]:
+            self._calibration = (1.4, 80.0)  # a typical BPE tokenizer on this filler
+        else:
+            self._calibration = ((counts[1] - counts[0]) / 200, float(counts[0]))
+        self.say(f"calibration without /tokenize: {self._calibration[0]:.2f} tokens per filler word, "
+                 f"{self._calibration[1]:.0f} fixed")
+        return self._calibration
 
     @staticmethod
     def _filler_words(n: int) -> str:
@@ -276,10 +296,20 @@ class Runner:
                  f"out={res.output_tokens} finish={res.finish_reason} error={res.error}")
         return rec
 
-    def one(self, content: str, max_tokens: int, force_length: bool = True) -> StreamResult:
+    def one(self, content: str, max_tokens: int, force_length: bool = True,
+            need_prompt_tokens: bool = False) -> StreamResult:
         raw = stream_chat(self.client, f"{self.base}/v1/chat/completions",
                           self.payload(content, max_tokens, force_length=force_length), timeout=self.timeout)
-        return parse_stream(raw)
+        res = parse_stream(raw)
+        if need_prompt_tokens and res.ok and res.prompt_tokens is None:
+            # The stream had no usage (llama-cpp-python): ask the server to count this exact prompt
+            # with a one-token request after the timed one, so prefill still uses the real count.
+            r = post_json(self.client, f"{self.base}/v1/chat/completions",
+                          self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout)
+            used = (r or {}).get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
+            if used is not None:
+                res.prompt_tokens = int(used)
+        return res
 
     # ------------------------------------------------------------------ parts
     def run(self) -> SpeedContract:
@@ -381,7 +411,8 @@ class Runner:
         cfg = self.cfg
         if self.info and self.info.n_ctx and depth + cfg.prefill_max_tokens > self.info.n_ctx:
             return "skipped", f"the server's context per slot ({self.info.n_ctx}) is smaller than {depth}", {}
-        recs = [self.record(self.one(self.prompt("prose", depth), cfg.prefill_max_tokens), "prefill", "prose",
+        recs = [self.record(self.one(self.prompt("prose", depth), cfg.prefill_max_tokens, need_prompt_tokens=True),
+                            "prefill", "prose",
                             depth=depth, rnd=r) for r in range(cfg.prefill_runs) if not self.stop.is_set()]
         status, reason = self._verdict(recs, None)
         return status, reason, {**self._rates(recs), "level": depth}
@@ -429,7 +460,8 @@ class Runner:
         for pid in cfg.prompt_ids:
             for r in range(cfg.ctx_runs):
                 if not self.stop.is_set():
-                    recs.append(self.record(self.one(self.prompt(pid, depth), cfg.ctx_max_tokens), "ctx", pid,
+                    recs.append(self.record(self.one(self.prompt(pid, depth), cfg.ctx_max_tokens,
+                                                     need_prompt_tokens=True), "ctx", pid,
                                             depth=depth, rnd=r))
         status, reason = self._verdict(recs, cfg.min_decode_tokens)
         return status, reason, {**self._rates(recs), "level": depth}
