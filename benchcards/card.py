@@ -25,6 +25,8 @@ def _val(card: Card, metric: str, prompt: str | None = None, level: int | None =
     v = card.value(metric, prompt, level)
     if v is None:
         return "—"
+    if 0 < abs(v) < 1:  # a sub-second time or a tiny rate: keep its significant digits
+        digits = max(digits, 3)
     unit = METRICS.get(metric, ("", ""))[0]
     return f"{fmt(v, digits)} {unit}".strip()
 

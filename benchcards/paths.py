@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 ROOT: Path = Path(__file__).resolve().parent.parent
@@ -10,6 +11,7 @@ RAW: Path = DATA / "raw"
 DEFAULT_DB: Path = DATA / "benchcards.duckdb"
 SCHEMAS: Path = ROOT / "schemas"
 ARTIFACTS: Path = ROOT / "test-artifacts"
-LOCAL: Path = DATA / "local"  # setups added on this machine: uploads and live runs
+#: setups added on this machine (uploads and live runs); $BENCHCARDS_LOCAL overrides it
+LOCAL: Path = Path(os.environ.get("BENCHCARDS_LOCAL", DATA / "local"))
 SOURCES: tuple[Path, ...] = (RAW, LOCAL)
 

@@ -371,17 +371,23 @@ class Runner:
                 steps.append(("ctx", f"long prompt {d}", lambda d=d: self.step_ctx(d)))
         return steps
 
-    def _rates(self, recs: list[RequestRecord]) -> dict:
+    def _rates(self, recs: list[RequestRecord], decode: bool = True, prefill: bool = False) -> dict:
+        """Step figures for the progress view: decode pooled Σ(n-1)/Σt, prefill median, server's own."""
         from benchcards import stats
 
-        pooled = stats.pooled_decode_rate((r.output_tokens or 0, r.t_first or 0.0, r.t_last or 0.0)
-                                          for r in recs if r.error is None and r.t_first is not None)
-        pre = [r.prompt_tokens / (r.t_first - r.t_send) for r in recs
-               if r.prompt_tokens and r.t_first is not None and r.t_first > r.t_send]
-        sd = [r.timings.predicted_per_second for r in recs if r.timings and r.timings.predicted_per_second]
-        sp = [r.timings.prompt_per_second for r in recs if r.timings and r.timings.prompt_per_second]
-        return {"decode_tps": pooled, "prefill_tps": stats.median(pre), "server_decode_tps": stats.median(sd),
-                "server_prefill_tps": stats.median(sp)}
+        out: dict = {}
+        if decode:
+            out["decode_tps"] = stats.pooled_decode_rate(
+                (r.output_tokens or 0, r.t_first or 0.0, r.t_last or 0.0)
+                for r in recs if r.error is None and r.t_first is not None and not r.warmup)
+            out["server_decode_tps"] = stats.median(
+                r.timings.predicted_per_second for r in recs if r.timings and r.timings.predicted_per_second)
+        if prefill:
+            out["prefill_tps"] = stats.median(r.prompt_tokens / (r.t_first - r.t_send) for r in recs
+                                              if r.prompt_tokens and r.t_first is not None and r.t_first > r.t_send)
+            out["server_prefill_tps"] = stats.median(
+                r.timings.prompt_per_second for r in recs if r.timings and r.timings.prompt_per_second)
+        return out
 
     def _verdict(self, recs: list[RequestRecord], min_tokens: int | None) -> tuple[str, str | None]:
         errors = [r.error for r in recs if r.error]
@@ -415,7 +421,7 @@ class Runner:
                             "prefill", "prose",
                             depth=depth, rnd=r) for r in range(cfg.prefill_runs) if not self.stop.is_set()]
         status, reason = self._verdict(recs, None)
-        return status, reason, {**self._rates(recs), "level": depth}
+        return status, reason, {**self._rates(recs, decode=False, prefill=True), "level": depth}
 
     def step_conc(self, level: int) -> tuple[str, str | None, dict]:
         cfg = self.cfg
@@ -464,7 +470,7 @@ class Runner:
                                                      need_prompt_tokens=True), "ctx", pid,
                                             depth=depth, rnd=r))
         status, reason = self._verdict(recs, cfg.min_decode_tokens)
-        return status, reason, {**self._rates(recs), "level": depth}
+        return status, reason, {**self._rates(recs, prefill=True), "level": depth}
 
     # ------------------------------------------------------------------ output
     def contract(self, started: datetime) -> SpeedContract:

@@ -89,7 +89,10 @@ else:
     common.chart(charts.fit_chart(c.fit_steps), key="fit-chart")
 
 st.header("Server command")
-st.code(flags.shell_join(s.server.argv, s.server.env), language="bash")
+if s.server.argv[0].endswith("(command not given)"):
+    st.caption("The exact server command was not recorded for this setup.")
+else:
+    st.code(flags.shell_join(s.server.argv, s.server.env), language="bash")
 with st.expander("What each part means", expanded=False):
     common.table(cardmod.flags_table(c), f"{sid}-flags")
 for label, value in (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)):

@@ -22,7 +22,11 @@ def site_db(demo_db, monkeypatch):
 
 
 def run(page: str, **params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / page), default_timeout=60)
+    """Open ``page`` the way the server does: app.py is the entry point, pages are switched to."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    if page != "app.py":
+        at.run()
+        at.switch_page(page)
     for k, v in params.items():
         at.query_params[k] = v
     at.run()
@@ -210,3 +214,49 @@ def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypa
     assert (local / "hand-3090" / "setup.json").exists()
     at = run("app.py")
     assert "Hand-made setup on an RTX 3090" in set(df(at).Setup)
+
+
+def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypatch):
+    import time
+
+    from live.job import LiveJob
+    from tests.live_servers import demo_server
+
+    copy = tmp_path / "site.duckdb"
+    copy.write_bytes(Path(__import__("os").environ["BENCHCARDS_DB"]).read_bytes())
+    monkeypatch.setenv("BENCHCARDS_DB", str(copy))
+    import benchcards.paths as paths
+
+    monkeypatch.setattr(paths, "LOCAL", tmp_path / "local")
+    s = demo_server(decode_tps=2000, prefill_tps=100000, slots=2)
+    try:
+        at = run("pages/6_Run_live.py")
+        at.text_input(key="live_base_url").set_value(s.url)
+        at.multiselect(key="live_parts").set_value(["decode", "conc"])
+        at.text_input(key="live_levels").set_value("1,2")
+        at.number_input(key="live_runs").set_value(1)
+        at.number_input(key="live_max_tokens").set_value(300)
+        at.text_input(key="live_gpu").set_value("Demo GPU")
+        at.button[0].click().run()
+        job: LiveJob = at.session_state["live_job"]
+        assert job.wait(60)
+        deadline = time.time() + 30
+        while time.time() < deadline and not at.success:
+            at.run()
+        assert not at.exception
+        assert at.success and "Saved and added to the site" in at.success[0].value
+        from benchcards import queries
+
+        card = queries.card(queries.Store(copy), job.setup_id)
+        assert card.value("decode") == pytest.approx(2000, rel=0.03)
+        assert (tmp_path / "local" / job.setup_id / "setup.json").exists()
+    finally:
+        s.stop()
+
+
+def test_run_live_page_refuses_other_hosts():
+    at = run("pages/6_Run_live.py")
+    at.text_input(key="live_base_url").set_value("http://10.20.30.40:8080")
+    at.button[0].click().run()
+    assert "not a loopback address" in at.error[0].value
+    assert "live_job" not in at.session_state

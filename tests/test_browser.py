@@ -28,8 +28,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_streamlit(db: Path, port: int) -> subprocess.Popen:
+def start_streamlit(db: Path, port: int, local: Path | None = None) -> subprocess.Popen:
     env = {**os.environ, "BENCHCARDS_DB": str(db)}
+    if local is not None:
+        env["BENCHCARDS_LOCAL"] = str(local)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
@@ -119,3 +121,34 @@ def test_a_filter_change_updates_the_url(server, browser):
     page.screenshot(path=str(ARTIFACTS / "overview-after-filter.png"), full_page=True)
     assert page.get_by_text("No setup matches").first.is_visible()
     page.close()
+
+
+def test_run_live_page_measures_the_demo_server(demo_db, browser, tmp_path):
+    from tests.live_servers import demo_server
+
+    db = tmp_path / "site.duckdb"
+    db.write_bytes(demo_db.read_bytes())
+    port = free_port()
+    proc = start_streamlit(db, port, local=tmp_path / "local")
+    demo = demo_server(decode_tps=1500, prefill_tps=100000, slots=2)
+    try:
+        page = open_page(browser, f"http://127.0.0.1:{port}/Run_live", "run-live-before")
+        page.get_by_label("Server address").fill(demo.url)
+        page.get_by_label("Requests at once").fill("1,2")
+        page.get_by_label("GPU", exact=True).fill("Demo GPU")
+        page.get_by_role("button", name="Start").click()
+        page.get_by_text("Saved and added to the site").wait_for(timeout=90_000)
+        page.wait_for_selector(READY, timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "run-live-after.png"), full_page=True)
+        assert page.locator("[data-testid=stException]").count() == 0
+        page.get_by_text("Open its card").click()
+        page.wait_for_url("**/Setup_card?setup=*", timeout=30_000)
+        page.wait_for_selector(READY, timeout=60_000)
+        page.wait_for_timeout(500)
+        page.wait_for_selector(READY, timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "run-live-card.png"), full_page=True)
+        assert page.get_by_text("verified raw").first.is_visible()
+    finally:
+        demo.stop()
+        proc.terminate()
+        proc.wait(timeout=20)
