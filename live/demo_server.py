@@ -234,7 +234,8 @@ class DemoServer:
             process = prompt_tokens - cache_n
             prefill_s = process / cfg.prefill_tps
             k = self.state.active
-            rate = cfg.decode_tps / (1 + prompt_tokens / cfg.depth_scale) / (1 + cfg.batch_efficiency * (k - 1))
+            base_rate = float(req.get("demo_decode_tps") or cfg.decode_tps)  # per-request override (benchmarks)
+            rate = base_rate / (1 + prompt_tokens / cfg.depth_scale) / (1 + cfg.batch_efficiency * (k - 1))
             pieces = [WORDS[(i * 7 + len(messages)) % len(WORDS)] + " " for i in range(n_out)]
             if stream:
                 return await self._stream(req, writer, pieces, prompt_tokens, cache_n, prefill_s, rate, finish,
@@ -288,6 +289,8 @@ class DemoServer:
             text = "".join(pieces[i:j + 1])
             events.append((j, b"data: " + head + json.dumps(text).encode() + tail))
             i = j + 1
+            if i % 4096 == 0:
+                await asyncio.sleep(0)  # long bodies: let the pacer keep other streams on time
         role = (b'data: {"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],'
                 + f'"created":{created},"id":"{cid}","model":"{model}","object":"chat.completion.chunk"}}\n\n'.encode())
         gen_s = max(0, n - 1) / rate
@@ -309,9 +312,11 @@ class DemoServer:
         # precompute the body and the byte offset after each token
         body = bytearray()
         ends: list[int] = [0] * n
-        for last_tok, ev in events:
+        for k, (last_tok, ev) in enumerate(events):
             body += ev
             ends[last_tok] = len(body)
+            if k % 16384 == 16383:
+                await asyncio.sleep(0)
         for t in range(n - 2, -1, -1):  # a merged token ends where its event ends
             if ends[t] == 0:
                 ends[t] = ends[t + 1]
@@ -383,7 +388,7 @@ class Pacer:
         self.task: asyncio.Task | None = None
 
     def add(self, job: _Job) -> None:
-        job.t0 = time.perf_counter()
+        job.t0 = 0.0  # set on the pacer's first visit, together with the first write
         self.jobs.append(job)
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._run())
@@ -397,6 +402,8 @@ class Pacer:
             now = time.perf_counter()
             next_due = now + self.tick
             for job in list(self.jobs):
+                if not job.t0:
+                    job.t0 = now
                 if job.writer.transport.is_closing():
                     self.jobs.remove(job)
                     job.done.set_result(False)
