@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from benchcards import db, stats
+from benchcards import db, flags, stats
 from benchcards.paths import DEFAULT_DB
 from schemas.models import Setup
 
@@ -304,8 +304,6 @@ def compare_quality(store: Store, a: str, b: str) -> list[QualityComparison]:
 
 def config_rows(setup: Setup) -> dict[str, str]:
     """A flat view of a setup's configuration for diffs: 'hardware.cpu' -> value, 'flag -c' -> value."""
-    from benchcards import flags
-
     flat: dict[str, str] = {}
 
     def walk(prefix: str, obj: object) -> None:

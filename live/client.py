@@ -196,10 +196,11 @@ def new_client(limit: int = 16) -> httpx.Client:
                         headers={"Connection": "close"}, trust_env=False)
 
 
-def get_json(client: httpx.Client, url: str, timeout: float = 5.0) -> Any | None:
-    """GET a JSON document; None when the server does not have it."""
+def request_json(client: httpx.Client, method: str, url: str, payload: dict | None = None,
+                 timeout: float = 30.0) -> Any | None:
+    """Send one request and return the decoded JSON answer; None on any failure (network, status, JSON)."""
     try:
-        r = client.get(url, timeout=timeout)
+        r = client.request(method, url, json=payload, timeout=timeout)
     except httpx.HTTPError:
         return None
     if r.status_code != 200:
@@ -208,17 +209,13 @@ def get_json(client: httpx.Client, url: str, timeout: float = 5.0) -> Any | None
         return r.json()
     except ValueError:
         return None
+
+
+def get_json(client: httpx.Client, url: str, timeout: float = 5.0) -> Any | None:
+    """GET a JSON document; None when the server does not have it."""
+    return request_json(client, "GET", url, None, timeout)
 
 
 def post_json(client: httpx.Client, url: str, payload: dict, timeout: float = 30.0) -> Any | None:
     """POST JSON and return the decoded answer, or None on any failure."""
-    try:
-        r = client.post(url, json=payload, timeout=timeout)
-    except httpx.HTTPError:
-        return None
-    if r.status_code != 200:
-        return None
-    try:
-        return r.json()
-    except ValueError:
-        return None
+    return request_json(client, "POST", url, payload, timeout)

@@ -277,7 +277,7 @@ class DemoServer:
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         model = req.get("model") or cfg.model
         created = int(time.time())
-        head = (f'{{"choices":[{{"finish_reason":null,"index":0,"delta":{{"content":').encode()
+        head = ('{"choices":[{"finish_reason":null,"index":0,"delta":{"content":').encode()
         tail = (f'}}}}],"created":{created},"id":"{cid}","model":"{model}",'
                 f'"system_fingerprint":"{BUILD}","object":"chat.completion.chunk"}}\n\n').encode()
         n = len(pieces)

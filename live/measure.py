@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from benchcards import stats
 from live.client import (
     StreamResult,
     check_target,
@@ -189,15 +190,20 @@ class Runner:
             self._tok_cache[text] = n
         return n
 
+    def server_prompt_tokens(self, content: str) -> int | None:
+        """The server's own prompt-token count of ``content`` (usage of a one-token, non-streamed request)."""
+        r = post_json(self.client, f"{self.base}/v1/chat/completions",
+                      self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout)
+        used = r.get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
+        return int(used) if used is not None else None
+
     def template_tokens(self) -> int:
         """Tokens the chat template adds: usage.prompt_tokens of a probe minus the content's own."""
         if self.info and self.info.template_tokens is not None:
             return self.info.template_tokens
         content = f"[{self.run_tag} probe] Say OK."
-        r = post_json(self.client, f"{self.base}/v1/chat/completions",
-                      self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout)
+        used = self.server_prompt_tokens(content)
         own = self.count_tokens(content)
-        used = (r or {}).get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
         overhead = used - own if used is not None and own is not None else 0
         if self.info:
             self.info.template_tokens = overhead
@@ -241,10 +247,7 @@ class Runner:
         counts = []
         for n in (0, 200):
             content = f"[{self.run_tag} calibrate] " + self._filler_words(n) + "\n\n" + TASKS["prose"]
-            r = post_json(self.client, f"{self.base}/v1/chat/completions",
-                          self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout)
-            used = (r or {}).get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
-            counts.append(used)
+            counts.append(self.server_prompt_tokens(content))
         if None in counts or counts[1] <= counts[0]:
             self._calibration = (1.4, 80.0)  # a typical BPE tokenizer on this filler
         else:
@@ -304,11 +307,9 @@ class Runner:
         if need_prompt_tokens and res.ok and res.prompt_tokens is None:
             # The stream had no usage (llama-cpp-python): ask the server to count this exact prompt
             # with a one-token request after the timed one, so prefill still uses the real count.
-            r = post_json(self.client, f"{self.base}/v1/chat/completions",
-                          self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout)
-            used = (r or {}).get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
+            used = self.server_prompt_tokens(content)
             if used is not None:
-                res.prompt_tokens = int(used)
+                res.prompt_tokens = used
         return res
 
     # ------------------------------------------------------------------ parts
@@ -373,8 +374,6 @@ class Runner:
 
     def _rates(self, recs: list[RequestRecord], decode: bool = True, prefill: bool = False) -> dict:
         """Step figures for the progress view: decode pooled Σ(n-1)/Σt, prefill median, server's own."""
-        from benchcards import stats
-
         out: dict = {}
         if decode:
             out["decode_tps"] = stats.pooled_decode_rate(

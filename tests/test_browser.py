@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 
+from tests.live_servers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -20,12 +21,6 @@ SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 READY = "[data-testid=stApp][data-test-script-state=notRunning]"
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_streamlit(db: Path, port: int, local: Path | None = None) -> subprocess.Popen:
