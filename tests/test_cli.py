@@ -12,6 +12,7 @@ COMMANDS = [
     ["-m", "ingest"],
     ["-m", "schemas"],
     ["-m", "benchcards.synth"],
+    ["-m", "benchcards.export"],
     ["-m", "live"],
     ["-m", "live", "measure"],
     ["-m", "live", "demo-server"],

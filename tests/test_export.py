@@ -1,0 +1,88 @@
+"""The static export: every setup gets a page with the app's tables and themed charts, viewable offline."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchcards import charts
+from benchcards.export import export
+from tests.test_app import SEED, SYN1
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def site(demo_db, tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "site"
+    export(demo_db, out)
+    return out
+
+
+def test_index_lists_and_links_every_setup(site):
+    index = (site / "index.html").read_text()
+    links = re.findall(r'href="setups/([^"]+)\.html"', index)
+    assert len(set(links)) == 6 and SEED in links
+    for sid in links:
+        assert (site / "setups" / f"{sid}.html").exists()
+
+
+def test_seed_card_has_the_published_figures(site):
+    page = (site / "setups" / f"{SEED}.html").read_text()
+    for text in ("63.4 tok/s", "988.4 tok/s", "57.3 % ± 4.8", "42.9 % ± 6.8", "131,072", "--n-cpu-moe 27",
+                 "summary only", "795.7 tok/s"):
+        assert text in page, text
+
+
+def test_charts_carry_the_app_theme(site):
+    page = (site / "setups" / f"{SYN1}.html").read_text()
+    specs = [json.loads(m) for m in re.findall(r"vegaEmbed\('#chart\d+', (.*?), \{actions", page)]
+    assert len(specs) >= 4
+    cfg = charts.theme_config()
+    for s in specs:
+        assert s["config"]["range"]["category"] == cfg["range"]["category"]
+        assert s["config"]["axis"]["labelColor"] == cfg["axis"]["labelColor"]
+
+
+def test_raw_files_are_copied_and_linked(site):
+    page = (site / "setups" / f"{SYN1}.html").read_text()
+    hrefs = re.findall(r'href="(\.\./raw/[0-9a-f]{64}/[^"]+)"', page)
+    assert any(h.endswith("client.log") for h in hrefs)
+    for h in hrefs:
+        assert (site / "setups" / h).resolve().is_file()
+
+
+def test_export_replaces_the_folder_whole(demo_db, tmp_path):
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "stale.html").write_text("old")
+    export(demo_db, out, with_raw=False)
+    assert not (out / "stale.html").exists() and (out / "index.html").exists()
+    assert not (tmp_path / "site.partial").exists() and not (tmp_path / "site.old").exists()
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
+def test_export_renders_offline_in_chromium(site):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        errors = []
+        page = b.new_page(viewport={"width": 1300, "height": 2400})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+        for name, path in (("export-index", site / "index.html"), ("export-card", site / "setups" / f"{SYN1}.html")):
+            page.goto(path.as_uri())
+            if name == "export-card":
+                page.wait_for_selector(".chart svg", timeout=30_000)
+                assert page.locator(".chart svg").count() >= 4
+            (ROOT / "test-artifacts").mkdir(exist_ok=True)
+            page.screenshot(path=str(ROOT / "test-artifacts" / f"{name}.png"), full_page=True)
+        page.goto((site / "index.html").as_uri())
+        page.fill("#filter", "5060")
+        visible = page.locator("table.sortable tbody tr:visible").count()
+        assert visible == 1
+        b.close()
+        assert errors == []
