@@ -39,3 +39,32 @@ def ensure_db(db_path: Path = DEFAULT_DB, sources: tuple[Path, ...] = SOURCES) -
     present = [s for s in sources if s.exists() and any(s.rglob("setup.json"))]
     ingest_paths(present, db_path, rebuild=True)
     return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    from ingest.validate import IngestError
+
+    parser = argparse.ArgumentParser(prog="python -m benchcards.build",
+                                     description="Build the site's database from data/raw (demo data) and "
+                                     "data/local (uploads and live runs) when it is missing or out of date.")
+    parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database (default {DEFAULT_DB})")
+    parser.add_argument("--force", action="store_true", help="rebuild even when it is up to date")
+    args = parser.parse_args(argv)
+    if args.force and args.db.exists():
+        import os
+
+        os.utime(args.db, (0, 0))  # older than any source: ensure_db rebuilds it
+    try:
+        built = ensure_db(args.db)
+    except IngestError as exc:
+        print("the raw data is invalid:\n" + "\n".join(exc.errors), file=sys.stderr)
+        return 1
+    print(f"{'built' if built else 'up to date:'} {args.db}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

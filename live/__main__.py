@@ -18,7 +18,7 @@ examples:
   python -m live demo-server --port 8089 --decode-tps 80 --prefill-tps 3000
   # ... and measure it in another, writing a raw setup folder and loading it
   python -m live measure --base-url http://127.0.0.1:8089 --parts decode,prefill,conc \\
-      --gpu "RTX 4090" --vram-gib 24 --quant Q4_K_M --out data/local --ingest
+      --gpu "RTX 4090" --vram-gib 24 --quant Q4_K_M --ingest
 
   # a real llama-server: give its command so the card can explain every flag
   python -m live measure --base-url http://127.0.0.1:8080 --parts decode,prefill,conc,l1,ctx \\
@@ -119,7 +119,7 @@ def cmd_tiny(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchcards.paths import DEFAULT_DB
+    from benchcards.paths import DEFAULT_DB, LOCAL
     from live.measure import MeasureConfig
 
     d = MeasureConfig()
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="send enable_thinking through the chat template (llama-server); auto sends nothing")
     m.add_argument("--timeout", type=float, default=d.read_timeout, help="longest silence inside a response, s")
     m.add_argument("--allow-remote", action="store_true", help="allow a target that is not on this machine")
-    m.add_argument("--out", default="data/local", help="folder for the raw setup folder (default data/local)")
+    m.add_argument("--out", default=str(LOCAL), help=f"folder for the raw setup folder (default {LOCAL})")
     m.add_argument("--ingest", action="store_true", help="load the folder into the database afterwards")
     m.add_argument("--db", default=str(DEFAULT_DB), help="database for --ingest")
     g = m.add_argument_group("the setup (what the server cannot tell)")

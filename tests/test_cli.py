@@ -13,6 +13,7 @@ COMMANDS = [
     ["-m", "schemas"],
     ["-m", "benchcards.synth"],
     ["-m", "benchcards.export"],
+    ["-m", "benchcards.build"],
     ["-m", "live"],
     ["-m", "live", "measure"],
     ["-m", "live", "demo-server"],
