@@ -434,7 +434,10 @@ class Runner:
 
             def go(i: int) -> None:
                 payload = self.payload(prompts[i], cfg.conc_max_tokens)
-                barrier.wait()
+                try:
+                    barrier.wait(timeout=30)  # all requests leave together; never wait forever
+                except threading.BrokenBarrierError:
+                    pass
                 raws[i] = stream_chat(self.client, f"{self.base}/v1/chat/completions", payload,
                                       timeout=self.timeout)
 
