@@ -29,13 +29,12 @@ common.table(view, "quality")
 
 st.header("Compare two setups")
 with_q = list(dict.fromkeys(q.setup_id))
-titles = dict(zip(q.setup_id, q.title))
 if len(with_q) < 2:
     st.caption("Choose at least two setups with quality results to compare them.")
     st.stop()
 ca, cb = st.columns(2)
-a = ca.selectbox("A", with_q, format_func=lambda s: titles[s], key="a", bind="query-params")
-b = cb.selectbox("B", with_q, index=1, format_func=lambda s: titles[s], key="b", bind="query-params")
+a = common.setup_picker(store, "A", key="a", options=with_q, default=with_q[0], where=ca)
+b = common.setup_picker(store, "B", key="b", options=with_q, default=with_q[1], where=cb)
 if a == b:
     st.caption("A and B are the same setup.")
     st.stop()

@@ -147,7 +147,8 @@ def test_scaling_curves_overlay_measured_points():
 
 
 def test_quality_page_has_error_bars_and_a_paired_comparison():
-    at = run("pages/3_Quality_and_margins.py", setups=[SYN1, SYN2], a=SYN1, b=SYN2)
+    at = run("pages/3_Quality_and_margins.py", setups=[SYN1, SYN2], a=SYN2, b=SYN1)
+    assert [(s.key, s.value) for s in at.selectbox] == [("a", SYN2), ("b", SYN1)]  # A/B from the URL
     ss = specs(at)
     assert ss and "lo_pct" in json.dumps(ss[0]) and "hi_pct" in json.dumps(ss[0])
     tables = [d.value for d in at.dataframe]

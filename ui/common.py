@@ -77,21 +77,24 @@ def chart(c: alt.TopLevelMixin, key: str) -> None:
     st.altair_chart(c, theme=None, width="stretch", key=key)
 
 
-def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_selections: int | None = None):
+def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_selections: int | None = None,
+                 options: list[str] | None = None, default: str | None = None, where=None):
     """Select one or several setups by title; the chosen ids live in the URL (?key=id).
 
     Ids (not titles) go in the URL so links stay short and stable; a link to an id
-    that does not exist is ignored.
+    that does not exist is ignored. ``options`` limits the choice, ``default`` is the
+    initial single choice, ``where`` is the container (default: the page).
     """
     from benchcards.queries import setup_ids
 
+    where = where or st
     titles = dict(setup_ids(store))
-    ids = list(titles)
+    ids = [s for s in (options if options is not None else list(titles)) if s in titles]
     if multi:
         if key not in st.session_state:
-            st.session_state[key] = [s for s in st.query_params.get_all(key) if s in titles][:max_selections]
-        value = st.multiselect(label, ids, format_func=lambda s: titles.get(s, s), key=key,
-                               max_selections=max_selections)
+            st.session_state[key] = [s for s in st.query_params.get_all(key) if s in ids][:max_selections]
+        value = where.multiselect(label, ids, format_func=lambda s: titles.get(s, s), key=key,
+                                  max_selections=max_selections)
         if value:
             st.query_params[key] = value
         else:
@@ -99,8 +102,9 @@ def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_se
         return value
     if key not in st.session_state:
         wanted = st.query_params.get(key)
-        st.session_state[key] = wanted if wanted in titles else None
-    value = st.selectbox(label, ids, format_func=lambda s: titles.get(s, s), key=key, placeholder="Choose a setup")
+        st.session_state[key] = wanted if wanted in ids else default
+    value = where.selectbox(label, ids, format_func=lambda s: titles.get(s, s), key=key,
+                            placeholder="Choose a setup")
     if value:
         st.query_params[key] = value
     else:
