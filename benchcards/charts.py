@@ -134,7 +134,8 @@ def quality_chart(q: pd.DataFrame) -> alt.Chart:
     bars = base.mark_rule(strokeWidth=2).encode(
         x=alt.X("lo_pct:Q", title="Result (%)", scale=x_scale), x2="hi_pct:Q", y=y, color=color)
     points = base.mark_point().encode(x=alt.X("pct:Q", scale=x_scale), y=y, color=color, tooltip=tooltip)
-    chart = (bars + points).properties(width="container", height=alt.Step(18)).facet(
+    # a faceted chart cannot take the container's width: give each row a fixed one
+    chart = (bars + points).properties(width=620, height=alt.Step(18)).facet(
         row=alt.Row("label:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left",
                                                               labelColor=GREY, labelFont=FONT))
     ).properties(title="Quality with 95 % intervals (Wilson)")

@@ -67,9 +67,17 @@ def write_tiny_gguf(path: Path, seed: int = 0, n_embd: int = 64, n_layer: int = 
     def t(name: str, *shape: int, scale: float = 0.08) -> None:
         w.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
 
-    t("token_embd.weight", n_vocab, n_embd)
+    # Dimension 0 of every embedding is large and positive, so it dominates the residual stream;
+    # the output rows of the control tokens point the other way on it. The model therefore never
+    # ends an answer by itself (no early end-of-sequence), and runs reach their token limit.
+    embd = (rng.standard_normal((n_vocab, n_embd)) * 0.08).astype(np.float32)
+    embd[:, 0] = 4.0
+    w.add_tensor("token_embd.weight", embd)
     w.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
-    t("output.weight", n_vocab, n_embd)
+    out = (rng.standard_normal((n_vocab, n_embd)) * 0.08).astype(np.float32)
+    out[:, 0] = 1.0
+    out[:5, 0] = -4.0  # <unk>, <s>, </s>, <|im_start|>, <|im_end|>
+    w.add_tensor("output.weight", out)
     for i in range(n_layer):
         w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
         t(f"blk.{i}.attn_q.weight", n_embd, n_embd)

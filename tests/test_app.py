@@ -249,7 +249,7 @@ def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypat
         from benchcards import queries
 
         card = queries.card(queries.Store(copy), job.setup_id)
-        assert card.value("decode") == pytest.approx(2000, rel=0.05)
+        assert card.value("decode") == pytest.approx(2000, rel=0.15)  # plumbing; accuracy is benchmarked
         assert (tmp_path / "local" / job.setup_id / "setup.json").exists()
     finally:
         s.stop()

@@ -71,6 +71,7 @@ def open_page(browser, url: str, shot: str):
     page.wait_for_selector(READY, timeout=60_000)
     page.wait_for_timeout(500)
     page.wait_for_selector(READY, timeout=60_000)
+    page.wait_for_timeout(1500)  # let the data grids and charts paint before the screenshot
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), full_page=True)
     assert page.locator("[data-testid=stException]").count() == 0, page.locator(

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from benchcards import queries
@@ -41,25 +42,32 @@ def step(contract, part):
 
 
 def test_configured_rates_are_recovered(demo):
-    """Tolerance: decode within 5 % of the configured rate and prefill from TTFT within 10 % once the
-    server's fixed 3 ms overhead is allowed for. The test machines are shared (the suite runs in
-    parallel); bench/live_client.py measures the client's real accuracy (within 1 %) on quiet cores."""
+    """Each request's client decode rate matches what the server actually emitted (its own log of first
+    and last write) within 3 %, and the configured rate within 10 %; prefill from TTFT is within 15 % of
+    the configured rate once the server's fixed 3 ms overhead is allowed for. The suite shares two cores
+    with browsers and servers, so configured-rate tolerances are loose; bench/live_client.py measures the
+    client's accuracy (within 1 %) on quiet, pinned cores."""
     demo.fault(None)
     contract, info, _ = measure(small(demo.url, parts=("decode", "prefill")))
+    emitted = httpx.get(f"{demo.url}/_demo/emissions", timeout=5).json()
     assert info.kind == "llama-server" and info.slots == 2 and info.has_tokenize
     assert step(contract, "decode").status == "ok" and step(contract, "prefill").status == "ok"
-    dec = [r for r in contract.requests if r.part == "decode" and not r.warmup]
-    for r in dec:
+    streamed = [r for r in contract.requests if r.part in ("decode", "prefill")]
+    server_side = emitted[-len(streamed):]
+    for r, e in zip(streamed, server_side):
+        assert r.output_tokens == e["tokens"]
+        if r.part != "decode":
+            continue
         rate = (r.output_tokens - 1) / (r.t_last - r.t_first)
-        assert rate == pytest.approx(DECODE / (1 + r.prompt_tokens / 100_000), rel=0.05)
-        assert rate == pytest.approx(r.timings.predicted_per_second, rel=0.05)
+        assert rate == pytest.approx(e["rate"], rel=0.03)
+        assert rate == pytest.approx(DECODE / (1 + r.prompt_tokens / 100_000), rel=0.10)
         assert r.output_tokens == 300 and not r.tokens_estimated  # from usage, although events were merged
         assert r.timings.cache_n == 0  # cache_prompt: false was sent
     pre = [r for r in contract.requests if r.part == "prefill"]
     for r in pre:
         assert r.prompt_tokens == 2048  # exact length through /tokenize
         expected = 2048 / (2048 / PREFILL + OVERHEAD_MS / 1000)
-        assert r.prompt_tokens / (r.t_first - r.t_send) == pytest.approx(expected, rel=0.10)
+        assert r.prompt_tokens / (r.t_first - r.t_send) == pytest.approx(expected, rel=0.15)
         assert r.timings.prompt_per_second == pytest.approx(PREFILL, rel=0.01)  # the server's own report
 
 
@@ -84,9 +92,9 @@ def test_folder_is_accepted_by_ingest_unchanged_and_gets_a_card(demo, tmp_path):
     report = ingest_paths([run_dir.parent.parent], db)
     assert report.new == [setup.setup_id] and report.requests == len(contract.requests)
     card = queries.card(queries.Store(db), setup.setup_id)
-    assert card.value("decode") == pytest.approx(DECODE, rel=0.05)
+    assert card.value("decode") == pytest.approx(DECODE, rel=0.15)  # plumbing, not accuracy (see above)
     assert card.value("prefill", level=2048) is not None
-    assert card.value("server_decode", "code") == pytest.approx(card.value("decode", "code"), rel=0.05)
+    assert card.value("server_decode", "code") == pytest.approx(card.value("decode", "code"), rel=0.15)
     ctx = step(contract, "ctx")
     assert ctx.status == "ok" and "65536: the server's context per slot (32768)" in ctx.reason
     assert card.row["slots"] == 2 and card.row["engine"] == "llama.cpp"
@@ -217,7 +225,9 @@ def test_real_engine_short_measurement_completes_and_ingests(engine, tmp_path):
     assert all(p.status == "ok" for p in contract.parts), [p.model_dump() for p in contract.parts]
     dec = [r for r in contract.requests if r.part == "decode" and not r.warmup]
     for r in dec:
-        assert r.output_tokens and r.output_tokens >= 8
+        # the tiny model never stops early; the count is estimated from events (no usage chunk), and
+        # llama-cpp-python sends a few extra empty-content events, so it may read a little high
+        assert r.finish_reason == "length" and 48 <= r.output_tokens <= 56
         rate = (r.output_tokens - 1) / (r.t_last - r.t_first)
         assert 10 < rate < 1_000_000  # sane for a 0.5 MB model on a CPU
     pre = [r for r in contract.requests if r.part == "prefill"]
