@@ -13,6 +13,7 @@ from benchcards import stats
 from schemas.models import (
     FitContract,
     QualityContract,
+    QualityItem,
     QualityTest,
     RequestRecord,
     SpeedContract,
@@ -357,36 +358,35 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
     """Score one test from its items (or its stated figures when it has none)."""
     warns: list[Warn] = []
     if t.items:
-        last: dict[str, object] = {}
+        last: dict[str, QualityItem] = {}  # an item asked again counts with its final record
         asked_again = 0
         for it in t.items:
             if it.id in last:
                 asked_again += 1
             last[it.id] = it
-        final = [it for it in last.values() if getattr(it, "error") is None]  # noqa: B009
-        errors = len(last) - len(final)
+        items = list(last.values())
+        errors = sum(1 for it in items if it.error is not None)
         if errors:
             warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
-        items = list(last.values())
         n = len(items)
         right = 0
         cut = 0
         for it in items:
-            if it.cut_off:  # type: ignore[attr-defined]
+            if it.cut_off:
                 cut += 1
-                if it.right:  # type: ignore[attr-defined]
-                    warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "  # type: ignore[attr-defined]
+                if it.right:
+                    warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "
                                                        "token limit; counted wrong"))
-            elif it.right and it.error is None:  # type: ignore[attr-defined]
+            elif it.right and it.error is None:
                 right += 1
         tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for it in items:
-            if it.task:  # type: ignore[attr-defined]
-                tasks[it.task][0] += 1  # type: ignore[attr-defined]
-                tasks[it.task][1] += int(bool(it.right) and not it.cut_off)  # type: ignore[attr-defined]
+            if it.task:
+                tasks[it.task][0] += 1
+                tasks[it.task][1] += int(it.right and not it.cut_off and it.error is None)
         by_task = tuple((k, v[0], v[1]) for k, v in sorted(tasks.items()))
-        med_tok = stats.median(it.tokens for it in items if it.tokens is not None)  # type: ignore[attr-defined]
-        med_s = stats.median(it.seconds for it in items if it.seconds is not None)  # type: ignore[attr-defined]
+        med_tok = stats.median(it.tokens for it in items if it.tokens is not None)
+        med_s = stats.median(it.seconds for it in items if it.seconds is not None)
         from_items = True
     elif t.stated is not None:
         s = t.stated
