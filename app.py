@@ -1,9 +1,8 @@
 """benchcards — overview of every measured setup. Run: streamlit run app.py"""
 
-import pandas as pd
 import streamlit as st
 
-from benchcards import queries
+from benchcards import queries, views
 from ui import common
 
 common.page("Overview", "📊")
@@ -43,27 +42,7 @@ if shown.empty:
     st.info("No setup matches these filters. Widen them in the sidebar.")
     st.stop()
 
-view = pd.DataFrame({
-    "Card": "Setup_card?setup=" + shown.setup_id,
-    "Setup": shown.title,
-    "GPU": shown.gpu,
-    "VRAM (GiB)": shown.vram_gib,
-    "Engine": (shown.engine + " " + shown.engine_version).str.strip(),
-    "Model": shown.model,
-    "Quant": shown.quant,
-    "Decode (tok/s)": shown.decode_tps.round(1),
-    "Prefill 8K (tok/s)": shown.prefill_8k_tps.round(1),
-    "First token 2K (s)": shown.ttft_2k_s.round(2),
-    "Largest context": shown.fit_ctx,
-    "MMLU-Pro": shown.mmlu_pro,
-    "GPQA Diamond": shown.gpqa_diamond,
-    "IFEval": shown.ifeval,
-    "LiveCodeBench": shown.livecodebench,
-    "Thinking": shown.thinking.map({True: "on", False: "off"}),
-    "Measured": shown.measured,
-    "Data": shown.badges,
-    "Warnings": shown.n_warnings,
-})
+view = views.overview_table(shown, lambda sid: f"Setup_card?setup={sid}")
 common.table(view, "overview", column_config={
     "Card": st.column_config.LinkColumn("Card", display_text="open", width="small"),
     "Largest context": st.column_config.NumberColumn(format="%d"),

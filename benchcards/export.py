@@ -22,9 +22,8 @@ import altair as alt
 import pandas as pd
 
 from benchcards import card as cardmod
-from benchcards import charts, flags, queries
+from benchcards import charts, flags, queries, views
 from benchcards.paths import DEFAULT_DB
-from benchcards.stats import fmt
 
 CSS = """
 :root { --fg: #1d2129; --muted: #5f6672; --bg: #ffffff; --line: #d9dce1; --accent: #0072B2; --card: #f6f7f9; }
@@ -78,7 +77,15 @@ def _table(df: pd.DataFrame, sortable: bool = False, links: dict[str, str] | Non
         cells = []
         for c in cols:
             v = r[c]
-            text = "" if v is None or (isinstance(v, float) and pd.isna(v)) else html.escape(str(v))
+            if v is None or (isinstance(v, float) and pd.isna(v)):
+                text = ""
+            elif isinstance(v, bool):
+                text = str(v)
+            elif isinstance(v, (int, float)) or hasattr(v, "dtype"):
+                f = float(v)
+                text = f"{f:,.0f}" if f.is_integer() and abs(f) >= 1000 else f"{f:g}"
+            else:
+                text = html.escape(str(v))
             if links and c in links:
                 text = f'<a href="{html.escape(str(r[links[c]]))}">{text}</a>'
             cells.append(f"<td>{text}</td>")
@@ -208,16 +215,8 @@ def export(db_path: Path, out: Path, with_raw: bool = True) -> list[Path]:
     idx = _Page("All setups", 0)
     idx.add("<h1>benchcards</h1><p class=\"muted\">Local LLM inference setups, measured the same way. "
             "Click a column to sort; type to filter.</p><input id=\"filter\" placeholder=\"Filter: GPU, model, quant…\">")
-    view = pd.DataFrame({
-        "Setup": overview.title, "href": "setups/" + overview.setup_id + ".html", "GPU": overview.gpu,
-        "VRAM (GiB)": overview.vram_gib.map(lambda v: "" if pd.isna(v) else f"{v:g}"),
-        "Engine": (overview.engine + " " + overview.engine_version).str.strip(), "Model": overview.model,
-        "Quant": overview.quant, "Decode (tok/s)": overview.decode_tps.map(fmt),
-        "Prefill 8K (tok/s)": overview.prefill_8k_tps.map(fmt),
-        "First token 2K (s)": overview.ttft_2k_s.map(lambda v: fmt(v, 2)),
-        "Largest context": overview.fit_ctx.map(lambda v: "" if pd.isna(v) else f"{int(v):,}"),
-        "MMLU-Pro": overview.mmlu_pro, "GPQA Diamond": overview.gpqa_diamond, "Data": overview.badges,
-        "Measured": overview.measured})
+    view = views.overview_table(overview, lambda sid: f"setups/{sid}.html")
+    view = view.drop(columns=["Warnings"]).rename(columns={"Card": "href"})
     idx.add(_table(view, sortable=True, links={"Setup": "href"}))
     (tmp / "index.html").write_text(idx.render(), encoding="utf-8")
     written.append(tmp / "index.html")
@@ -227,11 +226,9 @@ def export(db_path: Path, out: Path, with_raw: bool = True) -> list[Path]:
            "counts as wrong.</p>")
     if not q.empty:
         qp.chart(charts.quality_chart(q))
-        qp.add(_table(pd.DataFrame({
-            "Test": q.label, "Setup": q.title, "href": "setups/" + q.setup_id + ".html",
-            "Result (95 % margin)": [queries.fmt_margin(a, b) for a, b in zip(q.pct, q.margin_pp)],
-            "Right / n": [f"{int(r)} / {int(n)}" for r, n in zip(q.right, q.n)], "Cut off": q.cut_off}),
-            sortable=True, links={"Setup": "href"}))
+        qv = views.quality_table(q)
+        qv.insert(2, "href", ["setups/" + sid + ".html" for sid in q.setup_id])
+        qp.add(_table(qv, sortable=True, links={"Setup": "href"}))
     (tmp / "quality.html").write_text(qp.render(), encoding="utf-8")
     written.append(tmp / "quality.html")
     if out.exists():

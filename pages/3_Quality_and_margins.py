@@ -3,8 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from benchcards import charts, queries
-from benchcards.stats import fmt
+from benchcards import charts, queries, views
 from ui import common
 
 common.page("Quality & margins", "🎯")
@@ -18,13 +17,7 @@ if q.empty:
     st.info("No quality results for these setups yet.")
     st.stop()
 common.chart(charts.quality_chart(q), key="quality-chart")
-view = pd.DataFrame({
-    "Test": q.label, "Setup": q.title, "Result (95 % margin)": [queries.fmt_margin(p, m) for p, m in zip(q.pct, q.margin_pp)],
-    "Interval": [f"{fmt(lo)} – {fmt(hi)} %" for lo, hi in zip(q.lo_pct, q.hi_pct)],
-    "Right / n": [f"{int(r)} / {int(n)}" for r, n in zip(q.right, q.n)],
-    "Cut off": q.cut_off, "Token limit": q.token_limit, "Thinking": q.thinking.map({True: "on", False: "off"}),
-    "From": q.from_items.map({True: "items", False: "summary only"}),
-})
+view = views.quality_table(q)
 common.table(view, "quality")
 
 st.header("Compare two setups")

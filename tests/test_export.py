@@ -26,6 +26,7 @@ def test_index_lists_and_links_every_setup(site):
     assert len(set(links)) == 6 and SEED in links
     for sid in links:
         assert (site / "setups" / f"{sid}.html").exists()
+    assert "988.4" in index and "131,072" in index and "57.3 % ± 4.8" in index  # the seed 002 row
 
 
 def test_seed_card_has_the_published_figures(site):
