@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import altair as alt
@@ -26,11 +27,17 @@ def page(title: str, icon: str = "📊") -> None:
     st.set_page_config(page_title=f"{title} · benchcards", page_icon=icon, layout="wide")
 
 
+#: how often (seconds) a page run looks for raw folders newer than the database
+RECHECK_S = 5.0
+_CHECKED = [float("-inf")]
+
+
 def store() -> Store:
     """The site's Store. Builds the default database from data/ when needed; explains
     (instead of a traceback) when it cannot, and stops the page."""
     path = db_path()
-    if path == DEFAULT_DB:
+    if path == DEFAULT_DB and time.monotonic() - _CHECKED[0] > RECHECK_S:
+        _CHECKED[0] = time.monotonic()
         try:
             if ensure_db(path, SOURCES):
                 st.toast("Built the database from the raw folders in data/.")
