@@ -120,9 +120,11 @@ def cmd_tiny(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from benchcards.paths import DEFAULT_DB, LOCAL
+    from live.demo_server import DemoConfig
     from live.measure import MeasureConfig
 
     d = MeasureConfig()
+    dd = DemoConfig()
     parser = argparse.ArgumentParser(prog="python -m live", description="Measure a local OpenAI-compatible "
                                      "server (llama-server first) the benchcards way.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -178,19 +180,19 @@ def main(argv: list[str] | None = None) -> int:
                        "exact configured rates. For trying the Run live page without a GPU, and for tests.",
                        epilog="example:\n  python -m live demo-server --port 8089 --decode-tps 80 --prefill-tps 3000",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8089, help="port (default 8089)")
-    s.add_argument("--model", default="demo-model", help="model id")
-    s.add_argument("--prefill-tps", type=float, default=2000.0, help="prompt tokens per second")
-    s.add_argument("--decode-tps", type=float, default=60.0, help="tokens per second of one request at depth 0")
-    s.add_argument("--depth-scale", type=float, default=100_000.0, help="decode(d) = decode / (1 + d / scale)")
-    s.add_argument("--batch-efficiency", type=float, default=0.35,
+    s.add_argument("--host", default=dd.host, help=f"address (default {dd.host})")
+    s.add_argument("--port", type=int, default=dd.port, help=f"port (default {dd.port})")
+    s.add_argument("--model", default=dd.model, help="model id")
+    s.add_argument("--prefill-tps", type=float, default=dd.prefill_tps, help="prompt tokens per second")
+    s.add_argument("--decode-tps", type=float, default=dd.decode_tps, help="tokens per second of one request at depth 0")
+    s.add_argument("--depth-scale", type=float, default=dd.depth_scale, help="decode(d) = decode / (1 + d / scale)")
+    s.add_argument("--batch-efficiency", type=float, default=dd.batch_efficiency,
                    help="k requests at once each run at decode / (1 + eff * (k - 1))")
-    s.add_argument("--slots", type=int, default=4, help="requests served at once; more wait in a queue")
-    s.add_argument("--ctx", type=int, default=131072, help="total context, split over the slots")
-    s.add_argument("--overhead-ms", type=float, default=3.0, help="fixed time before prefill")
-    s.add_argument("--tick-ms", type=float, default=1.0, help="pacing interval of the writer")
-    s.add_argument("--answer-tokens", type=int, default=100_000, help="natural answer length")
+    s.add_argument("--slots", type=int, default=dd.slots, help="requests served at once; more wait in a queue")
+    s.add_argument("--ctx", type=int, default=dd.ctx, help="total context, split over the slots")
+    s.add_argument("--overhead-ms", type=float, default=dd.overhead_ms, help="fixed time before prefill")
+    s.add_argument("--tick-ms", type=float, default=dd.tick_ms, help="pacing interval of the writer")
+    s.add_argument("--answer-tokens", type=int, default=dd.answer_tokens, help="natural answer length")
     s.add_argument("--fault", choices=["http500", "http429", "cut", "stall", "malformed", "no_done", "short", "die"],
                    help="misbehave (for tests)")
     s.add_argument("--fault-after", type=int, default=0, help="requests before the fault starts")
