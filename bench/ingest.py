@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import duckdb  # noqa: E402
+import duckdb
 
-from benchcards import synth  # noqa: E402
-from ingest import ingest_paths  # noqa: E402
+from benchcards import synth
+from ingest import ingest_paths
 
 
 def bare_read(root: Path) -> tuple[float, int]:

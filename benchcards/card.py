@@ -66,8 +66,8 @@ def speed_table(card: Card) -> pd.DataFrame:
         digits = 0 if unit in ("tokens", "words", "slots") else 1
         rows.append((label, f"{fmt(value, digits)} {unit}", "" if n is None else str(n), prov))
 
-    prompts = lambda metric: [p for p, lv in card.keys(metric) if p is not None and lv is None]  # noqa: E731
-    levels = lambda metric: [lv for p, lv in card.keys(metric) if lv is not None and p is None]  # noqa: E731
+    prompts = lambda metric: [p for p, lv in card.keys(metric) if p is not None and lv is None]
+    levels = lambda metric: [lv for p, lv in card.keys(metric) if lv is not None and p is None]
     add("Decode", "decode")
     add("Words per second", "words_per_s")
     add("Characters per second", "chars_per_s")

@@ -18,6 +18,7 @@ from benchcards import db, flags, stats
 from benchcards.paths import DEFAULT_DB
 from schemas.models import Setup
 
+
 def _latest(table: str, partition: str, order: str, where: str = "") -> str:
     """Rows of ``table`` where the latest run wins per ``partition`` (filter applied first)."""
     return (f"SELECT * FROM {table} {('WHERE ' + where) if where else ''} "

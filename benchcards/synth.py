@@ -126,7 +126,7 @@ def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = Tr
                      "ram_gib": float(rng.choice([32, 64, 128])), "driver": "580.95.05",
                      "os": "Debian 13, kernel 6.12"},
         "engine": {"name": "llama.cpp", "version": f"b{build}", "build_number": build,
-                   "commit": hashlib.sha1(str(build).encode()).hexdigest()[:9], "own_build": rng.random() < 0.3},
+                   "commit": hashlib.sha1(str(build).encode(), usedforsecurity=False).hexdigest()[:9], "own_build": rng.random() < 0.3},
         "model": {"name": model[0], "repo": model[1], "file": f"{model[0]}-{quant}.gguf", "quant": quant,
                   "file_bytes": int(model[2] * bpp * 1e9), "params_total_b": model[2],
                   "params_active_b": model[3], "architecture": model[4]},

@@ -22,7 +22,7 @@ import threading
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -79,7 +79,7 @@ def _run_order(runs: list) -> dict[str, int]:
 def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
     """Every small row of one setup (all tables but requests and quality_items)."""
     rows: dict[str, list[tuple]] = defaultdict(list)
-    add = lambda table, row: rows[table].append(row)  # noqa: E731
+    add = lambda table, row: rows[table].append(row)
     s = sf.setup
     sid = s.setup_id
     argv_settings = flags.settings(s.server.argv)
@@ -206,7 +206,7 @@ def prepare_all(folders: list[Path], now: datetime) -> list[tuple[Prepared | Non
 
 def validate_paths(paths: list[Path], now: datetime | None = None) -> list[Prepared]:
     """Validate every setup folder under ``paths``. Raises IngestError with all errors."""
-    now = now or datetime.now(timezone.utc).replace(tzinfo=None)
+    now = now or datetime.now(UTC).replace(tzinfo=None)
     folders, errors = find_setup_folders(paths)
     parsed: list[Prepared] = []
     for prep, errs in prepare_all(folders, now):

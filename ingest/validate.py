@@ -15,9 +15,10 @@ for rules that span fields and files. Nothing here writes anything.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +98,13 @@ _ReferenceValidator = jsonschema.validators.extend(
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference_validator(kind: str) -> jsonschema.protocols.Validator:
     """Python jsonschema validator of a kind (with strict integers); explains failures."""
     return _ReferenceValidator(load_schema(kind))
 
 
-@lru_cache(maxsize=None)
+@cache
 def fast_validator(kind: str) -> Any:
     """Compiled Rust validator of a kind (used for the yes/no verdict)."""
     return jsonschema_rs.validator_for(load_schema(kind))
@@ -218,7 +219,7 @@ def read_setup_folder(folder: Path) -> tuple[SetupFolder | None, list[str]]:
     raws = {p: _raw(p, folder) for p in files}
     setup_raw = raws.get(folder / SETUP_NAME)
     setup: Setup | None = None
-    label = lambda r: str(r.path)  # noqa: E731
+    label = lambda r: str(r.path)
 
     def parse(raw: RawFile, expected_kind: str | None) -> tuple[str | None, Any]:
         obj, problem = read_json(raw)
@@ -310,7 +311,7 @@ def contract_rules(c: SpeedContract | QualityContract | FitContract) -> list[str
                 out.append(f"{where}.concurrency: a conc record needs its concurrency level")
             stamps = [("t_send", r.t_send), ("t_first", r.t_first), ("t_last", r.t_last), ("t_end", r.t_end)]
             known = [(n, v) for n, v in stamps if v is not None]
-            for (n1, v1), (n2, v2) in zip(known, known[1:]):
+            for (n1, v1), (n2, v2) in itertools.pairwise(known):
                 if v2 < v1:
                     out.append(f"{where}.{n2}: {v2} is earlier than {n1} ({v1})")
                     break

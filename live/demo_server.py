@@ -24,6 +24,7 @@ Usage: python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -32,8 +33,7 @@ import uuid
 from collections import deque
 from dataclasses import asdict, dataclass, field
 
-WORDS = ("the model reads every token of the prompt once then writes its answer one token at a time "
-         "while the cache grows café naïve déjà vu — résumé über Straße").split()
+WORDS = ["the", "model", "reads", "every", "token", "of", "the", "prompt", "once", "then", "writes", "its", "answer", "one", "token", "at", "a", "time", "while", "the", "cache", "grows", "café", "naïve", "déjà", "vu", "—", "résumé", "über", "Straße"]
 TEMPLATE_TOKENS = 9  # tokens the demo chat template adds around the messages
 BUILD = "b9999-demo"
 
@@ -135,10 +135,8 @@ class DemoServer:
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
-            try:
+            with contextlib.suppress(Exception):
                 writer.close()
-            except Exception:  # noqa: BLE001
-                pass
 
     async def _send(self, writer: asyncio.StreamWriter, status: int, obj: object,
                     ctype: str = "application/json") -> bool:
@@ -277,7 +275,7 @@ class DemoServer:
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         model = req.get("model") or cfg.model
         created = int(time.time())
-        head = ('{"choices":[{"finish_reason":null,"index":0,"delta":{"content":').encode()
+        head = (b'{"choices":[{"finish_reason":null,"index":0,"delta":{"content":')
         tail = (f'}}}}],"created":{created},"id":"{cid}","model":"{model}",'
                 f'"system_fingerprint":"{BUILD}","object":"chat.completion.chunk"}}\n\n').encode()
         n = len(pieces)
@@ -426,8 +424,6 @@ class Pacer:
 
 def run(cfg: DemoConfig) -> None:
     """Run the demo server in this process until interrupted."""
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(DemoServer(cfg).serve())
-    except KeyboardInterrupt:
-        pass
 

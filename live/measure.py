@@ -15,7 +15,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -282,7 +282,7 @@ class Runner:
 
     def record(self, res: StreamResult, part: str, prompt_id: str | None, *, depth: int | None = None,
                conc: int | None = None, rnd: int = 0, warmup: bool = False) -> RequestRecord:
-        rel = lambda t: None if t is None else max(0.0, t - self.t0)  # noqa: E731
+        rel = lambda t: None if t is None else max(0.0, t - self.t0)
         t = res.timings or {}
         timings = None
         if t:
@@ -316,7 +316,7 @@ class Runner:
     def run(self) -> SpeedContract:
         """Run every asked part; returns the contract (never raises for server faults)."""
         cfg = self.cfg
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         self.info = probe(self.client, self.base)
         self.say(f"server: {self.info}")
         steps = self.plan()
@@ -482,7 +482,7 @@ class Runner:
         return SpeedContract(
             schema_version=SCHEMA_VERSION, kind="speed", run_id=run_id, setup_id="pending",
             started_at=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            finished_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            finished_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             tool="benchcards live 0.1.0", command=None, engine_version=info.build if info else None,
             method=SpeedMethod(
                 parts=list(cfg.parts), prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
@@ -561,7 +561,7 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
         server=Server(argv=argv), sampling=Sampling(**{k: v for k, v in cfg.sampling.items()
                                                         if k in Sampling.model_fields}),
         thinking=cfg.thinking, notes=user.notes, measured_by=user.measured_by,
-        measured_at=[datetime.now(timezone.utc).strftime("%Y-%m-%d")])
+        measured_at=[datetime.now(UTC).strftime("%Y-%m-%d")])
 
 
 def write_folder(out: Path, setup: Setup, contract: SpeedContract, log: list[str]) -> Path:

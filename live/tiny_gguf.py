@@ -16,9 +16,7 @@ CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-WORDS = ("the a of and to in is was for on that with as by at from it be this are an or which but not have "
-         "model token prompt answer server speed cache write code essay city railway log request worker status "
-         "time data value system run test case file line item stock class function return import python").split()
+WORDS = ["the", "a", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "it", "be", "this", "are", "an", "or", "which", "but", "not", "have", "model", "token", "prompt", "answer", "server", "speed", "cache", "write", "code", "essay", "city", "railway", "log", "request", "worker", "status", "time", "data", "value", "system", "run", "test", "case", "file", "line", "item", "stock", "class", "function", "return", "import", "python"]
 
 
 def write_tiny_gguf(path: Path, seed: int = 0, n_embd: int = 64, n_layer: int = 2, n_head: int = 4,

@@ -49,7 +49,7 @@ with st.form("live"):
 if start and not running:
     try:
         check_target(base_url, allow_remote)
-        to_ints = lambda s: tuple(int(x) for x in s.split(",") if x.strip())  # noqa: E731
+        to_ints = lambda s: tuple(int(x) for x in s.split(",") if x.strip())
         cfg = MeasureConfig(base_url=base_url, model=model or None, parts=tuple(parts), runs=int(runs),
                             max_tokens=int(max_tokens), min_decode_tokens=int(min_tokens),
                             prefill_depths=to_ints(depths), conc_levels=to_ints(levels), conc_rounds=int(rounds),

@@ -11,7 +11,7 @@ summary-only contract has no records, a run id is unique, ...) are checked by
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -103,7 +103,7 @@ class PartSkipped(Strict):
 
 
 PartStatus = Annotated[
-    Union[PartOk, PartFailed, PartRepeated, PartSkipped],
+    PartOk | PartFailed | PartRepeated | PartSkipped,
     Field(discriminator="status", description="Status of one part of a run."),
 ]
 

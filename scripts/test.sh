@@ -11,5 +11,6 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 export CHROMIUM=/usr/bin/chromium
 .venv/bin/python -m schemas --check
+.venv/bin/ruff check .
 # pytest exits 5 when it collected no tests: that is a failure here too.
 exec .venv/bin/python -m pytest -n 2 -p no:cacheprovider tests "$@"
