@@ -33,7 +33,7 @@ CREATE TABLE setups (
     engine_build INTEGER, engine_commit VARCHAR, model VARCHAR, model_repo VARCHAR,
     quant VARCHAR, model_bytes BIGINT, params_total_b DOUBLE, params_active_b DOUBLE,
     architecture VARCHAR, ctx BIGINT, slots INTEGER, kv_type VARCHAR, flash_attn VARCHAR,
-    n_cpu_moe INTEGER, thinking BOOLEAN, measured_by VARCHAR, measured_first VARCHAR,
+    n_cpu_moe INTEGER, thinking BOOLEAN, unified_memory BOOLEAN, measured_by VARCHAR, measured_first VARCHAR,
     measured_last VARCHAR, folder VARCHAR, content_sha256 VARCHAR, ingested_at TIMESTAMP,
     setup_json JSON
 );

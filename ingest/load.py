@@ -98,7 +98,8 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
         s.model.file_bytes, s.model.params_total_b, s.model.params_active_b, s.model.architecture,
         flags.as_int(argv_settings.get("ctx")), flags.as_int(argv_settings.get("slots")), kv_type,
         None if fa is None else ("on" if fa is True else str(fa)),
-        flags.as_int(argv_settings.get("n_cpu_moe")), s.thinking, s.measured_by,
+        flags.as_int(argv_settings.get("n_cpu_moe")), s.thinking,
+        any(bool(g.unified_memory) for g in gpus), s.measured_by,
         measured[0] if measured else None, measured[-1] if measured else None, str(sf.folder),
         sf.content_sha256, now, s.model_dump_json(),
     ))

@@ -141,6 +141,8 @@ class Gpu(Strict):
     count: int = Field(1, ge=1, description="How many of this GPU the setup uses.")
     vram_gib: float = Field(ge=0, description="Video memory of one GPU in GiB (unified memory for SoCs).")
     backend: str | None = Field(None, description="Compute backend, e.g. CUDA 13.5, Vulkan, ROCm, Metal.")
+    unified_memory: bool | None = Field(
+        None, description="True when the GPU shares system memory (DGX Spark, Apple silicon, Strix Halo, ...).")
 
 
 class Hardware(Strict):
