@@ -6,16 +6,20 @@ the rows; the site shows them. Definitions are those of DOMAIN.md (see ``stats``
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from benchcards import stats
 from schemas.models import (
+    BenchRecord,
     FitContract,
     QualityContract,
     QualityItem,
     QualityTest,
     RequestRecord,
+    ServerLogRecord,
     SpeedContract,
     SpeedSummary,
 )
@@ -38,6 +42,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "ctx_decode": ("tok/s", "Long prompt: decode"),
     "conc_total": ("tok/s", "Requests at once: total"),
     "conc_per_request": ("tok/s", "Requests at once: per request"),
+    "conc_ttft": ("s", "Requests at once: time to first token (median)"),
+    "conc_itl": ("s", "Requests at once: gap between tokens (median)"),
     "l1_wall": ("s", "Long answer: wall time"),
     "l1_tokens": ("tokens", "Long answer: tokens"),
     "l1_words": ("words", "Long answer: words"),
@@ -48,7 +54,18 @@ METRICS: dict[str, tuple[str, str]] = {
     "task_decode": ("tok/s", "Task: decode"),
     "task_ttft": ("s", "Task: time to first token"),
     "task_wall": ("s", "Task: wall time"),
+    # engine benchmark tool (llama-bench): prompt = test label ('pp512', 'tg128'), level = depth
+    "bench_prefill": ("tok/s", "Engine prompt processing (llama-bench pp, mean of repetitions)"),
+    "bench_decode": ("tok/s", "Engine generation (llama-bench tg, mean of repetitions)"),
+    "bench_pg": ("tok/s", "Engine prompt + generation (llama-bench pp+tg)"),
+    "bench_cv": ("%", "Spread of the repetitions (CV)"),
+    # a server's own log (prompt 'log'): decode over requests, prefill per prompt size (level)
+    "server_decode_cv": ("%", "Spread of the server-logged decode rates (CV)"),
+    "server_requests": ("requests", "Requests in the server log"),
 }
+
+#: metric of each llama-bench test kind
+BENCH_METRIC = {"pp": "bench_prefill", "tg": "bench_decode", "pg": "bench_pg"}
 
 
 @dataclass(frozen=True)
@@ -70,7 +87,8 @@ class Metric:
 class Warn:
     """Something a reader must know about a run."""
 
-    kind: str  # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request
+    # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request | imported
+    kind: str
     message: str
     stated: float | None = None
     computed: float | None = None
@@ -127,6 +145,8 @@ def stated_metrics(summary: SpeedSummary) -> list[Metric]:
     for c in summary.conc:
         add("conc_total", c.total_tps, None, c.level)
         add("conc_per_request", c.per_request_tps, None, c.level)
+        add("conc_ttft", c.ttft_s, None, c.level)
+        add("conc_itl", c.itl_s, None, c.level)
     for t in summary.tasks:
         add("task_prefill", t.prefill_tps, t.task, t.prompt_tokens)
         add("task_decode", t.decode_tps, t.task, t.prompt_tokens)
@@ -288,6 +308,15 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
             metrics.append(Metric("conc_total", stats.median(totals) or 0.0, None, level, len(totals)))
         if per_req:
             metrics.append(Metric("conc_per_request", stats.median(per_req) or 0.0, None, level, len(per_req)))
+        rows_all = [r for rows in by_round.values() for r in rows]
+        ttfts = [t for r in rows_all if (t := _ttft(r)) is not None]
+        if ttfts:
+            metrics.append(Metric("conc_ttft", stats.median(ttfts) or 0.0, None, level, len(ttfts)))
+        gaps = [(r.t_last - r.t_first) / (n_out - 1) for r in rows_all
+                if r.t_first is not None and r.t_last is not None and (n_out := r.output_tokens or 0) > 1
+                and r.t_last > r.t_first]
+        if gaps:
+            metrics.append(Metric("conc_itl", stats.median(gaps) or 0.0, None, level, len(gaps)))
 
     # long answer
     l1 = [r for r in recs if r.part == "l1" and r.t_end is not None]
@@ -323,14 +352,145 @@ def compare_stated(computed: list[Metric], stated: list[Metric], what: str = "")
     return out
 
 
+#: llama-bench prints rates with six decimals; figures computed from its samples are rounded the
+#: same way, so one run gives the same figures from any of its output formats
+BENCH_DECIMALS = 6
+
+
+def bench_label(b: BenchRecord) -> str:
+    """The tool's own name of a test: 'pp512', 'tg128', 'pp512+tg128'."""
+    return {"pp": f"pp{b.n_prompt}", "tg": f"tg{b.n_gen}"}.get(b.test, f"pp{b.n_prompt}+tg{b.n_gen}")
+
+
+def bench_rates(b: BenchRecord) -> list[float]:
+    """Rate of every timed repetition, tokens/s: (n_prompt + n_gen) / its time."""
+    n = b.n_prompt + b.n_gen
+    return [1e9 * n / ns for ns in b.samples_ns]
+
+
+def bench_mean_sd(rates: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation of repetition rates, computed in llama-bench's order of
+    operations and rounded to its printed precision (so json and sql of one run agree exactly)."""
+    n = len(rates)
+    mean = sum(rates) / n
+    sd = 0.0
+    if n > 1:
+        sq = sum(x * x for x in rates)
+        sd = math.sqrt(max(0.0, sq / (n - 1) - mean * mean * n / (n - 1)))
+    return round(mean, BENCH_DECIMALS), round(sd, BENCH_DECIMALS)
+
+
+def bench_metrics(records: Sequence[BenchRecord]) -> tuple[list[Metric], list[Warn]]:
+    """Figures of engine-benchmark tests: per test and depth the mean rate over repetitions
+    (from the samples when present, else as stated) and its spread (CV)."""
+    metrics: list[Metric] = []
+    warns: list[Warn] = []
+    seen: dict[tuple[str, int], int] = {}
+    for i, b in enumerate(records):
+        label = bench_label(b)
+        key = (label, b.n_depth)
+        where = label + (f" @ d{b.n_depth}" if b.n_depth else "")
+        if key in seen:
+            warns.append(Warn("summary_mismatch", f"{where}: the test appears again (record {i}); "
+                                                  f"record {seen[key]} is used"))
+            continue
+        seen[key] = i
+        n: int | None
+        if b.samples_ns:
+            mean, sd = bench_mean_sd(bench_rates(b))
+            n = len(b.samples_ns)
+            if b.avg_ts is not None and not stats.agrees(b.avg_ts, mean):
+                warns.append(Warn("summary_mismatch", f"{where}: stated mean {b.avg_ts:g} tok/s, computed from "
+                                                      f"the {n} samples {mean:.6g}; the computed value is shown",
+                                  b.avg_ts, mean))
+        elif b.avg_ts is not None:
+            mean, sd, n = b.avg_ts, (b.stddev_ts if b.stddev_ts is not None else float("nan")), None
+        else:
+            continue
+        metrics.append(Metric(BENCH_METRIC[b.test], mean, label, b.n_depth, n))
+        if mean > 0 and sd == sd:
+            metrics.append(Metric("bench_cv", 100.0 * sd / mean, label, b.n_depth, n))
+    return metrics, warns
+
+
+def server_log_decode_rate(r: ServerLogRecord) -> float | None:
+    """Decode rate of one logged request: the server's printed figure (its own definition), else
+    (n - 1) / time; None for one token or less."""
+    if r.predicted_n <= 1:
+        return None
+    if r.predicted_per_second is not None:
+        return r.predicted_per_second
+    return (r.predicted_n - 1) / (r.predicted_ms / 1000.0) if r.predicted_ms > 0 else None
+
+
+def server_log_metrics(records: Sequence[ServerLogRecord], min_tokens: int) -> tuple[list[Metric], list[Warn]]:
+    """Figures from a server's own per-request log lines (prompt 'log'): the median decode rate over
+    requests that generated at least ``min_tokens`` tokens (all with more than one when none did) and its
+    spread; the median prefill rate per prompt size (level = prompt tokens processed)."""
+    metrics: list[Metric] = []
+    warns: list[Warn] = []
+    if not records:
+        return metrics, warns
+    metrics.append(Metric("server_requests", float(len(records)), "log", None, len(records)))
+    long = [r for r in records if r.predicted_n >= min_tokens]
+    pool = long or records
+    rates = [x for r in pool if (x := server_log_decode_rate(r)) is not None]
+    if rates:
+        metrics.append(Metric("server_decode", stats.median(rates) or 0.0, "log", None, len(rates)))
+        cv = stats.cv_pct(rates)
+        if cv is not None:
+            metrics.append(Metric("server_decode_cv", cv, "log", None, len(rates)))
+    if not long:
+        warns.append(Warn("short_decode", f"no logged request generated {min_tokens} tokens or more; the decode "
+                                          "figure pools shorter answers, which read less steady"))
+    by_size: dict[int, list[float]] = defaultdict(list)
+    cached = 0
+    for r in records:
+        if r.cache_n:
+            cached += 1
+        if r.prompt_n > 0 and r.prompt_ms > 0:
+            by_size[r.prompt_n].append(r.prompt_n / (r.prompt_ms / 1000.0))
+    for size, vals in sorted(by_size.items()):
+        metrics.append(Metric("server_prefill", stats.median(vals) or 0.0, "log", size, len(vals)))
+    if cached:
+        warns.append(Warn("prompt_cache", f"{cached} logged request(s) reused prompt tokens from the cache; "
+                                          "their prefill counts only the tokens processed"))
+    return metrics, warns
+
+
+def import_warnings(contract: SpeedContract | QualityContract | FitContract) -> list[Warn]:
+    """One warning naming what an importer could not carry over, and one naming what it assumed."""
+    info = contract.imported
+    if info is None:
+        return []
+    out = []
+    if info.unmapped:
+        fields = ", ".join(u.field for u in info.unmapped[:12]) + (" ..." if len(info.unmapped) > 12 else "")
+        out.append(Warn("imported", f"imported from {info.file} ({info.format}); {len(info.unmapped)} field(s) "
+                                    f"not carried over (kept in the original file): {fields}"))
+    if info.assumed:
+        vals = "; ".join(f"{a.field} = {a.value} ({a.source})" for a in info.assumed[:8])
+        out.append(Warn("imported", f"not stated in {info.file}, assumed at import: {vals}"))
+    return out
+
+
 def speed(contract: SpeedContract) -> SpeedResult:
     """Figures of a speed contract: computed from the records, or the stated ones when
-    the contract is summary-only. Stated figures that disagree become warnings."""
+    the contract is summary-only. Stated figures that disagree become warnings.
+    Engine-benchmark and server-log records add their own figures."""
     stated = stated_metrics(contract.summary) if contract.summary else []
+    bench, bench_warns = bench_metrics(contract.bench)
+    logged, log_warns = server_log_metrics(contract.server_log, contract.method.min_decode_tokens)
+    extra_warns = bench_warns + log_warns + import_warnings(contract)
     if contract.summary_only:
-        return SpeedResult(metrics=stated)
-    result = speed_from_records(contract)
-    result.warnings.extend(compare_stated(result.metrics, stated))
+        return SpeedResult(metrics=stated + bench, warnings=extra_warns)
+    if contract.requests:
+        result = speed_from_records(contract)
+        result.warnings.extend(compare_stated(result.metrics, stated))
+    else:
+        result = SpeedResult(metrics=[m for m in stated if m.metric == "slots"])
+    result.metrics.extend(bench + logged)
+    result.warnings.extend(extra_warns)
     return result
 
 
@@ -462,5 +622,8 @@ def fit(contract: FitContract) -> tuple[FitHeadline, list[float | None], list[Wa
 
 
 def quality(contract: QualityContract) -> list[tuple[QualityTest, QualityScore | None, list[Warn]]]:
-    """Score every test of a quality contract."""
-    return [(t, *quality_test(t)) for t in contract.tests]
+    """Score every test of a quality contract (import warnings ride with the first test)."""
+    out = [(t, *quality_test(t)) for t in contract.tests]
+    if out:
+        out[0][2][:0] = import_warnings(contract)
+    return out

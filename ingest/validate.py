@@ -293,16 +293,37 @@ def read_setup_folder(folder: Path) -> tuple[SetupFolder | None, list[str]]:
     return SetupFolder(folder=folder, setup=setup, setup_file=setup_raw, runs=runs, extra_files=extra), []
 
 
+def _bench_rules(c: SpeedContract) -> list[str]:
+    """Engine-benchmark records: the test kind matches its token counts, samples line up."""
+    out: list[str] = []
+    for i, b in enumerate(c.bench):
+        where = f"$.bench[{i}]"
+        kind = {(True, False): "pp", (False, True): "tg", (True, True): "pg"}.get((b.n_prompt > 0, b.n_gen > 0))
+        if kind != b.test:
+            out.append(f"{where}.test: {b.test!r} does not match n_prompt {b.n_prompt} and n_gen {b.n_gen}")
+        if b.samples_ts and len(b.samples_ts) != len(b.samples_ns):
+            out.append(f"{where}.samples_ts: {len(b.samples_ts)} rates for {len(b.samples_ns)} timed repetitions")
+        if not b.samples_ns and b.avg_ts is None:
+            out.append(f"{where}: needs samples_ns or avg_ts")
+    return out
+
+
 def contract_rules(c: SpeedContract | QualityContract | FitContract) -> list[str]:
     """Rules across fields that a schema does not express."""
     out: list[str] = []
     if isinstance(c, SpeedContract):
+        raw_bench = any(b.samples_ns for b in c.bench)
         if c.summary_only and c.requests:
             out.append("$.requests: a summary_only contract must not have request records")
-        if c.summary_only and c.summary is None:
+        if c.summary_only and c.server_log:
+            out.append("$.server_log: a summary_only contract must not have server log records")
+        if c.summary_only and raw_bench:
+            out.append("$.bench: a summary_only contract must not have per-repetition samples")
+        if c.summary_only and c.summary is None and not c.bench:
             out.append("$.summary: a summary_only contract needs its summary")
-        if not c.summary_only and not c.requests:
+        if not c.summary_only and not (c.requests or c.server_log or raw_bench):
             out.append("$.requests: no request records; set summary_only: true for published figures only")
+        out.extend(_bench_rules(c))
         for i, r in enumerate(c.requests):
             where = f"$.requests[{i}]"
             if r.part in ("prefill", "ctx") and r.depth is None:

@@ -108,6 +108,33 @@ PartStatus = Annotated[
 ]
 
 
+class Unmapped(Strict):
+    """A field of an imported file that benchcards did not carry over, and why."""
+
+    field: Text = Field(description="Field (column, key or JSON path) in the original file.")
+    reason: Text = Field(description="Why it was not mapped (no benchcards field, other definition, ...).")
+
+
+class Assumed(Strict):
+    """A value the original file did not hold, supplied by an option or a default at import."""
+
+    field: Text = Field(description="Field of the setup or contract, e.g. 'hardware.gpus[0].vram_gib'.")
+    value: Text = Field(description="Value used, as text.")
+    source: Text = Field(description="Where it came from, e.g. '--vram-gib', 'known GPU table', 'default'.")
+
+
+class ImportInfo(Strict):
+    """Provenance of a contract converted from another tool's output by ``ingest.importers``."""
+
+    format: Text = Field(description="Importer and format, e.g. 'llama-bench/json', 'vllm-bench-serve'.")
+    tool: str | None = Field(None, description="Tool that wrote the file and its version when the file says.")
+    file: Text = Field(description="Name of the original file; it is kept as an attachment of this run.")
+    sha256: Sha256 = Field(description="SHA-256 of the original file.")
+    importer: Text = Field(description="benchcards importer and its version, e.g. 'llama-bench 1'.")
+    assumed: list[Assumed] = Field(default_factory=list, description="Values not in the file, with their source.")
+    unmapped: list[Unmapped] = Field(default_factory=list, description="Fields of the file not carried over.")
+
+
 class RunBase(Strict):
     """Fields every contract (speed, quality, fit) has."""
 
@@ -129,6 +156,8 @@ class RunBase(Strict):
     attachments: list[Attachment] = Field(
         default_factory=list, description="Raw files kept beside the contract, with expected hashes."
     )
+    imported: ImportInfo | None = Field(
+        None, description="Set when the contract was converted from another tool's output (see ingest.importers).")
 
 
 # --------------------------------------------------------------------------- setup
@@ -223,7 +252,7 @@ class Setup(Strict):
 
 # --------------------------------------------------------------------------- speed
 
-SpeedPart = Literal["decode", "prefill", "conc", "l1", "ctx", "task"]
+SpeedPart = Literal["decode", "prefill", "conc", "l1", "ctx", "task", "bench", "server_log"]
 
 
 class ServerTimings(Strict):
@@ -261,6 +290,49 @@ class RequestRecord(Strict):
     error: str | None = Field(None, description="Error text when the request failed.")
 
 
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+class BenchRecord(Strict):
+    """One test of an engine's own benchmark tool (llama-bench): the engine's clock, no HTTP and no client.
+
+    A ``pp`` test times ``n_prompt`` prompt tokens, a ``tg`` test ``n_gen`` generated tokens, a ``pg`` test
+    both; each after ``n_depth`` tokens already in the context (not timed). One repetition's rate is
+    (n_prompt + n_gen) / its time; the test's figure is the mean over repetitions, as the tool defines it.
+    """
+
+    test: Literal["pp", "tg", "pg"] = Field(description="pp = prompt processing, tg = generation, pg = both.")
+    n_prompt: Count = Field(description="Prompt tokens timed.")
+    n_gen: Count = Field(description="Generated tokens timed.")
+    n_depth: Count = Field(0, description="Tokens already in the context before the timed part.")
+    samples_ns: list[PositiveInt] = Field(
+        default_factory=list, description="Time of each repetition in nanoseconds (raw; absent in csv/sql/md).")
+    samples_ts: list[NonNeg] = Field(
+        default_factory=list, description="Rate of each repetition as the tool printed it, tokens/s.")
+    avg_ts: NonNeg | None = Field(None, description="Mean rate over the repetitions as the tool stated it, tokens/s.")
+    stddev_ts: NonNeg | None = Field(None, description="Sample standard deviation of the rates as stated, tokens/s.")
+    avg_ns: NonNeg | None = Field(None, description="Mean repetition time as stated, ns.")
+    stddev_ns: NonNeg | None = Field(None, description="Standard deviation of the repetition times as stated, ns.")
+    test_time: Timestamp | None = Field(None, description="When the test ran.")
+    source_line: PositiveInt | None = Field(None, description="Line of the test in the original file.")
+
+
+class ServerLogRecord(Strict):
+    """One request as the server logged it when it finished (llama-server ``print_timing``): server clock only."""
+
+    task: int | None = Field(None, description="Task id of the request in the log.")
+    slot: int | None = Field(None, description="Slot that served it.")
+    prompt_n: Count = Field(description="Prompt tokens processed (tokens taken from the cache excluded).")
+    prompt_ms: NonNeg = Field(description="Prompt processing time, ms.")
+    prompt_per_second: NonNeg | None = Field(None, description="Prefill rate as printed, tokens/s.")
+    predicted_n: Count = Field(description="Tokens generated.")
+    predicted_ms: NonNeg = Field(description="Generation time, ms.")
+    predicted_per_second: NonNeg | None = Field(None, description="Decode rate as printed (the build's own "
+                                                                  "definition), tokens/s.")
+    cache_n: Count | None = Field(None, description="Prompt tokens reused from the cache, when the log says.")
+    source_line: PositiveInt | None = Field(None, description="Line of the prompt-eval line in the log.")
+
+
 class DepthPoint(Strict):
     """Published figures at one prompt depth."""
 
@@ -276,6 +348,8 @@ class ConcPoint(Strict):
     level: int = Field(ge=1, description="Requests at once.")
     total_tps: NonNeg | None = Field(None, description="All output tokens / wall time of the round.")
     per_request_tps: NonNeg | None = Field(None, description="One request's tokens / its end-to-end time.")
+    ttft_s: NonNeg | None = Field(None, description="Median time to first token at this level, seconds.")
+    itl_s: NonNeg | None = Field(None, description="Median gap between tokens after the first, seconds.")
 
 
 class TaskPoint(Strict):
@@ -338,6 +412,8 @@ class SpeedMethod(Strict):
     sampling: Sampling | None = Field(None, description="Sampling sent with the requests.")
     server_slots: int | None = Field(None, ge=1, description="Server slots (from /props or stated).")
     server_ctx: Count | None = Field(None, description="Server context size (from /props or stated).")
+    bench_settings: dict[str, str] = Field(
+        default_factory=dict, description="Settings of the engine benchmark tool, column -> value as printed.")
 
 
 class SpeedContract(RunBase):
@@ -347,6 +423,10 @@ class SpeedContract(RunBase):
     method: SpeedMethod = Field(description="What was asked.")
     parts: list[PartStatus] = Field(default_factory=list, description="Status of every part.")
     requests: list[RequestRecord] = Field(default_factory=list, description="Raw per-request records.")
+    bench: list[BenchRecord] = Field(
+        default_factory=list, description="Per-test records of an engine benchmark tool (llama-bench); not requests.")
+    server_log: list[ServerLogRecord] = Field(
+        default_factory=list, description="Per-request timings from a server's own log; server clock, not a client's.")
     summary: SpeedSummary | None = Field(None, description="Figures as stated by the tool or page.")
 
 

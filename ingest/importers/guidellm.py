@@ -1,0 +1,303 @@
+"""GuideLLM JSON reports (``guidellm benchmark ... --output-path x.json`` / ``--output kind=json``).
+
+A report holds several benchmarks, one per scheduling strategy. Each benchmark whose strategy
+keeps a fixed number of requests in flight becomes a run of the requests-at-once part:
+``synchronous`` is 1 at once, ``concurrent`` is ``streams`` at once, ``throughput`` with a
+``max_concurrency`` is that many. Rate-driven strategies (``constant``, ``poisson``, unlimited
+``throughput``) are arrival rates, not levels: they are reported as not mapped.
+
+When the report keeps every request (no sampling) the requests become records (client clock;
+both the older ``start_time/first_token_time/last_token_time/end_time`` fields and the newer
+``info.timings`` are read) and benchmarks figures are computed from them; GuideLLM's median time
+to first token and inter-token latency (same definitions as ours) stay as stated figures to
+check against. Otherwise the run is summary-only: GuideLLM's mean ``output_tokens_per_second``
+is the total rate, its medians of ``time_to_first_token_ms`` and ``inter_token_latency_ms`` the
+time to first token and the gap between tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ingest.importers import hardware as hw
+from ingest.importers.base import (
+    MAX_FILE_BYTES,
+    Converted,
+    ConvertedRun,
+    ImportResult,
+    Options,
+    Source,
+    as_dict,
+    attachment,
+    finite,
+    import_info,
+    short_hash,
+    slug,
+    speed_contract,
+)
+from schemas.models import SCHEMA_VERSION
+
+NAME = "guidellm"
+IMPORTER = "guidellm 1"
+DEFAULT_VARIANT = "json"
+MAPPED_METRICS = {"output_tokens_per_second", "time_to_first_token_ms", "inter_token_latency_ms"}
+
+
+def sniff(src: Source) -> str | None:
+    """'json' for a GuideLLM report."""
+    head = src.data[:65536].decode("utf-8", "replace")
+    if head.lstrip("\ufeff \n\t").startswith("{") and '"benchmarks"' in head and (
+            "guidellm" in head or "generative_benchmark" in head or '"time_to_first_token_ms"' in head):
+        return "json"
+    return None
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(p)
+    return obj
+
+
+def _median(dist: Any) -> float | None:
+    v = _get(dist, "successful", "median")
+    return float(v) if finite(v) and v >= 0 else None
+
+
+def _mean(dist: Any) -> float | None:
+    v = _get(dist, "successful", "mean")
+    return float(v) if finite(v) and v >= 0 else None
+
+
+def _strategy(bench: dict[str, Any]) -> dict[str, Any]:
+    for path in (("config", "strategy"), ("args", "strategy"), ("strategy",)):
+        s = _get(bench, *path)
+        if isinstance(s, dict):
+            return s
+    return {}
+
+
+def _level(strategy: dict[str, Any]) -> tuple[int | None, str]:
+    kind = str(strategy.get("type_") or strategy.get("type") or "unknown")
+    if kind == "synchronous":
+        return 1, kind
+    for key in ("streams", "max_concurrency"):
+        v = strategy.get(key)
+        if kind in ("concurrent", "throughput") and isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            return v, f"{kind}@{v}"
+    rate = strategy.get("rate")
+    return None, f"{kind}" + (f"@{rate}" if rate is not None else "")
+
+
+def _model(report: dict[str, Any], bench: dict[str, Any]) -> str | None:
+    for path in (("config", "backend", "model"), ("worker", "backend_model"), ("config", "requests", "model")):
+        v = _get(bench, *path)
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+    for path in (("config", "backend", "model"), ("config", "model"), ("args", "model")):
+        v = _get(report, *path)
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+    return None
+
+
+def _request_times(req: dict[str, Any]) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """(start, first token, last token, end, prompt tokens, output tokens) of a request, either shape."""
+    t = _get(req, "info", "timings")
+    if isinstance(t, dict):
+        start = t.get("request_start") if t.get("request_start") is not None else t.get("resolve_start")
+        end = t.get("request_end") if t.get("request_end") is not None else t.get("resolve_end")
+        first, last = t.get("first_token_iteration"), t.get("last_token_iteration")
+    else:
+        start, end = req.get("start_time"), req.get("end_time")
+        first, last = req.get("first_token_time"), req.get("last_token_time")
+    prompt = req.get("prompt_tokens", _get(req, "input_metrics", "total_tokens"))
+    output = req.get("output_tokens", _get(req, "output_metrics", "total_tokens"))
+    return start, first, last, end, prompt, output
+
+
+def _records(src: Source, where: str, bench: dict[str, Any], level: int) -> list[dict[str, Any]] | None:
+    """Request records, or None when the report kept only a sample of the requests."""
+    reqs = bench.get("requests")
+    if not isinstance(reqs, dict):
+        return None
+    succ = reqs.get("successful") or []
+    err = reqs.get("errored") or []
+    if not isinstance(succ, list) or not isinstance(err, list):
+        raise src.fail(f"{where}.requests", "expected lists of requests")
+    totals = _get(bench, "metrics", "request_totals") or bench.get("request_totals") or {}
+    if (isinstance(totals, dict) and isinstance(totals.get("successful"), int)
+            and totals["successful"] != len(succ)) or not succ:
+        return None
+    rows = []
+    for status, items in (("ok", succ), ("error", err)):
+        for i, req in enumerate(items):
+            w = f"{where}.requests.{'successful' if status == 'ok' else 'errored'}[{i}]"
+            if not isinstance(req, dict):
+                raise src.fail(w, "expected a request object")
+            start, first, last, end, prompt, output = _request_times(req)
+            if not finite(start):
+                raise src.fail(f"{w}: start time", "missing or not a number")
+            for name, v in (("first token time", first), ("last token time", last), ("end time", end)):
+                if v is not None and not finite(v):
+                    raise src.fail(f"{w}: {name}", f"not a number: {str(v)[:40]!r}")
+            rows.append((status, float(start), first, last, end, prompt, output,
+                         req.get("error") or _get(req, "info", "error")))
+    t0 = min(r[1] for r in rows)
+    out = []
+    for status, start, first, last, end, prompt, output, error in rows:
+        rec: dict[str, Any] = {"part": "conc", "concurrency": level, "round": 0, "t_send": start - t0}
+        if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0:
+            rec["prompt_tokens"] = prompt
+        if status == "error":
+            rec["error"] = str(error or "errored")[:500]
+            if finite(end) and end >= start:
+                rec["t_end"] = end - t0
+        else:
+            if first is not None and first >= start:
+                rec["t_first"] = first - t0
+                if last is not None and last >= first:
+                    rec["t_last"] = last - t0
+            if end is not None and end >= start and end >= (last or start):
+                rec["t_end"] = end - t0
+            if isinstance(output, int) and not isinstance(output, bool) and output >= 0:
+                rec["output_tokens"] = output
+        out.append(rec)
+    return out
+
+
+def convert(sources: list[Source], opts: Options, variant: str | None = None) -> ImportResult:
+    """Convert GuideLLM reports into setups (one run per benchmark with a fixed number in flight); pure."""
+    setups: dict[str, Converted] = {}
+    notes: list[str] = []
+    for src in sources:
+        if len(src.data) > MAX_FILE_BYTES:
+            raise src.fail("size", f"{len(src.data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
+        try:
+            report = json.loads(src.text(), parse_constant=lambda c: None)
+        except ValueError as exc:
+            raise src.fail("JSON", f"not valid JSON ({str(exc)[:100]}); is the file complete?") from None
+        benches = report.get("benchmarks") if isinstance(report, dict) else None
+        if not isinstance(benches, list) or not benches:
+            raise src.fail("$.benchmarks", "expected a non-empty list of benchmarks (a GuideLLM JSON report)")
+        version = _get(report, "metadata", "guidellm_version")
+        for i, bench in enumerate(benches):
+            if not isinstance(bench, dict):
+                raise src.fail(f"$.benchmarks[{i}]", "expected a benchmark object")
+            _convert_benchmark(src, report, i, bench, version, opts, setups, notes)
+    if not any(s.runs for s in setups.values()):
+        raise sources[0].fail("$.benchmarks", "nothing to import: " + "; ".join(notes))
+    return ImportResult(format=NAME, sources=[s.name for s in sources],
+                        setups=[s for s in setups.values() if s.runs], notes=notes)
+
+
+def _convert_benchmark(src: Source, report: dict[str, Any], index: int, bench: dict[str, Any], version: Any,
+                       opts: Options, setups: dict[str, Converted], notes: list[str]) -> None:
+    where = f"$.benchmarks[{index}]"
+    level, label = _level(_strategy(bench))
+    if level is None:
+        notes.append(f"{src.name}: {where}: strategy {label} is an arrival rate, not a requests-at-once level; "
+                     "not mapped")
+        return
+    model_id = opts.model or _model(report, bench)
+    if not model_id:
+        raise src.fail(f"{where}.config.backend.model", "the report does not name the model: pass --model NAME")
+    assumed: list[dict[str, str]] = []
+    unmapped: list[dict[str, str]] = []
+    hardware = hw.hardware(src, opts, None, assumed=assumed, what="a GuideLLM report")
+    name = model_id.rstrip("/").rsplit("/", 1)[-1]
+    _, quant, _ = hw.split_model_file(name)
+    model: dict[str, Any] = {"name": name}
+    if "/" in model_id and not model_id.startswith("/"):
+        model["repo"] = model_id
+    if quant:
+        model["quant"] = quant
+    engine_name = opts.engine or "OpenAI-compatible server"
+    if not opts.engine:
+        assumed.append({"field": "engine.name", "value": engine_name,
+                        "source": "default (GuideLLM does not record the server engine; pass --engine)"})
+    engine: dict[str, Any] = {"name": engine_name}
+    if opts.engine_version:
+        engine["version"] = opts.engine_version
+    target = _get(bench, "config", "backend", "target") or _get(bench, "worker", "backend_target")
+    argv = list(opts.server_cmd) if opts.server_cmd else [f"{engine_name} (command not given)"]
+    assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
+                    "source": "--server-cmd" if opts.server_cmd else "default (not in the report)"})
+    gl = hw.gpu_label(hardware)
+    key = (hardware, model, engine, argv)
+    bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine_name, 16), "guidellm"]
+    setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
+    if setup_id not in setups:
+        setup: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
+            "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine_name} (GuideLLM)")[:200],
+            "synthetic": bool(opts.synthetic),
+            "provenance": f"imported from the GuideLLM report {src.basename}",
+            "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
+            "notes": "Requests at once measured by GuideLLM (client clock)"
+                     + (f" against {target}" if isinstance(target, str) else "") + ".",
+        }
+        if opts.measured_by:
+            setup["measured_by"] = opts.measured_by
+        setups[setup_id] = Converted(setup=setup)
+    metrics = as_dict(bench.get("metrics"))
+    records = _records(src, where, bench, level)
+    ttft, itl = _median(metrics.get("time_to_first_token_ms")), _median(metrics.get("inter_token_latency_ms"))
+    point: dict[str, Any] = {"level": level}
+    if ttft is not None:
+        point["ttft_s"] = ttft / 1000.0
+    if itl is not None:
+        point["itl_s"] = itl / 1000.0
+    if records is None:
+        total = _mean(metrics.get("output_tokens_per_second"))
+        if total is not None:
+            point["total_tps"] = total
+    for k in sorted(metrics):
+        if k in MAPPED_METRICS and (records is None or k != "output_tokens_per_second"):
+            continue
+        unmapped.append({"field": f"{where}.metrics.{k}", "reason": "recomputed from the request records"
+                         if records is not None and k == "output_tokens_per_second" else
+                         "GuideLLM figure with no benchcards field (kept in the original file)"})
+    if records is None and isinstance(bench.get("requests"), dict):
+        unmapped.append({"field": f"{where}.requests", "reason": "only a sample of the requests is kept in the "
+                                                                "report: figures are GuideLLM's own"})
+    start = _get(bench, "start_time") or _get(bench, "run_stats", "start_time") or _get(
+        bench, "scheduler_metrics", "measure_start_time")
+    started = None
+    if finite(start) and 1e9 < start < 1e10:
+        from datetime import UTC, datetime
+        started = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        day = started[:10]
+        ma = setups[setup_id].setup.setdefault("measured_at", [])
+        if day not in ma:
+            ma.append(day)
+            ma.sort()
+    errored = sum(1 for r in records or [] if "error" in r)
+    status: dict[str, Any] = {"part": "conc", "status": "ok"}
+    if errored:
+        status["reason"] = f"{errored} request(s) errored"
+    run_id = f"{setup_id[:100]}-{src.sha256[:8]}-{index + 1}"
+    att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", src.basename).lstrip(".")[:120] or "benchmarks.json"
+    note = (f"GuideLLM strategy {label}: " + ("figures computed from the request records; time to first token "
+                                              "and inter-token latency are GuideLLM's medians, kept to check"
+                                              if records is not None else
+                                              "total = mean of output_tokens_per_second, time to first token = "
+                                              "median time_to_first_token_ms, gap between tokens = median "
+                                              "inter_token_latency_ms (GuideLLM's own figures)"))
+    contract = speed_contract(
+        run_id, setup_id, summary_only=records is None, started_at=started,
+        tool="guidellm" + (f" {version}" if isinstance(version, str) else ""),
+        source=f"GuideLLM report {src.basename}, benchmark {index + 1} ({label})",
+        method={"parts": ["conc"], "conc_levels": [level], "conc_rounds": 1},
+        parts=[status], requests=records or None,
+        summary={"conc": [point], "method_note": note},
+        attachments=[attachment(att_name, src.data, "original GuideLLM report")],
+        imported=import_info(f"{NAME}/{'requests' if records is not None else 'summary'}", src, IMPORTER,
+                             "guidellm" + (f" {version}" if isinstance(version, str) else ""), assumed, unmapped),
+    )
+    setups[setup_id].runs.append(ConvertedRun("speed", contract, {att_name: src.data}))
+    notes.append(f"{src.name}: {where}: {label} -> {level} at once, "
+                 + ("request records" if records is not None else "summary only"))

@@ -1,0 +1,646 @@
+"""llama-bench output (``-o json``, ``jsonl``, ``csv``, ``sql`` and ``md``) as speed contracts.
+
+llama-bench times the engine itself: ``pp512`` processes 512 random prompt tokens, ``tg128``
+generates 128 tokens, ``pp512+tg128`` does both, and ``@ d4096`` runs the test after 4,096 tokens
+already sit in the context (that part is not timed). Every test is repeated (``-r``, 5 by default);
+json/jsonl hold each repetition's time (``samples_ns``), csv/sql/md only the mean and standard
+deviation of the per-repetition rates.
+
+Mapping: one setup per distinct model x build x GPU x settings in the file (every column that is
+not a test result is part of that identity); one speed run per setup and file, whose ``bench``
+records hold one test each (kind, token counts, depth, samples, the tool's stated mean and sd).
+``benchcards.summarize`` turns them into ``bench_prefill`` (pp), ``bench_decode`` (tg) and
+``bench_pg`` figures per test and depth with their spread (CV). Columns benchcards has no field for
+are listed in the contract's ``imported.unmapped``; settings are kept as printed in
+``method.bench_settings``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ingest.importers import hardware as hw
+from ingest.importers.base import (
+    MAX_FILE_BYTES,
+    Converted,
+    ConvertedRun,
+    ImportFailed,
+    ImportResult,
+    Options,
+    Source,
+    attachment,
+    finite,
+    import_info,
+    short_hash,
+    slug,
+    speed_contract,
+)
+from schemas.models import SCHEMA_VERSION
+
+NAME = "llama-bench"
+IMPORTER = "llama-bench 1"
+VARIANTS = ("json", "jsonl", "csv", "sql", "md")
+
+INT_FIELDS = {"build_number", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "poll",
+              "n_gpu_layers", "n_cpu_moe", "main_gpu", "n_prompt", "n_gen", "n_depth", "avg_ns", "stddev_ns",
+              "fit_target", "fit_min_ctx"}
+BOOL_FIELDS = {"cpu_strict", "no_kv_offload", "embeddings", "no_host", "use_mmap", "use_direct_io", "f16_kv",
+               "no_op_offload"}
+FLOAT_FIELDS = {"avg_ts", "stddev_ts"}
+#: columns describing one test's result (everything else identifies the setup)
+TEST_FIELDS = ("n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts",
+               "samples_ns", "samples_ts")
+#: columns describing the build, the machine and the model (mapped to setup fields)
+INFO_FIELDS = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
+               "model_size", "model_n_params")
+#: per-backend booleans of older builds (the backends column replaced them)
+OLD_BACKEND_FLAGS = {"cuda", "vulkan", "kompute", "metal", "sycl", "rpc", "gpu_blas", "blas", "opencl", "cann",
+                     "musa"}
+#: markdown column titles -> field names
+MD_NAMES = {"ngl": "n_gpu_layers", "sm": "split_mode", "threads": "n_threads", "nkvo": "no_kv_offload",
+            "fa": "flash_attn", "lm": "load_mode", "embd": "embeddings", "nopo": "no_op_offload", "noh": "no_host",
+            "dev": "devices", "ts": "tensor_split", "ot": "tensor_buft_overrides", "fitt": "fit_target",
+            "fitc": "fit_min_ctx", "mmap": "use_mmap", "dio": "use_direct_io", "backend": "backends",
+            "model": "model_type", "size": "model_size_text", "params": "model_params_text"}
+#: settings that became command-line flags of the reconstructed command (others stay in bench_settings)
+FLAG_OF = {"n_gpu_layers": "-ngl", "n_cpu_moe": "-ncmoe", "n_batch": "-b", "n_ubatch": "-ub", "n_threads": "-t",
+           "type_k": "-ctk", "type_v": "-ctv", "flash_attn": "-fa", "split_mode": "-sm", "main_gpu": "-mg",
+           "no_kv_offload": "-nkvo", "tensor_split": "-ts", "tensor_buft_overrides": "-ot", "use_mmap": "-mmp",
+           "load_mode": "-lm", "cpu_mask": "-C", "cpu_strict": "--cpu-strict", "poll": "--poll",
+           "embeddings": "-embd", "no_op_offload": "-nopo", "no_host": "--no-host", "use_direct_io": "-dio"}
+#: default values llama-bench leaves off the command line (so the reconstructed argv stays short)
+DEFAULTS = {"n_cpu_moe": "0", "split_mode": "layer", "main_gpu": "0", "no_kv_offload": "0", "tensor_split": "0.00",
+            "tensor_buft_overrides": "none", "use_mmap": "1", "load_mode": "mmap", "cpu_mask": "0x0",
+            "cpu_strict": "0", "poll": "50", "embeddings": "0", "no_op_offload": "0", "no_host": "0",
+            "use_direct_io": "0", "devices": "auto", "fit_target": "0", "fit_min_ctx": "0", "f16_kv": "1"}
+NO_GPU_BACKENDS = {"CPU", "BLAS", "ZenDNN", "AMX"}
+TEST_RE = re.compile(r"^(?:pp(\d+))?(?:\+?tg(\d+))?(?:\s*@\s*d(\d+))?$")
+TS_RE = re.compile(r"^\s*([0-9.]+(?:e[+-]?\d+)?)\s*(?:±\s*([0-9.]+(?:e[+-]?\d+)?|nan|-nan))?\s*$", re.I)
+
+
+@dataclass
+class Row:
+    """One test as read from the file: where it is and its typed values."""
+
+    where: str  # 'line 12' or 'test 3'
+    line: int | None
+    values: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def sniff(src: Source) -> str | None:
+    """The variant of a llama-bench output ('json', 'jsonl', 'csv', 'sql', 'md'), or None."""
+    head = src.data[:8192].decode("utf-8", "replace").lstrip("\ufeff")
+    stripped = head.lstrip()
+    if "INSERT INTO llama_bench" in head or "CREATE TABLE IF NOT EXISTS llama_bench" in head:
+        return "sql"
+    if '"n_prompt"' in head and ('"avg_ts"' in head or '"samples_ns"' in head or '"build_commit"' in head):
+        if stripped.startswith("["):
+            return "json"
+        if stripped.startswith("{"):
+            return "jsonl"
+    first = stripped.split("\n", 1)[0]
+    if first.startswith("build_commit,") or ("n_prompt" in first and "avg_ts" in first and "," in first
+                                              and "{" not in first):
+        return "csv"
+    for line in head.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.lstrip().startswith("|") and "test" in cells and "t/s" in cells:
+            return "md"
+    return None
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
+    """A column value in its type (strings from csv/sql/md are converted)."""
+    if raw is None:
+        return None
+    if key in ("samples_ns", "samples_ts"):
+        if not isinstance(raw, list) or not all(finite(x) for x in raw):
+            raise src.fail(f"{where}: {key}", "expected a list of numbers")
+        if key == "samples_ns" and not all(isinstance(x, int) and x > 0 for x in raw):
+            raise src.fail(f"{where}: {key}", "expected whole positive nanoseconds")
+        if any(x < 0 for x in raw):
+            raise src.fail(f"{where}: {key}", "negative rate")
+        return [float(x) for x in raw] if key == "samples_ts" else raw
+    if key == "flash_attn":  # -1/0/1 in current builds, true/false in older ones
+        if isinstance(raw, bool):
+            return 1 if raw else 0
+        text = str(raw).strip().lower()
+        mapped = {"true": 1, "false": 0, "on": 1, "off": 0, "auto": -1}.get(text)
+        if mapped is not None:
+            return mapped
+        try:
+            return int(text)
+        except ValueError:
+            raise src.fail(f"{where}: {key}", f"expected -1, 0, 1 or true/false, got {raw!r}") from None
+    if key in INT_FIELDS:
+        if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+            raise src.fail(f"{where}: {key}", f"expected a whole number, got {raw!r}")
+        if isinstance(raw, int | float):
+            return int(raw)
+        try:
+            return int(str(raw).strip())
+        except ValueError:
+            raise src.fail(f"{where}: {key}", f"expected a whole number, got {str(raw)[:40]!r}") from None
+    if key in BOOL_FIELDS:
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in ("1", "true"):
+            return True
+        if text in ("0", "false"):
+            return False
+        raise src.fail(f"{where}: {key}", f"expected true/false or 1/0, got {str(raw)[:40]!r}")
+    if key in FLOAT_FIELDS:
+        if isinstance(raw, bool):
+            raise src.fail(f"{where}: {key}", f"expected a number, got {raw!r}")
+        try:
+            x = float(raw)
+        except (TypeError, ValueError):
+            raise src.fail(f"{where}: {key}", f"expected a number, got {str(raw)[:40]!r}") from None
+        if x != x or abs(x) == float("inf"):
+            return None  # printed as nan/inf: treated as absent
+        if x < 0:
+            raise src.fail(f"{where}: {key}", f"negative rate {x}")
+        return x
+    if isinstance(raw, dict | list):
+        raise src.fail(f"{where}: {key}", "expected a single value, got a nested object")
+    if isinstance(raw, bool):  # unknown columns: text as csv/sql print them, so every format compares equal
+        return "1" if raw else "0"
+    return raw if isinstance(raw, str) else json.dumps(raw)
+
+
+def _row(src: Source, where: str, line: int | None, obj: Any) -> Row:
+    if not isinstance(obj, dict):
+        raise src.fail(where, f"expected an object with the test's columns, got {type(obj).__name__}")
+    values = {str(k): _typed(src, where, str(k), v) for k, v in obj.items()}
+    return Row(where, line, values)
+
+
+def _json_error(src: Source, exc: Exception) -> ImportFailed:
+    msg = str(exc)
+    return src.fail("JSON", f"not valid JSON ({msg[:120]}); is the file complete?")
+
+
+def _parse_json(src: Source, text: str) -> list[Row]:
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        try:
+            json.loads(text)
+        except ValueError as exc2:
+            raise _json_error(src, exc2) from None
+        raise _json_error(src, exc) from None
+    if not isinstance(obj, list):
+        raise src.fail("JSON", "expected a list of tests (llama-bench -o json writes [ {...}, ... ])")
+    return [_row(src, f"test {i + 1}", None, o) for i, o in enumerate(obj)]
+
+
+def _parse_jsonl(src: Source, text: str) -> tuple[list[Row], list[str]]:
+    rows: list[Row] = []
+    skipped = 0
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s:
+            continue
+        if not s.startswith("{"):
+            skipped += 1
+            continue
+        try:
+            obj = orjson.loads(s)
+        except orjson.JSONDecodeError:
+            try:
+                obj = json.loads(s)
+            except ValueError as exc:
+                raise src.fail(f"line {n}", f"not valid JSON ({str(exc)[:100]}); is the line complete?") from None
+        rows.append(_row(src, f"line {n}", n, obj))
+    notes = [f"{src.name}: {skipped} line(s) that are not JSON objects were skipped (log output?)"] if skipped else []
+    return rows, notes
+
+
+def _parse_csv(src: Source, text: str) -> list[Row]:
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise src.fail("line 1", "empty file") from None
+    except csv.Error as exc:
+        raise src.fail("line 1", f"not CSV ({exc})") from None
+    header = [h.strip() for h in header]
+    rows = []
+    try:
+        for cells in reader:
+            n = reader.line_num
+            if not cells or all(not c.strip() for c in cells):
+                continue
+            if len(cells) != len(header):
+                raise src.fail(f"line {n}", f"{len(cells)} values for {len(header)} columns (is the line cut off?)")
+            rows.append(_row(src, f"line {n}", n, dict(zip(header, cells))))
+    except csv.Error as exc:
+        raise src.fail(f"line {reader.line_num}", f"not CSV ({exc})") from None
+    return rows
+
+
+_SQL_INSERT = re.compile(r"^\s*INSERT\s+INTO\s+llama_bench\s*\(([^)]*)\)\s*VALUES\s*\((.*)\)\s*;\s*$", re.I | re.S)
+
+
+def _sql_values(src: Source, where: str, body: str) -> list[str]:
+    """Values of one VALUES (...) list: single-quoted strings ('' escapes a quote) or bare words."""
+    out: list[str] = []
+    i, n = 0, len(body)
+    while True:
+        while i < n and body[i] in " \t":
+            i += 1
+        if i < n and body[i] == "'":
+            i += 1
+            buf = []
+            while True:
+                j = body.find("'", i)
+                if j < 0:
+                    raise src.fail(where, "a quoted value is not closed")
+                buf.append(body[i:j])
+                if j + 1 < n and body[j + 1] == "'":
+                    buf.append("'")
+                    i = j + 2
+                    continue
+                i = j + 1
+                break
+            out.append("".join(buf))
+        else:
+            j = body.find(",", i)
+            j = n if j < 0 else j
+            word = body[i:j].strip()
+            if not word:
+                raise src.fail(where, "an empty value in VALUES (...)")
+            out.append(word)
+            i = j
+        while i < n and body[i] in " \t":
+            i += 1
+        if i >= n:
+            return out
+        if body[i] != ",":
+            raise src.fail(where, f"expected ',' between values at character {i}")
+        i += 1
+
+
+def _parse_sql(src: Source, text: str) -> list[Row]:
+    rows = []
+    in_create = False
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith("--"):
+            continue
+        if s.upper().startswith("CREATE TABLE"):
+            in_create = not s.endswith(");")
+            continue
+        if in_create:
+            in_create = not s.endswith(");")
+            continue
+        m = _SQL_INSERT.match(s)
+        if not m:
+            raise src.fail(f"line {n}", "expected INSERT INTO llama_bench (...) VALUES (...); (is the line cut off?)")
+        cols = [c.strip() for c in m.group(1).split(",")]
+        vals = _sql_values(src, f"line {n}", m.group(2))
+        if len(vals) != len(cols):
+            raise src.fail(f"line {n}", f"{len(vals)} values for {len(cols)} columns")
+        rows.append(_row(src, f"line {n}", n, dict(zip(cols, vals))))
+    return rows
+
+
+def _size_bytes(text: str) -> int | None:
+    m = re.match(r"^\s*([0-9.]+)\s*(KiB|MiB|GiB|TiB)\s*$", text)
+    if not m:
+        return None
+    return int(float(m.group(1)) * {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[m.group(2)])
+
+
+def _params(text: str) -> int | None:
+    m = re.match(r"^\s*([0-9.]+)\s*([KMBT])\s*$", text)
+    if not m:
+        return None
+    return int(float(m.group(1)) * {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m.group(2)])
+
+
+def _parse_md(src: Source, text: str) -> tuple[list[Row], tuple[str, int] | None]:
+    header: list[str] | None = None
+    rows: list[Row] = []
+    build: tuple[str, int] | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        bm = re.match(r"^build:\s*([0-9a-fA-F]+)\s*\((\d+)\)\s*$", s)
+        if bm:
+            build = (bm.group(1), int(bm.group(2)))
+            continue
+        if not s.startswith("|"):
+            if header is not None and rows:
+                header = None  # the table ended
+            continue
+        cells = [c.strip() for c in s.strip("|").split("|")]
+        if header is None:
+            if "test" in cells and "t/s" in cells:
+                header = cells
+            continue
+        if all(re.fullmatch(r":?-+:?", c) for c in cells):
+            continue
+        if len(cells) != len(header):
+            raise src.fail(f"line {n}", f"{len(cells)} cells for {len(header)} columns (is the line cut off?)")
+        raw = dict(zip(header, cells))
+        values: dict[str, Any] = {}
+        where = f"line {n}"
+        for title, cell in raw.items():
+            key = MD_NAMES.get(title, title)
+            if key == "test":
+                m = TEST_RE.match(cell.strip())
+                if not m or not (m.group(1) or m.group(2)):
+                    raise src.fail(f"{where}: test", f"expected pp<N>, tg<N> or pp<N>+tg<N> [@ d<N>], got {cell!r}")
+                values["n_prompt"] = int(m.group(1) or 0)
+                values["n_gen"] = int(m.group(2) or 0)
+                values["n_depth"] = int(m.group(3) or 0)
+            elif key == "t/s":
+                tm = TS_RE.match(cell)
+                if not tm:
+                    raise src.fail(f"{where}: t/s", f"expected 'mean ± sd', got {cell!r}")
+                values["avg_ts"] = _typed(src, where, "avg_ts", tm.group(1))
+                values["stddev_ts"] = _typed(src, where, "stddev_ts", tm.group(2)) if tm.group(2) else None
+            elif key == "model_size_text":
+                values["model_size"] = _size_bytes(cell)
+            elif key == "model_params_text":
+                values["model_n_params"] = _params(cell)
+            else:
+                values[key] = _typed(src, where, key, cell)
+        rows.append(Row(where, n, values))
+    if not rows:
+        raise src.fail("table", "no llama-bench table rows (a header with 'test' and 't/s', then one row per test)")
+    return rows, build
+
+
+def parse(src: Source, variant: str) -> tuple[list[Row], list[str]]:
+    """Every test of a llama-bench output as typed rows (and notes on skipped lines)."""
+    if len(src.data) > MAX_FILE_BYTES:
+        raise src.fail("size", f"{len(src.data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
+    text = src.text()
+    notes: list[str] = []
+    if variant == "json":
+        rows = _parse_json(src, text)
+    elif variant == "jsonl":
+        rows, notes = _parse_jsonl(src, text)
+    elif variant == "csv":
+        rows = _parse_csv(src, text)
+    elif variant == "sql":
+        rows = _parse_sql(src, text)
+    elif variant == "md":
+        rows, build = _parse_md(src, text)
+        if build:
+            for r in rows:
+                r.values.setdefault("build_commit", build[0])
+                r.values.setdefault("build_number", build[1])
+        else:
+            notes.append(f"{src.name}: no 'build: <commit> (<number>)' line under the table; the build is unknown")
+    else:
+        raise ImportFailed([f"{src.name}: unknown llama-bench variant {variant!r}"])
+    if not rows:
+        raise src.fail("tests", "no tests in the file")
+    return rows, notes
+
+
+# --------------------------------------------------------------------------- mapping
+
+
+def _record(src: Source, row: Row) -> dict[str, Any]:
+    v = row.values
+    for key in ("n_prompt", "n_gen"):
+        if v.get(key) is None:
+            raise src.fail(f"{row.where}: {key}", "missing: every test needs n_prompt and n_gen")
+        if v[key] < 0:
+            raise src.fail(f"{row.where}: {key}", f"negative token count {v[key]}")
+    depth = v.get("n_depth") or 0
+    if depth < 0:
+        raise src.fail(f"{row.where}: n_depth", f"negative depth {depth}")
+    kind = {(True, False): "pp", (False, True): "tg", (True, True): "pg"}.get((v["n_prompt"] > 0, v["n_gen"] > 0))
+    if kind is None:
+        raise src.fail(f"{row.where}: n_prompt", "a test needs n_prompt or n_gen above 0")
+    rec: dict[str, Any] = {"test": kind, "n_prompt": v["n_prompt"], "n_gen": v["n_gen"], "n_depth": depth}
+    samples = v.get("samples_ns") or []
+    if samples:
+        rec["samples_ns"] = samples
+        ts = v.get("samples_ts") or []
+        if ts and len(ts) != len(samples):
+            raise src.fail(f"{row.where}: samples_ts", f"{len(ts)} rates for {len(samples)} timed repetitions")
+        if ts:
+            rec["samples_ts"] = ts
+    if v.get("avg_ts") is not None:
+        rec["avg_ts"] = v["avg_ts"]
+    elif not samples:
+        raise src.fail(f"{row.where}: avg_ts", "missing: a test needs avg_ts or samples_ns")
+    if v.get("stddev_ts") is not None:
+        rec["stddev_ts"] = v["stddev_ts"]
+    for key in ("avg_ns", "stddev_ns"):
+        x = v.get(key)
+        if x is not None:
+            if x < 0:
+                raise src.fail(f"{row.where}: {key}", f"negative time {x}")
+            rec[key] = float(x)
+    t = v.get("test_time")
+    if isinstance(t, str) and re.match(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$", t):
+        rec["test_time"] = t
+    if row.line:
+        rec["source_line"] = row.line
+    return rec
+
+
+def _fa(value: Any) -> str:
+    return {1: "on", 0: "off", -1: "auto"}.get(value, str(value)) if isinstance(value, int) else str(value)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _setup_key(row: Row) -> tuple:
+    return tuple(sorted((k, json.dumps(v)) for k, v in row.values.items() if k not in TEST_FIELDS))
+
+
+def _backend(v: dict[str, Any]) -> str | None:
+    if isinstance(v.get("backends"), str) and v["backends"]:
+        return str(v["backends"])
+    old = [k.upper() for k in sorted(OLD_BACKEND_FLAGS) if v.get(k) is True]
+    return ",".join(old) if old else None
+
+
+def _gpu_names(v: dict[str, Any]) -> list[str] | None:
+    backend = _backend(v)
+    info = v.get("gpu_info")
+    if isinstance(info, str) and info.strip():
+        return [g.strip() for g in info.split(",") if g.strip()]
+    if backend is not None and set(backend.split(",")) <= NO_GPU_BACKENDS:
+        return []
+    return None
+
+
+def convert(sources: list[Source], opts: Options, variant: str | None = None) -> ImportResult:
+    """Convert llama-bench outputs (each in any of its formats) into setups; pure."""
+    setups: dict[str, Converted] = {}
+    notes: list[str] = []
+    variants = []
+    for src in sources:
+        var = variant or sniff(src)
+        if var not in VARIANTS:
+            raise src.fail("format", "not a llama-bench output (json, jsonl, csv, sql or md)")
+        variants.append(var)
+        rows, file_notes = parse(src, var)
+        notes.extend(file_notes)
+        _convert_file(src, var, rows, opts, setups, notes)
+    fmt = f"{NAME}/{'+'.join(dict.fromkeys(variants))}"
+    return ImportResult(format=fmt, sources=[s.name for s in sources], setups=list(setups.values()), notes=notes)
+
+
+def _convert_file(src: Source, variant: str, rows: list[Row], opts: Options, setups: dict[str, Converted],
+                  notes: list[str]) -> None:
+    groups: dict[tuple, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(_setup_key(r), []).append(r)
+    keys = list(groups)
+    # settings that differ between the setups of this file go into the titles
+    varying = sorted({k for key in keys for k, _ in key if len({dict(kk).get(k) for kk in keys}) > 1}
+                     - {"build_commit", "build_number", "model_filename", "model_type", "gpu_info", "cpu_info",
+                        "backends", "model_size", "model_n_params"})
+    fmt = f"{NAME}/{variant}"
+    for key, grows in groups.items():
+        v = grows[0].values
+        assumed: list[dict[str, str]] = []
+        unmapped: list[dict[str, str]] = []
+        build = v.get("build_number") or None  # 0: a build without a build number (e.g. from a source archive)
+        commit = v.get("build_commit")
+        backend = _backend(v)
+        hardware = hw.hardware(src, opts, _gpu_names(v), backend=backend,
+                               cpu=v.get("cpu_info") if isinstance(v.get("cpu_info"), str) and v.get("cpu_info")
+                               else None, assumed=assumed, what=f"{grows[0].where} (gpu_info)")
+        model_file = v.get("model_filename") if isinstance(v.get("model_filename"), str) else None
+        mtype = str(v.get("model_type") or "")
+        arch, _, rest = mtype.partition(" ")
+        size_word, _, ftype = rest.partition(" ")
+        if model_file:
+            name, quant, file_name = hw.split_model_file(model_file)
+        else:
+            name, quant, file_name = (f"{arch} {size_word}".strip() or "unknown model"), None, None
+        quant = quant or hw.quant_from_ftype(ftype)
+        if opts.model:
+            name = opts.model
+            assumed.append({"field": "model.name", "value": name, "source": "--model"})
+        model: dict[str, Any] = {"name": name}
+        if file_name:
+            model["file"] = file_name
+        if quant:
+            model["quant"] = quant
+        if isinstance(v.get("model_n_params"), int) and v["model_n_params"] > 0:
+            model["params_total_b"] = round(v["model_n_params"] / 1e9, 3)
+        if arch:
+            model["architecture"] = arch
+        engine: dict[str, Any] = {"name": "llama.cpp"}
+        if isinstance(build, int) and build >= 0:
+            engine["version"] = f"b{build}"
+            engine["build_number"] = build
+        if commit:
+            engine["commit"] = str(commit)
+        if opts.engine_version:
+            engine["version"] = opts.engine_version
+        settings = {k: _text(val) for k, val in sorted(v.items())
+                    if k not in TEST_FIELDS and k not in INFO_FIELDS and k not in OLD_BACKEND_FLAGS and val is not None}
+        records = [_record(src, r) for r in grows]
+        reps = {len(r.get("samples_ns", [])) for r in records}
+        argv = ["llama-bench", "-m", model_file or name]
+        for col, flag in FLAG_OF.items():
+            if col in settings and DEFAULTS.get(col) != settings[col]:
+                argv += [flag, _fa(v[col]) if col == "flash_attn" else settings[col]]
+        for flag, col in (("-p", "n_prompt"), ("-n", "n_gen"), ("-d", "n_depth")):
+            vals = sorted({r[col] for r in records if r[col] or col != "n_depth"} - {0})
+            if vals:
+                argv += [flag, ",".join(map(str, vals))]
+        if len(reps) == 1 and 0 not in reps:
+            argv += ["-r", str(reps.pop())]
+        if opts.server_cmd:
+            argv = list(opts.server_cmd)
+            assumed.append({"field": "server.argv", "value": " ".join(argv)[:200], "source": "--server-cmd"})
+        else:
+            assumed.append({"field": "server.argv", "value": "reconstructed from the output's columns",
+                            "source": "llama-bench columns (not the literal command line)"})
+        if "model_size" in v:
+            unmapped.append({"field": "model_size", "reason": "bytes of the loaded tensors, not the file size; "
+                                                               "benchcards keeps only the file size"})
+        for k in sorted(set(v) & OLD_BACKEND_FLAGS):
+            unmapped.append({"field": k, "reason": "per-backend flag of older builds; the backend is taken from it"})
+        known = INT_FIELDS | BOOL_FIELDS | FLOAT_FIELDS | set(TEST_FIELDS) | set(INFO_FIELDS) | set(FLAG_OF) | {
+            "devices", "test_time", "fit_target", "fit_min_ctx"}
+        for k in sorted(set(v) - known - OLD_BACKEND_FLAGS):
+            unmapped.append({"field": k, "reason": "not a llama-bench column benchcards knows; kept as printed in "
+                                                   "method.bench_settings"})
+        gl = hw.gpu_label(hardware)
+        id_bits = [opts.id_prefix or "", slug(name, 40), slug(quant or "", 16) if quant else "", slug(gl, 24),
+                   f"b{build}" if isinstance(build, int) else ""]
+        base_id = "-".join(b.strip("-") for b in id_bits if b.strip("-"))
+        setup_id = f"{base_id[:100]}-{short_hash(key, hardware, name)}"
+        extra = ", ".join(f"{k} {_fa(v[k]) if k == 'flash_attn' else _text(v.get(k))}" for k in varying if k in v)
+        title = ((opts.title_prefix or "") + f"{name}{' ' + quant if quant else ''} on {gl}, llama.cpp "
+                 f"{engine.get('version', 'build unknown')} (llama-bench{', ' + extra if extra else ''})")
+        dates = sorted({r["test_time"][:10] for r in records if "test_time" in r})
+        times = sorted(r["test_time"] for r in records if "test_time" in r)
+        setup = setups.get(setup_id)
+        if setup is None:
+            setup_dict: dict[str, Any] = {
+                "schema_version": SCHEMA_VERSION, "setup_id": setup_id, "title": title[:200],
+                "synthetic": bool(opts.synthetic),
+                "provenance": f"imported from llama-bench output {src.basename}",
+                "hardware": hardware, "engine": engine, "model": model,
+                "server": {"argv": argv}, "thinking": None,
+                "notes": "Measured with llama-bench: the engine times prompt processing and generation of random "
+                         "tokens itself, with no server, HTTP or chat template. The command above is rebuilt from "
+                         "the output's columns unless it was given at import.",
+                "measured_at": dates,
+            }
+            if opts.measured_by:
+                setup_dict["measured_by"] = opts.measured_by
+            setup = setups[setup_id] = Converted(setup=setup_dict)
+        else:
+            setup.setup["measured_at"] = sorted(set(setup.setup["measured_at"]) | set(dates))
+        run_id = f"{setup_id[:110]}-{src.sha256[:8]}"
+        if any(r.run_id == run_id for r in setup.runs):
+            continue  # the same file given twice
+        att_name = _attachment_name(src.basename)
+        contract = speed_contract(
+            run_id, setup_id, summary_only=not any("samples_ns" in r for r in records),
+            started_at=times[0] if times else None, finished_at=times[-1] if times else None,
+            tool=f"llama-bench (llama.cpp {engine.get('version', 'build unknown')}"
+                 f"{', ' + str(commit) if commit else ''})",
+            engine_version=(f"b{build}-{commit}" if isinstance(build, int) and commit else engine.get("version")),
+            source=f"llama-bench -o {variant} output {src.basename}",
+            method={"parts": ["bench"], "runs": (next(iter(reps)) if len(reps) == 1 and 0 not in reps else None),
+                    "bench_settings": settings},
+            parts=[{"part": "bench", "status": "ok"}],
+            bench=records,
+            attachments=[attachment(att_name, src.data, f"original llama-bench -o {variant} output")],
+            imported=import_info(fmt, src, IMPORTER, "llama-bench", assumed, unmapped),
+        )
+        contract["method"] = {k: val for k, val in contract["method"].items() if val is not None}
+        setup.runs.append(ConvertedRun("speed", contract, {att_name: src.data}))
+        if unmapped:
+            notes.append(f"{src.name} ({setup_id}): not mapped: " + ", ".join(u["field"] for u in unmapped))
+
+
+def _attachment_name(basename: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", basename).lstrip(".") or "original"
+    return name[:120] if name not in ("contract.json",) else "original-contract.json"
+DEFAULT_VARIANT = "json"
