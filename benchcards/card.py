@@ -129,12 +129,60 @@ def long_prompt_table(card: Card) -> pd.DataFrame:
 def conc_table(card: Card) -> pd.DataFrame:
     """Requests at once | total | per request | queued (more requests than slots)."""
     slots = card.value("slots") or card.row.get("slots")
-    levels = sorted({lv for m in ("conc_total", "conc_per_request") for _, lv in card.keys(m) if lv is not None})
+    levels = sorted({lv for m in ("conc_total", "conc_per_request", "conc_ttft") for _, lv in card.keys(m)
+                     if lv is not None})
     rows = []
     for lv in levels:
         queued = "" if not slots or pd.isna(slots) else ("yes" if lv > slots else "no")
         rows.append({"Requests at once": lv, "Total": _val(card, "conc_total", None, lv),
-                     "Per request": _val(card, "conc_per_request", None, lv), "Queued for a slot": queued})
+                     "Per request": _val(card, "conc_per_request", None, lv),
+                     "First token (median)": _val(card, "conc_ttft", None, lv, 3),
+                     "Gap between tokens (median)": _val(card, "conc_itl", None, lv, 4),
+                     "Queued for a slot": queued})
+    df = pd.DataFrame(rows)
+    for col in ("First token (median)", "Gap between tokens (median)"):
+        if not df.empty and (df[col] == "—").all():
+            df = df.drop(columns=[col])
+    return df
+
+
+def engine_table(card: Card) -> pd.DataFrame:
+    """Engine benchmark (llama-bench) figures: Test | Depth | Rate | Spread | Repetitions."""
+    rows = []
+    for metric in ("bench_prefill", "bench_decode", "bench_pg"):
+        for prompt, level in card.keys(metric):
+            point = card.point(metric, prompt, level)
+            if point is None:
+                continue
+            value, n, _ = point
+            cv = card.value("bench_cv", prompt, level)
+            rows.append({"Test": str(prompt) + (f" @ d{level}" if level else ""),
+                         "Prompt already in context": f"{level:,} tokens" if level else "none",
+                         "Rate": f"{fmt(value)} tok/s",
+                         "Spread (CV)": "" if cv is None else f"{fmt(cv, 2)} %",
+                         "Repetitions": "" if n is None else n})
+    return pd.DataFrame(rows)
+
+
+def server_log_table(card: Card) -> pd.DataFrame:
+    """Figures from a server's own log: decode over requests, prefill per prompt size."""
+    rows = []
+    n_req = card.value("server_requests", "log")
+    dec = card.point("server_decode", "log")
+    if dec is not None:
+        cv = card.value("server_decode_cv", "log")
+        rows.append({"Figure": "Decode (median over requests)", "Result": f"{fmt(dec[0])} tok/s",
+                     "Spread (CV)": "" if cv is None else f"{fmt(cv, 1)} %", "Requests": dec[1] or ""})
+    for prompt, level in card.keys("server_prefill"):
+        if prompt != "log" or level is None:
+            continue
+        pt = card.point("server_prefill", prompt, level)
+        if pt is not None:
+            rows.append({"Figure": f"Prefill of {level:,}-token prompts (median)", "Result": f"{fmt(pt[0])} tok/s",
+                         "Spread (CV)": "", "Requests": pt[1] or ""})
+    if rows and n_req is not None:
+        rows.insert(0, {"Figure": "Requests in the log", "Result": f"{int(n_req)}", "Spread (CV)": "",
+                        "Requests": ""})
     return pd.DataFrame(rows)
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
+from benchcards import builds, charts, flags, queries, views
 from benchcards import card as cardmod
-from benchcards import charts, flags, queries, views
 from benchcards.paths import DEFAULT_DB
 
 CSS = """
@@ -139,9 +139,15 @@ def _card_page(store: queries.Store, sid: str, raw_links: dict[str, str]) -> str
         for t in cardmod.headline_tiles(c)) + "</div>")
     p.add(_table(cardmod.speed_table(c)))
     for title, df in (("Named tasks", cardmod.task_table(c)), ("Client vs server", cardmod.client_vs_server(c)),
-                      ("Long prompts", cardmod.long_prompt_table(c)), ("Requests at once", cardmod.conc_table(c))):
+                      ("Long prompts", cardmod.long_prompt_table(c)), ("Requests at once", cardmod.conc_table(c)),
+                      ("Engine benchmark (llama-bench)", cardmod.engine_table(c)),
+                      ("From the server's own log", cardmod.server_log_table(c))):
         if not df.empty:
             p.add(f"<h3>{title}</h3>" + _table(df))
+    timeline = builds.timeline(store, sid)
+    if not timeline.empty:
+        p.add("<h2>Builds over time</h2><p class=\"muted\">Speedup over the previous build; ≈ = within noise. "
+              "<a href=\"../builds.html\">All build timelines</a></p>" + _table(builds.timeline_table(timeline)))
     series = queries.series(store, [sid], ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft",
                                            "ctx_ttft", "conc_total", "conc_per_request"])
     for kind in ("prefill", "decode", "ttft"):
@@ -173,6 +179,27 @@ def _card_page(store: queries.Store, sid: str, raw_links: dict[str, str]) -> str
     if not files.empty:
         files["href"] = [raw_links.get(h, "") for h in files["SHA-256"]]
         p.add("<h2>Raw files</h2>" + _table(files, links={"File": "href"}))
+    return p.render()
+
+
+def _builds_page(store: queries.Store) -> str:
+    """Every build timeline: one table per hardware, model and settings measured with several builds."""
+    p = _Page("Builds over time", 0)
+    p.add("<h1>Builds over time</h1><p class=\"muted\">The same hardware, model and settings measured with "
+          "several engine builds, oldest first: each test's figure per build and its speedup over the previous "
+          "build; ≈ marks a change within the noise of the runs (2 standard errors of the difference).</p>")
+    groups = builds.groups(store)
+    if not groups:
+        p.add('<p class="muted">No setup has been measured with more than one build yet.</p>')
+    titles = dict(queries.setup_ids(store))
+    for ids in groups:
+        tl = builds.timeline(store, ids[-1])
+        if tl.empty:
+            continue
+        links = ", ".join(f'<a href="setups/{html.escape(sid)}.html">{html.escape(b)}</a>'
+                          for sid, b in zip(ids, builds.siblings(store, ids[-1]).build))
+        p.add(f"<h2>{html.escape(titles.get(ids[-1], ids[-1]))}</h2><p class=\"muted\">Builds: {links}</p>"
+              + _table(builds.timeline_table(tl)))
     return p.render()
 
 
@@ -218,6 +245,8 @@ def export(db_path: Path, out: Path, with_raw: bool = True) -> list[Path]:
     view = views.overview_table(overview, lambda sid: f"setups/{sid}.html")
     view = view.drop(columns=["Warnings"]).rename(columns={"Card": "href"})
     idx.add(_table(view, sortable=True, links={"Setup": "href"}))
+    idx.add('<p class="muted"><a href="builds.html">Builds over time</a>: setups measured with several engine '
+            'builds.</p>')
     (tmp / "index.html").write_text(idx.render(), encoding="utf-8")
     written.append(tmp / "index.html")
     q = queries.quality_table(store)
@@ -231,6 +260,8 @@ def export(db_path: Path, out: Path, with_raw: bool = True) -> list[Path]:
         qp.add(_table(qv, sortable=True, links={"Setup": "href"}))
     (tmp / "quality.html").write_text(qp.render(), encoding="utf-8")
     written.append(tmp / "quality.html")
+    (tmp / "builds.html").write_text(_builds_page(store), encoding="utf-8")
+    written.append(tmp / "builds.html")
     if out.exists():
         old = out.with_name(out.name + ".old")
         shutil.rmtree(old, ignore_errors=True)

@@ -304,14 +304,82 @@ def generate(out: Path, count: int, seed: int = 1) -> list[Path]:
     return [generate_setup(seed + i, out) for i in range(count)]
 
 
+#: the build timeline of the demo: build number, commit, and how each test moved against the first build
+#: (prefill, decode at depth 0, decode at depth 16K): a prefill gain, a deep-context decode regression, its fix
+BUILDS = [(6050, "1f0e3d2c", 1.00, 1.00, 1.00), (6120, "5b7a9e41", 1.08, 1.00, 1.00),
+          (6188, "9c2d4f6a", 1.08, 1.00, 0.93), (6250, "d3e8a1b7", 1.09, 1.01, 1.01)]
+
+
+def llama_bench_output(seed: int, build: int, commit: str, gains: tuple[float, float, float]) -> bytes:
+    """One synthetic ``llama-bench -o json`` output (5 repetitions of pp512 and tg128 at depths 0, 4K
+    and 16K) of Qwen3-30B-A3B Q4_K_M on an RTX 4090, laid out as llama-bench writes it."""
+    rng = random.Random(seed * 100003 + build)
+    pp_gain, tg_gain, deep_gain = gains
+    base = {"build_commit": commit, "build_number": build, "cpu_info": "AMD Ryzen 9 7950X 16-Core Processor",
+            "gpu_info": "NVIDIA GeForce RTX 4090", "backends": "CUDA",
+            "model_filename": "/models/Qwen3-30B-A3B-Q4_K_M.gguf", "model_type": "qwen3moe 30B.A3B Q4_K - Medium",
+            "model_size": 18556684288, "model_n_params": 30532122624, "n_batch": 2048, "n_ubatch": 512,
+            "n_threads": 16, "cpu_mask": "0x0", "cpu_strict": False, "poll": 50, "type_k": "f16", "type_v": "f16",
+            "n_gpu_layers": 99, "n_cpu_moe": 0, "split_mode": "layer", "main_gpu": 0, "no_kv_offload": False,
+            "flash_attn": 1, "devices": "auto", "tensor_split": "0.00", "tensor_buft_overrides": "none",
+            "use_mmap": True, "embeddings": False, "no_op_offload": 0}
+    day = 1 + (build - 6000) // 10
+    tests = []
+    for depth, pp_rate, tg_rate in ((0, 3900.0, 196.0), (4096, 3300.0, 172.0), (16384, 2350.0, 131.0)):
+        for n_prompt, n_gen, rate in ((512, 0, pp_rate * pp_gain), (0, 128, tg_rate * (
+                deep_gain if depth == 16384 else tg_gain))):
+            n = n_prompt + n_gen
+            ns = [round(1e9 * n / (rate * rng.gauss(1.0, 0.006))) for _ in range(5)]
+            ts = [1e9 * n / t for t in ns]
+            mean = sum(ts) / len(ts)
+            sd = math.sqrt(max(0.0, sum(x * x for x in ts) / 4 - mean * mean * 5 / 4))
+            avg_ns = sum(ns) // len(ns)
+            sd_ns = int(math.sqrt(max(0.0, sum(x * x for x in ns) / 4 - avg_ns * avg_ns * 5 / 4)))
+            row = dict(base, n_prompt=n_prompt, n_gen=n_gen, n_depth=depth,
+                       test_time=f"2025-10-{day:02d}T21:{10 + len(tests):02d}:00Z", avg_ns=avg_ns, stddev_ns=sd_ns,
+                       avg_ts=float(f"{mean:.6f}"), stddev_ts=float(f"{sd:.6f}"))
+            lines = [f'    "{k}": ' + (f"{v:.6f}" if isinstance(v, float) else json.dumps(v)) for k, v in row.items()]
+            lines.append(f'    "samples_ns": [ {", ".join(map(str, ns))} ]')
+            lines.append(f'    "samples_ts": [ {", ".join(f"{x:.6g}" for x in ts)} ]')
+            tests.append("  {\n" + ",\n".join(lines) + "\n  }")
+    return ("[\n" + ",\n".join(tests) + "\n]\n").encode()
+
+
+def generate_builds(out: Path, seed: int = 1) -> list[Path]:
+    """Write the demo build timeline: synthetic llama-bench outputs of four builds, imported as setups
+    (marked synthetic) through the llama-bench importer. Returns the setup folders written.
+
+    Side effects: writes ``out/<setup_id>/`` folders (setup.json, a speed run with the original output).
+    """
+    from ingest.importers import Options, Source, convert
+
+    sources = [Source(f"llama-bench-b{b}.json", llama_bench_output(seed, b, c, (pp, tg, deep)))
+               for b, c, pp, tg, deep in BUILDS]
+    opts = Options(synthetic=True, title_prefix="Synthetic: ", id_prefix="demo-builds",
+                   measured_by="benchcards.synth")
+    written = []
+    for res in convert(sources, opts, force="llama-bench"):
+        for conv in res.setups:
+            conv.setup["provenance"] = (f"benchcards.synth seed {seed}: a synthetic llama-bench output, "
+                                        "generated, not measured, imported with the llama-bench importer")
+            for rel, data in conv.files():
+                target = out / conv.setup_id / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            written.append(out / conv.setup_id)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchcards.synth",
                                      description="Write realistic synthetic raw setup folders (labelled synthetic).")
     parser.add_argument("out", type=Path, help="folder to write setup folders into")
     parser.add_argument("--count", type=int, default=3, help="number of setups (default 3)")
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
+    parser.add_argument("--builds", action="store_true",
+                        help="write the build-timeline demo instead: one setup per llama.cpp build (4 builds)")
     args = parser.parse_args(argv)
-    for p in generate(args.out, args.count, args.seed):
+    for p in (generate_builds(args.out, args.seed) if args.builds else generate(args.out, args.count, args.seed)):
         print(p)
     return 0
 

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from benchcards import builds, charts, flags, queries
 from benchcards import card as cardmod
-from benchcards import charts, flags, queries
 from benchcards.stats import fmt
 from ui import common
 
@@ -62,6 +62,23 @@ else:
                    f"time; median over rounds. Server slots: {fmt(slots, 0) if slots else 'unknown'}; "
                    "more requests than slots wait in the queue.")
         common.table(conc, f"{sid}-concurrency")
+    for title, df, note in (
+            ("Engine benchmark (llama-bench)", cardmod.engine_table(c),
+             "The engine's own timing of random tokens: no server, HTTP or chat template. Mean of the "
+             "repetitions, spread as CV; not comparable one to one with the client figures above."),
+            ("From the server's own log", cardmod.server_log_table(c),
+             "llama-server's per-request timing lines (server clock, no client): no time to first token.")):
+        if not df.empty:
+            st.subheader(title)
+            st.caption(note)
+            common.table(df, f"{sid}-{title.split()[0].lower()}")
+
+timeline = builds.timeline(store, sid)
+if not timeline.empty:
+    st.header("Builds over time")
+    st.caption("The same hardware, model and settings with other engine builds, oldest first: each figure with "
+               "its speedup over the previous build; ≈ marks a change within the noise of the runs.")
+    common.table(builds.timeline_table(timeline), f"{sid}-builds")
 
 st.header("Quality")
 if c.quality.empty:

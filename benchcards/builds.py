@@ -1,0 +1,215 @@
+"""Builds over time: the same hardware, model and settings measured with several engine builds.
+
+Like llama.cpp's compare-llama-bench, the timeline lines up each test's figure per build, the
+speedup against the previous build, and whether that change is within the noise of the runs.
+
+Which setups belong together: the same engine name, GPUs (name and count), CPU, model (name,
+quantisation, file name) and server settings (every flag of the command except the model path,
+the address, the port and a benchmark's list of tests), differing only in the engine build.
+
+Noise: a change is *within noise* when |b - a| <= 2 x sqrt(sd_a² / n_a + sd_b² / n_b), about a 95 %
+band for the difference of two means; sd comes from the spread metric of the same test (bench_cv,
+decode_cv, server_decode_cv) and n from the repetitions behind it (1 when unknown, which widens the
+band). Tests without a spread have no noise mark. Read side only: pure functions over a Store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from benchcards import db, flags
+from benchcards.queries import Store, _fetch, latest_metrics
+from benchcards.stats import fmt
+
+#: metric -> (spread metric with the same prompt/level, label); the figures lined up per build
+TIMELINE_METRICS: dict[str, tuple[str | None, str]] = {
+    "bench_prefill": ("bench_cv", "{prompt}{depth}"),
+    "bench_decode": ("bench_cv", "{prompt}{depth}"),
+    "bench_pg": ("bench_cv", "{prompt}{depth}"),
+    "decode": ("decode_cv", "decode{prompt_sp}"),
+    "prefill": (None, "prefill at {level}"),
+    "decode_at_depth": (None, "decode after {level}"),
+    "conc_total": (None, "{level} at once, total"),
+    "server_decode": ("server_decode_cv", "server-logged decode"),
+    "server_prefill": (None, "server-logged prefill, {level}-token prompts"),
+}
+#: flags that do not change what is measured (where the files are, where it listens, which tests ran)
+IGNORED_FLAGS = {"model", "host", "port", "alias", "metrics", "no_webui", "p", "n_predict", "d", "r", "pg", "o",
+                 "progress", "api-key", "log-file", "log-timestamps", "lv", "verbose"}
+NOISE_Z = 2.0
+
+
+def _signature(setup_json: str) -> str:
+    """What must be equal for two setups to be builds of one another."""
+    s = json.loads(setup_json)
+    hw = s.get("hardware") or {}
+    model = s.get("model") or {}
+    argv = (s.get("server") or {}).get("argv") or []
+    program = str(argv[0]).rsplit("/", 1)[-1] if argv else ""
+    settings = {k: v for k, v in flags.settings(argv).items() if k not in IGNORED_FLAGS}
+    return json.dumps({
+        "gpus": sorted((g.get("name"), g.get("count", 1)) for g in hw.get("gpus") or []),
+        "cpu": hw.get("cpu"), "engine": (s.get("engine") or {}).get("name"),
+        "model": [model.get("name"), model.get("quant"), (model.get("file") or "").rsplit("/", 1)[-1]],
+        "program": program, "settings": sorted(settings.items()), "synthetic": bool(s.get("synthetic")),
+        "thinking": s.get("thinking"),
+    }, sort_keys=True, default=str)
+
+
+def _build_key(row: pd.Series) -> tuple:
+    bn = row.engine_build
+    return (0 if pd.notna(bn) else 1, int(bn) if pd.notna(bn) else 0, str(row.measured_last or ""),
+            str(row.engine_version or ""), str(row.setup_id))
+
+
+def build_label(row: pd.Series | dict[str, Any]) -> str:
+    """'b6123', else the version, else the commit, else the date measured."""
+    bn = row.get("engine_build")
+    if bn is not None and not (isinstance(bn, float) and math.isnan(bn)):
+        return f"b{int(bn)}"
+    for key in ("engine_version", "engine_commit", "measured_last"):
+        v = row.get(key)
+        if isinstance(v, str) and v:
+            return v[:12]
+    return str(row.get("setup_id"))
+
+
+def siblings(store: Store, setup_id: str) -> pd.DataFrame:
+    """Setups that are builds of the same hardware, model and settings as ``setup_id`` (itself
+    included), oldest build first. Columns: setup_id, title, engine_version, engine_build,
+    engine_commit, measured_last, build. Empty when the setup is unknown."""
+    cols = ["setup_id", "title", "engine_version", "engine_build", "engine_commit", "measured_last", "build"]
+    with db.reading(store.path) as con:
+        me = _fetch(con, "SELECT gpu, model, quant, engine, setup_json FROM setups WHERE setup_id = ?", [setup_id])
+        if me.empty:
+            return pd.DataFrame(columns=cols)
+        r = me.iloc[0]
+        cand = _fetch(con, """
+            SELECT setup_id, title, engine_version, engine_build, engine_commit, measured_last, setup_json
+            FROM setups WHERE gpu IS NOT DISTINCT FROM ? AND model IS NOT DISTINCT FROM ?
+              AND quant IS NOT DISTINCT FROM ? AND engine IS NOT DISTINCT FROM ?
+        """, [r.gpu, r.model, r.quant, r.engine])
+    sig = _signature(r.setup_json)
+    cand = cand[[_signature(j) == sig for j in cand.setup_json]].drop(columns=["setup_json"])
+    if cand.empty:
+        return pd.DataFrame(columns=cols)
+    cand = cand.iloc[sorted(range(len(cand)), key=lambda i: _build_key(cand.iloc[i]))].reset_index(drop=True)
+    cand["build"] = [build_label(row) for _, row in cand.iterrows()]
+    return cand[cols]
+
+
+def _test_label(metric: str, prompt: Any, level: Any) -> str:
+    fmt_ = TIMELINE_METRICS[metric][1]
+    p = "" if prompt is None or (isinstance(prompt, float) and math.isnan(prompt)) else str(prompt)
+    lv = None if level is None or (isinstance(level, float) and math.isnan(level)) else int(level)
+    from benchcards.card import depth_label
+
+    return fmt_.format(prompt=p, prompt_sp=f" ({p})" if p else "", level=depth_label(lv) if lv is not None else "",
+                       depth=f" @ d{lv}" if lv else "").strip()
+
+
+def within_noise(a: float, sd_a: float | None, n_a: int | None, b: float, sd_b: float | None,
+                 n_b: int | None) -> bool | None:
+    """True when b - a lies within the noise band of the two runs; None when a spread is unknown."""
+    if sd_a is None or sd_b is None or any(math.isnan(x) for x in (sd_a, sd_b)):
+        return None
+    se = math.sqrt(sd_a**2 / max(n_a or 1, 1) + sd_b**2 / max(n_b or 1, 1))
+    return abs(b - a) <= NOISE_Z * se
+
+
+def timeline(store: Store, setup_id: str) -> pd.DataFrame:
+    """Each test's figure per build, for the builds of ``setup_id``'s hardware, model and settings.
+
+    One row per (test, build), tests in a stable order, builds oldest first. Columns: test, metric,
+    prompt, level, unit, setup_id, build, value, spread_pct, n, speedup (value / previous build's
+    value of the same test; NaN for the first), within_noise (True/False, None when unknown).
+    Empty when fewer than two builds exist.
+    """
+    from benchcards.summarize import METRICS
+
+    cols = ["test", "metric", "prompt", "level", "unit", "setup_id", "build", "value", "spread_pct", "n",
+            "speedup", "within_noise"]
+    sib = siblings(store, setup_id)
+    if len(sib) < 2:
+        return pd.DataFrame(columns=cols)
+    ids = list(sib.setup_id)
+    wanted = list(TIMELINE_METRICS) + [v[0] for v in TIMELINE_METRICS.values() if v[0]]
+    where = "setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric IN (SELECT unnest(?::VARCHAR[]))"
+    m = store.df(f"SELECT setup_id, metric, prompt, level, value, n FROM ({latest_metrics(where)})",
+                 [ids, sorted(set(wanted))])
+    spread = {(r.setup_id, r.metric, None if pd.isna(r.prompt) else r.prompt,
+               None if pd.isna(r.level) else int(r.level)): float(r.value) for r in m.itertuples()}
+    order = {sid: i for i, sid in enumerate(ids)}
+    label = dict(zip(sib.setup_id, sib.build))
+    rows = []
+    main = m[m.metric.isin(list(TIMELINE_METRICS))].copy()
+    main["prompt"] = main.prompt.astype(object).where(main.prompt.notna(), None)
+    main["lvl"] = [None if pd.isna(x) else int(x) for x in main.level]
+    metric_order = {k: i for i, k in enumerate(TIMELINE_METRICS)}
+    keys = sorted({(r.metric, r.prompt, r.lvl) for r in main.itertuples()},
+                  key=lambda k: (metric_order[k[0]], str(k[1] or ""), -1 if k[2] is None else k[2]))
+    for metric, prompt, lvl in keys:
+        sel = main[(main.metric == metric) & (main.prompt.map(lambda p, q=prompt: p == q))
+                   & (main.lvl.map(lambda x, q=lvl: x == q))]
+        if sel.setup_id.nunique() < 2:
+            continue
+        sel = sel.assign(o=sel.setup_id.map(order)).sort_values("o")
+        prev: tuple[float, float | None, int | None] | None = None
+        for r in sel.itertuples():
+            value = float(r.value)
+            n = None if pd.isna(r.n) else int(r.n)
+            cv_metric = TIMELINE_METRICS[metric][0]
+            cv = spread.get((r.setup_id, cv_metric, prompt, lvl)) if cv_metric else None
+            sd = None if cv is None else cv / 100.0 * value
+            speedup = value / prev[0] if prev and prev[0] else float("nan")
+            noise = within_noise(prev[0], prev[1], prev[2], value, sd, n) if prev else None
+            rows.append((_test_label(metric, prompt, lvl), metric, prompt, lvl, METRICS.get(metric, ("", ""))[0],
+                         r.setup_id, label[r.setup_id], value, cv, n, speedup, noise))
+            prev = (value, sd, n)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def timeline_table(tl: pd.DataFrame) -> pd.DataFrame:
+    """The timeline as compare-llama-bench shows it: one row per test, one column per build with
+    'value' for the first build and 'value ×speedup' after it ('≈' marks a change within noise)."""
+    if tl.empty:
+        return pd.DataFrame()
+    builds = list(dict.fromkeys(tl.sort_values("setup_id", key=lambda s: s.map(
+        {sid: i for i, sid in enumerate(dict.fromkeys(tl.setup_id))})).build))
+    out = []
+    for test, grp in tl.groupby("test", sort=False):
+        row: dict[str, str] = {"Test": str(test), "Unit": str(grp.unit.iloc[0])}
+        for b in builds:
+            hit = grp[grp.build == b]
+            if hit.empty:
+                row[b] = ""
+                continue
+            r = hit.iloc[0]
+            cell = fmt(r.value, 2 if r.value < 100 else 1)
+            if pd.notna(r.speedup):
+                cell += f" ×{r.speedup:.2f}" + (" ≈" if r.within_noise is True else "")
+            row[b] = cell
+        out.append(row)
+    return pd.DataFrame(out, columns=["Test", "Unit", *builds])
+
+
+def groups(store: Store) -> list[list[str]]:
+    """Every set of setups that are builds of one another (two builds or more), each oldest first."""
+    df = store.df("SELECT setup_id, gpu, model, quant, engine, engine_version, engine_build, engine_commit, "
+                  "measured_last, setup_json FROM setups")
+    by_sig: dict[str, list[int]] = {}
+    for i, j in enumerate(df.setup_json):
+        by_sig.setdefault(_signature(j), []).append(i)
+    out = []
+    for idx in by_sig.values():
+        if len(idx) < 2:
+            continue
+        sub = df.iloc[idx]
+        ordered = sorted(range(len(sub)), key=lambda k: _build_key(sub.iloc[k]))
+        out.append([str(sub.iloc[k].setup_id) for k in ordered])
+    return sorted(out)
+
