@@ -179,3 +179,14 @@ def finite(x: Any) -> TypeGuard[int | float]:
 def as_dict(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+#: the largest whole number a contract holds (exact in every JSON reader)
+MAX_INT = 2**53 - 1
+
+
+def whole(value: Any, lo: int = 0) -> int | None:
+    """``value`` when it is a whole number (not a bool) within [lo, MAX_INT], else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= MAX_INT:
+        return value
+    return None

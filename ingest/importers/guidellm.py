@@ -36,6 +36,7 @@ from ingest.importers.base import (
     short_hash,
     slug,
     speed_contract,
+    whole,
 )
 from schemas.models import SCHEMA_VERSION
 
@@ -85,8 +86,8 @@ def _level(strategy: dict[str, Any]) -> tuple[int | None, str]:
     if kind == "synchronous":
         return 1, kind
     for key in ("streams", "max_concurrency"):
-        v = strategy.get(key)
-        if kind in ("concurrent", "throughput") and isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+        v = whole(strategy.get(key), 1)
+        if kind in ("concurrent", "throughput") and v is not None:
             return v, f"{kind}@{v}"
     rate = strategy.get("rate")
     return None, f"{kind}" + (f"@{rate}" if rate is not None else "")
@@ -150,21 +151,20 @@ def _records(src: Source, where: str, bench: dict[str, Any], level: int) -> list
     out = []
     for status, start, first, last, end, prompt, output, error in rows:
         rec: dict[str, Any] = {"part": "conc", "concurrency": level, "round": 0, "t_send": start - t0}
-        if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0:
+        if whole(prompt) is not None:
             rec["prompt_tokens"] = prompt
         if status == "error":
             rec["error"] = str(error or "errored")[:500]
-            if finite(end) and end >= start:
-                rec["t_end"] = end - t0
-        else:
-            if first is not None and first >= start:
-                rec["t_first"] = first - t0
-                if last is not None and last >= first:
-                    rec["t_last"] = last - t0
-            if end is not None and end >= start and end >= (last or start):
-                rec["t_end"] = end - t0
-            if isinstance(output, int) and not isinstance(output, bool) and output >= 0:
-                rec["output_tokens"] = output
+        # stamps in order; one out of order (a broken clock or file) is left out with everything after it
+        latest = start
+        for key, t in (("t_first", first if status == "ok" else None), ("t_last", last if status == "ok" else None),
+                       ("t_end", end)):
+            if t is None or t < latest or (key == "t_last" and "t_first" not in rec):
+                continue
+            rec[key] = t - t0
+            latest = t
+        if status == "ok" and whole(output) is not None:
+            rec["output_tokens"] = output
         out.append(rec)
     return out
 

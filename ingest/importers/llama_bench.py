@@ -29,6 +29,7 @@ import orjson
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     MAX_FILE_BYTES,
+    MAX_INT,
     Converted,
     ConvertedRun,
     ImportFailed,
@@ -41,6 +42,7 @@ from ingest.importers.base import (
     short_hash,
     slug,
     speed_contract,
+    whole,
 )
 from schemas.models import SCHEMA_VERSION
 
@@ -82,7 +84,8 @@ DEFAULTS = {"n_cpu_moe": "0", "split_mode": "layer", "main_gpu": "0", "no_kv_off
             "use_direct_io": "0", "devices": "auto", "fit_target": "0", "fit_min_ctx": "0", "f16_kv": "1"}
 NO_GPU_BACKENDS = {"CPU", "BLAS", "ZenDNN", "AMX"}
 TEST_RE = re.compile(r"^(?:pp(\d+))?(?:\+?tg(\d+))?(?:\s*@\s*d(\d+))?$")
-TS_RE = re.compile(r"^\s*([0-9.]+(?:e[+-]?\d+)?)\s*(?:±\s*([0-9.]+(?:e[+-]?\d+)?|nan|-nan))?\s*$", re.I)
+NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?"
+TS_RE = re.compile(rf"^\s*({NUMBER})\s*(?:±\s*({NUMBER}|nan|-nan))?\s*$", re.I)
 
 
 @dataclass
@@ -106,8 +109,8 @@ def sniff(src: Source) -> str | None:
     if '"n_prompt"' in head and ('"avg_ts"' in head or '"samples_ns"' in head or '"build_commit"' in head):
         if stripped.startswith("["):
             return "json"
-        if stripped.startswith("{"):
-            return "jsonl"
+        if any(line.lstrip().startswith("{") and '"n_prompt"' in line for line in head.splitlines()):
+            return "jsonl"  # one test per line (log lines around are skipped)
     first = stripped.split("\n", 1)[0]
     if first.startswith("build_commit,") or ("n_prompt" in first and "avg_ts" in first and "," in first
                                               and "{" not in first):
@@ -129,7 +132,7 @@ def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
     if key in ("samples_ns", "samples_ts"):
         if not isinstance(raw, list) or not all(finite(x) for x in raw):
             raise src.fail(f"{where}: {key}", "expected a list of numbers")
-        if key == "samples_ns" and not all(isinstance(x, int) and x > 0 for x in raw):
+        if key == "samples_ns" and not all(whole(x, 1) is not None for x in raw):
             raise src.fail(f"{where}: {key}", "expected whole positive nanoseconds")
         if any(x < 0 for x in raw):
             raise src.fail(f"{where}: {key}", "negative rate")
@@ -148,12 +151,13 @@ def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
     if key in INT_FIELDS:
         if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
             raise src.fail(f"{where}: {key}", f"expected a whole number, got {raw!r}")
-        if isinstance(raw, int | float):
-            return int(raw)
         try:
-            return int(str(raw).strip())
-        except ValueError:
+            value = int(raw) if isinstance(raw, int | float) else int(str(raw).strip())
+        except (ValueError, OverflowError):
             raise src.fail(f"{where}: {key}", f"expected a whole number, got {str(raw)[:40]!r}") from None
+        if whole(value, -MAX_INT) is None:
+            raise src.fail(f"{where}: {key}", f"{str(raw)[:40]} is out of range")
+        return value
     if key in BOOL_FIELDS:
         if isinstance(raw, bool):
             return raw
@@ -185,7 +189,10 @@ def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
 def _row(src: Source, where: str, line: int | None, obj: Any) -> Row:
     if not isinstance(obj, dict):
         raise src.fail(where, f"expected an object with the test's columns, got {type(obj).__name__}")
-    values = {str(k): _typed(src, where, str(k), v) for k, v in obj.items()}
+    values = {}
+    for i, (k, v) in enumerate(obj.items()):
+        key = str(k).strip() or f"(unnamed column {i + 1})"
+        values[key] = _typed(src, where, key, v)
     return Row(where, line, values)
 
 
@@ -320,14 +327,14 @@ def _parse_sql(src: Source, text: str) -> list[Row]:
 
 
 def _size_bytes(text: str) -> int | None:
-    m = re.match(r"^\s*([0-9.]+)\s*(KiB|MiB|GiB|TiB)\s*$", text)
+    m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(KiB|MiB|GiB|TiB)\s*$", text)
     if not m:
         return None
     return int(float(m.group(1)) * {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[m.group(2)])
 
 
 def _params(text: str) -> int | None:
-    m = re.match(r"^\s*([0-9.]+)\s*([KMBT])\s*$", text)
+    m = re.match(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT])\s*$", text)
     if not m:
         return None
     return int(float(m.group(1)) * {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[m.group(2)])
@@ -359,8 +366,8 @@ def _parse_md(src: Source, text: str) -> tuple[list[Row], tuple[str, int] | None
         raw = dict(zip(header, cells))
         values: dict[str, Any] = {}
         where = f"line {n}"
-        for title, cell in raw.items():
-            key = MD_NAMES.get(title, title)
+        for i, (title, cell) in enumerate(raw.items()):
+            key = MD_NAMES.get(title, title) or f"(unnamed column {i + 1})"
             if key == "test":
                 m = TEST_RE.match(cell.strip())
                 if not m or not (m.group(1) or m.group(2)):
@@ -477,8 +484,13 @@ def _setup_key(row: Row) -> tuple:
 def _backend(v: dict[str, Any]) -> str | None:
     if isinstance(v.get("backends"), str) and v["backends"]:
         return str(v["backends"])
-    old = [k.upper() for k in sorted(OLD_BACKEND_FLAGS) if v.get(k) is True]
-    return ",".join(old) if old else None
+    on = {k for k in OLD_BACKEND_FLAGS if v.get(k) in (True, "1", "true")}
+    gpu = [name for k, name in (("cuda", "CUDA"), ("metal", "Metal"), ("vulkan", "Vulkan"), ("sycl", "SYCL"),
+                                ("kompute", "Kompute"), ("opencl", "OpenCL"), ("cann", "CANN"), ("musa", "MUSA"))
+           if k in on]
+    if gpu:
+        return ",".join(gpu)
+    return ("BLAS" if on & {"blas", "gpu_blas"} else "CPU") if any(k in v for k in OLD_BACKEND_FLAGS) else None
 
 
 def _gpu_names(v: dict[str, Any]) -> list[str] | None:

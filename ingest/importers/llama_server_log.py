@@ -36,6 +36,7 @@ from ingest.importers.base import (
     short_hash,
     slug,
     speed_contract,
+    whole,
 )
 from schemas.models import SCHEMA_VERSION
 
@@ -58,7 +59,7 @@ FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("model_path", re.compile(r"llama_model_loader: loaded meta data .* from (.+?) \(version")),
     ("file_type", re.compile(r"print_info: file type\s*=\s*(.+?)\s*$")),
     ("arch", re.compile(r"print_info: arch\s*=\s*(\S+)")),
-    ("params", re.compile(r"print_info: model params\s*=\s*([0-9.]+\s*[KMBT])")),
+    ("params", re.compile(r"print_info: model params\s*=\s*([0-9]+(?:\.[0-9]+)?\s*[KMBT])")),
     ("general_name", re.compile(r"print_info: general\.name\s*=\s*(.+?)\s*$")),
     ("n_ctx", re.compile(r"llama_context: n_ctx\s*=\s*(\d+)")),
     ("n_ctx_slot", re.compile(r"(?:n_ctx_slot|n_ctx_seq|n_ctx_per_seq)\s*=\s*(\d+)")),
@@ -134,6 +135,8 @@ def parse(src: Source) -> tuple[list[Segment], list[str]]:
                 notes.append(f"{src.name}: line {pending['source_line']}: a prompt-eval line without its eval line "
                              "was skipped")
             where = (int(slot.group(1)), int(slot.group(2))) if slot else last_header
+            if whole(int(m.group(2))) is None:
+                raise src.fail(f"line {n}", f"prompt eval time: {m.group(2)} tokens is out of range")
             pending = {"prompt_ms": float(m.group(1)), "prompt_n": int(m.group(2)), "source_line": n}
             if m.group(4) is not None:
                 pending["prompt_per_second"] = float(m.group(4))
@@ -144,6 +147,8 @@ def parse(src: Source) -> tuple[list[Segment], list[str]]:
             m = EVAL_RE.search(line)
             if not m:
                 raise src.fail(f"line {n}", "eval time: expected '<ms> ms / <n> tokens'")
+            if whole(int(m.group(2))) is None:
+                raise src.fail(f"line {n}", f"eval time: {m.group(2)} tokens is out of range")
             pending["predicted_ms"] = float(m.group(1))
             pending["predicted_n"] = int(m.group(2))
             if m.group(4) is not None:
@@ -240,7 +245,7 @@ def _convert_segment(src: Source, seg: Segment, index: int, count: int, opts: Op
     if f.get("arch"):
         model["architecture"] = f["arch"]
     if f.get("params"):
-        pm = re.match(r"([0-9.]+)\s*([KMBT])", f["params"])
+        pm = re.match(r"([0-9]+(?:\.[0-9]+)?)\s*([KMBT])", f["params"])
         if pm:
             model["params_total_b"] = round(float(pm.group(1)) * {"K": 1e-6, "M": 1e-3, "B": 1.0, "T": 1e3}[
                 pm.group(2)], 6)
@@ -254,9 +259,10 @@ def _convert_segment(src: Source, seg: Segment, index: int, count: int, opts: Op
         engine["commit"] = commit
     if opts.engine_version:
         engine["version"] = opts.engine_version
-    slots = int(f["n_slots"]) if f.get("n_slots") else None
+    slots = whole(int(f["n_slots"]), 1) if f.get("n_slots") else None
     ctx = int(f["n_ctx"]) if f.get("n_ctx") else (int(f["n_ctx_slot"]) * slots if f.get("n_ctx_slot") and slots
                                                    else None)
+    ctx = whole(ctx)
     argv = ["llama-server", "-m", model_path or name]
     for flag, value in (("-c", ctx), ("-np", slots), ("-b", f.get("n_batch")), ("-ub", f.get("n_ubatch")),
                         ("-t", f.get("n_threads"))):

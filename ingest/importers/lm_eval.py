@@ -23,6 +23,7 @@ import orjson
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     MAX_FILE_BYTES,
+    MAX_INT,
     Converted,
     ConvertedRun,
     ImportResult,
@@ -34,6 +35,7 @@ from ingest.importers.base import (
     import_info,
     short_hash,
     slug,
+    whole,
 )
 from schemas.models import SCHEMA_VERSION
 
@@ -204,7 +206,8 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
         n = count.get("effective") if isinstance(count, dict) else None
         if n is None:
             n = metrics.get("sample_len")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        n = whole(n, 1)
+        if n is None:
             unmapped.append({"field": where, "reason": "the number of items (n-samples.effective) is not given"})
             continue
         pick = _pick_metric(src, task, metrics, n)
@@ -231,15 +234,15 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
         test: dict[str, Any] = {"test": test_id, "label": str(metrics.get("alias") or task).strip() or task,
                                 "description": desc, "status": "ok",
                                 "stated": {"n": n, "right": right, "pct": round(100 * value, 6)}}
-        limit = gen.get("max_gen_toks")
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
+        limit = whole(gen.get("max_gen_toks"))
+        if limit is not None:
             test["token_limit"] = limit
         sampling = {k: gen[k] for k in ("temperature", "top_p", "top_k") if finite(gen.get(k))
                     and gen[k] >= 0 and (k != "top_p" or gen[k] <= 1) and (k != "top_k" or isinstance(gen[k], int))}
         if sampling:
             test["sampling"] = sampling
-        seed = config.get("random_seed")
-        if isinstance(seed, int) and not isinstance(seed, bool):
+        seed = whole(config.get("random_seed"), -MAX_INT)
+        if seed is not None:
             test["seed"] = seed
         if task in sample_files:
             test["items"] = _items(sample_files.pop(task), metric, filt)
@@ -260,8 +263,9 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
     for k, field in (("model_revision", "revision"),):
         if isinstance(config.get(k), str) and config[k] and config[k] != "main":
             model[field] = config[k]
-    if isinstance(config.get("model_num_parameters"), int) and config["model_num_parameters"] > 0:
-        model["params_total_b"] = round(config["model_num_parameters"] / 1e9, 3)
+    params = whole(config.get("model_num_parameters"), 1)
+    if params is not None:
+        model["params_total_b"] = round(params / 1e9, 3)
     _, quant, _ = hw.split_model_file(name)
     if quant:
         model["quant"] = quant

@@ -36,6 +36,7 @@ from ingest.importers.base import (
     short_hash,
     slug,
     speed_contract,
+    whole,
 )
 from schemas.models import SCHEMA_VERSION
 
@@ -123,13 +124,13 @@ def _level(src: Source, where: str, obj: dict[str, Any]) -> tuple[int | None, st
     mc = obj.get("max_concurrency")
     rate = obj.get("request_rate")
     if mc is not None:
-        if not isinstance(mc, int) or isinstance(mc, bool) or mc < 1:
+        if whole(mc, 1) is None:
             raise src.fail(f"{where}.max_concurrency", f"expected a whole number of at least 1, got {mc!r}")
         return mc, None
     infinite = rate in ("inf", "Infinity", None) or (isinstance(rate, float) and math.isinf(rate))
     if infinite:
-        n = obj.get("num_prompts") or obj.get("completed")
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        n = whole(obj.get("num_prompts") or obj.get("completed"), 1)
+        if n is not None:
             return n, f"no concurrency limit and an unlimited rate: all {n} requests were sent at once"
     return None, f"request_rate {rate} without max_concurrency: an arrival rate, not a requests-at-once level"
 
@@ -159,13 +160,13 @@ def _records(src: Source, where: str, obj: dict[str, Any], level: int) -> list[d
             raise src.fail(f"{w}.ttfts", f"expected a time of at least 0 s, got {str(ttft)[:40]!r}")
         if not isinstance(itl, list) or not all(finite(x) and x >= 0 for x in itl):
             raise src.fail(f"{w}.itls", "expected a list of gaps in seconds")
-        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+        if whole(tokens) is None:
             raise src.fail(f"{w}.output_lens", f"expected a token count, got {str(tokens)[:40]!r}")
         send = float(start) - t0
         rec: dict[str, Any] = {"part": "conc", "concurrency": level, "round": 0, "t_send": send}
         if arrays["input_lens"] is not None:
-            pl = arrays["input_lens"][i]
-            if isinstance(pl, int) and not isinstance(pl, bool) and pl >= 0:
+            pl = whole(arrays["input_lens"][i])
+            if pl is not None:
                 rec["prompt_tokens"] = pl
         if err:
             rec["error"] = str(err)[:500]

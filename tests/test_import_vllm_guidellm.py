@@ -1,0 +1,120 @@
+"""vllm bench serve and GuideLLM importers: requests-at-once runs, raw records or stated figures."""
+
+import json
+
+import pytest
+
+from ingest.importers import ImportFailed, Options, Source, convert, detect
+from ingest.importers.store import check
+from tests.import_helpers import FIX, check_golden, figures, run
+
+GPU = Options(gpu="NVIDIA L40S")
+CASES = ["vllm-conc4-detailed.json", "vllm-conc8-summary.json", "vllm-sweep-append.jsonl", "guidellm-report.json",
+         "guidellm-v03-benchmarks.json"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_golden(name):
+    results = run(name, GPU)
+    check_golden(name, results)
+    assert check(results) == 1
+    fmt = "guidellm" if name.startswith("guidellm") else "vllm"
+    assert detect(Source("r.json", (FIX / name).read_bytes()))[0] == fmt
+
+
+def test_vllm_detailed_result_becomes_request_records():
+    res = run("vllm-conc4-detailed.json", GPU)[0]
+    c = res.setups[0].runs[0].contract
+    raw = json.loads((FIX / "vllm-conc4-detailed.json").read_text())
+    assert c["summary_only"] is False and len(c["requests"]) == raw["completed"] == 8
+    assert {r["concurrency"] for r in c["requests"]} == {4}
+    figs, kinds = figures(c)
+    # the stated median TTFT and the one computed from the records agree: no mismatch warning
+    assert figs["conc_ttft||4"] == pytest.approx(raw["median_ttft_ms"] / 1000)
+    assert "summary_mismatch" not in kinds
+    total = sum(raw["output_lens"]) / (max(s + lat for s, lat in zip(raw["start_times"], raw["latencies"]))
+                                       - min(raw["start_times"]))
+    assert figs["conc_total||4"] == pytest.approx(total)
+    assert figs["conc_total||4"] == pytest.approx(raw["output_throughput"], rel=0.02)
+    fields = {u["field"] for u in c["imported"]["unmapped"]}
+    assert {"p99_ttft_ms", "mean_tpot_ms", "request_throughput", "output_throughput"} <= fields
+
+
+def test_vllm_summary_maps_what_vllm_calls_each_figure():
+    c = run("vllm-conc8-summary.json", GPU)[0].setups[0].runs[0].contract
+    raw = json.loads((FIX / "vllm-conc8-summary.json").read_text())
+    assert c["summary_only"] is True and "requests" not in c
+    point = c["summary"]["conc"][0]
+    assert point == {"level": 8, "ttft_s": raw["median_ttft_ms"] / 1000, "total_tps": raw["output_throughput"],
+                     "itl_s": raw["median_itl_ms"] / 1000}
+    assert "output_throughput" in c["summary"]["method_note"] and "median_itl_ms" in c["summary"]["method_note"]
+
+
+def test_vllm_appended_results_are_runs_and_a_rate_run_is_named_not_mapped():
+    res = run("vllm-sweep-append.jsonl", GPU)[0]
+    assert len(res.setups) == 1
+    assert [r.contract["method"]["conc_levels"] for r in res.setups[0].runs] == [[1], [2], [4]]
+    assert any("result 4: not mapped: request_rate 4.0 without max_concurrency" in n for n in res.notes)
+
+
+def test_vllm_needs_the_gpu_and_names_the_engine_assumption():
+    with pytest.raises(ImportFailed) as err:
+        run("vllm-conc8-summary.json")
+    assert err.value.errors[0].startswith("vllm-conc8-summary.json: hardware:") and "--gpu" in err.value.errors[0]
+    c = run("vllm-conc8-summary.json", GPU)[0].setups[0].runs[0].contract
+    assert any(a["field"] == "engine.name" and "openai-chat" in a["source"] for a in c["imported"]["assumed"])
+    named = run("vllm-conc8-summary.json", Options(gpu="NVIDIA L40S", engine="SGLang", server_cmd=["sglang", "x"]))
+    setup = named[0].setups[0].setup
+    assert setup["engine"]["name"] == "SGLang" and setup["server"]["argv"] == ["sglang", "x"]
+
+
+def test_vllm_bad_arrays_name_the_request_and_field():
+    raw = json.loads((FIX / "vllm-conc4-detailed.json").read_text())
+    raw["ttfts"][3] = -1
+    with pytest.raises(ImportFailed) as err:
+        convert([Source("r.json", json.dumps(raw).encode())], GPU)
+    assert err.value.errors[0].startswith("r.json: result 1[request 3].ttfts")
+    raw["ttfts"] = raw["ttfts"][:5]
+    with pytest.raises(ImportFailed) as err:
+        convert([Source("r.json", json.dumps(raw).encode())], GPU)
+    assert err.value.errors[0] == "r.json: result 1.start_times: expected a list of 5 values (one per request)"
+
+
+@pytest.mark.parametrize("name", ["guidellm-report.json", "guidellm-v03-benchmarks.json"])
+def test_guidellm_fixed_concurrency_benchmarks_become_runs(name):
+    res = run(name, GPU)[0]
+    runs = res.setups[0].runs
+    levels = [r.contract["method"]["conc_levels"][0] for r in runs]
+    assert levels == ([1, 4] if name == "guidellm-report.json" else [1, 2])
+    assert any("arrival rate, not a requests-at-once level" in n for n in res.notes)
+    report = json.loads((FIX / name).read_text())
+    for r, bench in zip(runs, report["benchmarks"]):
+        c = r.contract
+        assert not c["summary_only"] and len(c["requests"]) == len(bench["requests"]["successful"])
+        figs, kinds = figures(c)
+        level = c["method"]["conc_levels"][0]
+        stated = bench["metrics"]["time_to_first_token_ms"]["successful"]["median"] / 1000
+        assert figs[f"conc_ttft||{level}"] == pytest.approx(stated)
+        assert figs[f"conc_itl||{level}"] == pytest.approx(
+            bench["metrics"]["inter_token_latency_ms"]["successful"]["median"] / 1000)
+        assert "summary_mismatch" not in kinds
+    assert res.setups[0].setup["model"] == {"name": "Llama-3.1-8B-Instruct", "repo": "meta-llama/Llama-3.1-8B-Instruct"}
+
+
+def test_guidellm_with_sampled_requests_is_summary_only():
+    report = json.loads((FIX / "guidellm-report.json").read_text())
+    bench = report["benchmarks"][1]
+    bench["requests"]["successful"] = bench["requests"]["successful"][:3]  # --sample-size 3
+    res = convert([Source("g.json", json.dumps(report).encode())], GPU)
+    c = res[0].setups[0].runs[1].contract
+    assert c["summary_only"] is True
+    tps = bench["metrics"]["output_tokens_per_second"]["successful"]["mean"]
+    assert c["summary"]["conc"][0]["total_tps"] == tps
+
+
+def test_guidellm_only_rate_benchmarks_is_an_error():
+    report = json.loads((FIX / "guidellm-report.json").read_text())
+    report["benchmarks"] = report["benchmarks"][2:]
+    with pytest.raises(ImportFailed) as err:
+        convert([Source("rates.json", json.dumps(report).encode())], GPU)
+    assert err.value.errors[0].startswith("rates.json: $.benchmarks: nothing to import")
