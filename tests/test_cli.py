@@ -21,6 +21,7 @@ COMMANDS = [
     ["bench/ingest.py"],
     ["bench/pages.py"],
     ["bench/live_client.py"],
+    ["bench/import_llama_bench.py"],
 ]
 
 

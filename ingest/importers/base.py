@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypeGuard
 
 from schemas.models import SCHEMA_VERSION
@@ -34,7 +35,7 @@ class Source:
     name: str
     data: bytes
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
@@ -146,9 +147,10 @@ def short_hash(*parts: object, n: int = 8) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:n]
 
 
-def attachment(name: str, data: bytes, description: str) -> dict[str, Any]:
-    """The contract's attachment entry of a file kept beside it."""
-    return {"path": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "description": description}
+def attachment(name: str, data: bytes, description: str, sha256: str | None = None) -> dict[str, Any]:
+    """The contract's attachment entry of a file kept beside it (``sha256`` when already known)."""
+    return {"path": name, "sha256": sha256 or hashlib.sha256(data).hexdigest(), "bytes": len(data),
+            "description": description}
 
 
 def import_info(fmt: str, source: Source, importer: str, tool: str | None, assumed: list[dict[str, str]],

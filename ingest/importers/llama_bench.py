@@ -22,6 +22,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -125,10 +126,21 @@ def sniff(src: Source) -> str | None:
 # --------------------------------------------------------------------------- parsing
 
 
+STR_FIELDS = {"build_commit", "cpu_info", "gpu_info", "backends", "model_filename", "model_type", "cpu_mask",
+              "type_k", "type_v", "split_mode", "devices", "tensor_split", "tensor_buft_overrides", "load_mode",
+              "test_time"}
+KIND = {**{k: "int" for k in INT_FIELDS}, **{k: "bool" for k in BOOL_FIELDS}, **{k: "float" for k in FLOAT_FIELDS},
+        **{k: "str" for k in STR_FIELDS}, "samples_ns": "ns", "samples_ts": "ts"}
+TEST_SET = frozenset(TEST_FIELDS)
+
+
 def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
     """A column value in its type (strings from csv/sql/md are converted)."""
     if raw is None:
         return None
+    kind = KIND.get(key)
+    if kind == "ts" and type(raw) is list and all(type(x) in (int, float) and 0 <= x < float("inf") for x in raw):
+        return [float(x) for x in raw]
     if key in ("samples_ns", "samples_ts"):
         if not isinstance(raw, list) or not all(finite(x) for x in raw):
             raise src.fail(f"{where}: {key}", "expected a list of numbers")
@@ -187,13 +199,73 @@ def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
 
 
 def _row(src: Source, where: str, line: int | None, obj: Any) -> Row:
+    """A row with clean column names; its values are typed later, column by column (``_type_rows``)."""
     if not isinstance(obj, dict):
         raise src.fail(where, f"expected an object with the test's columns, got {type(obj).__name__}")
+    names = tuple(obj)
+    clean = _CLEAN_NAMES.get(names)
+    if clean is None:
+        clean = all(type(k) is str and k and k.strip() == k for k in names)
+        if len(_CLEAN_NAMES) < 1024:
+            _CLEAN_NAMES[names] = clean
+    if clean:
+        return Row(where, line, obj)
     values = {}
     for i, (k, v) in enumerate(obj.items()):
-        key = str(k).strip() or f"(unnamed column {i + 1})"
-        values[key] = _typed(src, where, key, v)
+        values[str(k).strip() or f"(unnamed column {i + 1})"] = v
     return Row(where, line, values)
+
+
+_NONE = type(None)
+_CLEAN_NAMES: dict[tuple, bool] = {}  # column-name tuples already checked (every row of a file has the same)
+
+
+def _column_ok(kind: str | None, col: list[Any]) -> bool:
+    """True when every value of a column already has its type and range (checked at C speed)."""
+    types = set(map(type, col)) - {_NONE}
+    vals = [x for x in col if x is not None] if _NONE in set(map(type, col)) else col
+    if not vals:
+        return True
+    if kind == "int":
+        return types == {int} and min(vals) >= -MAX_INT and max(vals) <= MAX_INT
+    if kind in ("str", None):
+        return types == {str}
+    if kind == "bool":
+        return types == {bool}
+    if kind == "float":
+        return types == {float} and min(vals) >= 0 and max(vals) < float("inf")
+    if kind in ("ns", "ts"):
+        if types != {list}:
+            return False
+        flat = list(chain.from_iterable(vals))
+        if not flat:
+            return True
+        if kind == "ns":
+            return set(map(type, flat)) == {int} and min(flat) > 0 and max(flat) <= MAX_INT
+        return set(map(type, flat)) <= {int, float} and min(flat) >= 0 and max(flat) < float("inf")
+    return False
+
+
+def _type_rows(src: Source, rows: list[Row]) -> list[Row]:
+    """Every value in its column's type. A column whose values all have it already (json/jsonl) is
+    checked in one pass; otherwise each value is converted, and the first bad one is named."""
+    if not rows:
+        return rows
+    first = tuple(rows[0].values)
+    same = all(tuple(r.values) == first for r in rows)
+    by_name: dict[str, list[Any]] = {}
+    if same:  # every row has the same columns in the same order: columns by transposing, in C
+        by_name = dict(zip(first, map(list, zip(*(r.values.values() for r in rows)))))
+    columns = sorted(set().union(*(r.values.keys() for r in rows)))
+    for key in columns:
+        kind = KIND.get(key)
+        col = by_name[key] if same else [r.values.get(key) for r in rows]
+        if key != "flash_attn" and _column_ok(kind, col):
+            continue
+        for r in rows:
+            if key in r.values:
+                r.values[key] = _typed(src, r.where, key, r.values[key])
+    return rows
 
 
 def _json_error(src: Source, exc: Exception) -> ImportFailed:
@@ -419,7 +491,7 @@ def parse(src: Source, variant: str) -> tuple[list[Row], list[str]]:
         raise ImportFailed([f"{src.name}: unknown llama-bench variant {variant!r}"])
     if not rows:
         raise src.fail("tests", "no tests in the file")
-    return rows, notes
+    return _type_rows(src, rows), notes
 
 
 # --------------------------------------------------------------------------- mapping
@@ -477,8 +549,18 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+_IDENTITY: dict[tuple, tuple[str, ...]] = {}  # column names -> the ones that identify a setup, sorted
+
+
 def _setup_key(row: Row) -> tuple:
-    return tuple(sorted((k, json.dumps(v)) for k, v in row.values.items() if k not in TEST_FIELDS))
+    names = tuple(row.values)
+    ident = _IDENTITY.get(names)
+    if ident is None:
+        ident = tuple(sorted(k for k in names if k not in TEST_SET))
+        if len(_IDENTITY) < 1024:
+            _IDENTITY[names] = ident
+    v = row.values
+    return tuple((k, v[k]) for k in ident)
 
 
 def _backend(v: dict[str, Any]) -> str | None:
@@ -643,7 +725,7 @@ def _convert_file(src: Source, variant: str, rows: list[Row], opts: Options, set
                     "bench_settings": settings},
             parts=[{"part": "bench", "status": "ok"}],
             bench=records,
-            attachments=[attachment(att_name, src.data, f"original llama-bench -o {variant} output")],
+            attachments=[attachment(att_name, src.data, f"original llama-bench -o {variant} output", src.sha256)],
             imported=import_info(fmt, src, IMPORTER, "llama-bench", assumed, unmapped),
         )
         contract["method"] = {k: val for k, val in contract["method"].items() if val is not None}

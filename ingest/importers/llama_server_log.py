@@ -90,10 +90,11 @@ class Segment:
 
 def sniff(src: Source) -> str | None:
     """'log' when the file holds llama-server per-request timing lines."""
-    text = src.data[:MAX_FILE_BYTES].decode("utf-8", "replace")
-    if PROMPT_RE.search(text) and ("print_timing" in text or re.search(r"\bslot\b", text)):
-        return "log"
-    return None
+    at = src.data.find(b"prompt eval time")
+    if at < 0 or (b"print_timing" not in src.data and b"slot" not in src.data):
+        return None
+    near = src.data[max(0, at - 200): at + 400].decode("utf-8", "replace")
+    return "log" if PROMPT_RE.search(near) else None
 
 
 def _rate(x: str | None) -> float | None:

@@ -59,7 +59,7 @@ def _looks_like(obj: Any) -> bool:
 def sniff(src: Source) -> str | None:
     """'json' (one result) or 'jsonl' (appended results) for vLLM serving-benchmark results."""
     head = src.data[:4096].decode("utf-8", "replace").lstrip("\ufeff").lstrip()
-    if not head.startswith("{") or '"completed"' not in src.data[:MAX_FILE_BYTES].decode("utf-8", "replace"):
+    if not head.startswith("{") or b'"completed"' not in src.data:
         return None
     try:
         obj = orjson.loads(src.data)

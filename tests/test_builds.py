@@ -1,0 +1,165 @@
+"""Builds over time: grouping setups by everything but the build, speedups, noise marks, card and export."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from benchcards import builds, queries, synth
+from ingest.importers import Options, Source, convert
+from ingest.importers.store import save
+from tests.import_helpers import FIX
+
+ROOT = Path(__file__).resolve().parent.parent
+RAW = ROOT / "data" / "raw"
+
+
+def bench_file(build: int, rates: dict[tuple[int, int, int], list[float]], fa: int = 1) -> Source:
+    """A llama-bench json with exact per-repetition rates: (n_prompt, n_gen, depth) -> rates."""
+    rows = []
+    for (n_prompt, n_gen, depth), ts in rates.items():
+        n = n_prompt + n_gen
+        rows.append({"build_commit": f"c{build}", "build_number": build, "cpu_info": "Ryzen", "gpu_info":
+                     "NVIDIA GeForce RTX 4090", "backends": "CUDA", "model_filename": "m/Model-8B-Q4_K_M.gguf",
+                     "model_type": "llama 8B Q4_K - Medium", "n_batch": 2048, "n_ubatch": 512, "n_threads": 8,
+                     "type_k": "f16", "type_v": "f16", "n_gpu_layers": 99, "flash_attn": fa,
+                     "n_prompt": n_prompt, "n_gen": n_gen, "n_depth": depth,
+                     "test_time": f"2025-10-{build - 100:02d}T10:00:00Z",
+                     "samples_ns": [round(1e9 * n / t) for t in ts]})
+    return Source(f"b{build}.json", json.dumps(rows).encode())
+
+
+@pytest.fixture()
+def store(tmp_path):
+    noisy = [100.0, 90.0, 110.0]  # mean 100, sd 10
+    steady = [1000.0, 1001.0, 999.0]  # mean 1000, sd 1
+    files = [
+        bench_file(101, {(0, 128, 0): noisy, (512, 0, 0): steady}),
+        bench_file(102, {(0, 128, 0): [x + 5 for x in noisy], (512, 0, 0): [x * 1.10 for x in steady]}),
+        bench_file(103, {(0, 128, 0): [x * 2 for x in noisy], (512, 0, 0): [x * 1.10 for x in steady]}),
+        bench_file(102, {(0, 128, 0): noisy}, fa=0),  # other settings: not a build of the others
+    ]
+    db = tmp_path / "b.duckdb"
+    save(convert(files, Options()), db, tmp_path / "local")
+    return queries.Store(db)
+
+
+def _id(store, build, fa="on"):
+    for sid, setup_json in store.df("SELECT setup_id, setup_json FROM setups").itertuples(index=False):
+        argv = json.loads(setup_json)["server"]["argv"]
+        if f"-b{build}-" in sid and argv[argv.index("-fa") + 1] == fa:
+            return sid
+    raise KeyError(build)
+
+
+def test_siblings_are_the_same_setup_with_other_builds(store):
+    sib = builds.siblings(store, _id(store, 102))
+    assert list(sib.build) == ["b101", "b102", "b103"]
+    assert _id(store, 102, "off") not in set(sib.setup_id)
+    assert len(builds.siblings(store, _id(store, 102, "off"))) == 1
+    assert builds.groups(store) == [list(sib.setup_id)]
+
+
+def test_speedup_and_noise_per_test(store):
+    tl = builds.timeline(store, _id(store, 101))
+    tg = tl[tl.test == "tg128"].reset_index(drop=True)
+    assert list(tg.build) == ["b101", "b102", "b103"]
+    assert tg.value.tolist() == pytest.approx([100.0, 105.0, 200.0], rel=1e-6)
+    assert math.isnan(tg.speedup[0]) and tg.speedup[1] == pytest.approx(1.05) and tg.speedup[2] == pytest.approx(
+        200 / 105)
+    # +5 with sd 10 over 3 repetitions: within 2 standard errors of the difference; doubling is not
+    assert tg.within_noise.tolist() == [None, True, False]
+    pp = tl[tl.test == "pp512"].reset_index(drop=True)
+    assert pp.within_noise.tolist() == [None, False, True]  # +10 % with sd 0.1 % is real; no change is noise
+    table = builds.timeline_table(tl)
+    assert list(table.columns) == ["Test", "Unit", "b101", "b102", "b103"]
+    row = table[table.Test == "tg128"].iloc[0]
+    assert row.b101 == "100.0" and row.b102 == "105.0 ×1.05 ≈" and row.b103 == "200.0 ×1.90"
+
+
+def test_within_noise_rule():
+    assert builds.within_noise(100, 10, 3, 105, 10, 3) is True
+    assert builds.within_noise(100, 1, 3, 105, 1, 3) is False
+    assert builds.within_noise(100, None, 3, 105, 1, 3) is None
+    # unknown repetitions count as one: a wider band
+    assert builds.within_noise(100, 4, None, 110, 4, None) is True and builds.within_noise(100, 4, 9, 110, 4, 9) is \
+        False
+
+
+def test_a_single_build_has_no_timeline(store):
+    assert builds.timeline(store, _id(store, 102, "off")).empty
+    assert builds.timeline(store, "nope").empty
+
+
+def test_demo_build_timeline_is_what_the_generator_and_importer_make(tmp_path):
+    shipped = sorted(p for p in RAW.iterdir() if p.name.startswith("demo-builds-"))
+    fresh = synth.generate_builds(tmp_path)
+    assert [p.name for p in shipped] == sorted(p.name for p in fresh) and len(shipped) == 4
+    for ours in shipped:
+        theirs = tmp_path / ours.name
+        files = sorted(p.relative_to(ours) for p in ours.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(theirs) for p in theirs.rglob("*") if p.is_file())
+        for f in files:
+            assert (ours / f).read_bytes() == (theirs / f).read_bytes(), f
+        setup = json.loads((ours / "setup.json").read_text())
+        assert setup["synthetic"] is True and setup["title"].startswith("Synthetic")
+
+
+def test_demo_timeline_shows_the_deep_context_regression_and_its_fix(demo_db):
+    store = queries.Store(demo_db)
+    sid = next(s for s, _ in queries.setup_ids(store) if s.startswith("demo-builds-") and "b6188" in s)
+    tl = builds.timeline(store, sid)
+    deep = tl[tl.test == "tg128 @ d16384"].reset_index(drop=True)
+    assert list(deep.build) == ["b6050", "b6120", "b6188", "b6250"]
+    assert deep.speedup[2] < 0.95 and deep.within_noise[2] is False  # the regression
+    assert deep.speedup[3] > 1.05  # and its fix
+    assert deep.within_noise[1] is True
+
+
+def test_card_page_shows_engine_figures_and_builds(demo_db, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))
+    store = queries.Store(demo_db)
+    sid = next(s for s, _ in queries.setup_ids(store) if s.startswith("demo-builds-") and "b6250" in s)
+    at = AppTest.from_file(str(ROOT / "pages" / "1_Setup_card.py"), default_timeout=60)
+    at.query_params["setup"] = sid
+    at.run()
+    assert not at.exception
+    headers = [h.value for h in at.header] + [h.value for h in at.subheader]
+    assert "Builds over time" in headers and "Engine benchmark (llama-bench)" in headers
+    frames = [d.value for d in at.dataframe]
+    timeline = next(f for f in frames if "b6050" in f.columns)
+    assert list(timeline.columns) == ["Test", "Unit", "b6050", "b6120", "b6188", "b6250"]
+    engine = next(f for f in frames if "Repetitions" in f.columns)
+    assert set(engine.Test) >= {"pp512", "tg128", "tg128 @ d16384"} and set(engine.Repetitions) == {5}
+
+
+def test_export_has_the_builds_page_and_card_sections(demo_db, tmp_path):
+    from benchcards.export import export
+
+    out = tmp_path / "site"
+    export(demo_db, out, with_raw=False)
+    page = (out / "builds.html").read_text()
+    assert "Builds over time" in page and page.count("<table") == 1
+    for b in ("b6050", "b6120", "b6188", "b6250"):
+        assert b in page
+    assert re.search(r"121\.\d ×0\.93", page)  # the deep-context regression of b6188
+    card = next((out / "setups").glob("demo-builds-*b6250*.html")).read_text()
+    assert "Engine benchmark (llama-bench)" in card and 'href="../builds.html"' in card
+    assert 'href="builds.html"' in (out / "index.html").read_text()
+
+
+def test_server_log_and_vllm_sections_on_the_card(tmp_path):
+    results = convert([Source("s.log", (FIX / "llama-server-gb10-old-layout.log").read_bytes())])
+    db = tmp_path / "c.duckdb"
+    save(results, db, tmp_path / "local")
+    from benchcards import card as cardmod
+
+    c = queries.card(queries.Store(db), results[0].setups[0].setup_id)
+    t = cardmod.server_log_table(c)
+    assert t.Figure.iloc[0] == "Requests in the log" and t.Result.iloc[0] == "14"
+    assert t.Figure.iloc[1] == "Decode (median over requests)"
+    assert any("300-token prompts" in f for f in t.Figure)
