@@ -503,8 +503,8 @@ def throughput(data: AnalysisData) -> pd.DataFrame:
 #: speed measures offered for the speed-vs-quality view: key -> (label, curve kind, depth or None)
 SPEED_MEASURES: dict[str, tuple[str, str, float | None]] = {
     "decode": ("Decode, short prompts (tok/s)", DECODE, None),
-    "prefill_8k": ("Prefill at 8K (tok/s)", PREFILL, 8192.0),
-    "decode_32k": ("Decode at 32K (tok/s)", DECODE, 32768.0),
+    "prefill at 8K": ("Prefill at 8K (tok/s)", PREFILL, 8192.0),
+    "decode at 32K": ("Decode at 32K (tok/s)", DECODE, 32768.0),
 }
 
 

@@ -66,14 +66,13 @@ with quality_tab:
     if not tests:
         st.info("None of these setups has quality results.")
     else:
-        labels = dict(tests)
+        by_label: dict[str, str] = {}  # labels (not ids) in the URL; the most widely run test wins a tie
+        for t, lab in tests:
+            by_label.setdefault(lab, t)
         q1, q2 = st.columns(2)
-        test = q1.selectbox("Quality test", list(labels), format_func=lambda t: labels.get(t, t), key="test",
-                            bind="query-params")
-        speed = q2.selectbox("Speed", list(analysis.SPEED_MEASURES),
-                             format_func=lambda k: analysis.SPEED_MEASURES[k][0], key="speed", bind="query-params")
-        test = test or tests[0][0]
-        speed = speed or "decode"
+        label = q1.selectbox("Quality test", list(by_label), key="test", bind="query-params")
+        speed = q2.selectbox("Speed", list(analysis.SPEED_MEASURES), key="speed", bind="query-params") or "decode"
+        test = by_label.get(label or "", tests[0][0])
         sq = analysis.speed_quality(data, test, speed)
         speed_label = analysis.SPEED_MEASURES[speed][0]
         if sq.empty:
