@@ -133,18 +133,15 @@ class Curve:
 _CURVE_COLUMNS = ["setup_id", "kind", "depth", "value", "n", "source"]
 
 
-def _sum_n(s: pd.Series) -> float:
-    return float(s.sum()) if s.notna().any() else float("nan")
-
-
 def _level_rows(m: pd.DataFrame, metric: str, how: str) -> pd.DataFrame:
     """Rows of one depth metric reduced to one value per (setup, depth): ``how`` is 'median' or 'mean'."""
     rows = m[(m.metric == metric) & m.level.notna()]
     if rows.empty:
         return pd.DataFrame(columns=["setup_id", "depth", "value", "n"])
+    rows = rows.assign(n=pd.to_numeric(rows.n, errors="coerce").astype(float))
     g = rows.groupby(["setup_id", "level"], sort=True)
     out = g.value.agg(how).rename("value").to_frame()
-    out["n"] = g.n.agg(_sum_n)
+    out["n"] = g.n.sum(min_count=1)
     return out.reset_index().rename(columns={"level": "depth"})
 
 
@@ -226,10 +223,14 @@ def depth_curves(data: AnalysisData, *, tasks: bool = True) -> pd.DataFrame:
 
 def curves(points: pd.DataFrame) -> dict[tuple[str, str], Curve]:
     """``Curve`` objects keyed by (setup_id, kind) from the points of ``depth_curves``."""
+    acc: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
+    for sid, kind, depth, value, source in zip(points.setup_id, points.kind, points.depth, points.value,
+                                               points.source):
+        acc.setdefault((str(sid), str(kind)), []).append((float(depth), float(value), str(source)))
     out: dict[tuple[str, str], Curve] = {}
-    for (sid, kind), g in points.groupby(["setup_id", "kind"], sort=False):
-        g = g.sort_values("depth")
-        out[(str(sid), str(kind))] = Curve(tuple(g.depth), tuple(g.value), tuple(g.source))
+    for key, pts in acc.items():
+        pts.sort()
+        out[key] = Curve(tuple(p[0] for p in pts), tuple(p[1] for p in pts), tuple(p[2] for p in pts))
     return out
 
 
@@ -481,10 +482,10 @@ def throughput(data: AnalysisData) -> pd.DataFrame:
     if conc.empty:
         return pd.DataFrame(columns=cols)
     wide = conc.pivot_table(index=["setup_id", "level"], columns="metric", values="value", aggfunc="first")
-    n = conc[conc.metric == "conc_total"].set_index(["setup_id", "level"]).n
+    n = conc[conc.metric == "conc_total"][["setup_id", "level", "n"]].drop_duplicates(["setup_id", "level"])
     wide = wide.reindex(columns=["conc_total", "conc_per_request"]).dropna().reset_index()
     wide = wide.rename(columns={"conc_total": "total_tps", "conc_per_request": "per_request_tps"})
-    wide["n"] = [n.get((s, lv)) for s, lv in zip(wide.setup_id, wide.level)]
+    wide = wide.merge(n, on=["setup_id", "level"], how="left")
     s = with_tiers(data.setups).set_index("setup_id")
     slot_metric = m[(m.metric == "slots") & m.level.isna()].drop_duplicates("setup_id").set_index("setup_id").value
     wide = wide[wide.setup_id.isin(s.index)]
@@ -638,7 +639,10 @@ def knees(data: AnalysisData, fraction: float = KNEE_FRACTION, min_gain: float =
     s = with_tiers(data.setups).set_index("setup_id")
     cs = curves(depth_curves(data, tasks=False))
     tp = throughput(data)
-    by_setup = dict(tuple(tp.groupby("setup_id", sort=False))) if not tp.empty else {}
+    by_setup: dict[str, tuple[list[float], list[float], int | None]] = {}
+    for sid, level, total, slots in zip(tp.setup_id, tp.level, tp.total_tps, tp.slots):
+        lv, tot, sl = by_setup.get(sid, ([], [], None))
+        by_setup[sid] = ([*lv, float(level)], [*tot, float(total)], sl if pd.isna(slots) else int(slots))
     rows = []
     for sid in s.index:
         for kind in (PREFILL, DECODE):
@@ -648,13 +652,11 @@ def knees(data: AnalysisData, fraction: float = KNEE_FRACTION, min_gain: float =
             k = depth_knee(c.depths, c.values, fraction)
             rows.append({"setup_id": sid, "kind": kind, **k.__dict__, "slots": None,
                          "text": _depth_knee_text(kind, k, fraction, c)})
-        t = by_setup.get(sid)
-        if t is not None and not t.empty:
-            k = concurrency_knee(t.level.tolist(), t.total_tps.tolist(), min_gain)
-            slots = t.slots.dropna()
-            sl = int(slots.iloc[0]) if not slots.empty else None
+        if sid in by_setup:
+            levels, totals, sl = by_setup[sid]
+            k = concurrency_knee(levels, totals, min_gain)
             rows.append({"setup_id": sid, "kind": CONC, **k.__dict__, "slots": sl,
-                         "text": _conc_knee_text(k, min_gain, sl, t.level.max())})
+                         "text": _conc_knee_text(k, min_gain, sl, max(levels))})
     df = pd.DataFrame(rows, columns=[c for c in cols if c not in ("title", "tier")])
     df.insert(1, "title", df.setup_id.map(s.title))
     df.insert(2, "tier", df.setup_id.map(s.tier))
