@@ -269,15 +269,28 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
     return themed(chart)
 
 
-def knee_depth_chart(points: pd.DataFrame, knees: pd.DataFrame, kind: str) -> alt.TopLevelMixin:
+def _setup_colors(titles: list[str] | None) -> alt.Scale:
+    """One colour per setup title, the same in every chart that gets the same ``titles``."""
+    return alt.Scale(domain=titles) if titles else alt.Scale()
+
+
+def _legend_height(*rows: int) -> int:
+    """Chart height that leaves the plot about 280 px above bottom legends of ``rows`` entries (the app
+    fits title, axes and legends into the height)."""
+    return 360 + 20 * max(rows, default=0)
+
+
+def knee_depth_chart(points: pd.DataFrame, knees: pd.DataFrame, kind: str,
+                     titles: list[str] | None = None) -> alt.TopLevelMixin:
     """A rate vs prompt depth for the setups in ``points`` (rows of ``analysis.depth_curves`` with a
-    ``title`` column), each setup's knee marked by a dashed rule and a cross at its threshold."""
+    ``title`` column), each setup's knee marked by a dashed rule and a cross at its threshold.
+    ``titles`` fixes the colour of each setup across charts."""
     data = points[points.kind == kind].copy()
     k = knees[(knees.kind == kind) & knees["at"].notna()].copy()
     y_title = "Prefill (tok/s)" if kind == "prefill" else "Decode (tok/s)"
     x = alt.X("depth:Q", title="Prompt depth (tokens)", scale=_scale(wants_log(data.depth, 4)))
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False))
-    color = alt.Color("title:N", title="Setup")
+    color = alt.Color("title:N", title="Setup", scale=_setup_colors(titles))
     tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("depth:Q", title="depth (tokens)", format=",.0f"),
                alt.Tooltip("value:Q", title=y_title, format=",.1f"), alt.Tooltip("source:N", title="from"),
                alt.Tooltip("n:Q", title="runs")]
@@ -292,17 +305,18 @@ def knee_depth_chart(points: pd.DataFrame, knees: pd.DataFrame, kind: str) -> al
     marks = alt.Chart(k).mark_point(shape="cross", size=160, filled=True).encode(
         x="at:Q", y="threshold:Q", color=color, tooltip=ktip)
     title = f"{'Prefill' if kind == 'prefill' else 'Decode'} vs prompt depth, knees marked (dashed)"
-    return themed((lines + pts + rules + marks).properties(title=title, width="container", height=320))
+    height = _legend_height(len(titles) if titles else data.title.nunique(), data.source.nunique())
+    return themed((lines + pts + rules + marks).properties(title=title, width="container", height=height))
 
 
-def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame) -> alt.TopLevelMixin:
+def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame, titles: list[str] | None = None) -> alt.TopLevelMixin:
     """Total throughput vs requests at once (rows of ``analysis.throughput``), each setup's knee (where
-    throughput stops growing) marked by a dashed rule."""
+    throughput stops growing) marked by a dashed rule and a ring. ``titles`` fixes the colours."""
     k = knees[(knees.kind == "requests at once") & knees["at"].notna()].copy()
     x = alt.X("level:Q", title="Requests at once", scale=_scale(wants_log(tp.level, 8)),
               axis=alt.Axis(values=[int(v) for v in sorted(tp.level.dropna().unique())] or alt.Undefined))
     y = alt.Y("total_tps:Q", title="Total (tok/s)", scale=alt.Scale(zero=False))
-    color = alt.Color("title:N", title="Setup")
+    color = alt.Color("title:N", title="Setup", scale=_setup_colors(titles))
     tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("level:Q", title="requests at once"),
                alt.Tooltip("total_tps:Q", title="total tok/s", format=",.1f"), alt.Tooltip("slots:Q")]
     base = alt.Chart(tp)
@@ -316,4 +330,5 @@ def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame) -> alt.TopLevelMixin:
     rings = alt.Chart(at_knee).mark_point(size=240, filled=False, strokeWidth=2).encode(
         x="level:Q", y="total_tps:Q", color=color, tooltip=ktip)
     title = "Total throughput vs requests at once, knees marked (dashed, ringed)"
-    return themed((lines + pts + rules + rings).properties(title=title, width="container", height=320))
+    return themed((lines + pts + rules + rings).properties(title=title, width="container",
+                                                           height=_legend_height(len(titles) if titles else tp.title.nunique())))

@@ -96,12 +96,13 @@ with knee_tab:
     titles = dict(zip(data.setups.setup_id, data.setups.title))
     points["title"] = points.setup_id.map(titles)
     kn_shown = kn[kn.setup_id.isin(shown)]
+    colours = sorted(titles[s] for s in shown)  # one colour per setup across the three charts
     for kind in (analysis.PREFILL, analysis.DECODE):
         if (points.kind == kind).any():
-            common.chart(charts.knee_depth_chart(points, kn_shown, kind), key=f"chart-knee-{kind}")
+            common.chart(charts.knee_depth_chart(points, kn_shown, kind, colours), key=f"chart-knee-{kind}")
     tp_shown = analysis.throughput(data.only(shown))
     if not tp_shown.empty:
-        common.chart(charts.knee_conc_chart(tp_shown, kn_shown), key="chart-knee-conc")
+        common.chart(charts.knee_conc_chart(tp_shown, kn_shown, colours), key="chart-knee-conc")
     common.table(analysis.knee_table(kn), "knees")
     st.caption(f"Depth knee: where prefill or decode falls below {analysis.KNEE_FRACTION * 100:.0f} % of its value at the "
                "shortest measured prompt and stays below, placed on the log-depth line between the two measured "
