@@ -498,3 +498,23 @@ def test_analysis_page_on_an_empty_database_explains(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCHCARDS_DB", str(empty))
     at = run_page()
     assert at.info[0].value.startswith("No setups yet")
+
+
+@pytest.mark.unit
+def test_setups_with_few_or_no_figures():
+    # only first-token times (no rates anywhere), and a setup with no speed figures at all
+    data = make_data([{"setup_id": "ttft-only"}, {"setup_id": "bare"}],
+                     [("ttft-only", "ttft", None, 2048, 2.0), ("ttft-only", "ttft", None, 8192, 16.0),
+                      ("ttft-only", "decode", None, None, 40.0)])
+    pts = analysis.depth_curves(data)
+    assert sorted(pts[pts.kind == "prefill"].value) == [512.0, 1024.0]
+    t = analysis.time_to_answer(data, 8192, 100).set_index("setup_id")
+    assert t.loc["ttft-only"].ttft_s == pytest.approx(16.0)
+    assert "no prefill measurement" in t.loc["bare"].notes and "no decode measurement" in t.loc["bare"].notes
+    assert analysis.throughput(data).empty
+    assert set(analysis.knees(data).setup_id) == {"ttft-only"}
+    empty = make_data([{"setup_id": "bare"}], [])
+    assert analysis.depth_curves(empty).empty
+    assert analysis.time_to_answer(empty, 100, 10).total_s.isna().all()
+    assert analysis.knees(empty).empty and analysis.quality_tests(empty) == []
+    assert analysis.speed_quality(empty, "mmlu").empty
