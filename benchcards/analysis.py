@@ -1,7 +1,7 @@
 """Analysis across setups: time to answer, throughput vs per-request speed, speed vs quality, knees.
 
 Pure functions over the frames of ``queries.analysis_data`` (no I/O, no Streamlit), so the app,
-the static export and notebooks compute the same figures. The rules are written out in
+notebooks and the static export compute the same figures. The rules are written out in
 docs/analysis.md; in short:
 
 - **Curves.** A setup's prefill rate and decode rate are known at the prompt depths it was
@@ -691,7 +691,8 @@ def _conc_knee_text(k: Knee, min_gain: float, slots: int | None, top: float) -> 
 
 
 # --------------------------------------------------------------------------- display tables
-# Every figure shown to readers is rounded/formatted here, in one place (the app and the export).
+# Every figure of these views shown to readers is rounded/formatted here, in one place (tables, chart
+# tooltips and the export use these helpers; switch ``_f`` to the project's formatter when it lands).
 
 
 def _r(s: pd.Series, digits: int) -> pd.Series:
@@ -702,6 +703,20 @@ def _f(x: float | None, digits: int = 1) -> str:
     return stats.fmt(x, digits)
 
 
+def range_text(lo: float | None, hi: float | None, unit: str = "") -> str:
+    """'12.0 – 12.3' (+ unit) or '' when unknown."""
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return ""
+    return f"{_f(lo)} – {_f(hi)}{unit}"
+
+
+def result_text(pct: float | None, margin: float | None) -> str:
+    """'57.3 % ± 4.8' or '' for a missing result."""
+    if pct is None or pd.isna(pct):
+        return ""
+    return f"{_f(pct)} % ± {_f(margin)}"
+
+
 def answer_table(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of ``time_to_answer`` as shown: numbers stay numbers (sortable), ranges and notes as text."""
     return pd.DataFrame({
@@ -709,7 +724,7 @@ def answer_table(df: pd.DataFrame) -> pd.DataFrame:
         "Setup": df.title,
         "Tier": df.tier,
         "Time (s)": _r(df.total_s, 1),
-        "± range (s)": [f"{_f(lo)} – {_f(hi)}" if pd.notna(lo) else "" for lo, hi in zip(df.low_s, df.high_s)],
+        "± range (s)": [range_text(lo, hi) for lo, hi in zip(df.low_s, df.high_s)],
         "First token (s)": _r(df.ttft_s, 2),
         "Answer (s)": _r(df.decode_s, 1),
         "Prefill (tok/s)": _r(df.prefill_tps, 1),
@@ -742,8 +757,8 @@ def speed_quality_table(df: pd.DataFrame, speed_label: str) -> pd.DataFrame:
         "Tier": df.tier,
         "Setup": df.title,
         speed_label: _r(df.speed_tps, 1),
-        "Result (95 % margin)": [f"{_f(p)} % ± {_f(m)}" for p, m in zip(df.pct, df.margin_pp)],
-        "Interval": [f"{_f(lo)} – {_f(hi)} %" for lo, hi in zip(df.lo_pct, df.hi_pct)],
+        "Result (95 % margin)": [result_text(p, m) for p, m in zip(df.pct, df.margin_pp)],
+        "Interval": [range_text(lo, hi, " %") for lo, hi in zip(df.lo_pct, df.hi_pct)],
         "n": df.n,
         "Best trade-off in tier": df.frontier.map({True: "yes", False: ""}),
     })

@@ -175,6 +175,8 @@ def live_steps_chart(table: pd.DataFrame) -> alt.Chart:
 
 # --------------------------------------------------------------------------- analysis views (benchcards.analysis)
 
+from benchcards.analysis import range_text, result_text  # noqa: E402  (the views' one formatter)
+
 ANSWER_PARTS = ("first token", "answer")
 FRONTIER_COLOR = "#5b6270"
 
@@ -187,7 +189,7 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
     p = int(rows.prompt_tokens.iloc[0]) if not rows.empty else 0
     w = rows.answer_words.iloc[0] if not rows.empty else 0
     rows["measured"] = rows.in_range.map({True: "within measured depths", False: "held beyond measured depths"})
-    rows["range"] = [f"{lo:.1f} – {hi:.1f} s" if pd.notna(lo) else "unknown" for lo, hi in zip(rows.low_s, rows.high_s)]
+    rows["range"] = [range_text(lo, hi, " s") or "unknown" for lo, hi in zip(rows.low_s, rows.high_s)]
     parts = pd.concat([
         rows.assign(part=ANSWER_PARTS[0], start=0.0, end=rows.ttft_s),
         rows.assign(part=ANSWER_PARTS[1], start=rows.ttft_s, end=rows.total_s),
@@ -248,7 +250,7 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
     hardware tier (rows of ``analysis.speed_quality``); the best trade-offs of each tier highlighted."""
     data = df.copy()
     data["trade_off"] = data.frontier.map({True: "best trade-off in tier", False: "other"})
-    data["result"] = [f"{p:.1f} % ± {m:.1f}" for p, m in zip(data.pct, data.margin_pp)]
+    data["result"] = [result_text(p, m) for p, m in zip(data.pct, data.margin_pp)]
     label = str(data.label.iloc[0]) if not data.empty else ""
     x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)))
     color = alt.Color("trade_off:N", title="Within its tier",
