@@ -355,7 +355,7 @@ def generate_builds(out: Path, seed: int = 1) -> list[Path]:
 
     sources = [Source(f"llama-bench-b{b}.json", llama_bench_output(seed, b, c, (pp, tg, deep)))
                for b, c, pp, tg, deep in BUILDS]
-    opts = Options(synthetic=True, title_prefix="Synthetic: ", id_prefix="demo-builds",
+    opts = Options(synthetic=True, title_prefix="Synthetic: ", id_prefix="timeline-demo",
                    measured_by="benchcards.synth")
     written = []
     for res in convert(sources, opts, force="llama-bench"):

@@ -94,7 +94,7 @@ def test_a_single_build_has_no_timeline(store):
 
 
 def test_demo_build_timeline_is_what_the_generator_and_importer_make(tmp_path):
-    shipped = sorted(p for p in RAW.iterdir() if p.name.startswith("demo-builds-"))
+    shipped = sorted(p for p in RAW.iterdir() if p.name.startswith("timeline-demo-"))
     fresh = synth.generate_builds(tmp_path)
     assert [p.name for p in shipped] == sorted(p.name for p in fresh) and len(shipped) == 4
     for ours in shipped:
@@ -109,7 +109,7 @@ def test_demo_build_timeline_is_what_the_generator_and_importer_make(tmp_path):
 
 def test_demo_timeline_shows_the_deep_context_regression_and_its_fix(demo_db):
     store = queries.Store(demo_db)
-    sid = next(s for s, _ in queries.setup_ids(store) if s.startswith("demo-builds-") and "b6188" in s)
+    sid = next(s for s, _ in queries.setup_ids(store) if s.startswith("timeline-demo-") and "b6188" in s)
     tl = builds.timeline(store, sid)
     deep = tl[tl.test == "tg128 @ d16384"].reset_index(drop=True)
     assert list(deep.build) == ["b6050", "b6120", "b6188", "b6250"]
@@ -123,7 +123,7 @@ def test_card_page_shows_engine_figures_and_builds(demo_db, monkeypatch):
 
     monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))
     store = queries.Store(demo_db)
-    sid = next(s for s, _ in queries.setup_ids(store) if s.startswith("demo-builds-") and "b6250" in s)
+    sid = next(s for s, _ in queries.setup_ids(store) if s.startswith("timeline-demo-") and "b6250" in s)
     at = AppTest.from_file(str(ROOT / "pages" / "1_Setup_card.py"), default_timeout=60)
     at.query_params["setup"] = sid
     at.run()
@@ -147,7 +147,7 @@ def test_export_has_the_builds_page_and_card_sections(demo_db, tmp_path):
     for b in ("b6050", "b6120", "b6188", "b6250"):
         assert b in page
     assert re.search(r"121\.\d ×0\.93", page)  # the deep-context regression of b6188
-    card = next((out / "setups").glob("demo-builds-*b6250*.html")).read_text()
+    card = next((out / "setups").glob("timeline-demo-*b6250*.html")).read_text()
     assert "Engine benchmark (llama-bench)" in card and 'href="../builds.html"' in card
     assert 'href="builds.html"' in (out / "index.html").read_text()
 
