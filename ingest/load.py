@@ -137,8 +137,8 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
                 add("parts", (sid, rid, step, "failed", reason, None, "computed"))
             for w in result.warnings:
                 warn(rid, w)
-            n_records = len(c.requests)
-            n_req += n_records
+            n_records = len(c.requests) + len(c.bench) + len(c.server_log)
+            n_req += len(c.requests)
             method = c.method.model_dump_json(exclude_none=True)
         elif isinstance(c, QualityContract):
             n_records = 0

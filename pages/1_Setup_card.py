@@ -32,13 +32,17 @@ if badge == "summary only":
 
 st.header("Speed")
 tiles = cardmod.headline_tiles(c)
+if all(t.value == "—" for t in tiles):
+    tiles = []  # e.g. an engine benchmark only: its own table follows
 for start in range(0, len(tiles), 3):
     for col, t in zip(st.columns(3), tiles[start:start + 3]):
         col.metric(t.label, t.value, help=t.help, border=True)
 if c.metrics.empty:
     st.caption("No speed run for this setup.")
 else:
-    common.table(cardmod.speed_table(c), f"{sid}-speed")
+    speed = cardmod.speed_table(c)
+    if not speed.empty:
+        common.table(speed, f"{sid}-speed")
     tasks = cardmod.task_table(c)
     if not tasks.empty:
         st.subheader("Named tasks")
@@ -65,7 +69,7 @@ else:
     for title, df, note in (
             ("Engine benchmark (llama-bench)", cardmod.engine_table(c),
              "The engine's own timing of random tokens: no server, HTTP or chat template. Mean of the "
-             "repetitions, spread as CV; not comparable one to one with the client figures above."),
+             "repetitions, spread as CV; not comparable one to one with figures measured over HTTP."),
             ("From the server's own log", cardmod.server_log_table(c),
              "llama-server's per-request timing lines (server clock, no client): no time to first token.")):
         if not df.empty:

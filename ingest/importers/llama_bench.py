@@ -660,10 +660,15 @@ def _convert_file(src: Source, variant: str, rows: list[Row], opts: Options, set
         for col, flag in FLAG_OF.items():
             if col in settings and DEFAULTS.get(col) != settings[col]:
                 argv += [flag, _fa(v[col]) if col == "flash_attn" else settings[col]]
-        for flag, col in (("-p", "n_prompt"), ("-n", "n_gen"), ("-d", "n_depth")):
-            vals = sorted({r[col] for r in records if r[col] or col != "n_depth"} - {0})
-            if vals:
-                argv += [flag, ",".join(map(str, vals))]
+        for flag, kind, col in (("-p", "pp", "n_prompt"), ("-n", "tg", "n_gen")):
+            vals = sorted({r[col] for r in records if r["test"] == kind})
+            argv += [flag, ",".join(map(str, vals)) if vals else "0"]
+        pgs = sorted({(r["n_prompt"], r["n_gen"]) for r in records if r["test"] == "pg"})
+        for a, b in pgs:
+            argv += ["-pg", f"{a},{b}"]
+        depths = sorted({r["n_depth"] for r in records})
+        if depths != [0]:
+            argv += ["-d", ",".join(map(str, depths))]
         if len(reps) == 1 and 0 not in reps:
             argv += ["-r", str(reps.pop())]
         if opts.server_cmd:
