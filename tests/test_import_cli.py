@@ -131,3 +131,10 @@ def test_a_folder_of_result_files(tmp_path, capsys):
     for fmt in ("llama-bench/csv", "llama-server-log", "lm-eval/results+samples"):
         assert f"imported with {fmt}: " in out
     assert "4 new" in out
+
+
+def test_a_single_contract_file_points_to_its_setup_folder(tmp_path, capsys):
+    setup = make_setup(tmp_path / "raw")
+    contract = next(setup.rglob("contract.json"))
+    assert main([str(contract), "--check"]) == 1
+    assert "give its setup folder" in capsys.readouterr().err

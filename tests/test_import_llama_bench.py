@@ -179,3 +179,25 @@ def test_json_with_log_lines_around_is_rejected_and_jsonl_skips_them():
     res = convert([Source("mixed.jsonl", text.encode())], force="llama-bench")
     assert any("2 line(s) that are not JSON objects were skipped" in n for n in res[0].notes)
     assert len(source("llama-bench-cpu-d128.jsonl").data) < len(text)
+
+
+@pytest.mark.parametrize(("backend", "gpu", "vram", "unified"), [
+    ("Vulkan", "AMD Radeon RX 7900 XTX (RADV NAVI31)", 24.0, None),
+    ("Metal,BLAS", "Apple M3 Max", None, True),
+    ("CUDA", "NVIDIA GeForce RTX 3090, NVIDIA GeForce RTX 3090", 24.0, None),
+])
+def test_backends_and_gpus(backend, gpu, vram, unified):
+    rows = json.loads((FIX / "llama-bench-cpu.json").read_text())[:2]
+    for r in rows:
+        r.update(backends=backend, gpu_info=gpu, n_threads=1)
+    src = Source("gpu.json", json.dumps(rows).encode())
+    if vram is None:
+        with pytest.raises(ImportFailed) as err:
+            convert([src])
+        assert "gpu.json: hardware.gpus[0].vram_gib" in err.value.errors[0]
+        res = convert([src], Options(vram_gib=36))
+    else:
+        res = convert([src])
+    g = res[0].setups[0].setup["hardware"]["gpus"]
+    assert len(g) == 1 and g[0]["backend"] == backend and g[0]["vram_gib"] == (vram or 36.0)
+    assert g[0]["count"] == len(gpu.split(", ")) and g[0].get("unified_memory") == unified

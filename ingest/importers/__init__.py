@@ -43,6 +43,12 @@ def detect(src: Source) -> tuple[str, str]:
     more than one recognises it."""
     hits = [(name, v) for name, mod in FORMATS.items() if (v := mod.sniff(src)) is not None]
     if not hits:
+        head = src.data[:4096]
+        if b'"schema_version"' in head and (b'"kind"' in head or b'"setup_id"' in head):
+            raise src.fail("format", "a benchcards contract or setup.json: give its setup folder (the one with "
+                                     "setup.json) instead of the single file")
+        if src.basename.lower().endswith((".yaml", ".yml")) and b"benchmarks:" in src.data[:65536]:
+            raise src.fail("format", "a GuideLLM report in YAML: save it as JSON (--output-path x.json) to import")
         raise src.fail("format", "not a format benchcards can import (llama-bench json/jsonl/csv/sql/md, a "
                                  "llama-server log, vLLM or GuideLLM JSON results, lm-eval results/samples); "
                                  f"force one with --from {{{','.join(FORMATS)}}}")
