@@ -87,3 +87,30 @@ def test_a_cut_log_skips_the_unfinished_request_and_says_so():
     res = convert([Source("cut.log", cut.encode())], Options(gpu="none"))
     assert len(res[0].setups[0].runs[0].contract["server_log"]) == 3
     assert any("ends after a prompt-eval line" in n for n in res[0].notes)
+
+
+def test_json_lines_of_2024_builds():
+    # mid-2024 llama-server wrote JSON log lines; the timing messages and slot ids are inside them
+    lines = [
+        '{"tid":"1","timestamp":1718000000,"level":"INFO","function":"main","line":2800,"msg":"build info",'
+        '"build":3150,"commit":"b3f2a1c0"}',
+        "llama_model_loader: loaded meta data with 26 key-value pairs and 291 tensors from "
+        "/m/Meta-Llama-3-8B-Instruct-Q8_0.gguf (version GGUF V3 (latest))",
+        "ggml_cuda_init: found 1 CUDA devices:",
+        "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes",
+    ]
+    for task, (pn, pms, gn, gms) in enumerate(((13, 52.32, 64, 900.12), (20, 61.0, 256, 3400.5))):
+        for msg, extra in ((f"prompt eval time     = {pms:10.2f} ms / {pn:5d} tokens (    4.02 ms per token,   "
+                            f"{pn / pms * 1000:.2f} tokens per second)", ""),
+                           (f"generation eval time = {gms:10.2f} ms / {gn:5d} runs   (   14.06 ms per token,    "
+                            f"{gn / gms * 1000:.2f} tokens per second)", ""),
+                           (f"          total time = {pms + gms:10.2f} ms", "")):
+            lines.append(f'{{"tid":"1","timestamp":1718000001,"level":"INFO","function":"print_timings","line":269,'
+                         f'"msg":"{msg}","id_slot":0,"id_task":{task}{extra}}}')
+    res = convert([Source("old.log", ("\n".join(lines) + "\n").encode())])
+    s = res[0].setups[0]
+    recs = s.runs[0].contract["server_log"]
+    assert [(r["task"], r["prompt_n"], r["predicted_n"]) for r in recs] == [(0, 13, 64), (1, 20, 256)]
+    assert s.setup["engine"]["version"] == "b3150" and s.setup["hardware"]["gpus"][0]["name"] == (
+        "NVIDIA GeForce RTX 3090")
+    assert s.setup["model"]["quant"] == "Q8_0"

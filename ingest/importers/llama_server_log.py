@@ -49,12 +49,13 @@ PROMPT_RE = re.compile(rf"prompt eval time\s*=\s*{NUM}\s*ms\s*/\s*(\d+)\s*tokens
                        rf"(?:{NUM}|inf|nan|-nan)\s*tokens per second\))?", re.I)
 EVAL_RE = re.compile(rf"(?<!prompt )eval time\s*=\s*{NUM}\s*ms\s*/\s*(\d+)\s*(?:tokens?|runs?)(?:\s*\(\s*{NUM}\s*ms "
                      rf"per token,\s*(?:{NUM}|inf|nan|-nan)\s*tokens per second\))?", re.I)
-SLOT_RE = re.compile(r"\bid\s+(\d+)\s*\|\s*task\s+(-?\d+)\s*\|")
+SLOT_RE = re.compile(r"\bid\s+(\d+)\s*\|\s*task\s+(-?\d+)\s*\||\"id_slot\":\s*(\d+),\s*\"id_task\":\s*(-?\d+)")
 TIMESTAMP = re.compile(r"^\s*\d+\.\d{2}\.\d{3}\.\d{3}\s+[A-Z]\s+")
 START_RE = re.compile(r"(loading model '|main: loading model|llama server listening|llama_server: initializing)", re.I)
 # start-up facts: (name, pattern); the first group is the value
 FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("build", re.compile(r"\bbuild(?::|\s*=)?\s*(\d+)\s*\(([0-9a-f]{6,40})\)", re.I)),
+    ("build", re.compile(r"\bbuild(?::|\s*=)?\s*(\d+)\s*\(([0-9a-f]{6,40})\)|\"build\":\s*(\d+),\s*\"commit\":\s*\"([0-9a-f]{6,40})\"",
+                         re.I)),
     ("model_path", re.compile(r"loading model '([^']+)'")),
     ("model_path", re.compile(r"llama_model_loader: loaded meta data .* from (.+?) \(version")),
     ("file_type", re.compile(r"print_info: file type\s*=\s*(.+?)\s*$")),
@@ -118,11 +119,12 @@ def parse(src: Source) -> tuple[list[Segment], list[str]]:
             seg = Segment(first_line=n)
             segments.append(seg)
             cache_by_task.clear()
-        slot = SLOT_RE.search(line)
+        sm = SLOT_RE.search(line)
+        slot = None if sm is None else (int(sm.group(1) or sm.group(3)), int(sm.group(2) or sm.group(4)))
         if slot and "print_timing" in line:
-            last_header = (int(slot.group(1)), int(slot.group(2)))
+            last_header = slot
         if slot:
-            task = int(slot.group(2))
+            task = slot[1]
             cm = re.search(r"cached n_tokens = (\d+)|kv cache rm \[(\d+), end\)|memory_seq_rm \[(\d+), end\)", line)
             if cm and task >= 0:
                 cache_by_task[task] = int(next(g for g in cm.groups() if g is not None))
@@ -135,7 +137,7 @@ def parse(src: Source) -> tuple[list[Segment], list[str]]:
             if pending is not None:
                 notes.append(f"{src.name}: line {pending['source_line']}: a prompt-eval line without its eval line "
                              "was skipped")
-            where = (int(slot.group(1)), int(slot.group(2))) if slot else last_header
+            where = slot or last_header
             if whole(int(m.group(2))) is None:
                 raise src.fail(f"line {n}", f"prompt eval time: {m.group(2)} tokens is out of range")
             pending = {"prompt_ms": float(m.group(1)), "prompt_n": int(m.group(2)), "source_line": n}
@@ -163,7 +165,8 @@ def parse(src: Source) -> tuple[list[Segment], list[str]]:
         for name, pattern in FACTS:
             fm = pattern.search(line)
             if fm and name not in seg.facts:
-                seg.facts[name] = fm.groups() if name in ("build", "kv_types", "offload") else fm.group(1)
+                groups = tuple(g for g in fm.groups() if g is not None)
+                seg.facts[name] = groups if name in ("build", "kv_types", "offload") else groups[0]
         dm = DEVICE_RE.search(line)
         if dm:
             seg.devices.append((dm.group(1), dm.group(2).strip(), int(dm.group(3))))
