@@ -125,9 +125,11 @@ def test_a_folder_of_result_files(tmp_path, capsys):
                  ".json", "samples_gsm8k_2025-06-01T12-00-00.123456.jsonl"):
         shutil.copy(FIX / name, folder / name)
     (folder / ".hidden").write_text("ignored")
+    (folder / "README.md").write_text("# my results\n")  # not importable: skipped and named
     code = main([str(folder), "--db", str(tmp_path / "x.duckdb"), "--out", str(tmp_path / "l")])
     out = capsys.readouterr().out
     assert code == 0
+    assert f"{folder / 'README.md'}: skipped, not a format benchcards can import" in out
     for fmt in ("llama-bench/csv", "llama-server-log", "lm-eval/results+samples"):
         assert f"imported with {fmt}: " in out
     assert "4 new" in out
@@ -138,3 +140,14 @@ def test_a_single_contract_file_points_to_its_setup_folder(tmp_path, capsys):
     contract = next(setup.rglob("contract.json"))
     assert main([str(contract), "--check"]) == 1
     assert "give its setup folder" in capsys.readouterr().err
+
+
+def test_a_folder_with_nothing_to_import_is_an_error(tmp_path, capsys):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.txt").write_text("hello\n")
+    assert main([str(folder), "--check"]) == 1
+    assert "a.txt: skipped, not a format benchcards can import" in capsys.readouterr().err
+    given = folder / "a.txt"
+    assert main([str(given), "--check"]) == 1  # a file named on its own is an error, not skipped
+    assert f"{given}: format: not a format benchcards can import" in capsys.readouterr().err

@@ -83,16 +83,17 @@ def read_sources(paths: list[Path]) -> list[Source]:
             if size > MAX_FILE_BYTES:
                 errors.append(f"{f}: {size:,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
                 continue
-            out.append(Source(str(f), f.read_bytes()))
+            out.append(Source(str(f), f.read_bytes(), in_folder=p.is_dir()))
     if errors:
         raise ImportFailed(errors)
     return out
 
 
-def plan(sources: list[Source], force: str | None = None) -> list[Plan]:
+def plan(sources: list[Source], force: str | None = None, skipped: list[str] | None = None) -> list[Plan]:
     """Which importer takes which files. lm-eval samples files join the results file of the same run
-    (same date suffix, or the only results file given). Raises ImportFailed listing every file that
-    cannot be imported."""
+    (same date suffix, or the only results file given). A file found inside a folder that no importer
+    recognises is left out and named in ``skipped``; any other file that cannot be imported raises
+    ImportFailed listing every one."""
     if force is not None and force not in FORMATS:
         raise ImportFailed([f"--from {force}: unknown format; one of {', '.join(FORMATS)}"])
     errors: list[str] = []
@@ -107,6 +108,11 @@ def plan(sources: list[Source], force: str | None = None) -> list[Plan]:
             else:
                 found.append((*detect(src), src))
         except ImportFailed as exc:
+            if src.in_folder and force is None and all(": format: not a format" in e or
+                                                       ": format: a benchcards" in e for e in exc.errors):
+                if skipped is not None:
+                    skipped.append(f"{src.name}: skipped, not a format benchcards can import")
+                continue
             errors.extend(exc.errors)
     if errors:
         raise ImportFailed(errors)
@@ -158,7 +164,11 @@ def convert(sources: list[Source], options: Options | None = None, force: str | 
     options = options or Options()
     out: list[ImportResult] = []
     errors: list[str] = []
-    for p in plan(sources, force):
+    skipped: list[str] = []
+    plans = plan(sources, force, skipped)
+    if not plans:
+        raise ImportFailed(skipped or ["no files to import"])
+    for p in plans:
         try:
             out.append(FORMATS[p.format].convert(p.sources, options, p.variant))
         except ImportFailed as exc:
@@ -170,6 +180,7 @@ def convert(sources: list[Source], options: Options | None = None, force: str | 
                           f"({exc.__class__.__name__}); the file was not imported")
     if errors:
         raise ImportFailed(errors)
+    out[0].notes.extend(skipped)
     return out
 
 

@@ -34,6 +34,7 @@ class Source:
 
     name: str
     data: bytes
+    in_folder: bool = False  # found inside a folder given as input: skipped (and listed) when not importable
 
     @cached_property
     def sha256(self) -> str:
