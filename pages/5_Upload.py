@@ -5,7 +5,7 @@ import streamlit as st
 from benchcards import upload
 from benchcards.paths import LOCAL
 from ingest.validate import IngestError
-from ui import common
+from ui import common, importing
 
 common.page("Upload", "⬆️")
 common.store()
@@ -15,7 +15,11 @@ st.markdown(
     "`<kind>/<run_id>/contract.json` plus its logs) as a `.zip`, or pick the folder itself. Every file is checked "
     "against the JSON Schemas in `schemas/`; if anything is wrong, you get every error with its file and field, and "
     "nothing is stored.")
-kind = st.segmented_control("Upload as", ["zip archive", "folder"], default="zip archive", key="kind")
+kind = st.segmented_control("Upload as", ["zip archive", "folder", "results of another tool"], default="zip archive",
+                            key="kind")
+if kind == "results of another tool":
+    importing.section(importing.default_save(common.db_path(), LOCAL))
+    st.stop()
 if kind == "folder":
     picked = st.file_uploader("Setup folder", accept_multiple_files="directory", key="folder")
     files = [(f.name, f.getvalue()) for f in picked or []]

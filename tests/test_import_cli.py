@@ -151,3 +151,13 @@ def test_a_folder_with_nothing_to_import_is_an_error(tmp_path, capsys):
     given = folder / "a.txt"
     assert main([str(given), "--check"]) == 1  # a file named on its own is an error, not skipped
     assert f"{given}: format: not a format benchcards can import" in capsys.readouterr().err
+
+
+def test_form_wording_of_importer_advice():
+    from ui.importing import for_form
+
+    msg = "r.json: hardware: a vLLM benchmark result does not say which GPU ran it: pass --gpu NAME (and --vram-gib N), " \
+          "or --gpu none for a CPU-only run"
+    assert for_form(msg).endswith("fill in “GPU name” (and “VRAM per GPU”), or write none there for a CPU-only run")
+    assert for_form("x: format: ambiguous: ...; choose one with --from") == "x: format: ambiguous: ...; choose one " \
+                                                                             "under “Format”"

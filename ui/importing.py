@@ -1,0 +1,131 @@
+"""Upload page: result files of other tools, detected from their content, with fields for what a
+format cannot tell. Thin: detection and conversion live in ``ingest.importers``."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import streamlit as st
+
+from ingest.importers import FORMATS, ImportFailed, Options, Source, convert, detect
+from ingest.importers.base import MAX_FILE_BYTES
+
+#: importer advice written for the command line -> the same advice for this form
+PHRASES = (
+    (r"pass --gpu NAME \(and --vram-gib N\), or --gpu none for a CPU-only run",
+     "fill in “GPU name” (and “VRAM per GPU”), or write none there for a CPU-only run"),
+    (r"pass --vram-gib N", "fill in “VRAM per GPU”"),
+    (r"pass --model NAME", "fill in “Model name”"),
+    (r"pass --engine( to name it)?", "fill in “Engine”"),
+    (r"(force|choose) one with --from( \{[^}]*\})?", "choose one under “Format”"),
+)
+FIELD_OF = {"--gpu-count": "“GPUs”", "--gpu": "“GPU name”", "--vram-gib": "“VRAM per GPU”",
+            "--server-cmd": "“Server command”", "--engine": "“Engine”", "--model": "“Model name”", "--from": "“Format”"}
+
+
+def for_form(message: str) -> str:
+    """An importer message with its command-line advice said in terms of the form's fields."""
+    for pattern, text in PHRASES:
+        message = re.sub(pattern, text, message)
+    return re.sub(r"--[a-z-]+", lambda m: FIELD_OF.get(m.group(0), m.group(0)), message)
+
+
+def _sources(picked: list, in_folder: bool) -> tuple[list[Source], list[str]]:
+    out, errors = [], []
+    for f in picked:
+        data = f.getvalue()
+        if len(data) > MAX_FILE_BYTES:
+            errors.append(f"{f.name}: {len(data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
+            continue
+        out.append(Source(f.name, data, in_folder=in_folder))
+    return out, errors
+
+
+def detected(sources: list[Source]) -> list[dict[str, str]]:
+    """One row per file: its name and the importer that recognises it (or why none does)."""
+    rows = []
+    for s in sources:
+        try:
+            fmt, variant = detect(s)
+            rows.append({"File": s.name, "Detected as": f"{fmt} ({variant})"})
+        except ImportFailed as exc:
+            rows.append({"File": s.name, "Detected as": for_form(exc.errors[0].split(": ", 2)[-1])})
+    return rows
+
+
+def section(save) -> None:
+    """The whole import section. ``save(results)`` stores converted setups (raises on problems) and
+    returns a report with ``text()`` and the setup ids in ``new``/``replaced``/``unchanged``."""
+    st.markdown(
+        "Upload **result files of another tool**: `llama-bench` output (`-o json`, `jsonl`, `csv`, `sql` or `md`), a "
+        "`llama-server` log, a `vllm bench serve` result, a GuideLLM JSON report, or lm-evaluation-harness "
+        "`results_*.json` (with its `samples_*.jsonl`). The format is detected from the content; every value the "
+        "file does not hold is taken from the fields below and recorded as such, and every field that cannot be "
+        "carried over is listed on the card. The original files are kept with their SHA-256.")
+    as_folder = st.toggle("A whole folder of result files (files no importer recognises are skipped)", key="imp-dir")
+    picked = st.file_uploader("Result files", accept_multiple_files="directory" if as_folder else True,
+                              key="imp-folder" if as_folder else "imp-files")
+    sources, size_errors = _sources(list(picked or []), bool(as_folder))
+    if sources:
+        st.table(detected(sources))  # a plain table: the names are shown as text
+    with st.form("imp-options"):
+        st.caption("Only what the files cannot tell; leave a field empty to use the file or the default.")
+        c1, c2, c3 = st.columns([3, 1, 1])
+        gpu = c1.text_input("GPU name", placeholder="e.g. NVIDIA GeForce RTX 4090 — or none for CPU only", key="imp-gpu")
+        count = c2.number_input("GPUs", min_value=1, max_value=64, value=1, step=1, key="imp-count")
+        vram = c3.number_input("VRAM per GPU (GiB)", min_value=0.0, max_value=2048.0, value=0.0, step=1.0,
+                               help="0: the size of cards sold with one size, else the import asks", key="imp-vram")
+        cmd = st.text_input("Server command", placeholder="e.g. llama-server -m model.gguf -c 32768 -np 2 "
+                            "(default: rebuilt from the file, or recorded as not given)", key="imp-cmd")
+        c4, c5, c6 = st.columns(3)
+        engine = c4.text_input("Engine", placeholder="vLLM, SGLang, llama.cpp … (when the file does not say)",
+                               key="imp-engine")
+        model = c5.text_input("Model name", placeholder="default: from the file", key="imp-model")
+        fmt = c6.selectbox("Format", ["detect from the content", *FORMATS], key="imp-format")
+        submitted = st.form_submit_button("Import and add", type="primary", disabled=not sources)
+    if not submitted:
+        return
+    errors = list(size_errors)
+    try:
+        server_cmd = shlex.split(cmd) if cmd.strip() else None
+    except ValueError as exc:
+        errors.append(f"Server command: {exc}")
+        server_cmd = None
+    if errors:
+        st.error("Nothing was imported.")
+        st.code("\n".join(errors), language=None)
+        return
+    opts = Options(gpu=gpu.strip() or None, gpu_count=int(count) if gpu.strip() and count > 1 else None,
+                   vram_gib=float(vram) if vram > 0 else None, server_cmd=server_cmd,
+                   engine=engine.strip() or None, model=model.strip() or None)
+    try:
+        with st.spinner("Converting and checking every file…"):
+            results = convert(sources, opts, force=None if fmt.startswith("detect") else fmt)
+            report = save(results)
+    except ImportFailed as exc:
+        st.error(f"Not imported: {len(exc.errors)} problem(s). Nothing was stored.")
+        st.code("\n".join(for_form(e) for e in exc.errors), language=None)
+        return
+    except Exception as exc:  # validation of the converted folders, or the database: same clear report
+        errs = getattr(exc, "errors", None) or [str(exc)]
+        st.error(f"Rejected: {len(errs)} problem(s). Nothing was stored.")
+        st.code("\n".join(errs), language=None)
+        return
+    st.success(f"Imported: {report.text()}")
+    for r in results:
+        st.caption(r.summary())
+        if r.notes:
+            with st.expander("What could not be carried over, and other notes"):
+                st.code("\n".join(r.notes), language=None)
+    for sid in sorted({s.setup_id for r in results for s in r.setups}):
+        st.page_link("pages/1_Setup_card.py", label=f"Open the card of {sid}", query_params={"setup": sid},
+                     icon=":material/arrow_forward:")
+
+
+def default_save(db_path: Path, local: Path):
+    """The store function of the page: the converted setups go through the upload path."""
+    from ingest.importers.store import save
+
+    return lambda results: save(results, db_path, local, label="import")
