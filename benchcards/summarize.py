@@ -1,7 +1,8 @@
 """Figures computed from a contract's raw records, and checks against stated figures.
 
 Every function here is pure: a validated contract in, rows out. ``ingest`` stores
-the rows; the site shows them. Definitions are those of DOMAIN.md (see ``stats``).
+the rows; the site shows them. Definitions are those of
+docs/definitions.md (see also ``stats``).
 """
 
 from __future__ import annotations
@@ -151,7 +152,11 @@ def _usable(r: RequestRecord) -> bool:
 
 
 def speed_from_records(contract: SpeedContract) -> SpeedResult:
-    """Compute every speed figure from the request records of ``contract``."""
+    """Compute every speed figure from the request records of ``contract``.
+
+    Rules: docs/definitions.md#decode, #headline-decode, #spread, #pooled, #words,
+    #prefill, #ttft, #concurrency and #long-answer.
+    """
     method = contract.method
     min_tokens = method.min_decode_tokens
     metrics: list[Metric] = []
@@ -355,7 +360,10 @@ class QualityScore:
 
 
 def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
-    """Score one test from its items (or its stated figures when it has none)."""
+    """Score one test from its items (or its stated figures when it has none).
+
+    Rules: docs/definitions.md#wilson and #stated-vs-computed.
+    """
     warns: list[Warn] = []
     if t.items:
         last: dict[str, QualityItem] = {}  # an item asked again counts with its final record
@@ -432,7 +440,7 @@ class FitHeadline:
 
 
 def fit(contract: FitContract) -> tuple[FitHeadline, list[float | None], list[Warn]]:
-    """Headline of a memory test, the computed fill % of every step, and warnings."""
+    """Headline of a memory test, the computed fill % of every step, and warnings (docs/definitions.md#fit)."""
     warns: list[Warn] = []
     filled: list[float | None] = []
     for st in contract.steps:
