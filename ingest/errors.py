@@ -47,12 +47,14 @@ def clip(text: str, limit: int = LIMITS.message_chars) -> str:
 class IngestError(Exception):
     """Validation failed; ``errors`` lists the problems as 'file: $.path: message'.
 
-    The list is capped (see ErrorLog); ``count`` is the number of problems found.
+    The list is capped (see ErrorLog); ``count`` is the number of problems found;
+    ``notes`` lists what was left out on purpose (e.g. skipped archive entries).
     """
 
-    def __init__(self, errors: list[str], count: int | None = None):
-        self.errors = [safe(e) for e in errors]
+    def __init__(self, errors: list[str], count: int | None = None, notes: list[str] | None = None):
+        self.errors = [clip(safe(e), 2 * LIMITS.message_chars) for e in errors]
         self.count = max(count if count is not None else len(errors), len(self.errors))
+        self.notes = [clip(safe(n), 2 * LIMITS.message_chars) for n in notes or []]
         super().__init__(f"{self.count} error(s):\n" + "\n".join(self.errors))
 
 

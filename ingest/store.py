@@ -25,6 +25,7 @@ from pathlib import Path
 import duckdb
 
 from benchcards.db import SCHEMA_VERSION, DatabaseError
+from ingest import crash
 
 DDL = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -180,6 +181,7 @@ def writing(path: Path, fresh: bool = False) -> Iterator[duckdb.DuckDBPyConnecti
             con = None
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
+            crash.point("store:before-swap")
             os.replace(tmp, path)
         finally:
             if con is not None:

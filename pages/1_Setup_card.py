@@ -20,12 +20,14 @@ c = queries.card(store, sid)
 s = c.setup
 row = c.row
 
-st.title(s.title)
+md = common.md  # every text from the data is escaped before it reaches Markdown
+st.title(md(s.title))
 badge = queries.badges(row)
 st.markdown(f":{'orange' if badge == 'synthetic' else 'blue' if badge == 'summary only' else 'green'}-badge"
-            f"[{badge}]" + (f" &nbsp; {s.provenance}" if s.provenance else ""))
-st.caption(f"{row['gpu']} · {s.engine.name} {s.engine.version or ''} · {s.model.name} {s.model.quant or ''} · "
-           f"measured {', '.join(s.measured_at) or 'date unknown'}" + (f" by {s.measured_by}" if s.measured_by else ""))
+            f"[{badge}]" + (f" &nbsp; {md(s.provenance)}" if s.provenance else ""))
+st.caption(f"{md(row['gpu'])} · {md(s.engine.name)} {md(s.engine.version or '')} · {md(s.model.name)} "
+           f"{md(s.model.quant or '')} · measured {md(', '.join(s.measured_at)) or 'date unknown'}"
+           + (f" by {md(s.measured_by)}" if s.measured_by else ""))
 if badge == "summary only":
     st.info("Summary only: these figures were published without their raw records, so benchcards cannot "
             "recompute them. Quality margins are still computed from right / n.")
@@ -84,7 +86,7 @@ else:
     m3.metric("Decode at that size", f"{fmt(f['decode_tps'])} tok/s" if f["decode_tps"] == f["decode_tps"] else "—",
               border=True)
     if isinstance(f.get("first_failed_error"), str):
-        st.caption(f"First size that failed: {int(f['first_failed_ctx']):,} tokens — {f['first_failed_error']}")
+        st.caption(f"First size that failed: {int(f['first_failed_ctx']):,} tokens — {md(f['first_failed_error'])}")
     common.table(cardmod.fit_table(c), f"{sid}-memory")
     common.chart(charts.fit_chart(c.fit_steps), key="fit-chart")
 
@@ -97,19 +99,19 @@ with st.expander("What each part means", expanded=False):
     common.table(cardmod.flags_table(c), f"{sid}-flags")
 for label, value in (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)):
     if value:
-        st.caption(f"{label}: {value}")
+        st.caption(f"{label}: {md(value)}")
 
 st.header("Sampling and thinking")
 samp = {k: v for k, v in s.sampling.model_dump().items() if v is not None}
-st.write(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in samp.items()) or "not recorded")
+st.markdown(", ".join(f"{k.replace('_', ' ')} {md(v)}" for k, v in samp.items()) or "not recorded")
 st.write("Thinking: " + {True: "on", False: "off", None: "not recorded"}[s.thinking])
 
 if s.deviations or s.notes:
     st.header("Deviations and notes")
     for d in s.deviations:
-        st.markdown(f"- **{d.what}** — {d.why}")
+        st.markdown(f"- **{md(d.what)}** — {md(d.why)}")
     if s.notes:
-        st.write(s.notes)
+        st.markdown("  \n".join(md(line) for line in s.notes.splitlines()))
 
 st.header("Runs")
 common.table(cardmod.runs_table(c), f"{sid}-runs")
@@ -119,11 +121,11 @@ if c.warnings.empty:
     st.caption("No warnings: every stated figure agrees with the raw records.")
 else:
     for w in c.warnings.itertuples():
-        st.warning(f"**{w.kind.replace('_', ' ')}** ({w.run_id}): {w.message}")
+        st.warning(f"**{md(w.kind.replace('_', ' '))}** ({md(w.run_id)}): {md(w.message)}")
 
 st.header("Hardware, engine and model")
 hw = s.hardware
-st.markdown("\n".join(f"- **{k}**: {v}" for k, v in (
+st.markdown("\n".join(f"- **{k}**: {md(v)}" for k, v in (
     ("GPUs", ", ".join(f"{g.count}x {g.name} ({g.vram_gib:g} GiB{', ' + g.backend if g.backend else ''})"
                        for g in hw.gpus) or "none"),
     ("CPU", hw.cpu), ("RAM", f"{hw.ram_gib:g} GiB" if hw.ram_gib else None), ("Driver", hw.driver), ("OS", hw.os),
@@ -146,7 +148,7 @@ if not files.empty:
                           f"{files.File[i]} ({files.Bytes[i]:,} bytes)", key="rawfile")
     try:
         data = store.raw_file(files["SHA-256"][choice])
-        st.download_button("Download", data, file_name=files.File[choice].split("/")[-1], key="rawdl",
-                           icon=":material/download:")
+        st.download_button("Download", data, file_name=common.download_name(files.File[choice]), key="rawdl",
+                           mime="application/octet-stream", icon=":material/download:")
     except queries.RawFileError as exc:
-        st.warning(f"Not available: {exc}")
+        st.warning(f"Not available: {md(exc)}")

@@ -56,9 +56,9 @@ if start and not running:
                             ctx_depths=to_ints(ctx_depths), allow_remote=allow_remote,
                             thinking={"off": False, "on": True}.get(thinking))
     except NotLoopback as exc:
-        st.error(f"{exc}. Tick 'Allow a server on another machine' to measure it anyway.")
+        st.error(f"{common.md(exc)}. Tick 'Allow a server on another machine' to measure it anyway.")
     except ValueError as exc:
-        st.error(f"Check the settings: {exc}")
+        st.error(f"Check the settings: {common.md(exc)}")
     else:
         user = SetupInput(title=title or None, gpu=gpu or None, vram_gib=vram or None, quant=quant or None,
                           server_cmd=server_cmd or None)
@@ -76,7 +76,7 @@ def progress() -> None:
     total = steps[-1].total if steps else 0
     state = "running" if not job.done else ("error" if job.error else "complete")
     label = (f"Measuring… {len(steps)}/{total or '?'} steps" if not job.done else
-             f"Finished: {len(steps)} steps" if not job.error else f"Stopped: {job.error}")
+             f"Finished: {len(steps)} steps" if not job.error else f"Stopped: {common.md(job.error)}")
     with st.status(label, state=state, expanded=True):
         if total:
             st.progress(len(steps) / total)
@@ -93,7 +93,7 @@ def progress() -> None:
             job.stop()
             st.toast("Stopping after the request in flight; finished steps will be saved.")
     elif job.run_dir is not None:
-        st.success(f"Saved and added to the site: {job.report}")
+        st.success(f"Saved and added to the site: {common.md(job.report)}")
         st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
                      icon=":material/arrow_forward:")
         if job.done and st.session_state.get("live_finished") != id(job):

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -8,6 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# The tests never touch this checkout's data/local: uploads and builds in tests (and in the servers and
+# processes they start, which inherit the environment) use an empty folder of their own.
+os.environ["BENCHCARDS_LOCAL"] = os.path.join(tempfile.mkdtemp(prefix="bc-local-"), "local")
 
 from benchcards import synth  # noqa: E402
 from ingest import ingest_paths  # noqa: E402

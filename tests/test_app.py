@@ -174,8 +174,10 @@ def test_compare_shows_only_differing_config_and_side_by_side_figures():
 
 
 def test_empty_database_explains(tmp_path, monkeypatch):
+    from ingest import store
+
     empty = tmp_path / "empty.duckdb"
-    with db.writing(empty):
+    with store.writing(empty):
         pass
     monkeypatch.setenv("BENCHCARDS_DB", str(empty))
     at = run("app.py")
@@ -192,29 +194,74 @@ def test_broken_database_explains(tmp_path, monkeypatch):
     assert "cannot be read" in at.error[0].value
 
 
-def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypatch):
+def _zip(entries: dict[str, bytes]) -> bytes:
     import io
     import zipfile
 
-    from benchcards import upload
-    from tests.helpers import make_setup
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def _folder_entries(folder: Path, prefix: str) -> dict[str, bytes]:
+    return {f"{prefix}/{p.relative_to(folder).as_posix()}": p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypatch):
+    import hashlib
+
+    import benchcards.paths as paths
+    from tests.helpers import SETUP, make_setup
 
     copy = tmp_path / "site.duckdb"
     copy.write_bytes(Path(__import__("os").environ["BENCHCARDS_DB"]).read_bytes())
     monkeypatch.setenv("BENCHCARDS_DB", str(copy))
     local = tmp_path / "local"
-    monkeypatch.setattr(upload, "LOCAL", local)
+    monkeypatch.setattr(paths, "LOCAL", local)
     folder = make_setup(tmp_path / "src")
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for p in folder.rglob("*"):
-            if p.is_file():
-                zf.write(p, p.relative_to(folder.parent).as_posix())
-    report = upload.accept(upload.files_from_zip(buf.getvalue()), copy, label="mine.zip", local=local)
-    assert report.new == ["hand-3090"]
+    good = _folder_entries(folder, "hand-3090")
+    bad_setup = json.loads(good["hand-3090/setup.json"])
+    bad_setup["hardware"]["gpus"][0]["vram_gib"] = -24
+    bad = {**good, "hand-3090/setup.json": json.dumps(bad_setup).encode(), "__MACOSX/._setup.json": b"x",
+           "../evil.txt": b"outside"}
+    before = hashlib.sha256(copy.read_bytes()).hexdigest()
+
+    at = run("pages/5_Upload.py")
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(bad), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.error[0].value == "Rejected: 1 problem(s). Nothing was stored."
+    errors = at.code[0].value
+    assert "mine.zip/hand-3090/setup.json: $.hardware.gpus[0].vram_gib: -24 is less than the minimum of 0" in errors
+    notes = at.code[1].value
+    assert "mine.zip: __MACOSX/._setup.json: macOS metadata (__MACOSX): skipped" in notes
+    assert "mine.zip: ../evil.txt: leads out of the archive's folder (..): not extracted" in notes
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == before  # the database is byte for byte as it was
+    assert not (local / "hand-3090").exists() and not (tmp_path / "evil.txt").exists()
+
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(good), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.success[0].value.startswith("Added: 1 new, 0 replaced, 0 unchanged setup")
     assert (local / "hand-3090" / "setup.json").exists()
     at = run("app.py")
     assert "Hand-made setup on an RTX 3090" in set(df(at).Setup)
+    assert not at.warning  # the upload left the database newer than its sources: not stale
+
+    # the same archive again stores nothing
+    mtime = copy.stat().st_mtime_ns
+    at = run("pages/5_Upload.py")
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(good), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert at.info[0].value.startswith("Unchanged")
+    assert copy.stat().st_mtime_ns == mtime
+    assert SETUP["setup_id"] == "hand-3090"
 
 
 def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypatch):
