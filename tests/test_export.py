@@ -1,5 +1,6 @@
 """The static export: every setup gets a page with the app's tables and themed charts, viewable offline."""
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -38,7 +39,8 @@ def test_seed_card_has_the_published_figures(site):
 
 def test_charts_carry_the_app_theme(site):
     page = (site / "setups" / f"{SYN1}.html").read_text()
-    specs = [json.loads(m) for m in re.findall(r"vegaEmbed\('#chart\d+', (.*?), \{actions", page)]
+    specs = [json.loads(m) for m in re.findall(r'<script type="application/json" data-chart="chart\d+">(.*?)</script>',
+                                                page)]
     assert len(specs) >= 4
     cfg = charts.theme_config()
     for s in specs:
@@ -46,12 +48,14 @@ def test_charts_carry_the_app_theme(site):
         assert s["config"]["axis"]["labelColor"] == cfg["axis"]["labelColor"]
 
 
-def test_raw_files_are_copied_and_linked(site):
+def test_raw_files_are_copied_and_linked_as_downloads(site):
     page = (site / "setups" / f"{SYN1}.html").read_text()
-    hrefs = re.findall(r'href="(\.\./raw/[0-9a-f]{64}/[^"]+)"', page)
-    assert any(h.endswith("client.log") for h in hrefs)
-    for h in hrefs:
-        assert (site / "setups" / h).resolve().is_file()
+    links = re.findall(r'<a href="(\.\./raw/([0-9a-f]{64})\.bin)" download="([^"]+)"', page)
+    assert any(name == "client.log" for _, _, name in links)
+    for href, sha, _ in links:
+        f = (site / "setups" / href).resolve()
+        assert f.is_file() and hashlib.sha256(f.read_bytes()).hexdigest() == sha
+    assert {p.suffix for p in (site / "raw").iterdir()} == {".bin"}  # nothing a browser would render
 
 
 def test_export_replaces_the_folder_whole(demo_db, tmp_path):
