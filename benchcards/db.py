@@ -26,10 +26,12 @@ class DatabaseError(RuntimeError):
 
 
 def connect_ro(path: Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection. Raises DatabaseError when the file does not exist.
+    """A new read-only connection. Raises DatabaseError when the file does not exist.
 
-    Keep it short-lived: a writer swaps the file, and a connection opened before the
-    swap keeps reading the old one.
+    In a process that also uses ``reading`` (the app, ingest), use ``reading``: DuckDB
+    hands a new connection to a path the instance it already holds open, which after a
+    swap is the old file. Keep it short-lived: a connection opened before a swap keeps
+    reading the old file.
     """
     if not path.exists():
         raise DatabaseError(f"no database at {path}")

@@ -139,7 +139,7 @@ def as_int(value: str | bool | None) -> int | None:
         mult, v = 1024, v[:-1]
     try:
         return int(float(v) * mult)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, NaN, or infinite
         return None
 
 

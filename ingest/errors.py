@@ -44,6 +44,14 @@ def clip(text: str, limit: int = LIMITS.message_chars) -> str:
     return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
+def clip_middle(text: str, limit: int) -> str:
+    """``text`` shortened to about ``limit`` characters by cutting its middle (paths keep both ends)."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}…{text[-half:]}"
+
+
 class IngestError(Exception):
     """Validation failed; ``errors`` lists the problems as 'file: $.path: message'.
 
@@ -52,9 +60,9 @@ class IngestError(Exception):
     """
 
     def __init__(self, errors: list[str], count: int | None = None, notes: list[str] | None = None):
-        self.errors = [clip(safe(e), 2 * LIMITS.message_chars) for e in errors]
+        self.errors = [clip(safe(e), 4 * LIMITS.message_chars) for e in errors]
         self.count = max(count if count is not None else len(errors), len(self.errors))
-        self.notes = [clip(safe(n), 2 * LIMITS.message_chars) for n in notes or []]
+        self.notes = [clip(safe(n), 4 * LIMITS.message_chars) for n in notes or []]
         super().__init__(f"{self.count} error(s):\n" + "\n".join(self.errors))
 
 
@@ -102,10 +110,11 @@ class ErrorLog:
         out: list[str] = []
         hidden_files = hidden = 0
         for where, (kept, dropped) in self._files.items():
-            out.extend(f"{safe(where)}: {m}" for m in kept)
+            shown = clip_middle(safe(where), self.limits.message_chars)
+            out.extend(f"{shown}: {m}" for m in kept)
             if kept and dropped[0]:
-                out.append(f"{safe(where)}: … and {dropped[0]:,} more error(s) in this file")
-            elif not kept:
+                out.append(f"{shown}: … and {dropped[0]:,} more error(s) in this file")
+            elif dropped[0]:
                 hidden_files += 1
                 hidden += dropped[0]
         if hidden:

@@ -194,6 +194,9 @@ def _list_dir(folder: Path, dfd: int, prefix: str, depth: int, count: int, stack
             out.problems.append((shown, f"can not be read ({exc.strerror})"))
             continue
         if stat.S_ISDIR(mode):
+            if e.name in (SETUP_NAME, CONTRACT_NAME):
+                out.problems.append((shown, "is a folder; expected a file"))
+                continue
             if depth + 1 > limits.dir_depth:
                 out.problems.append((shown, f"is more than {limits.dir_depth} folder levels deep"))
                 continue

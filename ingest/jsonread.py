@@ -76,6 +76,15 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_float=_parse_float, 
                             parse_constant=_reject_constant)
 
 
+def type_name(value: Any) -> str:
+    """The JSON name of a value's type: 'an object', 'an array', 'a string', 'a number', 'boolean', 'null'."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "an object", list: "an array", str: "a string"}.get(type(value), "a number")
+
+
 def json_path(parts: Any) -> str:
     """'$.requests[3].output_tokens' from a path sequence."""
     out = "$"
@@ -151,16 +160,20 @@ def _utf8_ok(s: str) -> bool:
     return True
 
 
-def parse(data: bytes, max_depth: int = LIMITS.json_depth) -> tuple[Any, str | None]:
+def parse(data: bytes, max_depth: int = LIMITS.json_depth, exact: bool = False) -> tuple[Any, str | None]:
     """Decode one JSON document strictly: (value, None) or (None, problem).
 
     The problem is a phrase to follow the file name, e.g. 'is not valid JSON: ...' or
-    '$.requests[3]: key 'x' appears twice in this object'.
+    '$.requests[3]: key 'x' appears twice in this object'. The fast path turns an
+    integer beyond 64 bits into a float (so the schema still rejects it); with
+    ``exact=True`` every number keeps the value written, for precise messages.
     """
     if data.startswith(b"\xef\xbb\xbf"):
         return None, "starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM"
     if not data.strip():
         return None, "is empty"
+    if exact:
+        return _slow(data, max_depth)
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:

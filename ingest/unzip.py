@@ -112,8 +112,8 @@ def check_archive(data: bytes, limits: Limits = LIMITS) -> tuple[list[Entry], li
     offsets: dict[int, str] = {}
     declared_total = 0
     for info in infos:
-        shown = info.filename
-        rel, skip, err = _name_checks(info.filename, limits)
+        shown = info.orig_filename  # zipfile cuts a name at a NUL; the check must see all of it
+        rel, skip, err = _name_checks(info.orig_filename, limits)
         if err is not None:
             errors.append(f"{shown}: {err}")
             continue

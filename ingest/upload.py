@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
 from benchcards import db as read_db
 from benchcards import paths
 from benchcards.sources import prune, recorded_roots
@@ -101,17 +103,7 @@ def _alive(txn: Path) -> bool:
 
 def _stored(db_path: Path) -> dict[str, tuple[str, str]]:
     """setup_id -> (content hash, folder) in the database (empty when there is none)."""
-    if not db_path.exists():
-        return {}
-    try:
-        con = read_db.connect_ro(db_path)
-    except read_db.DatabaseError:
-        return {}
-    try:
-        return {r[0]: (r[1], r[2]) for r in con.execute("SELECT setup_id, content_sha256, folder FROM setups")
-                .fetchall()}
-    finally:
-        con.close()
+    return _owned(db_path)[1]
 
 
 def recover(local: Path, db_path: Path) -> list[str]:
@@ -195,20 +187,21 @@ def setup_ids_on_disk(roots: list[Path], limits: Limits = LIMITS) -> dict[str, P
 
 
 def _owned(db_path: Path) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
-    """(run_id -> setup_id, setup_id -> (content hash, folder)) in the database."""
+    """(run_id -> setup_id, setup_id -> (content hash, folder)) in the database (empty when unreadable).
+
+    Read through ``benchcards.db.reading``: it notices a swapped file, where a plain
+    connection could be handed DuckDB's cached instance of the old one.
+    """
     if not db_path.exists():
         return {}, {}
     try:
-        con = read_db.connect_ro(db_path)
-    except read_db.DatabaseError:
+        with read_db.reading(db_path) as con:
+            runs = dict(con.execute("SELECT run_id, setup_id FROM runs").fetchall())
+            setups = {r[0]: (r[1], r[2]) for r in con.execute(
+                "SELECT setup_id, content_sha256, folder FROM setups").fetchall()}
+    except (read_db.DatabaseError, duckdb.Error):
         return {}, {}
-    try:
-        runs = dict(con.execute("SELECT run_id, setup_id FROM runs").fetchall())
-        setups = {r[0]: (r[1], r[2]) for r in con.execute(
-            "SELECT setup_id, content_sha256, folder FROM setups").fetchall()}
-        return runs, setups
-    finally:
-        con.close()
+    return runs, setups
 
 
 def _conflicts(valid: Validated, db_path: Path, local: Path, label: str, stage: Path,

@@ -156,13 +156,21 @@ def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limit
         return None, None
     kind = expected_kind
     if kind is None:
-        kind = obj.get("kind") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict):
+            log.add(where, f"$: expected a JSON object (a contract), got {jsonread.type_name(obj)}")
+            return None, None
+        kind = obj.get("kind")
         if kind not in KINDS:
-            shown = kind if isinstance(kind, str) else type(kind).__name__
-            log.add(where, f"$.kind: expected one of {', '.join(KINDS)}, got {str(shown)[:80]!r}")
+            shown = repr(kind[:80]) if isinstance(kind, str) else jsonread.type_name(kind)
+            log.add(where, f"$.kind: expected one of {', '.join(KINDS)}, got {shown}")
             return None, None
     errs = schema_errors(kind, obj, limits.errors_per_file)
     if errs:
+        # explain with the numbers exactly as written (the fast parser rounds integers beyond 64 bits)
+        exact, _ = jsonread.parse(raw.data, limits.json_depth, exact=True)
+        if exact is not None:
+            obj = exact
+            errs = schema_errors(kind, obj, limits.errors_per_file)
         log.extend(where, errs, more=max(0, schema_error_count(kind, obj) - len(errs)))
         return None, None
     model, errs = pydantic_errors(kind, obj)
