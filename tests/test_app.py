@@ -306,3 +306,58 @@ def test_run_live_page_refuses_other_hosts():
     at.button[0].click().run()
     assert "not a loopback address" in at.error[0].value
     assert "live_job" not in at.session_state
+
+
+def test_missing_database_offers_the_build_and_it_runs_in_the_background(tmp_path, monkeypatch):
+    from ui import background
+
+    path = tmp_path / "site.duckdb"
+    monkeypatch.setenv("BENCHCARDS_DB", str(path))
+    at = run("app.py")
+    assert at.info[0].value.startswith("No database yet")
+    assert at.code[0].value == f".venv/bin/python -m ingest.build --db {path}"
+    at.button(key="bc-build").click().run()
+    job = background.current(path)
+    assert job is not None and job.wait(300), job.output()
+    assert job.ok, job.output()
+    at = run("app.py")
+    assert len(df(at)) == 6 and not at.warning and not at.error
+
+
+def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, monkeypatch):
+    import hashlib
+    import os
+    import time
+
+    import benchcards.paths as paths
+    from tests.helpers import make_setup
+    from ui import background, common
+
+    path = tmp_path / "site.duckdb"
+    path.write_bytes(Path(os.environ["BENCHCARDS_DB"]).read_bytes())
+    monkeypatch.setenv("BENCHCARDS_DB", str(path))
+    local = Path(os.environ["BENCHCARDS_LOCAL"])
+    monkeypatch.setattr(paths, "LOCAL", local)
+    broken = make_setup(local, name="broken-upload")
+    (broken / "setup.json").write_text("{ not json")
+    later = time.time() + 5
+    os.utime(broken / "setup.json", (later, later))
+    common._CHECKED.clear()
+    try:
+        at = run("app.py")
+        assert at.warning[0].value.startswith("The raw folders changed after the database was built")
+        assert len(df(at)) == 6  # still served
+        before = hashlib.sha256(path.read_bytes()).hexdigest()
+        at.button(key="bc-build").click().run()
+        job = background.current(path)
+        assert job.wait(300) and not job.ok
+        at = run("app.py")
+        assert at.error[0].value.startswith("The last build failed, so nothing was replaced")
+        assert f"{broken}/setup.json: is not valid JSON" in at.code[0].value
+        assert len(df(at)) == 6  # the page is not taken down
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    finally:
+        import shutil
+
+        shutil.rmtree(broken)
+        common._CHECKED.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -18,19 +19,27 @@ from ui import background
 
 #: ASCII punctuation: each is backslash-escaped in text from data shown as Markdown
 _PUNCT = frozenset("\\`*_{}[]()<>#+-.!|~:$&=\"'/@%^;,?")
+#: GFM turns bare URLs and e-mail addresses into links even when their punctuation is escaped;
+#: an invisible word joiner (U+2060) inside "://", "www." and after "@" keeps them plain text
+_AUTOLINK = re.compile(r"(?i)(://|www\.|@)")
+_WJ = "\u2060"
 
 
 def md(text: object) -> str:
     """``text`` from data, safe to show inside Markdown: every ASCII punctuation mark escaped
-    (no links, images, HTML, colours, maths or emphasis can come from data), line breaks
-    flattened and control characters shown as escapes."""
-    s = str(text)
+    (no links, images, HTML, colours, maths or emphasis can come from data), bare URLs and
+    addresses kept from becoming links, line breaks flattened and control characters shown
+    as escapes."""
+    s = _AUTOLINK.sub(lambda m: {"://": ":" + _WJ + "//", "@": "@" + _WJ}.get(m.group(0), m.group(0)[:3] + _WJ + "."),
+                      str(text))
     out = []
     for c in s:
         if c in _PUNCT:
             out.append("\\" + c)
         elif c in "\r\n\u2028\u2029":
             out.append(" ")
+        elif c == _WJ:
+            out.append(c)
         elif not c.isprintable() and c != " ":
             out.append(f"\\\\u{ord(c):04x}")
         else:
@@ -41,8 +50,6 @@ def md(text: object) -> str:
 def download_name(path: str) -> str:
     """A file name for a download from a path in the data: its last part, with anything but letters,
     digits, '.', '-' and '_' replaced (no quotes, separators or control characters reach a header)."""
-    import re
-
     name = re.sub(r"[^A-Za-z0-9._-]", "_", path.rsplit("/", 1)[-1]).lstrip(".")
     return name[:120] or "file"
 
@@ -78,13 +85,14 @@ def _command(path: Path) -> str:
     return BUILD_COMMAND + ("" if path == DEFAULT_DB else f" --db {path}")
 
 
-def _build_panel(path: Path, fr: Freshness) -> None:
-    """What a page shows about the database build: the state, the command, a button, the last result."""
+def _build_panel(path: Path, fr: Freshness) -> Freshness:
+    """What a page shows about the database build: the state, the command, a button, the last result.
+    Returns the state (looked up again when a build has just finished)."""
     job = background.current(path)
     if job is not None and not job.done:
         st.info("Building the database in the background. The site keeps showing the last good database "
                 "meanwhile; reload the page when it is done.", icon=":material/hourglass_top:")
-        return
+        return fr
     if job is not None and job.done and not job.ok:
         st.error("The last build failed, so nothing was replaced: the site still shows the last good database. "
                  "Fix what it reports and build again.")
@@ -93,7 +101,7 @@ def _build_panel(path: Path, fr: Freshness) -> None:
         _CHECKED.pop(str(path), None)
         fr = _freshness(path)
     if fr.state == "fresh":
-        return
+        return fr
     if fr.state == "missing":
         st.info("No database yet. Build it from the raw folders (data/raw, data/local and any folder loaded "
                 "with `python -m ingest`) with the button below or in a shell:")
@@ -107,6 +115,7 @@ def _build_panel(path: Path, fr: Freshness) -> None:
         background.start(path)
         _CHECKED.pop(str(path), None)
         st.rerun()
+    return fr
 
 
 def store() -> Store:
@@ -114,8 +123,7 @@ def store() -> Store:
     stale the page says so and offers the build (which runs in the background); a missing or
     unreadable database stops the page, a stale one is still shown."""
     path = db_path()
-    fr = _freshness(path)
-    _build_panel(path, fr)
+    fr = _build_panel(path, _freshness(path))
     if fr.state in ("missing", "unreadable") or not path.exists():
         st.stop()
     try:
