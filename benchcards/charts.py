@@ -10,6 +10,8 @@ beyond them.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import altair as alt
 import pandas as pd
 
@@ -78,7 +80,7 @@ def depth_points(series: pd.DataFrame, kind: str) -> pd.DataFrame:
     return df
 
 
-def depth_chart(series: pd.DataFrame, kind: str) -> alt.Chart:
+def depth_chart(series: pd.DataFrame, kind: str) -> alt.TopLevelMixin:
     """A metric vs prompt depth (tokens), one line per setup (and prompt / part)."""
     y_title, title = CHART_LABELS[kind]
     df = depth_points(series, kind)
@@ -97,7 +99,7 @@ def depth_chart(series: pd.DataFrame, kind: str) -> alt.Chart:
     return themed((lines + points).properties(title=title, width="container", height=320))
 
 
-def conc_chart(series: pd.DataFrame) -> alt.Chart:
+def conc_chart(series: pd.DataFrame) -> alt.TopLevelMixin:
     """Total and per-request output rate vs requests at once."""
     y_title, title = CHART_LABELS["conc"]
     df = series[series.metric.isin(["conc_total", "conc_per_request"])].copy()
@@ -105,7 +107,7 @@ def conc_chart(series: pd.DataFrame) -> alt.Chart:
     df["series"] = df.title + " · " + df.rate
     base = alt.Chart(df)
     x = alt.X("level:Q", title="Requests at once", scale=_scale(wants_log(df.level, 8)),
-              axis=alt.Axis(values=sorted(df.level.dropna().unique().tolist()) or None))
+              axis=alt.Axis(values=cast(Any, sorted(df.level.dropna().unique().tolist()) or None)))
     y = alt.Y("value:Q", title=y_title, scale=_scale(wants_log(df.value)))
     tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("rate:N"),
                alt.Tooltip("level:Q", title="requests at once"),
@@ -119,7 +121,7 @@ def conc_chart(series: pd.DataFrame) -> alt.Chart:
     return themed((lines + points).properties(title=title, width="container", height=320))
 
 
-def quality_chart(q: pd.DataFrame) -> alt.Chart:
+def quality_chart(q: pd.DataFrame) -> alt.TopLevelMixin:
     """Result per test and setup with its Wilson 95 % interval as an error bar."""
     df = q.copy()
     df["label"] = df.label.fillna(df.test)
@@ -142,7 +144,7 @@ def quality_chart(q: pd.DataFrame) -> alt.Chart:
     return themed(chart)
 
 
-def fit_chart(steps: pd.DataFrame, title: str = "Memory test") -> alt.Chart:
+def fit_chart(steps: pd.DataFrame, title: str = "Memory test") -> alt.TopLevelMixin:
     """Peak GPU memory per context size; failed sizes marked."""
     df = steps.copy()
     df["outcome"] = df.result.map({"answered": "answered", "no_answer": "did not answer", "no_load": "did not load"})
@@ -161,7 +163,7 @@ def fit_chart(steps: pd.DataFrame, title: str = "Memory test") -> alt.Chart:
     return themed((line + pts).properties(title=title, width="container", height=260))
 
 
-def live_steps_chart(table: pd.DataFrame) -> alt.Chart:
+def live_steps_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     """Decode per finished step of a live run, client and server side by side."""
     df = table.melt(id_vars=["Step"], value_vars=["Decode (tok/s)", "Server decode"], var_name="clock",
                     value_name="tok/s").dropna()

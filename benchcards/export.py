@@ -177,7 +177,8 @@ def export(db_path: Path, out: Path, with_raw: bool = True) -> list[Path]:
     (tmp / "assets").mkdir(parents=True)
     (tmp / "setups").mkdir()
     vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    (tmp / "assets" / "vega.js").write_text(vlc.javascript_bundle(vl_version=f"v{vl}"), encoding="utf-8")
+    bundle = vlc.javascript_bundle(None, vl_version=f"v{vl}")  # type: ignore[arg-type]  # None: the default bundle
+    (tmp / "assets" / "vega.js").write_text(bundle, encoding="utf-8")
     for asset in ("style.css", "site.js"):
         shutil.copyfile(TEMPLATES / "assets" / asset, tmp / "assets" / asset)
     overview = queries.overview(store)

@@ -378,15 +378,16 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
             warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
         n = len(items)
         right = 0
-        cut = 0
+        n_cut = 0
         for it in items:
             if it.cut_off:
-                cut += 1
+                n_cut += 1
                 if it.right:
                     warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "
                                                        "token limit; counted wrong"))
             elif it.right and it.error is None:
                 right += 1
+        cut: int | None = n_cut
         tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for it in items:
             if it.task:

@@ -49,12 +49,15 @@ class Listing:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
 
 
+LINK = "is a symbolic link; links are never followed (copy the file itself into the folder)"
+
+
 def kind_of(mode: int) -> str | None:
     """Why a file of this mode is refused, or None for regular files and folders."""
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     if stat.S_ISLNK(mode):
-        return "is a symbolic link; links are never followed (copy the file itself into the folder)"
+        return LINK
     if stat.S_ISFIFO(mode):
         return "is a named pipe (FIFO), not a regular file"
     if stat.S_ISSOCK(mode):
@@ -142,7 +145,7 @@ def list_setup_folder(folder: Path, limits: Limits = LIMITS) -> Listing:
     try:
         root = os.open(folder, _DIR_FLAGS)
     except OSError as exc:
-        reason = kind_of(stat.S_IFLNK) if exc.errno == errno.ELOOP else f"can not be opened ({exc.strerror})"
+        reason = LINK if exc.errno == errno.ELOOP else f"can not be opened ({exc.strerror})"
         out.problems.append((str(folder), reason))
         return out
     count = 0

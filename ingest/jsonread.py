@@ -82,7 +82,11 @@ def type_name(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    return {dict: "an object", list: "an array", str: "a string"}.get(type(value), "a number")
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return "a string" if isinstance(value, str) else "a number"
 
 
 def json_path(parts: Any) -> str:

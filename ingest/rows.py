@@ -205,7 +205,7 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
         n_warn += 1
         add("warnings", (sid, run_id, w.kind, w.message, w.stated, w.computed))
 
-    runs = []
+    runs: list[tuple[str, str, Path]] = []
     for run in sf.runs:
         c = run.contract
         rid = c.run_id

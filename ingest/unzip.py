@@ -208,14 +208,14 @@ def extract(data: bytes, dest: Path, limits: Limits = LIMITS) -> list[str]:
             with os.fdopen(fd, "wb") as out:
                 if info.compress_type == zipfile.ZIP_STORED:
                     for i in range(start, end, _CHUNK):
-                        chunk = view[i:min(end, i + _CHUNK)]
-                        produced += len(chunk)
-                        crc = zlib.crc32(chunk, crc)
-                        out.write(chunk)
+                        piece = view[i:min(end, i + _CHUNK)]
+                        produced += len(piece)
+                        crc = zlib.crc32(piece, crc)
+                        out.write(piece)
                 else:
                     d = zlib.decompressobj(-15)
                     pos = start
-                    pending = b""
+                    pending: bytes = b""
                     while not d.eof:
                         if not pending:
                             if pos >= end:

@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -305,7 +306,7 @@ def _accept_staged(txn: Path, stage: Path, db_path: Path, label: str, local: Pat
         if not changed:
             return result
         local.mkdir(parents=True, exist_ok=True)
-        moves = [{"setup_id": p.setup_id, "src": str(p.folder), "dest": str(local / p.setup_id),
+        moves: list[dict[str, Any]] = [{"setup_id": p.setup_id, "src": str(p.folder), "dest": str(local / p.setup_id),
                   "backup": str(txn / f"old-{p.setup_id}") if (local / p.setup_id).exists() else None,
                   "content_sha256": p.content_sha256} for p in changed]
         _write_journal(txn, moves)

@@ -12,5 +12,6 @@ fi
 export CHROMIUM=/usr/bin/chromium
 .venv/bin/python -m schemas --check
 .venv/bin/ruff check .
+.venv/bin/mypy  # the packages listed in pyproject.toml
 # pytest exits 5 when it collected no tests: that is a failure here too.
 exec .venv/bin/python -m pytest -n 2 -p no:cacheprovider tests "$@"

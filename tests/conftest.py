@@ -32,3 +32,18 @@ def demo_db(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     ingest_paths([ROOT / "data" / "raw"], db)
     return db
+
+
+KINDS = ("unit", "integration", "browser", "engine")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test says what it needs: one of the markers of pyproject.toml. A more specific marker on a test
+    (browser, engine) wins over its module's."""
+    missing = []
+    for item in items:
+        own = [m.name for m in item.iter_markers() if m.name in KINDS]
+        if not own:
+            missing.append(item.nodeid)
+    if missing:
+        raise pytest.UsageError("tests without a unit/integration/browser/engine marker: " + ", ".join(missing[:10]))

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 SEED0 = "qwen35-35b-a3b-udq4kxl-dgx-spark"

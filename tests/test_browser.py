@@ -20,7 +20,8 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 READY = "[data-testid=stApp][data-test-script-state=notRunning]"
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
 
 
 def start_streamlit(db: Path, port: int, local: Path | None = None) -> subprocess.Popen:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 
 COMMANDS = [
@@ -22,6 +24,7 @@ COMMANDS = [
     ["bench/ingest.py"],
     ["bench/pages.py"],
     ["bench/live_client.py"],
+    ["bench/hostile_memory.py"],
 ]
 
 

@@ -5,9 +5,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from benchcards import db, queries
 from ingest import ingest_paths, store
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,8 +3,12 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from benchcards import queries, synth
 from tests.test_app import SEED, SEED0
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "data" / "raw"

@@ -11,6 +11,8 @@ from benchcards import charts
 from benchcards.export import export
 from tests.test_app import SEED, SYN1
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -67,6 +69,7 @@ def test_export_replaces_the_folder_whole(demo_db, tmp_path):
     assert not (tmp_path / "site.partial").exists() and not (tmp_path / "site.old").exists()
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
 def test_export_renders_offline_in_chromium(site):
     from playwright.sync_api import sync_playwright

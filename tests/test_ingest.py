@@ -10,6 +10,8 @@ from benchcards import db, queries
 from ingest import IngestError, ingest_paths
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract, write
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -18,6 +18,8 @@ from live.job import LiveJob
 from live.measure import MeasureConfig, SetupInput, build_setup, measure, write_folder
 from tests.live_servers import ROOT, Server, demo_server, free_port
 
+pytestmark = pytest.mark.integration
+
 DECODE, PREFILL, OVERHEAD_MS = 400.0, 8000.0, 3.0
 
 
@@ -216,6 +218,7 @@ def engine(request, tmp_path_factory):
     s.stop()
 
 
+@pytest.mark.engine
 def test_real_engine_short_measurement_completes_and_ingests(engine, tmp_path):
     kind, s = engine
     cfg = small(s.url, parts=("decode", "prefill", "conc"), max_tokens=48, min_decode_tokens=8, runs=2,

@@ -4,6 +4,8 @@ import pytest
 
 from benchcards import stats
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("right,n,pct,margin", [
     (229, 400, 57.3, 4.8),   # docs/definitions.md#wilson worked examples
