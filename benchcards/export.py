@@ -237,7 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database (default {DEFAULT_DB})")
     parser.add_argument("--no-raw", action="store_true", help="do not copy the raw files")
     args = parser.parse_args(argv)
-    pages = export(args.db, args.out, with_raw=not args.no_raw)
+    try:
+        pages = export(args.db, args.out, with_raw=not args.no_raw)
+    except queries.db.DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: {exc.filename or args.out}: {exc.strerror}", file=sys.stderr)
+        return 1
     print(f"wrote {len(pages)} pages to {args.out}")
     return 0
 
