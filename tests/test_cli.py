@@ -23,6 +23,7 @@ COMMANDS = [
     ["-m", "live", "tiny-gguf"],
     ["bench/ingest.py"],
     ["bench/pages.py"],
+    ["bench/analysis.py"],
     ["bench/live_client.py"],
     ["bench/hostile_memory.py"],
 ]
