@@ -122,7 +122,7 @@ def test_export_shows_payloads_as_text_and_runs_none(hostile, browser, tmp_path)
 
 APP_PAGES = ["", f"Setup_card?setup={SID}", f"Scaling_curves?setups={SID}&setups={SYN1}",
              f"Quality_and_margins?setups={SID}&setups={SYN1}&a={SID}&b={SYN1}", f"Compare?setups={SID}&setups={SYN1}",
-             "Upload"]
+             "Analysis", "Upload"]
 
 
 def test_app_shows_payloads_as_text_and_runs_none(hostile, browser, tmp_path):
