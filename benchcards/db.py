@@ -39,10 +39,17 @@ def connect_ro(path: Path) -> duckdb.DuckDBPyConnection:
         raise DatabaseError(f"{path} is not a file")
     try:
         con = duckdb.connect(str(path), read_only=True)
-        con.execute("SET enable_progress_bar = false")
-        return con
     except duckdb.Error as exc:  # corrupt file, not a DuckDB file, ...
         raise DatabaseError(f"cannot open {path}: {exc}") from exc
+    quiet_progress(con)
+    return con
+
+
+def quiet_progress(con: duckdb.DuckDBPyConnection) -> None:
+    """No progress bar from DuckDB on stdout (in Jupyter, where DuckDB refuses the setting without
+    ipywidgets, it draws no text bar either)."""
+    with contextlib.suppress(duckdb.Error):
+        con.execute("SET enable_progress_bar = false")
 
 
 _CACHE: dict[str, tuple[tuple[int, int], duckdb.DuckDBPyConnection]] = {}

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from benchcards.db import SCHEMA_VERSION, DatabaseError
+from benchcards.db import SCHEMA_VERSION, DatabaseError, quiet_progress
 from ingest import crash
 
 DDL = """
@@ -112,7 +112,7 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 def _connect_rw(path: Path) -> duckdb.DuckDBPyConnection:
     """A read-write connection to a private copy: no file access from SQL, no progress bar on stdout."""
     con = duckdb.connect(str(path), config={"enable_external_access": False})
-    con.execute("SET enable_progress_bar = false")
+    quiet_progress(con)
     return con
 
 
