@@ -94,6 +94,8 @@ def start(db_path: Path) -> BuildJob:
     with _LOCK:
         job = _JOBS.get(str(db_path))
         if job is None or job.done:
+            if job is not None and job.log is not None:
+                job.log.unlink(missing_ok=True)  # the previous build's output is replaced
             job = BuildJob(db_path).start()
             _JOBS[str(db_path)] = job
         return job
