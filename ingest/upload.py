@@ -306,9 +306,10 @@ def _accept_staged(txn: Path, stage: Path, db_path: Path, label: str, local: Pat
         if not changed:
             return result
         local.mkdir(parents=True, exist_ok=True)
-        moves: list[dict[str, Any]] = [{"setup_id": p.setup_id, "src": str(p.folder), "dest": str(local / p.setup_id),
-                  "backup": str(txn / f"old-{p.setup_id}") if (local / p.setup_id).exists() else None,
-                  "content_sha256": p.content_sha256} for p in changed]
+        moves: list[dict[str, Any]] = [
+            {"setup_id": p.setup_id, "src": str(p.folder), "dest": str(local / p.setup_id),
+             "backup": str(txn / f"old-{p.setup_id}") if (local / p.setup_id).exists() else None,
+             "content_sha256": p.content_sha256} for p in changed]
         _write_journal(txn, moves)
         try:
             for m in moves:
