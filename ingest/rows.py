@@ -15,14 +15,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from benchcards import flags, stats, summarize
+from benchcards import flags, summarize
 from ingest.store import DDL
 from ingest.validate import Run, SetupFolder
 from schemas.models import FitContract, QualityContract, QualityItem, RequestRecord, SpeedContract
@@ -116,14 +116,6 @@ def _run_order(runs: list[Run]) -> dict[str, int]:
     return {r.contract.run_id: i for i, r in enumerate(keyed)}
 
 
-def _getter(path: str) -> Any:
-    head, _, rest = path.partition(".")
-    if not rest:
-        return attrgetter(head)
-    outer, inner = attrgetter(head), attrgetter(rest)
-    return lambda r: None if (o := outer(r)) is None else inner(o)
-
-
 _DICT = pa.dictionary(pa.int32(), pa.string())
 #: columns of the bulk tables that repeat one value per run: dictionary-encoded (small in memory and in transit)
 _CONSTANT = {"setup_id", "run_id", "test"}
@@ -134,36 +126,77 @@ def bulk_schema(table: str) -> pa.Schema:
     return pa.schema([(f.name, _DICT if f.name in _CONSTANT else f.type) for f in arrow_schema(table)])
 
 
+@cache
+def _record_schema(table: str) -> pa.Schema:
+    """The shape of one record as parsed from JSON, typed after the columns it fills (nested objects as structs)."""
+    types = arrow_schema(table)
+    top: list[pa.Field] = []
+    nested: dict[str, list[pa.Field]] = {}
+    for column, _, path in RECORD_COLUMNS[table]:
+        head, _, rest = path.partition(".")
+        if rest:
+            nested.setdefault(head, []).append(pa.field(rest, types.field(column).type))
+        else:
+            top.append(pa.field(head, types.field(column).type))
+    return pa.schema(top + [pa.field(name, pa.struct(fields)) for name, fields in nested.items()])
+
+
+def _default(model: type, path: str) -> Any:
+    """The model's default of a field when it is a value (filled in where the JSON left the field out)."""
+    head, _, rest = path.partition(".")
+    if rest:
+        return None  # nested objects here have no non-null defaults
+    default = model.model_fields[head].default  # type: ignore[attr-defined]
+    return default if isinstance(default, (bool, int, float, str)) else None
+
+
 def _const(value: str, n: int) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array([0] * n, type=pa.int32()), pa.array([value], type=pa.string()))
+    return pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([value], type=pa.string()))
 
 
-def request_table(setup_id: str, run_id: str, records: list[RequestRecord]) -> pa.Table:
-    """Every request record of one speed run, with TTFT and decode rate per request."""
-    n = len(records)
-    cols: dict[str, Any] = {"setup_id": _const(setup_id, n), "run_id": _const(run_id, n), "seq": list(range(n))}
-    for column, _, path in RECORD_COLUMNS["requests"]:
-        cols[column] = list(map(_getter(path), records))
-    cols["ttft_s"] = [r.t_first - r.t_send if r.t_first is not None and r.t_first > r.t_send else None
-                      for r in records]
-    cols["decode_tps"] = [stats.decode_rate(r.output_tokens, r.t_first, r.t_last)
-                          if r.output_tokens is not None and r.t_first is not None and r.t_last is not None else None
-                          for r in records]
-    schema = bulk_schema("requests")
-    return pa.Table.from_arrays([c if isinstance(c := cols[f.name], pa.Array) else pa.array(c, type=f.type)
-                                 for f in schema], schema=schema)
+def _records(table: str, documents: list[dict], fixed: dict[str, Any]) -> dict[str, Any]:
+    """Columns of ``table`` from validated JSON records (Arrow does the conversion, not a Python loop)."""
+    src = pa.Table.from_pylist(documents, schema=_record_schema(table)).combine_chunks()
+    cols: dict[str, Any] = dict(fixed)
+    for column, model, path in RECORD_COLUMNS[table]:
+        head, _, rest = path.partition(".")
+        arr = src.column(head).chunk(0) if src.num_rows else pa.array([], type=_record_schema(table).field(head).type)
+        if rest:
+            arr = pc.struct_field(arr, rest)
+        default = _default(model, path)
+        if default is not None:
+            arr = pc.fill_null(arr, default)
+        cols[column] = arr
+    return cols
 
 
-def item_table(setup_id: str, run_id: str, test: str, items: list[QualityItem]) -> pa.Table:
-    """Every item record of one test of a quality run."""
-    n = len(items)
-    cols: dict[str, Any] = {"setup_id": _const(setup_id, n), "run_id": _const(run_id, n),
-                            "test": _const(test, n), "seq": list(range(n))}
-    for column, _, path in RECORD_COLUMNS["quality_items"]:
-        cols[column] = list(map(_getter(path), items))
-    schema = bulk_schema("quality_items")
-    return pa.Table.from_arrays([c if isinstance(c := cols[f.name], pa.Array) else pa.array(c, type=f.type)
-                                 for f in schema], schema=schema)
+def _table(table: str, cols: dict[str, Any]) -> pa.Table:
+    schema = bulk_schema(table)
+    return pa.Table.from_arrays([c if isinstance(c, (pa.Array, pa.ChunkedArray)) else pa.array(c, type=f.type)
+                                 for c, f in ((cols[f.name], f) for f in schema)], schema=schema)
+
+
+def request_table(setup_id: str, run_id: str, documents: list[dict]) -> pa.Table:
+    """Every request record of one speed run (the validated JSON records), with TTFT and decode rate per
+    request (docs/definitions.md#ttft, #decode)."""
+    n = len(documents)
+    cols = _records("requests", documents, {"setup_id": _const(setup_id, n), "run_id": _const(run_id, n),
+                                            "seq": pa.array(range(n), type=pa.int32())})
+    t_send, t_first, t_last, out = cols["t_send"], cols["t_first"], cols["t_last"], cols["output_tokens"]
+    cols["ttft_s"] = pc.if_else(pc.greater(t_first, t_send), pc.subtract(t_first, t_send), None)
+    span = pc.subtract(t_last, t_first)
+    tokens_after_first = pc.subtract(pc.cast(out, pa.float64()), 1.0)
+    cols["decode_tps"] = pc.if_else(pc.and_(pc.greater(out, 1), pc.greater(span, 0.0)),
+                                    pc.divide(tokens_after_first, span), None)
+    return _table("requests", cols)
+
+
+def item_table(setup_id: str, run_id: str, test: str, documents: list[dict]) -> pa.Table:
+    """Every item record of one test of a quality run (the validated JSON records)."""
+    n = len(documents)
+    return _table("quality_items", _records("quality_items", documents, {
+        "setup_id": _const(setup_id, n), "run_id": _const(run_id, n), "test": _const(test, n),
+        "seq": pa.array(range(n), type=pa.int32())}))
 
 
 def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
@@ -229,7 +262,7 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
             n_records = len(c.requests)
             n_req += n_records
             if c.requests:
-                bulk["requests"].append(request_table(sid, rid, c.requests))
+                bulk["requests"].append(request_table(sid, rid, run.document["requests"]))
             method = c.method.model_dump_json(exclude_none=True)
         elif isinstance(c, QualityContract):
             n_records = 0
@@ -248,7 +281,8 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
                 ))
                 for task, n, right in score.by_task:
                     add("quality_tasks", (sid, rid, t.test, task, n, right))
-            bulk["quality_items"].extend(item_table(sid, rid, t.test, t.items) for t in c.tests if t.items)
+            bulk["quality_items"].extend(item_table(sid, rid, t.test, doc["items"])
+                                         for t, doc in zip(c.tests, run.document["tests"]) if t.items)
             n_items += n_records
             method = None
         else:

@@ -50,6 +50,7 @@ class Run:
     contract: SpeedContract | QualityContract | FitContract
     file: RawFile
     attachments: list[RawFile] = field(default_factory=list)
+    document: dict = field(default_factory=dict)  # the parsed JSON the contract was validated from
 
 
 @dataclass
@@ -146,24 +147,24 @@ def verdict(kind: str, obj: Any) -> tuple[bool, bool]:
 # --------------------------------------------------------------------------- reading
 
 
-def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limits) -> tuple[str | None, Any]:
-    """Decode and validate one JSON document; (kind, model) or (None, None) with errors logged."""
+def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limits) -> tuple[str | None, Any, Any]:
+    """Decode and validate one JSON document; (kind, model, document) or (None, None, None) with errors logged."""
     where = str(raw.path)
     assert raw.data is not None
     obj, problem = jsonread.parse(raw.data, limits.json_depth)
     if problem is not None:
         log.add(where, problem)
-        return None, None
+        return None, None, None
     kind = expected_kind
     if kind is None:
         if not isinstance(obj, dict):
             log.add(where, f"$: expected a JSON object (a contract), got {jsonread.type_name(obj)}")
-            return None, None
+            return None, None, None
         kind = obj.get("kind")
         if kind not in KINDS:
             shown = repr(kind[:80]) if isinstance(kind, str) else jsonread.type_name(kind)
             log.add(where, f"$.kind: expected one of {', '.join(KINDS)}, got {shown}")
-            return None, None
+            return None, None, None
     errs = schema_errors(kind, obj, limits.errors_per_file)
     if errs:
         # explain with the numbers exactly as written (the fast parser rounds integers beyond 64 bits)
@@ -172,12 +173,12 @@ def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limit
             obj = exact
             errs = schema_errors(kind, obj, limits.errors_per_file)
         log.extend(where, errs, more=max(0, schema_error_count(kind, obj) - len(errs)))
-        return None, None
+        return None, None, None
     model, errs = pydantic_errors(kind, obj)
     if errs:
         log.extend(where, errs)
-        return None, None
-    return kind, model
+        return None, None, None
+    return kind, model, obj
 
 
 def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolder | None, ErrorLog]:
@@ -198,7 +199,7 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
         if not any(w == str(folder / SETUP_NAME) for w, _ in listing.problems):
             log.add(str(folder), f"no {SETUP_NAME}")
         return None, log
-    _, setup = _parse(setup_raw, "setup", log, limits)
+    _, setup, _ = _parse(setup_raw, "setup", log, limits)
 
     contract_rels = [rel for rel in files if rel.endswith("/" + CONTRACT_NAME)]
     run_dirs = {rel[: -len(CONTRACT_NAME)] for rel in contract_rels}  # 'speed/run-1/'
@@ -215,7 +216,7 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
     for rel in contract_rels:
         raw = files[rel]
         where = str(raw.path)
-        kind, model = _parse(raw, None, log, limits)
+        kind, model, document = _parse(raw, None, log, limits)
         if model is None:
             continue
         parts = rel.split("/")
@@ -242,7 +243,7 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
                     log.add(where, f"{at}.sha256: expected {att.sha256}, the file has {got.sha256}")
                 if att.bytes is not None and att.bytes != got.size:
                     log.add(where, f"{at}.bytes: expected {att.bytes}, the file has {got.size}")
-        runs.append(Run(contract=model, file=raw, attachments=attach))
+        runs.append(Run(contract=model, file=raw, attachments=attach, document=document))
     if setup is None or log:
         return None, log
     in_runs = {r.file.rel for r in runs} | {a.rel for r in runs for a in r.attachments}
