@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,7 +32,7 @@ from ingest import store
 from ingest.errors import ErrorLog
 from ingest.files import SETUP_NAME, find_setup_folders
 from ingest.limits import LIMITS, Limits
-from ingest.rows import Prepared, arrow_schema, column_types, rows_for, to_arrow
+from ingest.rows import Batch, Prepared, arrow_schema, bulk_table, column_types, rows_for, to_arrow
 from ingest.validate import read_setup_folder
 
 #: below this many folders, validation runs in this process (no worker start-up cost)
@@ -67,22 +68,26 @@ class Validated:
     tables: dict[str, list[pa.Table]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     _rows: dict[str, list[tuple]] = field(default_factory=dict)
+    _bulk: dict[str, list[Batch]] = field(default_factory=dict)
 
     def add(self, prep: Prepared) -> None:
-        """Take one prepared setup (its rows and tables move here)."""
+        """Take one prepared setup (its rows and records move here)."""
         for name, rows in prep.rows.items():
             self._rows.setdefault(name, []).extend(rows)
-        for name, t in prep.tables.items():
-            self.tables.setdefault(name, []).append(t)
-        prep.rows, prep.tables = {}, {}
+        for name, batches in prep.bulk.items():
+            self._bulk.setdefault(name, []).extend(batches)
+        prep.rows, prep.bulk = {}, {}
         self.setups.append(prep)
         self.skipped.extend(prep.skipped)
 
     def finish(self) -> Validated:
-        """Turn the small rows gathered so far into Arrow tables (one per table); returns self."""
+        """Turn the rows and records gathered so far into Arrow tables (one per table); returns self."""
         for name, rows in self._rows.items():
             self.tables.setdefault(name, []).append(to_arrow(name, rows))
-        self._rows = {}
+        for name, batches in self._bulk.items():
+            if batches:
+                self.tables.setdefault(name, []).append(bulk_table(name, batches))
+        self._rows, self._bulk = {}, {}
         return self
 
 
@@ -115,43 +120,62 @@ def _prepare_chunk(args: tuple[list[Path], datetime, Limits]) -> tuple[list[Prep
     return out.setups, blobs, log
 
 
-def prepare_all(folders: list[Path], now: datetime, limits: Limits = LIMITS) -> tuple[Validated, ErrorLog]:
-    """Validate every folder; in worker processes when there are many and it is safe to fork."""
+#: receives each batch of validated setups with their rows, as the batches come in
+Sink = Callable[[list[Prepared], dict[str, pa.Table]], None]
+
+
+def prepare_all(folders: list[Path], now: datetime, limits: Limits = LIMITS,
+                sink: Sink | None = None) -> tuple[Validated, ErrorLog]:
+    """Validate every folder; in worker processes when there are many and it is safe to fork.
+
+    With ``sink``, each batch's rows go to it as soon as the batch is done (so the caller can
+    load them while other batches are still being checked) instead of into ``tables``.
+    """
     out = Validated(setups=[])
     log = ErrorLog(limits)
     workers = os.cpu_count() or 1
+
+    def take(preps: list[Prepared], tables: dict[str, pa.Table]) -> None:
+        out.setups.extend(preps)
+        for p in preps:
+            out.skipped.extend(p.skipped)
+        if sink is not None:
+            sink(preps, tables)
+        else:
+            for name, t in tables.items():
+                out.tables.setdefault(name, []).append(t)
+
     if len(folders) < PARALLEL_MIN or workers < 2 or threading.active_count() > 1:
+        batch = Validated(setups=[])
         for f in folders:
             prep, errs = prepare_folder(f, now, limits)
             log.merge(errs)
             if prep is not None:
-                out.add(prep)
-        return out.finish(), log
+                batch.add(prep)
+        take(batch.setups, {n: pa.concat_tables(ts) for n, ts in batch.finish().tables.items()})
+        return out, log
     for table in column_types():  # once here, not once per worker
         arrow_schema(table)
     chunks = [folders[i::workers * 4] for i in range(workers * 4)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
         for preps, blobs, errs in pool.map(_prepare_chunk, [(c, now, limits) for c in chunks]):
             log.merge(errs)
-            out.setups.extend(preps)
-            for p in preps:
-                out.skipped.extend(p.skipped)
-            for name, blob in blobs.items():
-                out.tables.setdefault(name, []).append(pa.ipc.open_stream(blob).read_all())
+            take(preps, {name: pa.ipc.open_stream(blob).read_all() for name, blob in blobs.items()})
     return out, log
 
 
-def validate_paths(paths: list[Path], now: datetime | None = None, limits: Limits = LIMITS) -> Validated:
+def validate_paths(paths: list[Path], now: datetime | None = None, limits: Limits = LIMITS,
+                   sink: Sink | None = None) -> Validated:
     """Validate every setup folder under ``paths``. Raises IngestError with a capped report of all errors.
 
-    Side effects: none (reads only).
+    Side effects: none (reads only), apart from what ``sink`` does with each batch of rows.
     """
     now = now or datetime.now(UTC).replace(tzinfo=None)
     folders, problems, skipped = find_setup_folders(paths, limits)
     log = ErrorLog(limits)
     for where, why in problems:
         log.add(where, why)
-    out, errs = prepare_all(folders, now, limits)
+    out, errs = prepare_all(folders, now, limits, sink)
     log.merge(errs)
     out.skipped[:0] = skipped
     seen_setup: dict[str, Path] = {}
@@ -196,53 +220,69 @@ def ingest_paths(paths: list[Path], db_path: Path, *, rebuild: bool = False, lim
     given are recorded as sources (``python -m ingest.build`` re-reads them). On any
     error, raises IngestError (or DatabaseError) and the database file is left
     exactly as it was. With ``rebuild=True`` the new file holds only ``paths``.
+
+    The private copy of the database is opened first and each batch of validated setups
+    is loaded into it while the next batches are being checked; any error anywhere
+    discards the copy, so nothing of a rejected ingest is ever visible.
     """
-    valid = validate_paths(paths, limits=limits)
-    report = Report(skipped=valid.skipped)
+    report = Report()
     now = datetime.now(UTC).replace(tzinfo=None)
+    log = ErrorLog(limits)
     with store.writing(db_path, fresh=rebuild) as con:
         existing = {sid: (sha, folder) for sid, sha, folder in
                     con.execute("SELECT setup_id, content_sha256, folder FROM setups").fetchall()}
         owners = dict(con.execute("SELECT run_id, setup_id FROM runs").fetchall())
-        log = ErrorLog(limits)
-        for p in valid.setups:
-            for rid, _, path in p.runs:
-                if owners.get(rid, p.setup_id) != p.setup_id:
-                    log.add(path, f"$.run_id: {rid!r} already belongs to setup {owners[rid]!r} in the database")
-            if p.setup_id in existing:
-                old = Path(existing[p.setup_id][1])
-                if old != p.folder and (old / SETUP_NAME).exists():
-                    log.add(p.folder / SETUP_NAME, f"$.setup_id: {p.setup_id!r} already belongs to the setup "
-                                                   f"folder {old} in the database; give this setup its own id")
+
+        seen_setups: set[str] = set()
+        seen_runs: set[str] = set()
+        refused: list[bool] = []  # set once a batch shows the ingest will be refused
+
+        def load(preps: list[Prepared], tables: dict[str, pa.Table]) -> None:
+            to_load: list[str] = []
+            for p in preps:
+                runs = {rid for rid, _, _ in p.runs}
+                if p.setup_id in seen_setups or runs & seen_runs:
+                    refused.append(True)  # a duplicate id: validate_paths reports it with both files
+                seen_setups.add(p.setup_id)
+                seen_runs.update(runs)
+                for rid, _, path in p.runs:
+                    if owners.get(rid, p.setup_id) != p.setup_id:
+                        log.add(path, f"$.run_id: {rid!r} already belongs to setup {owners[rid]!r} in the database")
+                if p.setup_id in existing:
+                    sha, folder = existing[p.setup_id]
+                    old = Path(folder)
+                    if old != p.folder and (old / SETUP_NAME).exists():
+                        log.add(p.folder / SETUP_NAME, f"$.setup_id: {p.setup_id!r} already belongs to the setup "
+                                                       f"folder {old} in the database; give this setup its own id")
+                    if sha == p.content_sha256:
+                        report.unchanged.append(p.setup_id)
+                        continue
+                    report.replaced.append(p.setup_id)
+                    for t in store.SETUP_TABLES:
+                        con.execute(f"DELETE FROM {t} WHERE setup_id = ?", [p.setup_id])
+                else:
+                    report.new.append(p.setup_id)
+                to_load.append(p.setup_id)
+                report.runs += len(p.runs)
+                report.requests += p.n_requests
+                report.items += p.n_items
+                report.warnings += p.n_warnings
+            if log or refused or not to_load:
+                return  # the ingest will be refused (or this batch holds nothing new): load nothing more
+            everything = len(to_load) == len(preps)
+            for table, frame in tables.items():
+                con.register("frame", frame)
+                if everything:
+                    con.execute(f"INSERT INTO {table} SELECT * FROM frame")
+                else:
+                    con.execute(f"INSERT INTO {table} SELECT * FROM frame WHERE setup_id IN "
+                                "(SELECT unnest(?::VARCHAR[]))", [to_load])
+                con.unregister("frame")
+
+        valid = validate_paths(paths, limits=limits, sink=load)
         if log:
             raise log.error()
-        to_replace: list[str] = []
-        to_load: list[str] = []
-        for p in valid.setups:
-            if p.setup_id in existing and existing[p.setup_id][0] == p.content_sha256:
-                report.unchanged.append(p.setup_id)
-                continue
-            (report.replaced if p.setup_id in existing else report.new).append(p.setup_id)
-            to_load.append(p.setup_id)
-            if p.setup_id in existing:
-                to_replace.append(p.setup_id)
-            report.runs += len(p.runs)
-            report.requests += p.n_requests
-            report.items += p.n_items
-            report.warnings += p.n_warnings
-        if to_replace:
-            for t in store.SETUP_TABLES:
-                con.execute(f"DELETE FROM {t} WHERE setup_id IN (SELECT unnest(?::VARCHAR[]))", [to_replace])
-        everything = not report.unchanged
-        for table, parts in valid.tables.items():
-            frame = pa.concat_tables(parts, promote_options="permissive")
-            con.register("frame", frame)
-            if everything:
-                con.execute(f"INSERT INTO {table} SELECT * FROM frame")
-            else:
-                con.execute(f"INSERT INTO {table} SELECT * FROM frame WHERE setup_id IN (SELECT unnest(?::VARCHAR[]))",
-                            [to_load])
-            con.unregister("frame")
+        report.skipped = valid.skipped
         for root in roots_to_record(paths):
             con.execute("INSERT INTO sources VALUES (?, ?) ON CONFLICT DO NOTHING", [root, now])
     return report

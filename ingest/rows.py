@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ class Prepared:
     setup_id: str
     content_sha256: str
     rows: dict[str, list[tuple]]  # small tables: rows in DDL column order (see ``to_arrow``)
-    tables: dict[str, pa.Table]  # bulk tables (requests, quality_items)
+    bulk: dict[str, list[Batch]]  # requests and quality_items: the validated JSON records (see ``bulk_table``)
     runs: list[tuple[str, str, Path]]  # (run_id, kind, contract path)
     n_requests: int
     n_items: int
@@ -150,17 +151,26 @@ def _default(model: type, path: str) -> Any:
     return default if isinstance(default, (bool, int, float, str)) else None
 
 
-def _const(value: str, n: int) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([value], type=pa.string()))
+#: records of one run (or one test of a run) for a bulk table: (setup_id, run_id, test or None, JSON records)
+Batch = tuple[str, str, str | None, list[dict]]
+
+
+def _ids(values: list[str], lens: list[int]) -> pa.DictionaryArray:
+    """One id per record, dictionary-encoded: ``values[i]`` repeated ``lens[i]`` times."""
+    codes = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    idx = list(chain.from_iterable(repeat(codes[v], k) for v, k in zip(values, lens)))
+    return pa.DictionaryArray.from_arrays(pa.array(idx, type=pa.int32()), pa.array(list(codes), type=pa.string()))
 
 
 def _records(table: str, documents: list[dict], fixed: dict[str, Any]) -> dict[str, Any]:
     """Columns of ``table`` from validated JSON records (Arrow does the conversion, not a Python loop)."""
-    src = pa.Table.from_pylist(documents, schema=_record_schema(table)).combine_chunks()
+    schema = _record_schema(table)
+    src = pa.Table.from_pylist(documents, schema=schema).combine_chunks()
     cols: dict[str, Any] = dict(fixed)
     for column, model, path in RECORD_COLUMNS[table]:
         head, _, rest = path.partition(".")
-        arr = src.column(head).chunk(0) if src.num_rows else pa.array([], type=_record_schema(table).field(head).type)
+        col = src.column(head)
+        arr = col.chunk(0) if col.num_chunks else pa.array([], type=schema.field(head).type)
         if rest:
             arr = pc.struct_field(arr, rest)
         default = _default(model, path)
@@ -170,39 +180,31 @@ def _records(table: str, documents: list[dict], fixed: dict[str, Any]) -> dict[s
     return cols
 
 
-def _table(table: str, cols: dict[str, Any]) -> pa.Table:
+def bulk_table(table: str, batches: list[Batch]) -> pa.Table:
+    """One Arrow table of ``table`` (requests or quality_items) from the records of many runs at once: the
+    validated JSON records go through one conversion; ``seq`` numbers each run's (or test's) records."""
+    lens = [len(b[3]) for b in batches]
+    fixed: dict[str, Any] = {
+        "setup_id": _ids([b[0] for b in batches], lens), "run_id": _ids([b[1] for b in batches], lens),
+        "seq": pa.array(list(chain.from_iterable(range(k) for k in lens)), type=pa.int32())}
+    if table == "quality_items":
+        fixed["test"] = _ids([b[2] or "" for b in batches], lens)
+    cols = _records(table, list(chain.from_iterable(b[3] for b in batches)), fixed)
+    if table == "requests":  # docs/definitions.md#ttft and #decode, per request
+        t_send, t_first, t_last, out = cols["t_send"], cols["t_first"], cols["t_last"], cols["output_tokens"]
+        cols["ttft_s"] = pc.if_else(pc.greater(t_first, t_send), pc.subtract(t_first, t_send), None)
+        span = pc.subtract(t_last, t_first)
+        tokens_after_first = pc.subtract(pc.cast(out, pa.float64()), 1.0)
+        cols["decode_tps"] = pc.if_else(pc.and_(pc.greater(out, 1), pc.greater(span, 0.0)),
+                                        pc.divide(tokens_after_first, span), None)
     schema = bulk_schema(table)
-    return pa.Table.from_arrays([c if isinstance(c, (pa.Array, pa.ChunkedArray)) else pa.array(c, type=f.type)
-                                 for c, f in ((cols[f.name], f) for f in schema)], schema=schema)
-
-
-def request_table(setup_id: str, run_id: str, documents: list[dict]) -> pa.Table:
-    """Every request record of one speed run (the validated JSON records), with TTFT and decode rate per
-    request (docs/definitions.md#ttft, #decode)."""
-    n = len(documents)
-    cols = _records("requests", documents, {"setup_id": _const(setup_id, n), "run_id": _const(run_id, n),
-                                            "seq": pa.array(range(n), type=pa.int32())})
-    t_send, t_first, t_last, out = cols["t_send"], cols["t_first"], cols["t_last"], cols["output_tokens"]
-    cols["ttft_s"] = pc.if_else(pc.greater(t_first, t_send), pc.subtract(t_first, t_send), None)
-    span = pc.subtract(t_last, t_first)
-    tokens_after_first = pc.subtract(pc.cast(out, pa.float64()), 1.0)
-    cols["decode_tps"] = pc.if_else(pc.and_(pc.greater(out, 1), pc.greater(span, 0.0)),
-                                    pc.divide(tokens_after_first, span), None)
-    return _table("requests", cols)
-
-
-def item_table(setup_id: str, run_id: str, test: str, documents: list[dict]) -> pa.Table:
-    """Every item record of one test of a quality run (the validated JSON records)."""
-    n = len(documents)
-    return _table("quality_items", _records("quality_items", documents, {
-        "setup_id": _const(setup_id, n), "run_id": _const(run_id, n), "test": _const(test, n),
-        "seq": pa.array(range(n), type=pa.int32())}))
+    return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 
 def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
     """Every row of one setup, per table, as Arrow tables."""
     rows: dict[str, list[tuple]] = defaultdict(list)
-    bulk: dict[str, list[pa.Table]] = defaultdict(list)
+    bulk: dict[str, list[Batch]] = defaultdict(list)
     add = lambda table, row: rows[table].append(row)
     s = sf.setup
     sid = s.setup_id
@@ -262,7 +264,7 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
             n_records = len(c.requests)
             n_req += n_records
             if c.requests:
-                bulk["requests"].append(request_table(sid, rid, run.document["requests"]))
+                bulk["requests"].append((sid, rid, None, run.document["requests"]))
             method = c.method.model_dump_json(exclude_none=True)
         elif isinstance(c, QualityContract):
             n_records = 0
@@ -281,7 +283,7 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
                 ))
                 for task, n, right in score.by_task:
                     add("quality_tasks", (sid, rid, t.test, task, n, right))
-            bulk["quality_items"].extend(item_table(sid, rid, t.test, doc["items"])
+            bulk["quality_items"].extend((sid, rid, t.test, doc["items"])
                                          for t, doc in zip(c.tests, run.document["tests"]) if t.items)
             n_items += n_records
             method = None
@@ -301,7 +303,6 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
         add("runs", (rid, sid, c.kind, c.summary_only, c.started_at, c.finished_at, c.tool, c.command,
                      c.engine_version, c.supplement_of, c.notes, c.source, run.file.rel, run.file.sha256,
                      method, n_records))
-    tables = {t: pa.concat_tables(parts) for t, parts in bulk.items() if parts}
     return Prepared(folder=sf.folder, setup_id=sid, content_sha256=sf.content_sha256, rows=dict(rows),
-                    tables=tables, runs=runs,
+                    bulk=dict(bulk), runs=runs,
                     n_requests=n_req, n_items=n_items, n_warnings=n_warn, skipped=sf.skipped)
