@@ -117,6 +117,7 @@ def depth(tokens: object) -> str:
 def label(key: str, prompt: str | None = None, level: object = None) -> str:
     """The name of a figure at one prompt and level: 'Prefill at 8K', 'Decode, code prompt', '4 at once (total)'."""
     d = metrics.get(key)
+    prompt = None if missing(prompt) else str(prompt)
     lv = None if missing(level) else int(float(level))  # type: ignore[arg-type]
     if key == "server_prefill":  # its "prompt" is the part the requests belong to
         base = "prefill" if prompt in (None, "prefill") else "ctx_prefill"
