@@ -282,6 +282,8 @@ def method_table(card: Card) -> pd.DataFrame:
             rows.append((r.run_id, "Measured with", str(r.tool)))
         if not fmt.missing(r.command):
             rows.append((r.run_id, "Command of the measuring tool", str(r.command)))
+        if not fmt.missing(getattr(r, "notes", None)):
+            rows.append((r.run_id, "Notes", str(r.notes)))
     return pd.DataFrame(rows, columns=["Run", "Setting", "Value"])
 
 

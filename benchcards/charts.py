@@ -37,6 +37,8 @@ CHART_LABELS = {
     "conc_per_request": ("Per request (tok/s)", "Speed of one request vs requests at once"),
 }
 PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps"}
+#: a legend label too long for the plot's width is written one ' · ' part per line (model, quant, build, GPU)
+WRAP_LABEL = "length(datum.label) * 6.6 > width - 30 ? split(datum.label, ' · ') : datum.label"
 POW2_LABEL = "datum.value >= 1024 ? format(datum.value / 1024, ',') + 'K' : format(datum.value, ',')"
 
 
@@ -51,7 +53,9 @@ def theme_config() -> dict:
         "view": {"stroke": "transparent"},
         "axis": axis,
         "legend": {"labelColor": GREY, "titleColor": GREY, "labelFont": FONT, "titleFont": FONT,
-                   "labelLimit": 420, "orient": "bottom", "direction": "vertical", "columns": 1,
+                   # labels as wide as the plot (a phone's is narrow), never wider
+                   "labelLimit": {"expr": "max(160, width - 30)"}, "orient": "bottom", "direction": "vertical",
+                   "columns": 1, "rowPadding": {"expr": "width < 560 ? 30 : 4"},  # room for wrapped labels
                    "symbolBaseFillColor": GREY, "symbolBaseStrokeColor": GREY, "labelFontSize": 12,
                    "titleFontSize": 12},
         "title": {"color": GREY, "font": FONT, "fontSize": 14, "anchor": "start", "offset": 10},
@@ -160,12 +164,13 @@ def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = 
     if kind == "decode":
         tooltip.append(alt.Tooltip("prompts_text:N", title="Per prompt"))
     tooltip += [alt.Tooltip("runs_text:N", title="Runs"), alt.Tooltip("from_text:N", title="From")]
-    color = alt.Color("setup:N", title="Setup")
+    color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
     lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="level:Q")
     points = base.mark_point().encode(
         x=x, y=y, color=color, tooltip=tooltip,
-        shape=alt.Shape("part:N", title="Measured in", scale=alt.Scale(domain=list(PART_NAMES.values()),
-                                                                         range=["circle", "square"])))
+        # the shapes are explained beside the chart: a second legend would not fit beside the first on a phone
+        shape=alt.Shape("part:N", legend=None, scale=alt.Scale(domain=list(PART_NAMES.values()),
+                                                                range=["circle", "square"])))
     return themed((lines + points).properties(title=title, width="container", height=HEIGHT))
 
 
@@ -199,7 +204,7 @@ def conc_chart(series: pd.DataFrame, rate: str = "total", names: dict[str, str] 
     tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("level_text:N", title="Requests at once"),
                alt.Tooltip("value_text:N", title=y_title.split(" (")[0]), alt.Tooltip("runs_text:N", title="Rounds"),
                alt.Tooltip("from_text:N", title="From")]
-    color = alt.Color("setup:N", title="Setup")
+    color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
     lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="level:Q")
     points = base.mark_point().encode(x=x, y=y, color=color, tooltip=tooltip)
     return themed((lines + points).properties(title=title, width="container", height=HEIGHT))
@@ -235,7 +240,7 @@ def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None) -> alt.T
                alt.Tooltip("result_text:N", title="Result (95 % margin)"),
                alt.Tooltip("interval_text:N", title="Interval"), alt.Tooltip("right_text:N", title="Right / n"),
                alt.Tooltip("cut_text:N", title="Cut off")]
-    color = alt.Color("setup:N", title="Setup", sort=setups)
+    color = alt.Color("setup:N", title="Setup", sort=setups, legend=alt.Legend(labelExpr=WRAP_LABEL))
     bars = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi_pct:Q", y=y, yOffset=y_offset, color=color)
     points = base.mark_point().encode(x=alt.X("pct:Q", scale=x_scale), y=y, yOffset=y_offset, color=color,
                                       tooltip=tooltip)

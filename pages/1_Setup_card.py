@@ -31,7 +31,7 @@ def header(c: Card) -> None:
 
 def speed(c: Card) -> None:
     st.header("Speed", anchor="speed")
-    common.tiles(cardmod.headline_tiles(c))
+    common.tiles([t for t in cardmod.headline_tiles(c) if t.value != fmt.DASH])
     if c.metrics.empty:
         st.caption("No speed run for this setup.")
         return

@@ -99,13 +99,14 @@ def store() -> Store:
 
 
 def downloads(df: pd.DataFrame, name: str) -> None:
-    """CSV and JSON download buttons for a table (the text as shown, headers from the metric registry)."""
-    c1, c2, _ = st.columns([1, 1, 6])
-    c1.download_button("CSV", lambda: df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
-                       key=f"csv-{name}", icon=":material/download:")
-    c2.download_button("JSON", lambda: df.to_json(orient="records", indent=1, force_ascii=False).encode(),
-                       file_name=f"{name}.json", mime="application/json", key=f"json-{name}",
-                       icon=":material/download:")
+    """CSV and JSON downloads of a table (the text as shown, headers from the metric registry), behind one
+    small button."""
+    with st.popover("Download", icon=":material/download:"):
+        st.download_button("CSV", lambda: df.to_csv(index=False).encode(), file_name=f"{name}.csv",
+                           mime="text/csv", key=f"csv-{name}", icon=":material/table:")
+        st.download_button("JSON", lambda: df.to_json(orient="records", indent=1, force_ascii=False).encode(),
+                           file_name=f"{name}.json", mime="application/json", key=f"json-{name}",
+                           icon=":material/data_object:")
 
 
 def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *, download: bool = True,
@@ -124,11 +125,11 @@ def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *
         downloads(df, name)
 
 
-def tiles(items: list, columns: int = 3) -> None:
-    """Headline figures (``benchcards.card.Tile``) in rows of ``columns``."""
-    for start in range(0, len(items), columns):
-        for col, t in zip(st.columns(columns), items[start:start + columns]):
-            col.metric(t.label, t.value, help=t.help, border=True)
+def tiles(items: list) -> None:
+    """Headline figures (``benchcards.card.Tile``): three a row, two on a phone; the meaning on hover."""
+    from ui import html
+
+    st.html(html.tiles([(t.label, t.value, t.help) for t in items]))
 
 
 def chart(c: alt.TopLevelMixin, key: str) -> None:

@@ -40,9 +40,15 @@ table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; l
 .bc-card dt {{ font-size: 0.75rem; opacity: 0.72; margin: 0; }}
 .bc-card dd {{ margin: 0; padding: 0; font-weight: 600; }}
 .bc-card dl > div {{ margin: 0; padding: 0; }}
+.bc-tiles {{ display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 0.75rem; margin: 0.25rem 0 1rem; }}
+.bc-tile {{ border: 1px solid rgba(128, 128, 128, 0.35); border-radius: 0.5rem; padding: 0.6rem 0.9rem; }}
+.bc-tile-label {{ font-size: 0.85rem; opacity: 0.8; }}
+.bc-tile-value {{ font-size: 1.9rem; line-height: 1.25; font-weight: 400; }}
 @media (max-width: {PHONE_MAX_PX}px) {{
   .bc-ov-wide {{ display: none; }}
   .bc-ov-cards {{ display: block; }}
+  .bc-tiles {{ grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 0.5rem; }}
+  .bc-tile-value {{ font-size: 1.35rem; }}
 }}
 """
 
@@ -93,6 +99,13 @@ def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None 
     aria = f' aria-label="{esc(label)}"' if label else ""
     return (f'<div class="bc-scroll"><table class="bc-table"{aria}><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def tiles(items: Sequence[tuple[str, str, str]]) -> str:
+    """Headline figures as tiles: (label, value, what it means) each; the meaning shows on hover."""
+    cells = "".join(f'<div class="bc-tile" title="{esc(h)}"><div class="bc-tile-label">{esc(label)}</div>'
+                    f'<div class="bc-tile-value">{esc(v)}</div></div>' for label, v, h in items)
+    return f'<div class="bc-tiles">{cells}</div>'
 
 
 def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[str], units: Mapping[str, str],
