@@ -75,7 +75,7 @@ quality = [metrics.quality_label(t) for t in metrics.HEADLINE_TESTS]
 units = {h: metrics.get(k).unit for h, k, _ in views.OVERVIEW_FIGURES}
 with st.container(key="overview"):
     st.html(bc_html.overview(display, figures, quality, units))
-common.downloads(views.overview_table(shown, lambda sid: f"Setup_card?setup={sid}"), "overview")
+common.downloads(lambda: views.overview_table(shown, lambda sid: f"Setup_card?setup={sid}"), "overview")
 st.caption(f"Quality: result ± half-width of the Wilson 95 % interval, in points; {fmt.DASH} where a setup was not "
            "measured that way. *summary only*: published figures without raw records, not recomputable. "
            "*synthetic*: generated demo data, not a measurement. Hover a name for the full title.")

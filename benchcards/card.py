@@ -331,7 +331,9 @@ def quality_table(card: Card) -> pd.DataFrame:
 
 def quality_tasks_table(card: Card) -> pd.DataFrame:
     """Test | Sub-task | Right / n | Result, for tests scored per sub-task (RULER and the like)."""
-    t = card.quality_tasks
+    order = {x: i for i, x in enumerate(metrics.TESTS)}
+    t = card.quality_tasks.assign(_o=[order.get(x, len(order)) for x in card.quality_tasks.test]).sort_values(
+        ["_o", "test", "task"], kind="stable")
     labels = dict(zip(card.quality.test, card.quality.label))
     return pd.DataFrame({
         "Test": [metrics.quality_label(x, labels.get(x)) for x in t.test],

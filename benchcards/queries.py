@@ -91,8 +91,8 @@ def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None)
 def overview(store: Store) -> pd.DataFrame:
     """One row per setup with the headline figures, derived filter columns and badges, newest first.
 
-    Figures stay numbers (formatting is ``benchcards.fmt``'s job); per headline quality
-    test ``<test>_pct`` and ``<test>_margin``, and ``<test>`` with the result as text.
+    Figures stay numbers (formatting is ``benchcards.fmt``'s job, for the rows shown); per
+    headline quality test ``<test>_pct`` and ``<test>_margin``.
     Derived columns: ``tier`` (``benchcards.tiers``), ``model_gb`` (file size, 10⁹ bytes),
     ``bpw`` (bits per weight), ``need_gib`` (GPU memory the setup needs: the memory
     test's peak at its largest answered context, else the model file or the VRAM it ran
@@ -124,7 +124,6 @@ def overview(store: Store) -> pd.DataFrame:
         rows = q[q.test == test].set_index("setup_id")
         base[f"{test}_pct"] = base.setup_id.map(rows.pct).astype(float)
         base[f"{test}_margin"] = base.setup_id.map(rows.margin_pp).astype(float)
-        base[test] = [fmt.quality(p, m) for p, m in zip(base[f"{test}_pct"], base[f"{test}_margin"])]
     base["tier"] = [tiers.vram_tier(None if pd.isna(v) else float(v), bool(u))
                     for v, u in zip(base.vram_gib, base.unified_memory)]
     size = pd.to_numeric(base.model_bytes, errors="coerce").astype(float)
@@ -135,7 +134,11 @@ def overview(store: Store) -> pd.DataFrame:
     vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
     base["need_gib"] = pd.to_numeric(base.fit_peak_gib, errors="coerce").astype(float) \
         .fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
-    base["name"] = [short_name(r) for r in base.itertuples()]
+    engine = base.engine.fillna("engine?").astype(str)
+    version = base.engine_version.fillna("").astype(str)
+    quant = base.quant.fillna("").astype(str)
+    base["name"] = (base.model.fillna("model?").astype(str) + quant.where(quant == "", " · " + quant) + " · "
+                    + engine + version.where(version == "", " " + version).where(version != "", " (build not given)"))
     base["badges"] = [badges({"synthetic": a, "summary_only": b}) for a, b in zip(base.synthetic, base.summary_only)]
     return base
 

@@ -76,13 +76,9 @@ def long_prompts(c: Card) -> None:
 
 
 def speed_charts(c: Card) -> None:
-    series = queries.series(store, [c.setup_id], ["prefill", "ctx_prefill", "ttft", "ctx_ttft"])
-    if series.empty:
-        return
-    with st.expander("Prefill and first token vs prompt depth (charts)"):
-        for kind in ("prefill", "ttft"):
-            if not charts.depth_points(series, kind).empty:
-                common.chart(charts.depth_chart(series, kind), key=f"card-{kind}")
+    if c.metrics.metric.isin(["prefill", "ctx_prefill", "conc_total"]).any():
+        common.link("pages/2_Scaling_curves.py", "Prefill, decode and throughput of this setup as curves",
+                    query_params={"setups": c.setup_id}, icon=":material/show_chart:")
 
 
 def quality(c: Card) -> None:

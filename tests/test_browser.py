@@ -331,7 +331,7 @@ def test_run_live_page_measures_the_demo_server(demo_db, browser, tmp_path):
     db.write_bytes(demo_db.read_bytes())
     port = free_port()
     proc = start_streamlit(db, port, local=tmp_path / "local")
-    demo = demo_server(decode_tps=1500, prefill_tps=100000, slots=2)
+    demo = demo_server(decode_tps=600, prefill_tps=100000, slots=2)
     try:
         page = open_page(browser, f"http://127.0.0.1:{port}/Run_live")
         page.get_by_label("Server address").fill(demo.url)
@@ -339,6 +339,9 @@ def test_run_live_page_measures_the_demo_server(demo_db, browser, tmp_path):
         page.get_by_role("textbox", name="Requests at once").fill("1,2")
         page.get_by_label("GPU", exact=True).fill("Demo GPU")
         page.get_by_role("button", name="Start").click()
+        progress = page.get_by_text(re.compile(r"\d+ of 18 requests · (about .+ left|estimating)")).first
+        progress.wait_for(timeout=60_000)  # progress per request, with the time left, while it runs
+        screenshot(page, "run-live-running")
         page.get_by_text("Saved and added to the site").wait_for(timeout=90_000)
         page.wait_for_selector(READY, timeout=60_000)
         assert "Prefill at 1K" in page.locator("[data-testid=stMain]").inner_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import altair as alt
@@ -52,9 +53,24 @@ def page(title: str, icon: str = "📊") -> None:
 
     st.set_page_config(page_title=f"{title} · benchcards", page_icon=icon, layout="wide")
     st.html(f"<style>{html.CSS}</style>")
+    from streamlit.errors import StreamlitAPIException
+
     with st.sidebar:
-        for path, label, icon in nav_entries():
-            st.page_link(path, label=label, icon=icon)
+        try:
+            for path, label, icon in nav_entries():
+                st.page_link(path, label=label, icon=icon)
+        except StreamlitAPIException:  # a page run as its own entry point (a test, a benchmark) has no site
+            pass
+
+
+def link(page_path: str, label: str, query_params: dict | None = None, icon: str | None = None) -> None:
+    """A link to another page of the site (same tab); nothing when the page runs on its own, outside the site."""
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        st.page_link(page_path, label=label, query_params=query_params, icon=icon)
+    except StreamlitAPIException:
+        pass
 
 
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|~$<>:")
@@ -98,13 +114,14 @@ def store() -> Store:
     return Store(path)
 
 
-def downloads(df: pd.DataFrame, name: str) -> None:
+def downloads(df: pd.DataFrame | Callable[[], pd.DataFrame], name: str) -> None:
     """CSV and JSON downloads of a table (the text as shown, headers from the metric registry), behind one
-    small button."""
+    small button. ``df`` may be a function that makes the table: it then runs only when someone downloads."""
+    make = df if callable(df) else (lambda: df)
     with st.popover("Download", icon=":material/download:"):
-        st.download_button("CSV", lambda: df.to_csv(index=False).encode(), file_name=f"{name}.csv",
+        st.download_button("CSV", lambda: make().to_csv(index=False).encode(), file_name=f"{name}.csv",
                            mime="text/csv", key=f"csv-{name}", icon=":material/table:")
-        st.download_button("JSON", lambda: df.to_json(orient="records", indent=1, force_ascii=False).encode(),
+        st.download_button("JSON", lambda: make().to_json(orient="records", indent=1, force_ascii=False).encode(),
                            file_name=f"{name}.json", mime="application/json", key=f"json-{name}",
                            icon=":material/data_object:")
 

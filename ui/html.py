@@ -117,38 +117,27 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     """
     from urllib.parse import quote
 
-    hrefs = [f"{link}{quote(str(s), safe='')}" for s in display.setup_id]
-    wide = pd.DataFrame({"Setup": display.Setup})
-    for col in (*figures, *quality):
-        wide[col] = display[col]
-    wide["Hardware"] = display.GPU
-    setup_cells = [
-        f'<a href="{esc(h)}" target="_self" title="{esc(t)}">{esc(n)}</a><br><span class="bc-badge">{esc(b)}</span>'
-        for h, t, n, b in zip(hrefs, display.title, display.Setup, display.badge)]
-    hw_cells = [f'{esc(g)}<br><span class="bc-muted">{esc(t)} tier</span>' for g, t in zip(display.GPU,
-                                                                                         display["VRAM tier"])]
-    nums = set(figures) | set(quality)
-    head = "".join(f'<th scope="col"{" class=num" if c in nums else ""}>{esc(c)}</th>' for c in wide.columns)
-    rows = []
-    for i in range(len(wide)):
-        cells = [f"<td>{setup_cells[i]}</td>"]
-        cells += [f'<td class="num">{cell_text(display[c].iloc[i])}</td>' for c in (*figures, *quality)]
-        cells.append(f"<td>{hw_cells[i]}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    table_html = (f'<div class="bc-ov-wide"><table class="bc-table bc-overview" aria-label="Setups">'
-                  f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
-    cards = []
+    col = {c: [str(v) for v in display[c]] for c in display.columns}
+    hrefs = [esc(f"{link}{quote(s, safe='')}") for s in col["setup_id"]]
+    names, titles, badges = ([esc(v) for v in col[c]] for c in ("Setup", "title", "badge"))
+    gpus, tiers = [esc(v) for v in col["GPU"]], [esc(v) for v in col["VRAM tier"]]
+    cells = {c: [cell_text(v) for v in col[c]] for c in (*figures, *quality)}
+    card_figs = {c: [cell_text(_with_unit(v, units.get(c))) for v in col[c]] for c in figures}
+    heads = "".join(f'<th scope="col" class="num">{esc(c)}</th>' for c in (*figures, *quality))
+    rows, cards = [], []
     for i in range(len(display)):
-        figs = "".join(
-            f'<div><dt>{esc(c.split(" (")[0])}</dt><dd>{cell_text(_with_unit(display[c].iloc[i], units.get(c)))}'
-            f"</dd></div>" for c in figures)
-        qual = "".join(f"<div><dt>{esc(c)}</dt><dd>{cell_text(display[c].iloc[i])}</dd></div>" for c in quality)
-        cards.append(
-            f'<div class="bc-card"><a class="bc-card-title" href="{esc(hrefs[i])}" target="_self" '
-            f'title="{esc(display.title.iloc[i])}">{esc(display.Setup.iloc[i])}</a> '
-            f'<span class="bc-badge">{esc(display.badge.iloc[i])}</span>'
-            f'<div class="bc-muted">{esc(display.GPU.iloc[i])} · {esc(display["VRAM tier"].iloc[i])} tier</div>'
-            f"<dl>{figs}{qual}</dl></div>")
+        name = f'<a href="{hrefs[i]}" target="_self" title="{titles[i]}">{names[i]}</a>'
+        nums = "".join(f'<td class="num">{cells[c][i]}</td>' for c in (*figures, *quality))
+        rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span></td>{nums}'
+                    f'<td>{gpus[i]}<br><span class="bc-muted">{tiers[i]} tier</span></td></tr>')
+        figs = "".join(f"<div><dt>{esc(c.split(' (')[0])}</dt><dd>{card_figs[c][i]}</dd></div>" for c in figures)
+        qual = "".join(f"<div><dt>{esc(c)}</dt><dd>{cells[c][i]}</dd></div>" for c in quality)
+        cards.append(f'<div class="bc-card"><a class="bc-card-title" href="{hrefs[i]}" target="_self" '
+                     f'title="{titles[i]}">{names[i]}</a> <span class="bc-badge">{badges[i]}</span>'
+                     f'<div class="bc-muted">{gpus[i]} · {tiers[i]} tier</div><dl>{figs}{qual}</dl></div>')
+    table_html = (f'<div class="bc-ov-wide"><table class="bc-table bc-overview" aria-label="Setups"><thead><tr>'
+                  f'<th scope="col">Setup</th>{heads}<th scope="col">Hardware</th></tr></thead>'
+                  f'<tbody>{"".join(rows)}</tbody></table></div>')
     return table_html + f'<div class="bc-ov-cards">{"".join(cards)}</div>'
 
 
