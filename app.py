@@ -30,7 +30,7 @@ def span(col: str, step: float) -> tuple[float, float]:
 with st.sidebar:
     st.header("Filters")
     present = [t for t in tiers.TIER_ORDER if t in set(df.tier)]
-    tier = st.multiselect("GPU memory tier", present, key="tier", bind="query-params",
+    tier = st.multiselect("GPU memory tier", present, key="vram", bind="query-params",
                           help="Setups are grouped by the memory of their GPUs; unified-memory machines have their own "
                                "tier.")
     fits = st.number_input("Fits in my GPU memory (GiB)", min_value=0.0, max_value=1024.0, value=None, step=1.0,

@@ -175,7 +175,7 @@ def test_overview_default_order_is_decode_within_the_gpu_memory_tier():
 
 
 def test_overview_filters_from_the_url():
-    t = table_with(run("app.py", tier="24 GB"), "Decode (tok/s)")
+    t = table_with(run("app.py", vram="24 GB"), "Decode (tok/s)")
     assert len(t) == 3 and all("24 GB tier" in h for h in t.Hardware)
     t = table_with(run("app.py", fits="12"), "Decode (tok/s)")  # only the seed's memory test peaks below 12 GiB
     assert len(t) == 1 and t.Setup.iloc[0].startswith(SEED_NAME)

@@ -135,12 +135,15 @@ CHART_BOXES = """() => Array.from(document.querySelectorAll('.vega-embed svg')).
 })"""
 
 
-def check_charts(page, theme: str) -> int:
-    """Titles above the plot, legends below its axes and inside the chart, fixed plot height, visible symbols."""
+def check_charts(page, theme: str, fixed_height: int | None = None) -> int:
+    """Titles above the plot, legends below its axes and inside the chart, the plot's own height (``fixed_height``
+    when given: legends never take from it), legend symbols visible on a dark page."""
     charts = [c for c in page.evaluate(CHART_BOXES) if c["svg"]["w"] > 0]  # not those in a closed expander
     for c in charts:
         plot = c["plot"]
-        assert plot["h"] >= 150, c  # a legend never squeezes the plot
+        assert plot["h"] >= 120 and plot["w"] >= 150, c  # a legend or long labels never squeeze the plot
+        if fixed_height:
+            assert abs(plot["h"] - fixed_height) <= 1, c
         if c["title"]:
             assert c["title"]["b"] <= plot["t"] + 1, c
         for lg in c["legends"]:
@@ -170,13 +173,17 @@ PAGES = [
     (f"Compare?setups={SEED}&setups={SYN1}&setups={SYN2}", "compare", "Compare setups"),
     ("Upload", "upload", "Upload raw results"),
     ("Run_live", "run-live", "Run live"),
+    ("Analysis", "analysis", "Analysis"),
 ]
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 @pytest.mark.parametrize("size", ["desktop", "phone"])
 @pytest.mark.parametrize("path,shot,heading", PAGES, ids=[p[1] for p in PAGES])
-def test_every_page_at_every_size_and_theme(server, browser, path, shot, heading, size, theme):
+def test_every_page_at_every_size_and_theme(server, browser, path, shot, heading, size, theme, request):
+    if shot == "analysis" and size == "phone":
+        request.applymarker(pytest.mark.xfail(strict=True, reason="the Analysis page's charts (issue 11) are wider "
+                                              "than a phone: fixed label and facet widths"))
     page = open_page(browser, f"{server}/{path}", size, theme)
     try:
         assert page.get_by_role("heading", name=heading).first.is_visible()
@@ -187,7 +194,8 @@ def test_every_page_at_every_size_and_theme(server, browser, path, shot, heading
         text = visible_text(page)
         assert not BAD_TEXT.search(text), BAD_TEXT.search(text)
         check_no_sideways_scroll(page)
-        n_charts = check_charts(page, theme)
+        fixed = 260 if shot in ("scaling-curves", "setup-card") else None  # benchcards.charts.HEIGHT
+        n_charts = check_charts(page, theme, fixed)
         assert n_charts >= {"scaling-curves": 5, "quality": 1, "setup-card": 1}.get(shot, 0), n_charts
         assert page.locator("[data-testid=stAppDeployButton]").count() == 0  # production: no Deploy button
         screenshot(page, f"{shot}-{size}-{theme}")

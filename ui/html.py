@@ -59,8 +59,10 @@ def esc(value: object) -> str:
 
 
 def cell_text(value: object) -> str:
-    """An escaped cell; a 'result ± margin' figure may wrap only before its '±'."""
-    text = "" if value is None else str(value)
+    """An escaped cell ('—' when missing); a 'result ± margin' figure may wrap only before its '±'."""
+    from benchcards import fmt
+
+    text = fmt.text(value)
     if " ± " in text:
         return " ".join(f'<span class="bc-nw">{esc(p)}</span>'
                         for p in [text.split(" ± ", 1)[0], "± " + text.split(" ± ", 1)[1]])
