@@ -109,14 +109,15 @@ def memory(c: Card) -> None:
 
 
 def method(c: Card) -> None:
+    from ui import html
+
     st.header("How it was measured", anchor="method")
     runs = cardmod.method_by_run(c)
     if not runs:
         st.caption("No method settings were recorded.")
         return
-    for heading, table in runs:
-        st.markdown(f"**{md(heading)}**")
-        common.table(table, f"{c.setup_id}-method-{heading.split(' ')[0]}", download=False)
+    st.html("".join(f"<p><strong>{html.esc(heading)}</strong></p>{html.table(table, label=heading)}"
+                    for heading, table in runs))
     common.downloads(cardmod.method_table(c), f"{c.setup_id}-method")
 
 
