@@ -73,7 +73,7 @@ def themed(chart: alt.TopLevelMixin, title: str | None = None, height: int | dic
     Sets the attributes on one shallow copy instead of chaining ``configure_*`` and ``properties`` calls,
     which copy and re-validate the whole chart each time (that took most of a card's run time).
     """
-    out = chart.copy(deep=False)
+    out = chart.copy(deep=False)  # type: ignore[attr-defined]  # every top-level chart is a SchemaBase
     out.config = alt.Config(**theme_config())
     out.autosize = alt.AutoSizeParams(type="fit-x", contains="padding")
     out.usermeta = {"embedOptions": {"renderer": "svg"}}
