@@ -34,10 +34,10 @@ if st.button("Validate and add", type="primary", disabled=not picked):
                 result = upload.accept_zip(picked.getvalue(), common.db_path(), label=picked.name)
     except IngestError as exc:
         st.error(f"Rejected: {exc.count:,} problem(s). Nothing was stored.")
-        st.code("\n".join(exc.errors), language=None)
+        st.code("\n".join(exc.errors), language=None, wrap_lines=True)
         if exc.notes:
             st.caption("Not taken from the upload:")
-            st.code("\n".join(exc.notes), language=None)
+            st.code("\n".join(exc.notes), language=None, wrap_lines=True)
     else:
         if result.report is None:
             st.info("Unchanged: exactly this is already stored. Nothing was stored again.")
@@ -48,5 +48,5 @@ if st.button("Validate and add", type="primary", disabled=not picked):
                          query_params={"setup": sid}, icon=":material/arrow_forward:")
         if result.skipped:
             st.caption("Not taken from the upload:")
-            st.code("\n".join(result.skipped), language=None)
+            st.code("\n".join(result.skipped), language=None, wrap_lines=True)
 st.caption(f"Uploaded folders are kept in `{paths.LOCAL.name}/` beside the demo data on this machine.")

@@ -155,3 +155,22 @@ def test_app_shows_payloads_as_text_and_runs_none(hostile, browser, tmp_path):
         proc.terminate()
         proc.wait(timeout=20)
     assert os.environ.get("BENCHCARDS_CRASH_AT") is None
+
+
+@pytest.mark.unit
+def test_commands_built_from_the_data_run_exactly_the_recorded_words():
+    """The card's copy-paste commands quote every word that comes from the data: pasted into a shell they
+    run the recorded argv and nothing else."""
+    import shlex
+
+    from benchcards import flags
+
+    argv = ["llama-server", "--x;touch /tmp/pwned", "-m", "$(reboot)", "--alias", "`id`", "-c", "8192"]
+    env = {"CUDA_VISIBLE_DEVICES": "0; rm -rf ~", "A B;C": "$(x)"}
+    cmd = flags.shell_join(argv, env)
+    words = shlex.split(cmd.replace("\\\n", " "))
+    assert words == ["CUDA_VISIBLE_DEVICES=0; rm -rf ~", "env", "A B;C=$(x)", *argv]
+    from benchcards.card import _shell_lines
+
+    args = ["python", "-m", "live", "measure", "--gpu", "--$(reboot)", "--title", "x; touch /tmp/pwned", "--ingest"]
+    assert shlex.split(_shell_lines(args).replace("\\\n", " ")) == args
