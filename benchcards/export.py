@@ -118,6 +118,18 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
     return Table([str(c) for c in cols], rows)
 
 
+def _plain_separators(node: Any) -> Any:
+    """The spec with U+2028/U+2029 in its strings turned into spaces: Vega-Lite copies some data values
+    (custom sort orders) into expressions, which Vega's expression parser refuses with those characters."""
+    if isinstance(node, str):
+        return node.replace("\u2028", " ").replace("\u2029", " ")
+    if isinstance(node, dict):
+        return {_plain_separators(k): _plain_separators(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain_separators(v) for v in node]
+    return node
+
+
 @dataclass
 class Page:
     """Charts of one page: each gets an id, a placeholder and a JSON block."""
@@ -125,7 +137,7 @@ class Page:
     charts: list[dict] = field(default_factory=list)
 
     def chart(self, chart: alt.TopLevelMixin) -> dict:
-        spec = chart.to_dict()
+        spec = _plain_separators(chart.to_dict())
         spec["width"] = "container"
         c = {"id": f"chart{len(self.charts)}", "spec": spec}
         self.charts.append(c)
