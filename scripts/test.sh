@@ -13,7 +13,8 @@ fi
 export CHROMIUM=/usr/bin/chromium
 # A real llama.cpp engine for the `engine` tests: CPU build of llama-server and llama-bench, cached by commit
 # outside the checkout (first run ~7 min on 2 cores, then instant); sets LLAMA_SERVER, LLAMA_BENCH, LLAMA_VOCAB_DIR.
-eval "$(PYTHON=.venv/bin/python bash scripts/build_llama_cpp.sh --print-env)"
+llama_env="$(PYTHON=.venv/bin/python bash scripts/build_llama_cpp.sh --print-env)"  # a failed build stops here
+eval "$llama_env"
 .venv/bin/python -m schemas --check
 .venv/bin/ruff check .
 # pytest exits 5 when it collected no tests: that is a failure here too.
