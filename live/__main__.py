@@ -103,6 +103,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cfg = DemoConfig(host=args.host, port=args.port, model=args.model, prefill_tps=args.prefill_tps,
                      decode_tps=args.decode_tps, depth_scale=args.depth_scale, batch_efficiency=args.batch_efficiency,
                      slots=args.slots, ctx=args.ctx, overhead_ms=args.overhead_ms, tick_ms=args.tick_ms,
+                     cache_save_ms_per_1k=args.cache_save_ms_per_1k,
                      answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after)
     print(f"demo server on http://{cfg.host}:{cfg.port} (decode {cfg.decode_tps} tok/s, prefill {cfg.prefill_tps} "
           f"tok/s, {cfg.slots} slots, context {cfg.ctx})", flush=True)
@@ -191,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--slots", type=int, default=dd.slots, help="requests served at once; more wait in a queue")
     s.add_argument("--ctx", type=int, default=dd.ctx, help="total context, split over the slots")
     s.add_argument("--overhead-ms", type=float, default=dd.overhead_ms, help="fixed time before prefill")
+    s.add_argument("--cache-save-ms-per-1k", type=float, default=dd.cache_save_ms_per_1k,
+                   help="imitate llama-server's host-RAM prompt cache: ms to save 1K tokens of the previous "
+                   "request before the next starts (in the TTFT, not in prompt_ms)")
     s.add_argument("--tick-ms", type=float, default=dd.tick_ms, help="pacing interval of the writer")
     s.add_argument("--answer-tokens", type=int, default=dd.answer_tokens, help="natural answer length")
     s.add_argument("--fault", choices=["http500", "http429", "cut", "stall", "malformed", "no_done", "short", "die"],
