@@ -75,6 +75,9 @@ def depth_points(series: pd.DataFrame, kind: str) -> pd.DataFrame:
     df["part"] = df.metric.map(lambda m: "long-prompt steps" if m.startswith("ctx_") else "prefill steps")
     df["prompt"] = df.prompt.fillna("all prompts")
     df["series"] = df.title + " · " + df.part + ("" if kind != "decode" else " · " + df.prompt)
+    if "tokens" not in df.columns:
+        df["tokens"] = df.level
+    df["tokens"] = df.tokens.fillna(df.level)
     return df
 
 
@@ -83,10 +86,13 @@ def depth_chart(series: pd.DataFrame, kind: str) -> alt.Chart:
     y_title, title = CHART_LABELS[kind]
     df = depth_points(series, kind)
     base = alt.Chart(df)
-    x = alt.X("level:Q", title="Prompt depth (tokens)", scale=_scale(wants_log(df.level, 4)))
+    # x: the prompt tokens the server counted (the requested depth when no count was recorded)
+    x = alt.X("tokens:Q", title="Prompt depth (tokens, as the server counted them)",
+              scale=_scale(wants_log(df.tokens, 4)))
     y = alt.Y("value:Q", title=y_title, scale=_scale(wants_log(df.value)))
     tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("part:N"), alt.Tooltip("prompt:N"),
-               alt.Tooltip("level:Q", title="depth (tokens)", format=","),
+               alt.Tooltip("tokens:Q", title="prompt tokens", format=",.0f"),
+               alt.Tooltip("level:Q", title="requested depth", format=","),
                alt.Tooltip("value:Q", title=y_title, format=",.1f"), alt.Tooltip("n:Q", title="runs"),
                alt.Tooltip("provenance:N", title="from")]
     color = alt.Color("title:N", title="Setup")

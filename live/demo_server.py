@@ -26,7 +26,7 @@ Faults for tests can be set at start (``--fault``) or at run time with
 ``POST /_demo/faults {"fault": "http500", "after": 0, "count": 1}``: http500,
 http429, cut (close mid-stream), stall (stop sending mid-stream), malformed
 (a broken JSON event), no_done (no ``data: [DONE]``), short (23 tokens then stop),
-die (the process exits mid-stream).
+die (the process exits mid-stream), miscount (the prompt is counted 5 % longer than ``/tokenize`` says).
 
 Usage: python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --slots N ...]
 """
@@ -244,6 +244,8 @@ class DemoServer:
             return await self._send(writer, 429, {"error": {"code": 429, "message": "demo: too many requests"}})
         messages = req.get("messages") or []
         prompt_tokens = prompt_token_count(messages)
+        if fault == "miscount":  # the server processes 5 % more tokens than its /tokenize says
+            prompt_tokens = round(prompt_tokens * 1.05)
         key = json.dumps(messages, sort_keys=True)
         cache_n = 0
         if req.get("cache_prompt", True) and key in self.state.cache:

@@ -50,6 +50,13 @@ else:
         st.caption("Client figures come from the client's clock (they include HTTP and template overhead); "
                    "server figures from llama-server's own timings.")
         common.table(cvs, f"{sid}-client-vs-server")
+    gap = cardmod.ttft_gap_table(c)
+    if not gap.empty:
+        st.subheader("Time to first token vs the server's prompt time")
+        st.caption(cardmod.TTFT_GAP_EXPLAINED)
+        common.table(gap, f"{sid}-ttft-gap")
+        for note in cardmod.hygiene_notes(c):
+            st.markdown(f"- {note}")
     lp = cardmod.long_prompt_table(c)
     if not lp.empty:
         st.subheader("Long prompts")

@@ -15,7 +15,9 @@ export CHROMIUM=/usr/bin/chromium
 # outside the checkout (first run ~7 min on 2 cores, then instant); sets LLAMA_SERVER, LLAMA_BENCH, LLAMA_VOCAB_DIR.
 llama_env="$(PYTHON=.venv/bin/python bash scripts/build_llama_cpp.sh --print-env)"  # a failed build stops here
 eval "$llama_env"
+export BENCHCARDS_REQUIRE_ENGINE=1  # an engine test that cannot find its engine fails instead of skipping
 .venv/bin/python -m schemas --check
 .venv/bin/ruff check .
-# pytest exits 5 when it collected no tests: that is a failure here too.
-exec .venv/bin/python -m pytest -n 2 -p no:cacheprovider tests "$@"
+# pytest exits 5 when it collected no tests: that is a failure here too. loadgroup: the real-engine tests
+# (xdist_group "engine") run one after another on one worker and share their servers.
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider tests "$@"

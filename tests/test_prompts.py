@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from live.demo_server import TEMPLATE_TOKENS, pieces
-from live.prompts import LINE_TEMPLATES, PAD, PromptBuilder, TASKS, filler_line
+from live.prompts import LINE_TEMPLATES, PAD, TASKS, PromptBuilder, filler_line
 from tests.live_servers import demo_server
 
 DEPTHS = (512, 2048, 8192, 32768, 65536, 131072)

@@ -136,7 +136,7 @@ class OneShot:
         while b"\r\n\r\n" not in data:
             data += conn.recv(65536)
         head, _, body = data.partition(b"\r\n\r\n")
-        length = int([h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0].split(b":")[1])
+        length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
         while len(body) < length:
             body += conn.recv(65536)
         self.requests.append(head + b"\r\n\r\n" + body)
