@@ -77,7 +77,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
     base = Setup.model_validate_json(Path(args.setup_file).read_text()) if args.setup_file else None
     setup = build_setup(SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, gpu_count=args.gpu_count,
                                    vram_gib=args.vram_gib, cpu=args.cpu, ram_gib=args.ram_gib,
-                                   engine=args.engine, model_name=args.model_name, quant=args.quant,
+                                   engine=args.engine, engine_version=args.engine_version,
+                                   model_name=args.model_name, quant=args.quant,
                                    model_repo=args.model_repo, server_cmd=args.server_cmd, notes=args.notes,
                                    measured_by=args.measured_by), info, cfg, base)
     extra = [(Path(f), "server log (stdout and stderr of the server during the run)") for f in args.server_log]
@@ -180,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--cpu", help="CPU model")
     g.add_argument("--ram-gib", type=float, help="system RAM, GiB")
     g.add_argument("--engine", help="engine name (default: llama.cpp for llama-server)")
+    g.add_argument("--engine-version", help="engine version (default: from the server's build info)")
     g.add_argument("--model-name", help="model name (default: from the server)")
     g.add_argument("--quant", help="quantisation, e.g. Q4_K_M")
     g.add_argument("--model-repo", help="model repository")

@@ -330,9 +330,9 @@ def test_real_llama_server_prompts_have_the_exact_depth(llama):
     cached tokens). 32K to 128K by the same builder, checked with the server's template and tokenizer,
     a count shown here to equal prompt_n."""
     vocab, s = llama
-    cfg = small(s.url, parts=("prefill",), prefill_depths=(512, 4096, 16384), prefill_runs=1, read_timeout=120.0)
-    cfg.prefill_max_tokens = 4
-    contract, info, log = measure(cfg)
+    cfg = small(s.url, parts=("prefill",), prefill_depths=(512, 4096, 16384), prefill_runs=1, prefill_max_tokens=4,
+                read_timeout=120.0)
+    contract, info, _ = measure(cfg)
     assert step(contract, "prefill").status == "ok", step(contract, "prefill").reason
     assert info.kind == "llama-server" and info.tokenize_path == "/tokenize" and not info.demo
     pre = [r for r in contract.requests if r.part == "prefill"]
