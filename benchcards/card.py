@@ -124,9 +124,9 @@ def ttft_gap_rows(card: Card) -> list[dict]:
     from benchcards.summarize import TTFT_GAP_DEPTH, TTFT_GAP_PCT
 
     rows = []
-    for part, level in card.keys("server_prompt_time"):
-        if part is None or level is None:
-            continue
+    steps = sorted(((p, lv) for p, lv in card.keys("server_prompt_time") if p is not None and lv is not None),
+                   key=lambda k: (k[0] != "prefill", k[1]))  # prefill steps first, then long prompts
+    for part, level in steps:
         ttft = card.value("ttft" if part == "prefill" else "ctx_ttft", None, level)
         server = card.value("server_prompt_time", part, level)
         if ttft is None or server is None or ttft <= 0:

@@ -371,7 +371,8 @@ class OverviewFilter:
                 keep &= df[col].isin(wanted)
         if self.vram is not None:
             lo, hi = self.vram
-            keep &= df.vram_gib.between(lo, hi)
+            # a CPU-only setup has no VRAM: it counts as 0 GiB (shown unless the range starts above 0)
+            keep &= df.vram_gib.fillna(0.0).between(lo, hi)
         if self.thinking is not None:
             keep &= df.thinking.fillna(False) == self.thinking
         return df[keep]

@@ -35,7 +35,7 @@ ram="$(awk '/MemTotal/ {printf "%.0f", $2 / 1048576}' /proc/meminfo)"
 $py -m live measure --base-url "http://127.0.0.1:$port" --parts decode,prefill,conc,l1,ctx \
   --runs 3 --warmups 1 --max-tokens 512 --prefill-depths 2048,8192,32768 --prefill-runs 3 \
   --conc-levels 1,2,4 --conc-rounds 2 --conc-max-tokens 256 --l1-max-tokens 2048 \
-  --ctx-depths 16384,32768 --ctx-runs 1 --ctx-max-tokens 512 --timeout 300 \
+  --ctx-depths 16384 --ctx-runs 1 --ctx-max-tokens 256 --timeout 300 \
   --setup-id real-llama-server-cpu-tiny-random-qwen-vocab \
   --title "Tiny random-weight model with Qwen's vocabulary on CPU, llama.cpp 0c1e570 (shows the method, not a model's speed)" \
   --cpu "$cpu" --ram-gib "$ram" --engine llama.cpp --engine-version "0c1e570 (own CPU build)" \

@@ -13,6 +13,7 @@ SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 SEED0 = "qwen35-35b-a3b-udq4kxl-dgx-spark"
 SYN1 = "synthetic-00001-qwen35-35b-a3b-q8_0"
 SYN2 = "synthetic-00002-qwen35-35b-a3b-q4_k_m"
+REAL = "real-llama-server-cpu-tiny-random-qwen-vocab"
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +54,7 @@ def chart_data(at, i):
 def test_overview_lists_every_setup_with_published_seed_figures():
     at = run("app.py")
     t = df(at)
-    assert len(t) == 6
+    assert len(t) == 7
     row = t[t.Setup.str.startswith("Qwen3.8-35B-A3B-Distill")].iloc[0]
     assert row["Decode (tok/s)"] == 63.4
     assert row["Prefill 8K (tok/s)"] == 988.4
@@ -63,7 +64,9 @@ def test_overview_lists_every_setup_with_published_seed_figures():
     assert row["GPQA Diamond"] == "42.9 % ± 6.8"
     assert row["Data"] == "summary only"
     assert row["Card"] == f"Setup_card?setup={SEED}"
-    assert set(t.Data) == {"summary only", "synthetic"}
+    assert set(t.Data) == {"summary only", "synthetic", "verified raw"}
+    real = t[t.Data == "verified raw"].iloc[0]  # the one real llama-server run, labelled for what it is
+    assert "random-weight" in real.Setup and "not a model's speed" in real.Setup and real.GPU == "CPU only"
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["CSV", "JSON"]
 
@@ -120,6 +123,17 @@ def test_card_of_a_raw_setup_shows_warnings_and_client_vs_server():
     cvs = next(t for t in tables if "Server (tok/s)" in t.columns)
     assert len(cvs) > 0 and cvs.Difference.str.endswith("%").all()
     assert any(b.label == "Download" for b in at.get("download_button"))
+
+
+def test_card_of_the_real_run_shows_ttft_vs_server_prompt_time():
+    at = run("pages/1_Setup_card.py", setup=REAL)
+    assert any(h.value == "Time to first token vs the server's prompt time" for h in at.subheader)
+    tables = [d.value for d in at.dataframe]
+    gap = next(t for t in tables if "Prompt time (server)" in t.columns)
+    assert gap.Prompt.tolist()[:3] == ["2K (prefill)", "8K (prefill)", "32K (prefill)"]
+    assert any("--cache-ram is not set" in m.value for m in at.markdown)
+    files = next(t for t in tables if "SHA-256" in t.columns)
+    assert {"server.log", "client.log", "contract.json"} <= {f.rsplit("/", 1)[-1] for f in files.File}
 
 
 def test_card_without_a_choice_explains():

@@ -23,7 +23,7 @@ def site(demo_db, tmp_path_factory):
 def test_index_lists_and_links_every_setup(site):
     index = (site / "index.html").read_text()
     links = re.findall(r'href="setups/([^"]+)\.html"', index)
-    assert len(set(links)) == 6 and SEED in links
+    assert len(set(links)) == 7 and SEED in links
     for sid in links:
         assert (site / "setups" / f"{sid}.html").exists()
     assert "988.4" in index and "131,072" in index and "57.3 % ± 4.8" in index  # the seed 002 row
