@@ -5,7 +5,8 @@ Usage: python bench/agreement.py [--decode-runs 10] [--max-tokens 512] [--depths
 
 Needs the llama-server that scripts/build_llama_cpp.sh builds (``$LLAMA_SERVER`` or its cache folder).
 For each real vocabulary (Llama 3 ``llama-bpe``, Qwen ``qwen35``) a tiny random-weight model is served on
-the CPU and measured with ``live.measure`` exactly as a user would:
+the CPU (one compute thread, so the client keeps the other core) and measured with ``live.measure``
+exactly as a user would:
 
 - decode, per request: the client's (n - 1) / (t_last - t_first) against the server's
   ``predicted_per_second`` (same definition, first token free): median and 90th percentile of |delta|,
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     os.environ.setdefault("BENCHCARDS_REQUIRE_ENGINE", "1")
     results = [run_vocab(v, args) for v in VOCABS]
-    print(f"llama-server {llama_bin()} on {os.cpu_count()} CPU cores, tiny random-weight models")
+    print(f"llama-server {llama_bin()} (-t 1) on a {os.cpu_count()}-core machine, tiny random-weight models")
     print("\nDecode: client (n-1)/(t_last-t_first) vs server predicted_per_second, per request")
     print(f"{'vocabulary':<12}{'requests':>9}{'tok/s':>9}{'median |d|':>12}{'p90 |d|':>10}{'max |d|':>10}"
           f"{'pooled d':>11}")

@@ -296,6 +296,7 @@ class Runner:
             else:
                 note = "; ".join(part_skips[p]) or None
                 self.parts.append({"part": p, "status": "ok", **({"reason": note} if note else {})})
+        self.info.template_tokens = self.builder.overhead
         self.client.close()
         return self.contract(started)
 
@@ -433,7 +434,9 @@ class Runner:
             parts=self.parts, requests=self.records,
             notes=None if not info or info.kind == "llama-server" else
             "The server has no llama-server timings/cache_prompt; token counts come from usage"
-            + ("" if info.has_tokenize else " and prompt lengths are estimates (no /tokenize)"),
+            + (f"; prompt lengths were built with its tokenizer ({info.tokenize_path}) and counted by the server"
+               if info.has_tokenize else "; prompt lengths were calibrated from usage (no tokenize endpoint) and "
+               "counted by the server"),
         )
 
 

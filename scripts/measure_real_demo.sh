@@ -19,8 +19,9 @@ model="$work/tiny-random-qwen35-vocab.gguf"
 $py -m live tiny-gguf "$model" --vocab qwen35 >/dev/null
 port="$($py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 # The command as recorded (model path without the temporary folder, no port: what a reader can repeat).
-shown="llama-server -m tiny-random-qwen35-vocab.gguf -c 69632 -np 2 -t 2 --metrics"
-(cd "$work" && exec "$LLAMA_SERVER" -m tiny-random-qwen35-vocab.gguf -c 69632 -np 2 -t 2 --metrics \
+# One compute thread: the client keeps the other core, and a busy machine cannot stall a spin-waiting pair.
+shown="llama-server -m tiny-random-qwen35-vocab.gguf -c 69632 -np 2 -t 1 --metrics"
+(cd "$work" && exec "$LLAMA_SERVER" -m tiny-random-qwen35-vocab.gguf -c 69632 -np 2 -t 1 --metrics \
    --host 127.0.0.1 --port "$port" >"$work/server.log" 2>&1) &
 server_pid=$!
 for _ in $(seq 100); do

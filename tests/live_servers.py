@@ -137,16 +137,19 @@ def _log_file(name: str) -> Path:
     return Path(path)
 
 
-def llama_server(model: Path, *args: str, ctx: int = 8192, slots: int = 1, log: Path | None = None) -> Server:
+def llama_server(model: Path, *args: str, ctx: int = 8192, slots: int = 1, log: Path | None = None,
+                 threads: int = 1) -> Server:
     """A real llama-server on a free loopback port serving ``model`` (its output goes to ``log``: a pipe
-    nobody reads would block the server once full)."""
+    nobody reads would block the server once full). One thread by default: on a shared two-core machine
+    a second compute thread spin-waits for the first whenever that one is descheduled, and decode
+    collapses; with one thread the engine and the client each keep a core."""
     binary = llama_bin()
     if binary is None:
         need_engine("llama-server")
     assert binary is not None
     port = free_port()
     argv = [str(binary), "-m", str(model), "-c", str(ctx), "-np", str(slots), "--host", "127.0.0.1",
-            "--port", str(port), "-t", "2", *args]
+            "--port", str(port), "-t", str(threads), *args]
     return Server(argv, port, timeout=120, log=log or _log_file("llama-server"))
 
 
