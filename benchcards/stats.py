@@ -196,18 +196,3 @@ def agrees(stated: float, computed: float) -> bool:
     """True when ``computed`` rounds to ``stated`` at the precision it was written with."""
     tol = 0.5 * 10 ** (-decimals_of(stated)) + 1e-9 + 1e-9 * abs(stated)
     return abs(stated - computed) <= tol
-
-
-def round_half_up(x: float, digits: int = 1) -> float:
-    """Round as people do on paper (57.25 -> 57.3), not banker's rounding on the binary value."""
-    from decimal import ROUND_HALF_UP, Decimal
-
-    q = Decimal(1).scaleb(-digits)
-    return float(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
-
-
-def fmt(x: float | None, digits: int = 1) -> str:
-    """A figure for display with half-up rounding; '' for missing values."""
-    if x is None or x != x:  # None or NaN
-        return ""
-    return f"{round_half_up(x, digits):.{digits}f}"

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from benchcards import stats
+from benchcards import fmt, stats
+from benchcards.metrics import REGISTRY, sd_key
 from schemas.models import (
     FitContract,
     QualityContract,
@@ -29,35 +30,7 @@ DEPTH_TOLERANCE = 0.02
 TTFT_GAP_PCT = 20.0
 TTFT_GAP_DEPTH = 8192
 
-# metric name -> (unit, label). ``prompt`` and ``level`` qualify a metric.
-METRICS: dict[str, tuple[str, str]] = {
-    "decode": ("tok/s", "Decode"),
-    "decode_cv": ("%", "Spread of the decode runs (CV)"),
-    "decode_pooled": ("tok/s", "Decode, pooled Σ(n-1)/Σt"),
-    "words_per_s": ("words/s", "Words per second"),
-    "chars_per_s": ("chars/s", "Characters per second"),
-    "s_per_500_words": ("s", "500 words take"),
-    "prefill": ("tok/s", "Prefill"),
-    "ttft": ("s", "Time to first token"),
-    "decode_at_depth": ("tok/s", "Decode after a prompt of this depth"),
-    "ctx_prefill": ("tok/s", "Long prompt: prefill"),
-    "ctx_ttft": ("s", "Long prompt: time to first token"),
-    "ctx_decode": ("tok/s", "Long prompt: decode"),
-    "conc_total": ("tok/s", "Requests at once: total"),
-    "conc_per_request": ("tok/s", "Requests at once: per request"),
-    "l1_wall": ("s", "Long answer: wall time"),
-    "l1_tokens": ("tokens", "Long answer: tokens"),
-    "l1_words": ("words", "Long answer: words"),
-    "slots": ("slots", "Server slots"),
-    "server_decode": ("tok/s", "Decode, as the server reports it"),
-    "server_prefill": ("tok/s", "Prefill, as the server reports it"),
-    "measured_depth": ("tokens", "Prompt tokens, as the server counted them (median)"),
-    "server_prompt_time": ("s", "Prompt processing time, as the server reports it"),
-    "task_prefill": ("tok/s", "Task: prefill"),
-    "task_decode": ("tok/s", "Task: decode"),
-    "task_ttft": ("s", "Task: time to first token"),
-    "task_wall": ("s", "Task: wall time"),
-}
+# Names, units and decimals of every metric live in ``benchcards.metrics`` (the registry).
 
 
 @dataclass(frozen=True)
@@ -137,11 +110,16 @@ def stated_metrics(summary: SpeedSummary) -> list[Metric]:
     for c in summary.conc:
         add("conc_total", c.total_tps, None, c.level)
         add("conc_per_request", c.per_request_tps, None, c.level)
+    for w in summary.decode_windows:
+        add("decode_window", w.decode_tps, None, w.window)
     for t in summary.tasks:
-        add("task_prefill", t.prefill_tps, t.task, t.prompt_tokens)
-        add("task_decode", t.decode_tps, t.task, t.prompt_tokens)
-        add("task_ttft", t.ttft_s, t.task, t.prompt_tokens)
-        add("task_wall", t.wall_s, t.task, t.prompt_tokens)
+        for metric, mean, sd in (("task_prompt_tokens", t.prompt_tokens, t.prompt_tokens_sd),
+                                 ("task_output", t.output_tokens, t.output_tokens_sd),
+                                 ("task_prefill", t.prefill_tps, t.prefill_tps_sd),
+                                 ("task_decode", t.decode_tps, t.decode_tps_sd),
+                                 ("task_ttft", t.ttft_s, t.ttft_s_sd), ("task_wall", t.wall_s, t.wall_s_sd)):
+            add(metric, mean, t.task, t.prompt_tokens)
+            add(sd_key(metric), sd, t.task, t.prompt_tokens)
     if summary.long_answer:
         add("l1_wall", summary.long_answer.wall_s)
         add("l1_tokens", summary.long_answer.tokens)
@@ -242,8 +220,9 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
         if cv is not None:
             metrics.append(Metric("decode_cv", cv, None, None, len(all_rates)))
             if cv > HIGH_CV_PCT:
-                warns.append(Warn("high_cv", f"decode runs spread {cv:.1f} % (CV), above {HIGH_CV_PCT:.0f} %: "
-                                             "the machine may have been busy", computed=cv))
+                warns.append(Warn("high_cv", f"decode runs spread {fmt.percent(cv)} (CV), above "
+                                             f"{fmt.percent(HIGH_CV_PCT, 0)}: the machine may have been busy",
+                                  computed=cv))
         pooled = stats.pooled_decode_rate(
             (r.output_tokens or 0, r.t_first or 0.0, r.t_last or 0.0) for r in valid_rows)
         if pooled is not None:
@@ -368,11 +347,10 @@ def compare_stated(computed: list[Metric], stated: list[Metric], what: str = "")
         if c is None:
             continue
         if not stats.agrees(s.value, c.value):
-            label = METRICS.get(s.metric, ("", s.metric))[1]
-            where = _label("", s.prompt, s.level).strip("/")
+            label = fmt.label(s.metric, s.prompt, s.level) if s.metric in REGISTRY else s.metric
             out.append(Warn(
                 "summary_mismatch",
-                f"{what}{label}{' (' + where + ')' if where else ''}: stated {s.value:g}, "
+                f"{what}{label}: stated {s.value:g}, "
                 f"computed from the raw records {c.value:.4g}; the computed value is shown",
                 stated=s.value, computed=c.value))
     return out

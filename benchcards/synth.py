@@ -83,6 +83,21 @@ def _attach(run_dir: Path, name: str, text: str) -> dict:
             "description": "client log"}
 
 
+def server_argv(file: str, ctx: int, slots: int, kv: str, offload_layers: int, *, moe: bool) -> list[str]:
+    """The llama-server command of a synthetic setup: every value right after its flag.
+
+    Offload keeps the experts of ``offload_layers`` layers in system RAM for a MoE
+    model (--n-cpu-moe) and puts fewer layers on the GPU for a dense one (-ngl).
+    """
+    gpu_layers = ["-ngl", str(max(1, 48 - offload_layers))] if offload_layers and not moe else ["-ngl", "999"]
+    experts = ["--n-cpu-moe", str(offload_layers)] if offload_layers and moe else []
+    cache = ["-ctk", kv, "-ctv", kv] if kv != "f16" else []
+    return ["llama-server", "-m", file, *gpu_layers, *experts, "-fa", "on", "-c", str(ctx), *cache,
+            "-np", str(slots), "-b", "2048", "-ub", "512", "-t", "8", "--jinja", "--temp", "0.6",
+            "--top-p", "0.95", "--top-k", "20", "--seed", "42", "--host", "127.0.0.1", "--port", "8080",
+            "--metrics"]
+
+
 def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = True) -> Path:
     """Write one synthetic raw setup folder under ``out``; returns its path.
 
@@ -101,17 +116,7 @@ def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = Tr
     kv = rng.choice(["f16", "q8_0"])
     setup_id = f"synthetic-{seed:05d}-{model[0].lower().replace('.', '')}-{quant.lower()}"
     folder = out / setup_id
-    argv = ["llama-server", "-m", f"{model[0]}-{quant}.gguf", "-ngl", "999", "-fa", "on", "-c", str(ctx),
-            "-np", str(slots), "-b", "2048", "-ub", "512", "-t", "8", "--jinja", "--temp", "0.6",
-            "--top-p", "0.95", "--top-k", "20", "--seed", "42", "--host", "127.0.0.1", "--port", "8080",
-            "--metrics"]
-    if kv != "f16":
-        argv[8:8] = ["-ctk", kv, "-ctv", kv]
-    if perf.offload_layers:
-        argv[5:5] = ["--n-cpu-moe", str(perf.offload_layers)] if model[3] < model[2] else \
-            ["-ngl", str(max(1, 48 - perf.offload_layers))]
-        if model[3] >= model[2]:
-            del argv[3:5]
+    argv = server_argv(f"{model[0]}-{quant}.gguf", ctx, slots, kv, perf.offload_layers, moe=model[3] < model[2])
     day = 1 + seed % 27
     date = f"2026-10-{day:02d}"
     setup = {

@@ -114,6 +114,9 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
         n_warn += 1
         add("warnings", (sid, run_id, w.kind, w.message, w.stated, w.computed))
 
+    for problem in flags.problems(s.server.argv):
+        n_warn += 1
+        add("warnings", (sid, None, "server_command", problem, None, None))
     runs = []
     stamps = {}
     for run in sf.runs:
@@ -170,6 +173,10 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
                                   fs.result, fs.finish_reason, fs.error))
             add("fit_headline", (sid, rid, head.largest_ctx, head.peak_gib, head.decode_tps,
                                  head.first_failed_ctx, head.first_failed_error, ro))
+            for fs in c.steps:  # per-step figures that have no column: rows of the metric registry
+                if fs.server_start_s is not None:
+                    add("metrics", (sid, rid, "fit_server_start", None, fs.ctx, fs.server_start_s, 1,
+                                    "summary" if c.summary_only else "raw", ro))
             n_records = len(c.steps)
             method = json.dumps({"fill_target_pct": c.fill_target_pct})
         add("runs", (rid, sid, c.kind, c.summary_only, c.started_at, c.finished_at, c.tool, c.command,

@@ -125,6 +125,9 @@ class Event:
     server_decode_tps: float | None = None
     server_prefill_tps: float | None = None
     level: int | None = None
+    prompt_tokens: int | None = None  # request events: what the request sent and got, and how long it took
+    output_tokens: int | None = None
+    seconds: float | None = None
 
 
 def probe(client: httpx.Client, base: str) -> ServerInfo:
@@ -243,6 +246,14 @@ class Runner:
         self.records.append(rec)
         self.say(f"{part} {prompt_id or '-'} depth={depth} conc={conc} round={rnd} warmup={warmup} "
                  f"out={res.output_tokens} finish={res.finish_reason} error={res.error}")
+        ttft = rec.t_first - rec.t_send if rec.t_first is not None and rec.t_first > rec.t_send else None
+        self.on_event(Event(
+            "request", part, prompt_id or part, len(self.records), 0, "failed" if rec.error else "ok", rec.error,
+            decode_tps=stats.decode_rate(rec.output_tokens or 0, rec.t_first, rec.t_last)
+            if rec.t_first is not None and rec.t_last is not None else None,
+            prefill_tps=rec.prompt_tokens / ttft if ttft and rec.prompt_tokens else None,
+            level=depth or conc, prompt_tokens=rec.prompt_tokens, output_tokens=rec.output_tokens,
+            seconds=rec.t_end - rec.t_send if rec.t_end is not None else None))
         return rec
 
     def one(self, content: str, max_tokens: int, force_length: bool = True,
@@ -425,9 +436,11 @@ class Runner:
                 parts=list(cfg.parts), prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
                 max_tokens=cfg.max_tokens, min_decode_tokens=cfg.min_decode_tokens,
                 prefill_depths=list(cfg.prefill_depths) if "prefill" in cfg.parts else [],
-                prefill_runs=cfg.prefill_runs, conc_levels=list(cfg.conc_levels) if "conc" in cfg.parts else [],
-                conc_rounds=cfg.conc_rounds, conc_max_tokens=cfg.conc_max_tokens,
+                prefill_runs=cfg.prefill_runs, prefill_max_tokens=cfg.prefill_max_tokens,
+                conc_levels=list(cfg.conc_levels) if "conc" in cfg.parts else [],
+                conc_rounds=cfg.conc_rounds, conc_max_tokens=cfg.conc_max_tokens, l1_max_tokens=cfg.l1_max_tokens,
                 ctx_depths=list(cfg.ctx_depths) if "ctx" in cfg.parts else [], ctx_runs=cfg.ctx_runs,
+                ctx_max_tokens=cfg.ctx_max_tokens,
                 cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
                 sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
                 server_slots=info.slots if info else None, server_ctx=info.n_ctx if info else None),

@@ -29,7 +29,7 @@ if st.button("Validate and add", type="primary", disabled=not picked):
         report = upload.accept(files, common.db_path(), label=getattr(picked, "name", "upload"))
     except IngestError as exc:
         st.error(f"Rejected: {len(exc.errors)} problem(s). Nothing was stored.")
-        st.code("\n".join(exc.errors), language=None)
+        st.code("\n".join(exc.errors), language=None, wrap_lines=True)
     else:
         st.success(f"Added: {report.text()}")
         for sid in report.new + report.replaced + report.unchanged:

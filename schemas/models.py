@@ -288,6 +288,22 @@ class TaskPoint(Strict):
     decode_tps: NonNeg | None = Field(None, description="Decode tokens/s.")
     ttft_s: NonNeg | None = Field(None, description="Time to first token, seconds.")
     wall_s: NonNeg | None = Field(None, description="Total wall time, seconds.")
+    prompt_tokens_sd: NonNeg | None = Field(None, description="Standard deviation of the prompt tokens over the runs.")
+    output_tokens_sd: NonNeg | None = Field(None, description="Standard deviation of the output tokens over the runs.")
+    prefill_tps_sd: NonNeg | None = Field(None, description="Standard deviation of the prefill rate over the runs, "
+                                                            "tokens/s.")
+    decode_tps_sd: NonNeg | None = Field(None, description="Standard deviation of the decode rate over the runs, "
+                                                           "tokens/s.")
+    ttft_s_sd: NonNeg | None = Field(None, description="Standard deviation of the time to first token over the "
+                                                       "runs, seconds.")
+    wall_s_sd: NonNeg | None = Field(None, description="Standard deviation of the wall time over the runs, seconds.")
+
+
+class DecodeWindow(Strict):
+    """Decode rate of one measurement window, as the measuring tool reports it."""
+
+    window: int = Field(ge=1, description="Window number, 1 = the first window.")
+    decode_tps: NonNeg = Field(description="Decode tokens/s in this window.")
 
 
 class LongAnswer(Strict):
@@ -305,6 +321,8 @@ class SpeedSummary(Strict):
     decode_by_prompt: dict[str, NonNeg] = Field(default_factory=dict, description="Median decode per prompt id.")
     decode_cv_pct: NonNeg | None = Field(None, description="Coefficient of variation of all decode runs, %.")
     decode_cv_by_prompt: dict[str, NonNeg] = Field(default_factory=dict, description="CV per prompt id, %.")
+    decode_windows: list[DecodeWindow] = Field(default_factory=list,
+                                               description="Decode per measurement window, as the tool reports it.")
     words_per_s: NonNeg | None = Field(None, description="Words per second of decode answers.")
     chars_per_s: NonNeg | None = Field(None, description="Characters per second of decode answers.")
     seconds_per_500_words: NonNeg | None = Field(None, description="500 / words per second.")
@@ -328,11 +346,14 @@ class SpeedMethod(Strict):
     min_decode_tokens: Count = Field(256, description="A decode run with fewer output tokens is invalid.")
     prefill_depths: list[Count] = Field(default_factory=list, description="Prefill depths, tokens.")
     prefill_runs: Count | None = Field(None, description="Requests per prefill depth.")
+    prefill_max_tokens: Count | None = Field(None, description="Output tokens per prefill request.")
     conc_levels: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description="Concurrency levels.")
     conc_rounds: Count | None = Field(None, description="Rounds per concurrency level.")
     conc_max_tokens: Count | None = Field(None, description="Output tokens per concurrent request.")
+    l1_max_tokens: Count | None = Field(None, description="Token limit of the one long answer.")
     ctx_depths: list[Count] = Field(default_factory=list, description="Long-prompt depths, tokens.")
     ctx_runs: Count | None = Field(None, description="Runs per prompt per long-prompt depth.")
+    ctx_max_tokens: Count | None = Field(None, description="Output tokens per long-prompt run.")
     cache_prompt: bool | None = Field(None, description="Value of cache_prompt sent (false = no prompt cache).")
     thinking: bool | None = Field(None, description="Thinking on in the requests.")
     sampling: Sampling | None = Field(None, description="Sampling sent with the requests.")
@@ -427,6 +448,8 @@ class FitStep(Strict):
     result: Literal["answered", "no_answer", "no_load"] = Field(description="Outcome of the step.")
     finish_reason: str | None = Field(None, description="finish_reason when it answered (stop / length).")
     error: str | None = Field(None, description="Error text when it did not answer or load.")
+    server_start_s: NonNeg | None = Field(
+        None, description="Seconds from starting the server with this context until it was ready to answer.")
 
 
 class FitStated(Strict):

@@ -20,6 +20,7 @@ COMMANDS = [
     ["-m", "live", "tiny-gguf"],
     ["bench/ingest.py"],
     ["bench/pages.py"],
+    ["bench/analysis.py"],
     ["bench/live_client.py"],
 ]
 

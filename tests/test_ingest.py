@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import db, queries
+from benchcards import db, fmt, queries
 from ingest import IngestError, ingest_paths
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract, write
 
@@ -118,7 +118,7 @@ def test_a_changed_raw_file_is_not_served(tmp_path, hand, loaded):
 def test_summary_only_contract_keeps_margin_computed_from_right_and_n(demo_db):
     c = queries.card(queries.Store(demo_db), "qwen38-35b-a3b-distill-q4km-5060ti")
     mmlu = c.quality[c.quality.test == "mmlu_pro"].iloc[0]
-    assert queries.fmt_margin(mmlu.pct, mmlu.margin_pp) == "57.3 % ± 4.8"
+    assert fmt.quality(mmlu.pct, mmlu.margin_pp) == "57.3 % ± 4.8"
     assert not bool(mmlu.from_items)
 
 

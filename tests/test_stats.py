@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from benchcards import stats
+from benchcards import fmt, stats
 
 
 @pytest.mark.parametrize("right,n,pct,margin", [
@@ -16,8 +16,8 @@ from benchcards import stats
 ])
 def test_wilson_matches_published_margins(right, n, pct, margin):
     iv = stats.wilson(right, n)
-    assert stats.fmt(100 * iv.p) == f"{pct:.1f}"  # 57.25 shows as 57.3 (half up)
-    assert stats.fmt(100 * iv.half_width) == f"{margin:.1f}"
+    assert fmt.number(100 * iv.p) == f"{pct:.1f}"  # 57.25 shows as 57.3 (half up)
+    assert fmt.number(100 * iv.half_width) == f"{margin:.1f}"
 
 
 def test_wilson_is_not_the_plain_normal_interval():

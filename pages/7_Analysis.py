@@ -1,0 +1,110 @@
+"""Analysis: time to answer for your own sizes, throughput vs per-request speed, speed vs quality per tier, knees."""
+
+import streamlit as st
+
+from benchcards import analysis, charts, queries
+from ui import common
+
+common.page("Analysis", "🧭")
+store = common.store()
+st.title("Analysis")
+st.caption("Figures no single card shows: how long an answer of your size takes on each setup, what running "
+           "several requests at once costs each of them, speed against quality within a hardware tier, and where "
+           "each setup's curves bend. The rules are in docs/analysis.md.")
+everything = queries.analysis_data(store)
+if everything.setups.empty:
+    st.info("No setups yet. Load raw setup folders with `python -m ingest FOLDER` or on the Upload page.")
+    st.stop()
+
+with st.sidebar:
+    st.header("Filters")
+    tiers = st.multiselect("Hardware tier", analysis.tiers_present(everything), key="tier", bind="query-params",
+                           placeholder="all tiers")
+data = analysis.filter_tiers(everything, tiers)
+st.write(f"**{len(data.setups)}** of {len(everything.setups)} setups" + (f" · {', '.join(tiers)}" if tiers else ""))
+
+answer_tab, tp_tab, quality_tab, knee_tab = st.tabs(["Time to answer", "Throughput vs per-request speed",
+                                                     "Speed vs quality", "Knees"])
+
+with answer_tab:
+    c1, c2, c3 = st.columns(3)
+    prompt = c1.number_input("Prompt (tokens)", min_value=1, max_value=1_048_576, value=8192, step=1024,
+                             key="prompt", bind="query-params")
+    words = c2.number_input("Answer (words)", min_value=0, max_value=200_000, value=500, step=100, key="words",
+                            bind="query-params")
+    tpw = c3.number_input("Tokens per word", min_value=0.2, max_value=10.0, value=None, step=0.1, key="tpw",
+                          placeholder="each setup's own", bind="query-params",
+                          help="Leave empty to use each setup's own ratio from its decode runs.")
+    measured_only = st.toggle("Rank only setups measured at these sizes", key="measured", bind="query-params")
+    answers = analysis.time_to_answer(data, int(prompt), float(words), tokens_per_word_override=tpw)
+    if measured_only:
+        answers = analysis.rank_answers(answers[answers.in_range])
+    if answers.total_s.notna().any():
+        common.chart(charts.answer_time_chart(answers), key="chart-answer")
+    else:
+        st.info("No setup has both prefill and decode measurements at these sizes.")
+    common.table(analysis.answer_table(answers), "time-to-answer")
+    st.caption(f"First token: prompt / prefill rate at the prompt's depth. Answer: words × tokens per word (from the "
+               f"setup's own decode runs, else {analysis.DEFAULT_TOKENS_PER_WORD:g}), each token after the first at "
+               "the decode rate of the depth it is generated at. Rates between measured depths are interpolated "
+               "on a log-depth line; outside them the nearest measured rate is held, and *Notes* says so. "
+               "± range: one standard deviation from the spread (CV) of the runs.")
+
+with tp_tab:
+    tp = analysis.throughput(data)
+    if tp.empty:
+        st.info("None of these setups measured several requests at once.")
+    else:
+        common.chart(charts.pareto_chart(tp), key="chart-pareto")
+        common.table(analysis.throughput_table(tp), "throughput-vs-per-request")
+        st.caption("Each point is one setup at one number of requests at once: total output rate against the rate "
+                   "each request sees. A point is on the frontier when no other point is at least as good on both "
+                   "and better on one. *Queued*: more requests than server slots.")
+
+with quality_tab:
+    tests = analysis.quality_tests(data)
+    if not tests:
+        st.info("None of these setups has quality results.")
+    else:
+        by_label: dict[str, str] = {}  # labels (not ids) in the URL; the most widely run test wins a tie
+        for t, lab in tests:
+            by_label.setdefault(lab, t)
+        q1, q2 = st.columns(2)
+        label = q1.selectbox("Quality test", list(by_label), key="test", bind="query-params")
+        speed = q2.selectbox("Speed", list(analysis.SPEED_MEASURES), key="speed", bind="query-params") or "decode"
+        test = by_label.get(label or "", tests[0][0])
+        sq = analysis.speed_quality(data, test, speed)
+        speed_label = analysis.SPEED_MEASURES[speed][0]
+        if sq.empty:
+            st.info("No setup here has both this test and this speed measure.")
+        else:
+            order = [t for t in analysis.tiers_present(data) if t in set(sq.tier)]
+            common.chart(charts.speed_quality_chart(sq, speed_label, order), key="chart-speed-quality")
+            common.table(analysis.speed_quality_table(sq, speed_label), "speed-vs-quality")
+            st.caption("Bars: Wilson 95 % intervals of the result. *Best trade-off in tier*: no other setup of "
+                       "the same tier is at least as fast and as good, and better in one of them. Overlapping bars "
+                       "mean the difference in quality is not established.")
+
+with knee_tab:
+    kn = analysis.knees(data)
+    ids = data.setups.setup_id.tolist()
+    picked = common.setup_picker(store, "Setups on the charts", key="setups", multi=True, options=ids)
+    shown = picked or ids[:5]
+    if not picked and len(ids) > 5:
+        st.caption("Showing the first five setups; choose others above.")
+    points = analysis.depth_curves(data.only(shown), tasks=False)
+    titles = dict(zip(data.setups.setup_id, data.setups.title))
+    points["title"] = points.setup_id.map(titles)
+    kn_shown = kn[kn.setup_id.isin(shown)]
+    colours = sorted(titles[s] for s in shown)  # one colour per setup across the three charts
+    for kind in (analysis.PREFILL, analysis.DECODE):
+        if (points.kind == kind).any():
+            common.chart(charts.knee_depth_chart(points, kn_shown, kind, colours), key=f"chart-knee-{kind}")
+    tp_shown = analysis.throughput(data.only(shown))
+    if not tp_shown.empty:
+        common.chart(charts.knee_conc_chart(tp_shown, kn_shown, colours), key="chart-knee-conc")
+    common.table(analysis.knee_table(kn), "knees", grid=True)
+    st.caption(f"Depth knee: where prefill or decode falls below {analysis.KNEE_FRACTION * 100:.0f} % of its value at the "
+               "shortest measured prompt and stays below, placed on the log-depth line between the two measured "
+               "depths around it. Requests at once: the smallest number from which each further step adds less "
+               f"than {analysis.CONC_MIN_GAIN * 100:.0f} % total throughput per doubling of requests.")
