@@ -139,9 +139,13 @@ def _card_page(store: queries.Store, sid: str, raw_links: dict[str, str]) -> str
         for t in cardmod.headline_tiles(c)) + "</div>")
     p.add(_table(cardmod.speed_table(c)))
     for title, df in (("Named tasks", cardmod.task_table(c)), ("Client vs server", cardmod.client_vs_server(c)),
+                      ("Time to first token vs the server's prompt time", cardmod.ttft_gap_table(c)),
                       ("Long prompts", cardmod.long_prompt_table(c)), ("Requests at once", cardmod.conc_table(c))):
         if not df.empty:
-            p.add(f"<h3>{title}</h3>" + _table(df))
+            p.add(f"<h3>{html.escape(title)}</h3>" + _table(df))
+            if title.startswith("Time to first token"):
+                p.add(f"<p class=\"muted\">{html.escape(cardmod.TTFT_GAP_EXPLAINED)}</p><ul>"
+                      + "".join(f"<li>{html.escape(n)}</li>" for n in cardmod.hygiene_notes(c)) + "</ul>")
     series = queries.series(store, [sid], ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft",
                                            "ctx_ttft", "conc_total", "conc_per_request"])
     for kind in ("prefill", "decode", "ttft"):
