@@ -21,6 +21,14 @@ def depth_label(tokens: object) -> str:
     return fmt.depth(tokens)
 
 
+def depth_with_count(card: Card, part: str, level: int) -> str:
+    """'8K', or '8K (8,150 prompt tokens)' when the server counted another length than the depth asked."""
+    counted = card.value("measured_depth", part, level)
+    if counted is None or round(counted) == level:
+        return fmt.depth(level)
+    return f"{fmt.depth(level)} ({round(counted):,} prompt tokens)"
+
+
 def _from(prov: object) -> str:
     return {"raw": "raw records", "summary": "published summary"}.get(str(prov), fmt.text(prov))
 
@@ -85,7 +93,12 @@ def speed_table(card: Card) -> pd.DataFrame:
             text = fmt.metric(key, value)
             if key == "s_per_500_words":
                 text = f"≈ {text}"
-            rows.append((fmt.label(key, prompt, level), text, fmt.number(n, 0), _from(prov)))
+            label = fmt.label(key, prompt, level)
+            if key in ("prefill", "ttft", "decode_at_depth") and level is not None:
+                counted = card.value("measured_depth", "prefill", level)
+                if counted is not None and round(counted) != level:  # the server counted another length
+                    label += f" ({round(counted):,} prompt tokens)"
+            rows.append((label, text, fmt.number(n, 0), _from(prov)))
     return pd.DataFrame(rows, columns=["Measurement", "Result", "Runs", "From"])
 
 
@@ -158,6 +171,77 @@ def client_vs_server(card: Card) -> pd.DataFrame:
     })
 
 
+def ttft_gap_rows(card: Card) -> list[dict]:
+    """Per depth step: the client's time to first token, the server's own prompt time, and the gap."""
+    from benchcards.summarize import TTFT_GAP_DEPTH, TTFT_GAP_PCT
+
+    rows = []
+    steps = sorted(((p, lv) for p, lv in card.keys("server_prompt_time") if p is not None and lv is not None),
+                   key=lambda k: (k[0] != "prefill", k[1]))  # prefill steps first, then long prompts
+    for part, level in steps:
+        ttft = card.value("ttft" if part == "prefill" else "ctx_ttft", None, level)
+        server = card.value("server_prompt_time", part, level)
+        if ttft is None or server is None or ttft <= 0:
+            continue
+        share = (ttft - server) / ttft * 100
+        rows.append({"part": part, "level": level, "ttft": ttft, "server": server, "gap": ttft - server,
+                     "share": share, "dominated": level >= TTFT_GAP_DEPTH and share > TTFT_GAP_PCT,
+                     "prefill": card.value("prefill" if part == "prefill" else "ctx_prefill", None, level),
+                     "server_prefill": card.value("server_prefill", part, level)})
+    return rows
+
+
+def ttft_gap_table(card: Card) -> pd.DataFrame:
+    """Depth | TTFT (client) | prompt time (server) | gap | share of the TTFT outside prompt processing."""
+    rows = []
+    for r in ttft_gap_rows(card):
+        rows.append({
+            "Prompt": f"{depth_with_count(card, r['part'], r['level'])} ({'prefill' if r['part'] == 'prefill' else 'long prompt'})",
+            "Time to first token (client)": fmt.with_unit(fmt.number(r["ttft"], 3), "s"),
+            "Prompt time (server)": fmt.with_unit(fmt.number(r["server"], 3), "s"),
+            "Gap": fmt.with_unit(fmt.number(r["gap"], 3), "s"),
+            "Share of the TTFT outside prompt processing": fmt.with_unit(fmt.number(r["share"], 0), "%"),
+            "Prefill from TTFT": fmt.metric("prefill", r["prefill"]),
+            "Prefill (server)": fmt.metric("server_prefill", r["server_prefill"]),
+        })
+    return pd.DataFrame(rows)
+
+
+TTFT_GAP_EXPLAINED = (
+    "The client's time to first token runs from sending the request to the first content token; the server's "
+    "prompt time covers only prompt processing. The gap holds HTTP, the chat template, tokenization, waiting "
+    "for a slot and, on llama-server builds with the host-RAM prompt cache (--cache-ram, on by default in "
+    "current builds), saving the previous request's KV to host memory before this one starts: that copy is in "
+    "neither prompt_ms nor predicted_ms. At large depths on a GPU it can take several times the prompt "
+    "processing itself, and prefill computed from TTFT then measures the copy, not the prefill.")
+
+
+def hygiene_notes(card: Card) -> list[str]:
+    """Notes on how far prefill from TTFT can be trusted on this card (host-RAM prompt cache, gaps)."""
+    rows = ttft_gap_rows(card)
+    if not rows:
+        return []
+    cache = flags.host_cache(card.setup.server.argv)
+    notes = [cache.text]
+    for r in rows:
+        if not r["dominated"]:
+            continue
+        cause = ("the host-RAM prompt cache is the likely cause: measure again with --cache-ram 0 to see prefill "
+                 "alone" if cache.state in ("on", "default") else
+                 "the host-RAM prompt cache is off, so the time goes elsewhere (HTTP, template, queueing)"
+                 if cache.state == "off" else "the server's host-RAM prompt cache setting is unknown")
+        notes.append(f"At {fmt.depth(r['level'])} ({'prefill' if r['part'] == 'prefill' else 'long prompt'}) "
+                     f"{r['share']:.0f} % of the time to first token lies outside the server's prompt processing, "
+                     "so prefill from TTFT is dominated by it"
+                     + (f" ({fmt.metric('prefill', r['prefill'])} vs the server's "
+                        f"{fmt.metric('server_prefill', r['server_prefill'])})"
+                        if r["prefill"] and r["server_prefill"] else "") + f"; {cause}.")
+    if len(notes) == 1:
+        notes.append("Prefill from TTFT is not dominated by the gap at any depth of 8K or more (no gap above "
+                     "20 % of the TTFT).")
+    return notes
+
+
 def long_prompt_table(card: Card) -> pd.DataFrame:
     """Prompt length | Prefill | Time to first token | Decode per prompt."""
     levels = sorted({lv for m in ("ctx_prefill", "ctx_decode", "ctx_ttft") for _, lv in card.keys(m)
@@ -165,7 +249,7 @@ def long_prompt_table(card: Card) -> pd.DataFrame:
     prompts = sorted({p for p, _ in card.keys("ctx_decode") if p is not None})
     rows = []
     for lv in levels:
-        row = {"Prompt length": f"{fmt.depth(lv)} tokens",
+        row = {"Prompt length": f"{depth_with_count(card, 'ctx', lv)} tokens",
                "Prefill": fmt.metric("ctx_prefill", card.value("ctx_prefill", None, lv)),
                "Time to first token": fmt.metric("ctx_ttft", card.value("ctx_ttft", None, lv))}
         for p in prompts:

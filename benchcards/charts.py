@@ -139,21 +139,26 @@ def depth_points(series: pd.DataFrame, kind: str, names: dict[str, str] | None =
     """
     wanted = DEPTH_METRICS[kind]
     df = series[series.metric.isin(wanted)].copy()
-    cols = ["setup_id", "setup", "metric", "part", "level", "value", "n", "provenance", "depth_text", "value_text",
-            "prompts_text", "runs_text", "from_text"]
+    cols = ["setup_id", "setup", "metric", "part", "level", "tokens", "value", "n", "provenance", "depth_text",
+            "value_text", "prompts_text", "runs_text", "from_text"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     df["setup"] = _names(df, names)
+    if "tokens" not in df.columns:
+        df["tokens"] = df.level
     rows = []
     for (sid, setup, metric, level), grp in df.groupby(["setup_id", "setup", "metric", "level"], sort=True):
         value = float(grp.value.mean())
+        # x is the prompt length the server counted for this step (the requested depth when none was recorded)
+        counted = pd.to_numeric(grp.tokens, errors="coerce").dropna()
+        tokens = float(counted.iloc[0]) if not counted.empty else float(level)
         per_prompt = [(p, v) for p, v in zip(grp.prompt, grp.value) if not fmt.missing(p)]
         n = pd.to_numeric(grp.n, errors="coerce").sum(min_count=1)
         rows.append({
             "setup_id": sid, "setup": setup, "metric": metric,
             "part": PART_NAMES["ctx" if str(metric).startswith("ctx_") else "prefill"],
-            "level": int(level), "value": value, "n": n, "provenance": grp.provenance.iloc[0],
-            "depth_text": f"{fmt.depth(level)} ({fmt.tokens(level)})",
+            "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": grp.provenance.iloc[0],
+            "depth_text": f"{fmt.depth(level)} ({fmt.tokens(tokens)}{'' if round(tokens) == level else ' counted'})",
             "value_text": fmt.metric(str(metric), value),
             "prompts_text": " · ".join(f"{p} {fmt.metric(str(metric), v)}" for p, v in per_prompt) or fmt.DASH,
             "runs_text": fmt.number(n, 0),
@@ -171,7 +176,7 @@ def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = 
     y_title, title = CHART_LABELS[kind]
     df = depth_points(series, kind, names)
     base = alt.Chart(df)
-    x = _x_pow2("level", "Prompt depth (tokens)", df.level)
+    x = _x_pow2("tokens", "Prompt depth (tokens, as the server counted them)", df.tokens)
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=True, nice=True))
     tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("part:N", title="Part"),
                alt.Tooltip("depth_text:N", title="Prompt depth"), alt.Tooltip("value_text:N", title=y_title.split(" (")[0])]
@@ -179,7 +184,7 @@ def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = 
         tooltip.append(alt.Tooltip("prompts_text:N", title="Per prompt"))
     tooltip += [alt.Tooltip("runs_text:N", title="Runs"), alt.Tooltip("from_text:N", title="From")]
     color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
-    lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="level:Q")
+    lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="tokens:Q")
     points = base.mark_point().encode(
         x=x, y=y, color=color, tooltip=tooltip,
         # the shapes are explained beside the chart: a second legend would not fit beside the first on a phone

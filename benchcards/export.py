@@ -148,9 +148,12 @@ def _card_page(env: jinja2.Environment, store: queries.Store, sid: str, raw_link
     c = queries.card(store, sid)
     s = c.setup
     page = Page()
-    speed_extra = [(title, table(df)) for title, df in (
-        ("Named tasks", cardmod.task_table(c)), ("Client vs server", cardmod.client_vs_server(c)),
-        ("Long prompts", cardmod.long_prompt_table(c)), ("Requests at once", cardmod.conc_table(c))) if not df.empty]
+    gap_notes = (cardmod.TTFT_GAP_EXPLAINED, cardmod.hygiene_notes(c))
+    speed_extra = [(title, table(df), notes) for title, df, notes in (
+        ("Named tasks", cardmod.task_table(c), None), ("Client vs server", cardmod.client_vs_server(c), None),
+        ("Time to first token vs the server's prompt time", cardmod.ttft_gap_table(c), gap_notes),
+        ("Long prompts", cardmod.long_prompt_table(c), None), ("Requests at once", cardmod.conc_table(c), None))
+        if not df.empty]
     series = queries.series(store, [sid], ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft",
                                            "ctx_ttft", "conc_total", "conc_per_request"])
     speed_charts = [page.chart(charts.depth_chart(series, kind)) for kind in ("prefill", "decode", "ttft")

@@ -37,7 +37,11 @@ _FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
     "seed": (("-s", "--seed"), True, "random seed"),
     "host": (("--host",), True, "address the server listens on (127.0.0.1 = this machine only)"),
     "port": (("--port",), True, "TCP port"),
-    "cache_ram": (("-cram", "--cache-ram"), True, "MiB of RAM for reusable prompt caches (0 = off)"),
+    "cache_ram": (("-cram", "--cache-ram"), True,
+                  "MiB of host RAM for the prompt cache that keeps finished slots' KV (default 8192 in current "
+                  "builds, -1 = no limit, 0 = off); saving a slot to it happens before the next request starts "
+                  "and counts in neither prompt_ms nor predicted_ms, so it lengthens the client's time to first "
+                  "token"),
     "no_webui": (("--no-webui",), False, "no built-in chat page; API only"),
     "metrics": (("--metrics",), False, "Prometheus statistics at /metrics"),
     "fit": (("-fit", "--fit"), True, "automatic fitting of unset options to free memory (on/off)"),
@@ -170,6 +174,33 @@ def settings(argv: list[str]) -> dict[str, str | bool]:
 def label(name: str) -> str:
     """Human name of a setting ('ctx' -> 'Context window (tokens)'); unknown flags as written."""
     return LABELS.get(name, f"--{name}" if not name.startswith("-") else name)
+
+
+@dataclass(frozen=True)
+class HostCache:
+    """What a server command says about llama-server's host-RAM prompt cache (``--cache-ram``)."""
+
+    state: str  # "off" | "on" | "default" (flag absent: on in current llama-server builds) | "n/a"
+    mib: int | None  # the limit when given (-1 = no limit)
+    text: str  # one sentence for the card
+
+
+def host_cache(argv: list[str]) -> HostCache:
+    """Detect ``--cache-ram`` / ``-cram`` in a server command (llama-server only)."""
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    value = settings(argv).get("cache_ram")
+    if value is None:
+        if "llama-server" not in program:
+            return HostCache("n/a", None, "The server command is not llama-server's (or was not recorded); "
+                                          "its host-RAM prompt cache is unknown.")
+        return HostCache("default", None, "--cache-ram is not set: current llama-server builds keep an 8192 MiB "
+                                          "host-RAM prompt cache by default (builds from before the option have "
+                                          "none).")
+    mib = as_int(value)
+    if mib == 0:
+        return HostCache("off", 0, "--cache-ram 0: the host-RAM prompt cache is off.")
+    limit = "no limit" if mib == -1 else f"{mib:,} MiB" if mib is not None else str(value)
+    return HostCache("on", mib, f"--cache-ram {value}: the host-RAM prompt cache is on ({limit}).")
 
 
 def explain_env(name: str) -> str | None:

@@ -122,6 +122,9 @@ def label(key: str, prompt: str | None = None, level: object = None) -> str:
     if key == "server_prefill":  # its "prompt" is the part the requests belong to
         base = "prefill" if prompt in (None, "prefill") else "ctx_prefill"
         return f"{label(base, None, lv)}, as the server reports it"
+    if key in ("measured_depth", "server_prompt_time") and prompt in ("prefill", "ctx"):  # prompt: the part
+        text = label(key, None, lv)
+        return text if prompt == "prefill" else f"{text} (long prompt)"
     if not d.qualified or (not prompt and lv is None):
         return d.label
     fields: dict[str, str] = {}

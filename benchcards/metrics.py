@@ -99,6 +99,14 @@ _DEFS: list[MetricDef] = [
     _m("server_prefill", "Prefill, as the server reports it", "tok/s", 1, "higher", "server",
        "Median of llama-server's own prompt_per_second.",
        qualified="Prefill at {depth}, as the server reports it"),
+    _m("measured_depth", "Prompt tokens, as the server counted them", "tokens", 0, None, "server",
+       "Median prompt tokens the server counted for the requests of one depth step (its usage / timings); the "
+       "step's key stays the requested depth. Curves plot this count.",
+       qualified="Prompt tokens at {depth}, as the server counted them"),
+    _m("server_prompt_time", "Prompt time, as the server reports it", "s", 3, "lower", "server",
+       "Median of llama-server's own prompt_ms (prompt processing only) for one depth step: compared with the "
+       "client's time to first token, the difference is time outside prompt processing (HTTP, template, the "
+       "host-RAM prompt cache).", qualified="Prompt time at {depth}, as the server reports it"),
     # ---------------------------------------------------------------- requests at once
     _m("conc_total", "Requests at once: total", "tok/s", 1, "higher", "conc",
        "All output tokens of a round / its wall time; median over the rounds.",

@@ -269,17 +269,26 @@ def setup_ids(store: Store) -> list[tuple[str, str]]:
 def series(store: Store, ids: list[str], metric_names: list[str]) -> pd.DataFrame:
     """Measured points of the given metrics for the given setups (for scaling curves).
 
-    Columns: setup_id, title, metric, prompt, level, value, n, provenance.
+    Columns: setup_id, title, metric, prompt, level, value, n, provenance, tokens. ``level`` is the
+    requested depth (or the concurrency); ``tokens`` is the prompt length the server counted for that
+    depth step (median, metric ``measured_depth``), falling back to ``level``: curves plot it on x.
     """
+    cols = ["setup_id", "title", "metric", "prompt", "level", "value", "n", "provenance", "tokens"]
     if not ids or not metric_names:
-        return pd.DataFrame(columns=["setup_id", "title", "metric", "prompt", "level", "value", "n", "provenance"])
+        return pd.DataFrame(columns=cols)
     where = ("setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric IN (SELECT unnest(?::VARCHAR[])) "
              "AND level IS NOT NULL")
+    measured = "setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric = 'measured_depth'"
     return store.df(f"""
-        SELECT m.setup_id, s.title, m.metric, m.prompt, m.level, m.value, m.n, m.provenance
+        SELECT m.setup_id, s.title, m.metric, m.prompt, m.level, m.value, m.n, m.provenance,
+               coalesce(d.value, m.level) AS tokens
         FROM ({latest_metrics(where)}) m JOIN setups s USING (setup_id)
+        LEFT JOIN ({latest_metrics(measured)}) d
+          ON d.setup_id = m.setup_id AND d.level = m.level
+         AND d.prompt = CASE WHEN m.metric IN ('prefill', 'ttft', 'decode_at_depth') THEN 'prefill'
+                             WHEN m.metric IN ('ctx_prefill', 'ctx_ttft', 'ctx_decode') THEN 'ctx' END
         ORDER BY m.setup_id, m.metric, m.prompt NULLS FIRST, m.level
-    """, [ids, metric_names])
+    """, [ids, metric_names, ids])
 
 
 def quality_table(store: Store, ids: list[str] | None = None) -> pd.DataFrame:

@@ -23,6 +23,13 @@ from schemas.models import (
 )
 
 HIGH_CV_PCT = 5.0
+#: a prefill or long-prompt request whose prompt (as the server counted it) is further than this from the
+#: requested depth makes its step invalid
+DEPTH_TOLERANCE = 0.02
+#: the client's TTFT may exceed the server's own prompt time by this share before prefill-from-TTFT is
+#: called dominated by time outside prompt processing (hygiene note), at depths of at least TTFT_GAP_DEPTH
+TTFT_GAP_PCT = 20.0
+TTFT_GAP_DEPTH = 8192
 
 # Names, units and decimals of every metric live in ``benchcards.metrics`` (the registry).
 
@@ -47,6 +54,7 @@ class Warn:
     """Something a reader must know about a run."""
 
     kind: str  # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request
+    #            | depth_mismatch | depth_unchecked | ttft_gap
     message: str
     stated: float | None = None
     computed: float | None = None
@@ -129,6 +137,22 @@ def _ttft(r: RequestRecord) -> float | None:
 
 def _usable(r: RequestRecord) -> bool:
     return not r.warmup and r.error is None
+
+
+def depth_problem(depth: int | None, prompt_tokens: int | None,
+                  tolerance: float = DEPTH_TOLERANCE) -> str | None:
+    """Why a request's prompt does not have its requested depth, or None when it does (or has no depth).
+
+    The server's own prompt count must be within ``tolerance`` (2 %) of the requested depth; a prompt of
+    another length measures another point of the curve.
+    """
+    if not depth or prompt_tokens is None:
+        return None
+    off = prompt_tokens / depth - 1
+    if abs(off) <= tolerance:
+        return None
+    return (f"the server counted {prompt_tokens:,} prompt tokens for a requested depth of {depth:,} "
+            f"({off * 100:+.1f} %, more than ±{tolerance * 100:g} %): this step measured another depth")
 
 
 def speed_from_records(contract: SpeedContract) -> SpeedResult:
@@ -219,7 +243,9 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
         if span > 0 and all(c is not None for c in chars):
             metrics.append(Metric("chars_per_s", sum(chars) / span, None, None, len(valid_rows)))  # type: ignore[arg-type]
 
-    # prefill and ctx parts: prefill = prompt tokens / TTFT, medians per depth
+    # prefill and ctx parts: prefill = prompt tokens / TTFT, medians per depth. ``level`` stays the requested
+    # depth (stable keys: "prefill at 8192"); ``measured_depth`` holds the median of what the server counted,
+    # which curves plot. A step whose prompts are off by more than 2 % is invalid and left out.
     for part, pre, ttft_name, dec_name in (("prefill", "prefill", "ttft", "decode_at_depth"),
                                            ("ctx", "ctx_prefill", "ctx_ttft", "ctx_decode")):
         by_depth: dict[int, list[RequestRecord]] = defaultdict(list)
@@ -227,6 +253,21 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
             if r.part == part and r.depth is not None:
                 by_depth[r.depth].append(r)
         for depth, rows in sorted(by_depth.items()):
+            label = _label(part, None, depth)
+            wrong = [(r, why) for r in rows if (why := depth_problem(r.depth, r.prompt_tokens))]
+            if wrong:
+                r, why = wrong[0]
+                more = f" ({len(wrong)} of {len(rows)} requests)" if len(wrong) > 1 else ""
+                reason = f"{label} round {r.round}: {why}{more}"
+                warns.append(Warn("depth_mismatch", reason, stated=float(depth), computed=float(r.prompt_tokens or 0)))
+                failed.append((label, reason))
+                continue
+            counted = [r.prompt_tokens for r in rows if r.prompt_tokens is not None]
+            if len(counted) < len(rows):
+                warns.append(Warn("depth_unchecked", f"{label}: {len(rows) - len(counted)} request(s) without the "
+                                                     "server's prompt token count; their depth is not checked"))
+            if counted:
+                metrics.append(Metric("measured_depth", float(stats.median(counted) or 0), part, depth, len(counted)))
             pts = [(r.prompt_tokens / t, t) for r in rows
                    if (t := _ttft(r)) is not None and r.prompt_tokens]
             if pts:
@@ -235,6 +276,18 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
             server = [r.timings.prompt_per_second for r in rows if r.timings and r.timings.prompt_per_second]
             if server:
                 metrics.append(Metric("server_prefill", stats.median(server) or 0.0, part, depth, len(server)))
+            prompt_s = [r.timings.prompt_ms / 1000 for r in rows if r.timings and r.timings.prompt_ms is not None
+                        and not r.timings.cache_n]
+            if prompt_s:
+                server_s = stats.median(prompt_s) or 0.0
+                metrics.append(Metric("server_prompt_time", server_s, part, depth, len(prompt_s)))
+                ttft_s = stats.median(t for _, t in pts) if pts else None
+                if ttft_s and depth >= TTFT_GAP_DEPTH and (gap := (ttft_s - server_s) / ttft_s * 100) > TTFT_GAP_PCT:
+                    warns.append(Warn(
+                        "ttft_gap", f"{label}: {gap:.0f} % of the time to first token ({ttft_s:.3g} s) lies outside "
+                        f"the server's own prompt time ({server_s:.3g} s), so prefill from TTFT is dominated by "
+                        "it (on llama-server usually the host-RAM prompt cache, --cache-ram: see the card)",
+                        stated=server_s, computed=ttft_s))
             if part == "ctx":
                 groups: dict[str, list[RequestRecord]] = defaultdict(list)
                 for r in rows:

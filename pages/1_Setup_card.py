@@ -66,6 +66,16 @@ def server_timings(c: Card) -> None:
     common.table(cvs, f"{c.setup_id}-client-vs-server", numeric=["Client (tok/s)", "Server (tok/s)", "Difference"])
 
 
+def ttft_gap(c: Card) -> None:
+    gap = cardmod.ttft_gap_table(c)
+    if gap.empty:
+        return
+    st.subheader("Time to first token vs the server's prompt time")
+    st.caption(cardmod.TTFT_GAP_EXPLAINED)
+    common.table(gap, f"{c.setup_id}-ttft-gap")
+    st.markdown("\n".join(f"- {md(note)}" for note in cardmod.hygiene_notes(c)))
+
+
 def long_prompts(c: Card) -> None:
     lp = cardmod.long_prompt_table(c)
     if lp.empty:
@@ -199,7 +209,7 @@ def raw_files(c: Card) -> None:
         st.warning(f"Not available: {md(exc)}")
 
 
-SECTIONS = [header, speed, named_tasks, server_timings, long_prompts, speed_charts, quality, memory, method,
+SECTIONS = [header, speed, named_tasks, server_timings, ttft_gap, long_prompts, speed_charts, quality, memory, method,
             reproduce, sampling, deviations, runs, warnings, machine, raw_files]
 
 if not queries.setup_ids(store):

@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers import demo_count
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,6 +18,7 @@ SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 SEED0 = "qwen35-35b-a3b-udq4kxl-dgx-spark"
 SYN1 = "synthetic-00001-qwen35-35b-a3b-q8_0"
 SYN2 = "synthetic-00002-qwen35-35b-a3b-q4_k_m"
+REAL = "real-llama-server-cpu-tiny-random-qwen-vocab"
 SEED_NAME = "Qwen3.8-35B-A3B-Distill · Q4_K_M · llama.cpp b12223"
 SEED_TITLE = "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB, llama.cpp b12223"
 
@@ -146,7 +149,7 @@ BAD_TEXT = re.compile(r"\bNone\b|\bnan\b|<NA>|\bNaN\b|\bNaT\b")
 def test_overview_ranks_setups_with_short_names_and_published_seed_figures():
     at = run("app.py")
     t = table_with(at, "Decode (tok/s)")
-    assert len(t) == 6
+    assert len(t) == 7
     assert list(t.columns[:5]) == ["Setup", "Decode (tok/s)", "Prefill at 8K (tok/s)", "First token at 2K (s)",
                                    "Largest context (tokens)"]
     assert list(t.columns[5:]) == ["MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Hardware"]
@@ -167,7 +170,7 @@ def test_overview_ranks_setups_with_short_names_and_published_seed_figures():
 
 def test_overview_default_order_is_decode_within_the_gpu_memory_tier():
     t = table_with(run("app.py"), "Decode (tok/s)")
-    order = ["16 GB", "24 GB", "48 GB", "unified memory"]
+    order = ["16 GB", "24 GB", "48 GB", "unified memory", "CPU only"]
     ranks = [next(i for i, o in enumerate(order) if f"{o} tier" in h) for h in t.Hardware]
     assert ranks == sorted(ranks), list(t.Hardware)
     in_24 = [float(v.replace(",", "")) for v, h in zip(t["Decode (tok/s)"], t.Hardware) if "24 GB tier" in h]
@@ -291,6 +294,16 @@ def test_card_of_a_raw_setup_shows_warnings_and_client_vs_server():
     assert len(cvs) > 0 and cvs.Difference.str.endswith("%").all()
     assert any(b.label == "Download" for b in at.get("download_button"))
     assert not BAD_TEXT.search(page_text(at))
+
+
+def test_card_of_the_real_run_shows_ttft_vs_server_prompt_time():
+    at = run("pages/1_Setup_card.py", setup=REAL)
+    assert any(h.value == "Time to first token vs the server's prompt time" for h in at.subheader)
+    gap = table_with(at, "Prompt time (server)")
+    assert gap.Prompt.tolist()[:3] == ["2K (prefill)", "8K (prefill)", "32K (prefill)"]
+    assert "--cache-ram is not set" in unescape(page_text(at))
+    files = table_with(at, "SHA-256")
+    assert {"server.log", "client.log", "contract.json"} <= {f.rsplit("/", 1)[-1] for f in files.File}
 
 
 def test_card_reproduce_section_gives_download_server_and_measure_commands(monkeypatch):
@@ -589,7 +602,7 @@ def test_missing_database_offers_the_build_and_it_runs_in_the_background(tmp_pat
     assert job is not None and job.wait(300), job.output()
     assert job.ok, job.output()
     at = run("app.py")
-    assert len(table_with(at, "Decode (tok/s)")) == 6 and not at.warning and not at.error
+    assert len(table_with(at, "Decode (tok/s)")) == demo_count() and not at.warning and not at.error
 
 
 def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, monkeypatch):
@@ -614,7 +627,7 @@ def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, mo
     try:
         at = run("app.py")
         assert at.warning[0].value.startswith("The raw folders changed after the database was built")
-        assert len(table_with(at, "Decode (tok/s)")) == 6  # still served
+        assert len(table_with(at, "Decode (tok/s)")) == demo_count()  # still served
         before = hashlib.sha256(path.read_bytes()).hexdigest()
         at.button(key="bc-build").click().run()
         job = background.current(path)
@@ -622,7 +635,7 @@ def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, mo
         at = run("app.py")
         assert at.error[0].value.startswith("The last build failed, so nothing was replaced")
         assert f"{broken}/setup.json: is not valid JSON" in at.code[0].value
-        assert len(table_with(at, "Decode (tok/s)")) == 6  # the page is not taken down
+        assert len(table_with(at, "Decode (tok/s)")) == demo_count()  # the page is not taken down
         assert hashlib.sha256(path.read_bytes()).hexdigest() == before
     finally:
         import shutil

@@ -19,7 +19,7 @@ from benchcards import sources
 from ingest import ingest_paths, store
 from ingest.build import build
 from ingest.errors import IngestError
-from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract
+from tests.helpers import SETUP, demo_count, fit_contract, make_setup, quality_contract, speed_contract
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,7 +148,7 @@ def test_build_reads_raw_local_and_every_recorded_folder(site, tmp_path, monkeyp
     assert sources.freshness(db).state == "missing"
     build(db, local)
     demo = setup_ids(db)
-    assert len(demo) == 6 and sources.freshness(db).state == "fresh"
+    assert len(demo) == demo_count() and sources.freshness(db).state == "fresh"
     elsewhere = other_setup(tmp_path / "elsewhere", "by-hand")
     ingest_paths([elsewhere], db)  # loaded by hand from a folder the build does not know by default
     other_setup(local, "uploaded")
@@ -209,7 +209,7 @@ def test_build_command_says_up_to_date(site):
     env = {**os.environ, "BENCHCARDS_LOCAL": str(local)}
     r = subprocess.run([sys.executable, "-m", "ingest.build", "--db", str(db)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and r.stdout.startswith(f"built {db} from 1 folder(s): 6 new"), r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.startswith(f"built {db} from 1 folder(s): {demo_count()} new"), r.stdout + r.stderr
     r = subprocess.run([sys.executable, "-m", "ingest.build", "--db", str(db)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == f"up to date: {db}"

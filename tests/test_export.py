@@ -26,7 +26,7 @@ def site(demo_db, tmp_path_factory):
 def test_index_lists_and_links_every_setup(site):
     index = (site / "index.html").read_text()
     links = re.findall(r'href="setups/([^"]+)\.html"', index)
-    assert len(set(links)) == 6 and SEED in links
+    assert len(set(links)) == 7 and SEED in links
     for sid in links:
         assert (site / "setups" / f"{sid}.html").exists()
     assert "988.4" in index and "131,072" in index and "57.3 % ± 4.8" in index  # the seed 002 row
@@ -36,6 +36,13 @@ def test_seed_card_has_the_published_figures(site):
     page = (site / "setups" / f"{SEED}.html").read_text()
     for text in ("63.4 tok/s", "988.4 tok/s", "57.3 % ± 4.8", "42.9 % ± 6.8", "131,072", "--n-cpu-moe 27",
                  "summary only", "795.7 tok/s"):
+        assert text in page, text
+
+
+def test_the_real_run_card_shows_ttft_vs_the_server_prompt_time(site):
+    page = (site / "setups" / "real-llama-server-cpu-tiny-random-qwen-vocab.html").read_text()
+    for text in ("Time to first token vs the server&#x27;s prompt time", "Prompt time (server)", "32K (prefill)",
+                 "--cache-ram is not set", "verified raw", "server.log"):
         assert text in page, text
 
 
