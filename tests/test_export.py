@@ -41,7 +41,7 @@ def test_seed_card_has_the_published_figures(site):
 
 def test_the_real_run_card_shows_ttft_vs_the_server_prompt_time(site):
     page = (site / "setups" / "real-llama-server-cpu-tiny-random-qwen-vocab.html").read_text()
-    for text in ("Time to first token vs the server&#x27;s prompt time", "Prompt time (server)", "32K (prefill)",
+    for text in ("Time to first token vs the server&#39;s prompt time", "Prompt time (server)", "32K (prefill)",
                  "--cache-ram is not set", "verified raw", "server.log"):
         assert text in page, text
 
