@@ -588,12 +588,12 @@ def _shell_lines(args: list[str]) -> str:
     head = shlex.join(args[:4])
     lines = [head]
     i = 4
-    while i < len(args):
+    while i < len(args):  # every word quoted: values come from the data and must stay one word each
         if i + 1 < len(args) and not args[i + 1].startswith("--"):
-            lines.append(f"  {args[i]} {shlex.quote(args[i + 1])}")
+            lines.append(f"  {shlex.quote(args[i])} {shlex.quote(args[i + 1])}")
             i += 2
         else:
-            lines.append(f"  {args[i]}")
+            lines.append(f"  {shlex.quote(args[i])}")
             i += 1
     return " \\\n".join(lines)
 

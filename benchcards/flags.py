@@ -218,7 +218,7 @@ def as_int(value: str | bool | None) -> int | None:
         mult, v = 1024, v[:-1]
     try:
         return int(float(v) * mult)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, NaN, or infinite
         return None
 
 
@@ -227,8 +227,13 @@ def shell_join(argv: list[str], env: dict[str, str] | None = None) -> str:
     import shlex
 
     program, args = split_argv(argv)
-    head = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    # every word from the data is quoted, flags and variable names too, so a pasted command runs exactly
+    # the recorded argv and nothing else; a name that is not a plain variable name is passed through env
+    plain = {k: v for k, v in (env or {}).items() if k.isidentifier() and k.isascii()}
+    odd = {k: v for k, v in (env or {}).items() if k not in plain}
+    head = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in plain.items()),
+                     *(["env"] if odd else []), *(shlex.quote(f"{k}={v}") for k, v in odd.items())])
     lines = [(head + " " if head else "") + shlex.quote(program)]
     for a in args:
-        lines.append(f"  {a.flag}" + (f" {shlex.quote(a.value)}" if a.value is not None else ""))
+        lines.append(f"  {shlex.quote(a.flag)}" + (f" {shlex.quote(a.value)}" if a.value is not None else ""))
     return " \\\n".join(lines)

@@ -58,19 +58,38 @@ class Store:
 
     def raw_file(self, sha256: str) -> bytes:
         """Content of an ingested raw file, read from where it was ingested and checked
-        against its recorded SHA-256. Raises RawFileError when it is gone or changed."""
+        against its recorded SHA-256. Raises RawFileError when it is gone or changed.
+
+        Only a regular file is read (a link put in its place is not followed), and no
+        more bytes than were recorded.
+        """
         import hashlib
 
-        rows = self.df("SELECT DISTINCT source FROM files WHERE sha256 = ?", [sha256])
+        rows = self.df("SELECT DISTINCT source, bytes FROM files WHERE sha256 = ?", [sha256])
         if rows.empty:
             raise RawFileError(f"no raw file with sha256 {sha256}")
-        for source in rows.source:
-            p = Path(source)
-            if p.is_file():
-                data = p.read_bytes()
-                if hashlib.sha256(data).hexdigest() == sha256:
-                    return data
+        for source, size in zip(rows.source, rows.bytes):
+            data = _read_regular(Path(source), int(size))
+            if data is not None and hashlib.sha256(data).hexdigest() == sha256:
+                return data
         raise RawFileError(f"the raw file is no longer at {rows.source.iloc[0]} (or it changed since ingest)")
+
+
+def _read_regular(path: Path, size: int) -> bytes | None:
+    """The bytes of the regular file ``path`` when it holds exactly ``size`` bytes (None otherwise)."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+            return None
+        data = fh.read(size + 1)
+    return data if len(data) == size else None
 
 
 class RawFileError(LookupError):

@@ -1,7 +1,8 @@
 """Figures computed from a contract's raw records, and checks against stated figures.
 
 Every function here is pure: a validated contract in, rows out. ``ingest`` stores
-the rows; the site shows them. Definitions are those of DOMAIN.md (see ``stats``).
+the rows; the site shows them. Definitions are those of
+docs/definitions.md (see also ``stats``).
 """
 
 from __future__ import annotations
@@ -155,7 +156,11 @@ def depth_problem(depth: int | None, prompt_tokens: int | None,
 
 
 def speed_from_records(contract: SpeedContract) -> SpeedResult:
-    """Compute every speed figure from the request records of ``contract``."""
+    """Compute every speed figure from the request records of ``contract``.
+
+    Rules: docs/definitions.md#decode, #headline-decode, #spread, #pooled, #words,
+    #prefill, #ttft, #concurrency and #long-answer.
+    """
     method = contract.method
     min_tokens = method.min_decode_tokens
     metrics: list[Metric] = []
@@ -388,7 +393,10 @@ class QualityScore:
 
 
 def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
-    """Score one test from its items (or its stated figures when it has none)."""
+    """Score one test from its items (or its stated figures when it has none).
+
+    Rules: docs/definitions.md#wilson and #stated-vs-computed.
+    """
     warns: list[Warn] = []
     if t.items:
         last: dict[str, QualityItem] = {}  # an item asked again counts with its final record
@@ -403,15 +411,16 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
             warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
         n = len(items)
         right = 0
-        cut = 0
+        n_cut = 0
         for it in items:
             if it.cut_off:
-                cut += 1
+                n_cut += 1
                 if it.right:
                     warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "
                                                        "token limit; counted wrong"))
             elif it.right and it.error is None:
                 right += 1
+        cut: int | None = n_cut
         tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for it in items:
             if it.task:
@@ -465,7 +474,7 @@ class FitHeadline:
 
 
 def fit(contract: FitContract) -> tuple[FitHeadline, list[float | None], list[Warn]]:
-    """Headline of a memory test, the computed fill % of every step, and warnings."""
+    """Headline of a memory test, the computed fill % of every step, and warnings (docs/definitions.md#fit)."""
     warns: list[Warn] = []
     filled: list[float | None] = []
     for st in contract.steps:

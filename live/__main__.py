@@ -93,12 +93,16 @@ def cmd_measure(args: argparse.Namespace) -> int:
     for p in failed:
         print(f"part {p.part} failed: {p.reason}", file=sys.stderr)
     if args.ingest:
+        from benchcards.db import DatabaseError
         from ingest import IngestError, ingest_paths
 
         try:
             report = ingest_paths([run_dir.parent.parent], Path(args.db))
         except IngestError as exc:
             print("\n".join(exc.errors), file=sys.stderr)
+            return 1
+        except DatabaseError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 1
         print(f"ingested into {args.db}: {report.text()}")
     return 1 if not info.reachable else 0

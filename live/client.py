@@ -56,7 +56,7 @@ def check_target(base_url: str, allow_remote: bool = False) -> None:
         addrs = {str(ai[4][0]) for ai in socket.getaddrinfo(host, None)}
     except socket.gaierror as exc:
         raise NotLoopback(f"cannot resolve {host!r}: {exc}") from exc
-    if not addrs or not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs):
+    if not addrs or not all(ipaddress.ip_address(str(a).split("%")[0]).is_loopback for a in addrs):
         raise NotLoopback(f"{host} is not a loopback address; measuring other hosts needs allow_remote")
 
 

@@ -17,8 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import httpx
+from pydantic import TypeAdapter
 
 from benchcards import stats
 from benchcards.summarize import depth_problem
@@ -42,6 +44,7 @@ from schemas.models import (
     Gpu,
     Hardware,
     Model,
+    PartStatus,
     RequestRecord,
     Sampling,
     Server,
@@ -49,6 +52,7 @@ from schemas.models import (
     Setup,
     SpeedContract,
     SpeedMethod,
+    SpeedPart,
 )
 
 PARTS = ("decode", "prefill", "conc", "l1", "ctx")
@@ -235,10 +239,11 @@ class Runner:
         t = res.timings or {}
         timings = None
         if t:
-            timings = ServerTimings(**{k: (int(t[k]) if k in ("cache_n", "prompt_n", "predicted_n") else float(t[k]))
-                                       for k in ServerTimings.model_fields if t.get(k) is not None})
+            timings = ServerTimings.model_validate(
+                {k: (int(t[k]) if k in ("cache_n", "prompt_n", "predicted_n") else float(t[k]))
+                 for k in ServerTimings.model_fields if t.get(k) is not None})
         rec = RequestRecord(
-            part=part, prompt_id=prompt_id, depth=depth, concurrency=conc, round=rnd, warmup=warmup,
+            part=cast(SpeedPart, part), prompt_id=prompt_id, depth=depth, concurrency=conc, round=rnd, warmup=warmup,
             prompt_tokens=res.prompt_tokens, output_tokens=res.output_tokens, tokens_estimated=res.tokens_estimated,
             t_send=rel(res.t_send) or 0.0, t_first=rel(res.t_first), t_last=rel(res.t_last), t_end=rel(res.t_end),
             finish_reason=res.finish_reason, chars=len(res.text), words=len(res.text.split()), timings=timings,
@@ -285,6 +290,7 @@ class Runner:
                 part_skips[part].append(f"{label}: stopped by the user")
                 self.on_event(Event("step", part, label, i + 1, total, "skipped", "stopped by the user"))
                 continue
+            reason: str | None
             if not self.info.reachable:
                 reason = self.info.error or "server not reachable"
                 part_failures[part].append(f"{label}: {reason}")
@@ -433,7 +439,7 @@ class Runner:
             finished_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             tool="benchcards live 0.1.0", command=None, engine_version=info.build if info else None,
             method=SpeedMethod(
-                parts=list(cfg.parts), prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
+                parts=[cast(SpeedPart, p) for p in cfg.parts], prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
                 max_tokens=cfg.max_tokens, min_decode_tokens=cfg.min_decode_tokens,
                 prefill_depths=list(cfg.prefill_depths) if "prefill" in cfg.parts else [],
                 prefill_runs=cfg.prefill_runs, prefill_max_tokens=cfg.prefill_max_tokens,
@@ -444,7 +450,7 @@ class Runner:
                 cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
                 sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
                 server_slots=info.slots if info else None, server_ctx=info.n_ctx if info else None),
-            parts=self.parts, requests=self.records,
+            parts=TypeAdapter(list[PartStatus]).validate_python(self.parts), requests=self.records,
             notes=None if not info or info.kind == "llama-server" else
             "The server has no llama-server timings/cache_prompt; token counts come from usage"
             + (f"; prompt lengths were built with its tokenizer ({info.tokenize_path}) and counted by the server"

@@ -18,6 +18,7 @@ eval "$llama_env"
 export BENCHCARDS_REQUIRE_ENGINE=1  # an engine test that cannot find its engine fails instead of skipping
 .venv/bin/python -m schemas --check
 .venv/bin/ruff check .
+.venv/bin/mypy  # the packages listed in pyproject.toml
 # pytest exits 5 when it collected no tests: that is a failure here too. loadgroup: the real-engine tests
 # (xdist_group "engine") run one after another on one worker and share their servers.
 exec .venv/bin/python -m pytest -n 2 --dist loadgroup -p no:cacheprovider tests "$@"

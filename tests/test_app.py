@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from benchcards import db
+from tests.helpers import demo_count
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
@@ -434,8 +436,10 @@ def test_every_page_shows_no_missing_value_markers():
 
 
 def test_empty_database_explains(tmp_path, monkeypatch):
+    from ingest import store
+
     empty = tmp_path / "empty.duckdb"
-    with db.writing(empty):
+    with store.writing(empty):
         pass
     monkeypatch.setenv("BENCHCARDS_DB", str(empty))
     at = run("app.py")
@@ -452,30 +456,75 @@ def test_broken_database_explains(tmp_path, monkeypatch):
     assert "cannot be read" in at.error[0].value
 
 
-def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypatch):
+def _zip(entries: dict[str, bytes]) -> bytes:
     import io
     import zipfile
 
-    from benchcards import upload
-    from tests.helpers import make_setup
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def _folder_entries(folder: Path, prefix: str) -> dict[str, bytes]:
+    return {f"{prefix}/{p.relative_to(folder).as_posix()}": p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypatch):
+    import hashlib
+
+    import benchcards.paths as paths
+    from tests.helpers import SETUP, make_setup
 
     copy = tmp_path / "site.duckdb"
     copy.write_bytes(Path(__import__("os").environ["BENCHCARDS_DB"]).read_bytes())
     monkeypatch.setenv("BENCHCARDS_DB", str(copy))
     local = tmp_path / "local"
-    monkeypatch.setattr(upload, "LOCAL", local)
+    monkeypatch.setattr(paths, "LOCAL", local)
     folder = make_setup(tmp_path / "src")
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for p in folder.rglob("*"):
-            if p.is_file():
-                zf.write(p, p.relative_to(folder.parent).as_posix())
-    report = upload.accept(upload.files_from_zip(buf.getvalue()), copy, label="mine.zip", local=local)
-    assert report.new == ["hand-3090"]
+    good = _folder_entries(folder, "hand-3090")
+    bad_setup = json.loads(good["hand-3090/setup.json"])
+    bad_setup["hardware"]["gpus"][0]["vram_gib"] = -24
+    bad = {**good, "hand-3090/setup.json": json.dumps(bad_setup).encode(), "__MACOSX/._setup.json": b"x",
+           "../evil.txt": b"outside"}
+    before = hashlib.sha256(copy.read_bytes()).hexdigest()
+
+    at = run("pages/5_Upload.py")
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(bad), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.error[0].value == "Rejected: 1 problem(s). Nothing was stored."
+    errors = at.code[0].value
+    assert "mine.zip/hand-3090/setup.json: $.hardware.gpus[0].vram_gib: -24 is less than the minimum of 0" in errors
+    notes = at.code[1].value
+    assert "mine.zip: __MACOSX/._setup.json: macOS metadata (__MACOSX): skipped" in notes
+    assert "mine.zip: ../evil.txt: leads out of the archive's folder (..): not extracted" in notes
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == before  # the database is byte for byte as it was
+    assert not (local / "hand-3090").exists() and not (tmp_path / "evil.txt").exists()
+
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(good), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.success[0].value.startswith("Added: 1 new, 0 replaced, 0 unchanged setup")
     assert (local / "hand-3090" / "setup.json").exists()
     at = run("app.py")
     titles = [c["link_title"] for row in table_with(at, "Decode (tok/s)").attrs["cells"] for c in row[:1]]
     assert "Hand-made setup on an RTX 3090" in titles
+    assert not at.warning  # the upload left the database newer than its sources: not stale
+
+    # the same archive again stores nothing
+    mtime = copy.stat().st_mtime_ns
+    at = run("pages/5_Upload.py")
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(good), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert at.info[0].value.startswith("Unchanged")
+    assert copy.stat().st_mtime_ns == mtime
+    assert SETUP["setup_id"] == "hand-3090"
 
 
 def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypatch):
@@ -538,3 +587,58 @@ def test_run_live_page_explains_bad_input_and_refuses_other_hosts():
     at.button[0].click().run()
     assert "not a loopback address" in at.error[0].value
     assert "live_job" not in at.session_state
+
+
+def test_missing_database_offers_the_build_and_it_runs_in_the_background(tmp_path, monkeypatch):
+    from ui import background
+
+    path = tmp_path / "site.duckdb"
+    monkeypatch.setenv("BENCHCARDS_DB", str(path))
+    at = run("app.py")
+    assert at.info[0].value.startswith("No database yet")
+    assert at.code[0].value == f".venv/bin/python -m ingest.build --db {path}"
+    at.button(key="bc-build").click().run()
+    job = background.current(path)
+    assert job is not None and job.wait(300), job.output()
+    assert job.ok, job.output()
+    at = run("app.py")
+    assert len(table_with(at, "Decode (tok/s)")) == demo_count() and not at.warning and not at.error
+
+
+def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, monkeypatch):
+    import hashlib
+    import os
+    import time
+
+    import benchcards.paths as paths
+    from tests.helpers import make_setup
+    from ui import background, common
+
+    path = tmp_path / "site.duckdb"
+    path.write_bytes(Path(os.environ["BENCHCARDS_DB"]).read_bytes())
+    monkeypatch.setenv("BENCHCARDS_DB", str(path))
+    local = Path(os.environ["BENCHCARDS_LOCAL"])
+    monkeypatch.setattr(paths, "LOCAL", local)
+    broken = make_setup(local, name="broken-upload")
+    (broken / "setup.json").write_text("{ not json")
+    later = time.time() + 5
+    os.utime(broken / "setup.json", (later, later))
+    common._CHECKED.clear()
+    try:
+        at = run("app.py")
+        assert at.warning[0].value.startswith("The raw folders changed after the database was built")
+        assert len(table_with(at, "Decode (tok/s)")) == demo_count()  # still served
+        before = hashlib.sha256(path.read_bytes()).hexdigest()
+        at.button(key="bc-build").click().run()
+        job = background.current(path)
+        assert job.wait(300) and not job.ok
+        at = run("app.py")
+        assert at.error[0].value.startswith("The last build failed, so nothing was replaced")
+        assert f"{broken}/setup.json: is not valid JSON" in at.code[0].value
+        assert len(table_with(at, "Decode (tok/s)")) == demo_count()  # the page is not taken down
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    finally:
+        import shutil
+
+        shutil.rmtree(broken)
+        common._CHECKED.clear()

@@ -31,7 +31,8 @@ SYN2 = "synthetic-00002-qwen35-35b-a3b-q4_k_m"
 READY = "[data-testid=stApp][data-test-script-state=notRunning]"
 BAD_TEXT = re.compile(r"\bNone\b|\bnan\b|<NA>|\bNaN\b|\bNaT\b")
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
 
 
 def start_streamlit(db: Path, port: int, local: Path | None = None) -> subprocess.Popen:
@@ -369,3 +370,45 @@ def test_run_live_page_measures_the_demo_server(demo_db, browser, tmp_path):
     finally:
         demo.stop()
         stop(proc)
+
+
+def test_uploading_an_existing_demo_id_is_refused_and_every_page_still_loads(demo_db, browser, tmp_path):
+    import hashlib
+    import io
+    import zipfile
+
+    db = tmp_path / "site.duckdb"
+    db.write_bytes(demo_db.read_bytes())
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    sid = "synthetic-00001-qwen35-35b-a3b-q8_0"
+    folder = ROOT / "data" / "raw" / sid
+    archive = tmp_path / "demo-again.zip"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file():
+                zf.write(p, f"{sid}/{p.relative_to(folder).as_posix()}")
+    archive.write_bytes(buf.getvalue())
+    port = free_port()
+    proc = start_streamlit(db, port, local=tmp_path / "local")
+    try:
+        page = open_page(browser, f"http://127.0.0.1:{port}/Upload")
+        page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(archive))
+        page.get_by_text("demo-again.zip").wait_for(timeout=30_000)
+        page.get_by_role("button", name="Validate and add").click()
+        page.get_by_text("Rejected: 1 problem(s). Nothing was stored.").wait_for(timeout=60_000)
+        page.wait_for_selector(READY, timeout=60_000)
+        screenshot(page, "upload-demo-id-refused")
+        body = page.inner_text("body")
+        assert f"$.setup_id: '{sid}' already belongs to {folder}" in body
+        assert page.locator("[data-testid=stException]").count() == 0
+        page.context.close()
+        for path, _shot, heading in PAGES:
+            page = open_page(browser, f"http://127.0.0.1:{port}/{path}")  # fails on any exception shown
+            assert page.get_by_role("heading", name=heading).first.is_visible(), path
+            assert "could not be built" not in page.inner_text("body")
+            page.context.close()
+    finally:
+        stop(proc)
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    assert not (tmp_path / "local" / sid).exists()

@@ -11,8 +11,8 @@ import pytest
 from benchcards import card as cardmod
 from benchcards import charts, queries
 from benchcards.summarize import depth_problem
-from benchcards.upload import accept
 from ingest import ingest_paths
+from ingest.upload import accept_files
 from tests.helpers import make_setup, rec, speed_contract
 
 pytestmark = pytest.mark.integration
@@ -74,7 +74,7 @@ def test_an_upload_with_a_depth_mismatch_is_kept_but_its_step_is_invalid(tmp_pat
     sp = with_depth_steps([2048, 2048, 2048], [9000, 9001, 8999])
     folder = make_setup(tmp_path / "raw", speed=sp)
     db = tmp_path / "u.duckdb"
-    accept(folder_files(folder), db, local=tmp_path / "local")
+    accept_files(folder_files(folder), db, local=tmp_path / "local")
     card = queries.card(queries.Store(db), "hand-3090")
     failed = card.parts[(card.parts.origin == "computed") & (card.parts.status == "failed")]
     assert failed.part.tolist() == ["prefill/8192"] and "+9.9 %" in failed.reason.iloc[0]

@@ -2,9 +2,13 @@
 
 import copy
 
+import pytest
+
 from benchcards import flags, queries, synth
 from ingest import ingest_paths
 from tests.helpers import SETUP, make_setup
+
+pytestmark = pytest.mark.integration
 
 
 def test_a_flag_followed_by_another_flag_has_no_value():

@@ -8,6 +8,8 @@ import pytest
 from benchcards import fmt, metrics, queries, summarize, views
 from tests.test_app import SEED
 
+pytestmark = pytest.mark.integration  # pure formatting, and the registry checked against the demo database
+
 
 @pytest.mark.parametrize("x,decimals,text", [
     (57.25, 1, "57.3"),        # 229/400: half up, as published (round-half-even would give 57.2)

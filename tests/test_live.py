@@ -21,6 +21,8 @@ from live.measure import MeasureConfig, SetupInput, build_setup, measure, parse_
 from live.prompts import TASKS, PromptBuilder
 from tests.live_servers import ROOT, VOCABS, demo_server, free_port, llama_cpp_python, llama_server, tiny_model
 
+pytestmark = pytest.mark.integration
+
 DECODE, PREFILL, OVERHEAD_MS = 400.0, 8000.0, 3.0
 
 

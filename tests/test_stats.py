@@ -4,9 +4,11 @@ import pytest
 
 from benchcards import fmt, stats
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("right,n,pct,margin", [
-    (229, 400, 57.3, 4.8),   # MMLU-Pro in DOMAIN.md
+    (229, 400, 57.3, 4.8),   # docs/definitions.md#wilson worked examples
     (15, 40, 37.5, 14.4),    # LiveCodeBench
     (22, 30, 73.3, 15.1),    # GPQA 30 thinking
     (85, 198, 42.9, 6.8),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,11 +12,47 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from benchcards.build import ensure_db
 from benchcards.db import DatabaseError, check
-from benchcards.paths import DEFAULT_DB, SOURCES
+from benchcards.paths import DEFAULT_DB
 from benchcards.queries import Store
-from ingest.validate import IngestError
+from benchcards.sources import Freshness, freshness
+from ui import background
+
+#: ASCII punctuation: each is backslash-escaped in text from data shown as Markdown
+_PUNCT = frozenset("\\`*_{}[]()<>#+-.!|~:$&=\"'/@%^;,?")
+#: GFM turns bare URLs and e-mail addresses into links even when their punctuation is escaped;
+#: an invisible word joiner (U+2060) inside "://", "www." and after "@" keeps them plain text
+_AUTOLINK = re.compile(r"(?i)(://|www\.|@)")
+_WJ = "\u2060"
+
+
+def md(text: object) -> str:
+    """``text`` from data, safe to show inside Markdown: every ASCII punctuation mark escaped
+    (no links, images, HTML, colours, maths or emphasis can come from data), bare URLs and
+    addresses kept from becoming links, line breaks flattened and control characters shown
+    as escapes."""
+    s = _AUTOLINK.sub(lambda m: {"://": ":" + _WJ + "//", "@": "@" + _WJ}.get(m.group(0), m.group(0)[:3] + _WJ + "."),
+                      "" if text is None else str(text))
+    out = []
+    for c in s:
+        if c in _PUNCT:
+            out.append("\\" + c)
+        elif c in "\r\n\u2028\u2029":
+            out.append(" ")
+        elif c == _WJ:
+            out.append(c)
+        elif not c.isprintable() and c != " ":
+            out.append(f"\\\\u{ord(c):04x}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def download_name(path: str) -> str:
+    """A file name for a download from a path in the data: its last part, with anything but letters,
+    digits, '.', '-' and '_' replaced (no quotes, separators or control characters reach a header)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", path.rsplit("/", 1)[-1]).lstrip(".")
+    return name[:120] or "file"
 
 
 def db_path() -> Path:
@@ -73,43 +110,72 @@ def link(page_path: str, label: str, query_params: dict | None = None, icon: str
         pass
 
 
-_MD_SPECIAL = set("\\`*_{}[]()#+-.!|~$<>:")
-
-
-def md(text: object) -> str:
-    """User text for a Markdown context (titles, captions, alerts): every Markdown character escaped."""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in ("" if text is None else str(text)))
-
-
 #: how often (seconds) a page run looks for raw folders newer than the database
 RECHECK_S = 5.0
-_CHECKED = [float("-inf")]
+_CHECKED: dict[str, tuple[float, Freshness]] = {}
+BUILD_COMMAND = ".venv/bin/python -m ingest.build"
+
+
+def _freshness(path: Path) -> Freshness:
+    """``benchcards.sources.freshness``, looked up at most every RECHECK_S seconds per process."""
+    now = time.monotonic()
+    hit = _CHECKED.get(str(path))
+    if hit is not None and now - hit[0] < RECHECK_S:
+        return hit[1]
+    fr = freshness(path)
+    _CHECKED[str(path)] = (now, fr)
+    return fr
+
+
+def _command(path: Path) -> str:
+    return BUILD_COMMAND + ("" if path == DEFAULT_DB else f" --db {path}")
+
+
+def _build_panel(path: Path, fr: Freshness) -> Freshness:
+    """What a page shows about the database build: the state, the command, a button, the last result.
+    Returns the state (looked up again when a build has just finished)."""
+    job = background.current(path)
+    if job is not None and not job.done:
+        st.info("Building the database in the background. The site keeps showing the last good database "
+                "meanwhile; reload the page when it is done.", icon=":material/hourglass_top:")
+        return fr
+    if job is not None and job.done and not job.ok:
+        st.error("The last build failed, so nothing was replaced: the site still shows the last good database. "
+                 "Fix what it reports and build again.")
+        st.code(job.output() or "(no output)", language=None)
+    elif job is not None and job.ok and fr.state in ("missing", "unreadable", "stale"):
+        _CHECKED.pop(str(path), None)
+        fr = _freshness(path)
+    if fr.state == "fresh":
+        return fr
+    if fr.state == "missing":
+        st.info("No database yet. Build it from the raw folders (data/raw, data/local and any folder loaded "
+                "with `python -m ingest`) with the button below or in a shell:")
+    elif fr.state == "unreadable":
+        st.error(md(fr.detail) + " Build it again from the raw folders with the button below or in a shell:")
+    else:
+        st.warning("The raw folders changed after the database was built, so the site may be out of date. "
+                   "Build it again with the button below or in a shell:", icon=":material/update:")
+    st.code(_command(path), language="bash")
+    if st.button("Build the database now", key="bc-build", icon=":material/build:"):
+        background.start(path)
+        _CHECKED.pop(str(path), None)
+        st.rerun()
+    return fr
 
 
 def store() -> Store:
-    """The site's Store. Builds the default database from data/ when needed; explains
-    (instead of a traceback) when it cannot, and stops the page."""
+    """The site's Store, read-only. Never builds: when the database is missing, unreadable or
+    stale the page says so and offers the build (which runs in the background); a missing or
+    unreadable database stops the page, a stale one is still shown."""
     path = db_path()
-    if path == DEFAULT_DB and time.monotonic() - _CHECKED[0] > RECHECK_S:
-        _CHECKED[0] = time.monotonic()
-        try:
-            if ensure_db(path, SOURCES):
-                st.toast("Built the database from the raw folders in data/.")
-        except IngestError as exc:
-            st.error("The database could not be built: some raw files in data/ are invalid.")
-            st.code("\n".join(exc.errors[:50]), language=None)
-            st.stop()
-        except DatabaseError as exc:
-            st.error(f"The database could not be built: {exc}")
-            st.stop()
-    if not path.exists():
-        st.info("No database yet. Load raw setup folders with `python -m ingest FOLDER --db "
-                f"{path}` or on the Upload page.")
+    fr = _build_panel(path, _freshness(path))
+    if fr.state in ("missing", "unreadable") or not path.exists():
         st.stop()
     try:
         check(path)
     except DatabaseError as exc:
-        st.error(f"The database cannot be read: {exc}. Rebuild it with `python -m ingest data/raw --db {path}`.")
+        st.error(f"The database cannot be read: {md(exc)}.")
         st.stop()
     return Store(path)
 
