@@ -1,9 +1,10 @@
-"""benchcards — overview of every measured setup. Run: streamlit run app.py"""
+"""benchcards — overview of every measured setup, ranked. Run: streamlit run app.py"""
 
 import streamlit as st
 
-from benchcards import queries, views
+from benchcards import fmt, metrics, queries, tiers, views
 from ui import common
+from ui import html as bc_html
 
 common.page("Overview", "📊")
 store = common.store()
@@ -11,19 +12,36 @@ df = queries.overview(store)
 
 st.title("benchcards")
 st.caption("Local LLM inference setups, measured the same way: decode, prefill at depth, requests at once, "
-           "quality with honest margins, and how much context fits.")
+           "quality with honest margins, and how much context fits. Ranked fastest first within each GPU-memory "
+           "tier; pick yours in the sidebar.")
 
 if df.empty:
     st.info("No setups yet. Upload a raw setup folder on the **Upload** page, measure your own server on "
             "**Run live**, or load folders with `python -m ingest FOLDER`.")
     st.stop()
 
+
+def span(col: str, step: float) -> tuple[float, float]:
+    """The slider range of a numeric column: from 0 to its largest value, rounded up to ``step``."""
+    top = float(df[col].max()) if df[col].notna().any() else step
+    return 0.0, max(step, step * -(-top // step))
+
+
 with st.sidebar:
     st.header("Filters")
+    present = [t for t in tiers.TIER_ORDER if t in set(df.tier)]
+    tier = st.multiselect("GPU memory tier", present, key="vram", bind="query-params",
+                          help="Setups are grouped by the memory of their GPUs; unified-memory machines have their own "
+                               "tier.")
+    fits = st.number_input("Fits in my GPU memory (GiB)", min_value=0.0, max_value=1024.0, value=None, step=1.0,
+                           key="fits", bind="query-params", placeholder="any",
+                           help=metrics.get("need_gib").description)
+    lo, hi = span("model_gb", 5.0)
+    size = st.slider("Model file (GB)", lo, hi, (lo, hi), step=1.0, key="size", bind="query-params")
+    blo, bhi = span("bpw", 1.0)
+    bpw = st.slider("Bits per weight", blo, bhi, (blo, bhi), step=0.5, key="bpw", bind="query-params",
+                    help="File bits / total parameters: about 4.8 for Q4_K_M, 8.5 for Q8_0.")
     gpu = st.multiselect("GPU", sorted(df.gpu.dropna().unique()), key="gpu", bind="query-params")
-    vmax = float(df.vram_gib.max() or 0) if df.vram_gib.notna().any() else 0.0
-    vram = st.slider("VRAM (GiB)", 0.0, max(vmax, 1.0), (0.0, max(vmax, 1.0)), step=1.0, key="vram",
-                     bind="query-params")
     engine = st.multiselect("Engine", sorted(df.engine.dropna().unique()), key="engine", bind="query-params")
     model = st.multiselect("Model", sorted(df.model.dropna().unique()), key="model", bind="query-params")
     quant = st.multiselect("Quantisation", sorted(df.quant.dropna().unique()), key="quant", bind="query-params")
@@ -31,22 +49,33 @@ with st.sidebar:
                                     bind="query-params")
     kinds = st.multiselect("Data", ["verified raw", "summary only", "synthetic"], key="data",
                            bind="query-params")
-    sort = st.selectbox("Sort by", list(queries.SORTS), key="sort", bind="query-params")
+    sort = st.selectbox("Sort by", list(queries.SORTS), format_func=lambda k: queries.SORTS[k][0], key="sort",
+                        bind="query-params")
 
-flt = queries.OverviewFilter(gpu=tuple(gpu), vram=tuple(vram), engine=tuple(engine), model=tuple(model),
-                             quant=tuple(quant), thinking={"on": True, "off": False}.get(thinking or "any"),
-                             kinds=tuple(kinds))
-shown = queries.sort_overview(flt.apply(df), sort or "newest")
-st.write(f"**{len(shown)}** of {len(df)} setups")
+whole = lambda rng, full: None if tuple(rng) == full else tuple(rng)  # an untouched slider filters nothing
+flt = queries.OverviewFilter(
+    gpu=tuple(gpu), engine=tuple(engine), model=tuple(model), quant=tuple(quant),
+    thinking={"on": True, "off": False}.get(thinking or "any"), kinds=tuple(kinds), tiers=tuple(tier),
+    fits_gib=fits, model_gb=whole(size, (lo, hi)), bpw=whole(bpw, (blo, bhi)))
+shown = queries.sort_overview(flt.apply(df), sort or queries.DEFAULT_SORT)
+st.write(f"**{len(shown):,}** of {len(df):,} setups")
 if shown.empty:
     st.info("No setup matches these filters. Widen them in the sidebar.")
     st.stop()
 
-view = views.overview_table(shown, lambda sid: f"Setup_card?setup={sid}")
-common.table(view, "overview", column_config={
-    "Card": st.column_config.LinkColumn("Card", display_text="open", width="small"),
-    "Largest context": st.column_config.NumberColumn(format="%d"),
-    "VRAM (GiB)": st.column_config.NumberColumn(format="%.0f"),
-})
-st.caption("Quality cells: result ± half-width of the Wilson 95 % interval. *summary only*: published figures "
-           "without raw records, not recomputable. *synthetic*: generated demo data, not a measurement.")
+PAGE_ROWS = 100
+if len(shown) > PAGE_ROWS:
+    pages = -(-len(shown) // PAGE_ROWS)
+    n = st.number_input(f"Page (of {pages:,}, {PAGE_ROWS} setups each)", 1, pages, 1, key="page")
+    shown = shown.iloc[(int(n) - 1) * PAGE_ROWS:int(n) * PAGE_ROWS]
+
+display = views.overview_display(shown)
+figures = [h for h, _, _ in views.OVERVIEW_FIGURES]
+quality = [metrics.quality_label(t) for t in metrics.HEADLINE_TESTS]
+units = {h: metrics.get(k).unit for h, k, _ in views.OVERVIEW_FIGURES}
+with st.container(key="overview"):
+    st.html(bc_html.overview(display, figures, quality, units))
+common.downloads(lambda: views.overview_table(shown, lambda sid: f"Setup_card?setup={sid}"), "overview")
+st.caption(f"Quality: result ± half-width of the Wilson 95 % interval, in points; {fmt.DASH} where a setup was not "
+           "measured that way. *summary only*: published figures without raw records, not recomputable. "
+           "*synthetic*: generated demo data, not a measurement. Hover a name for the full title.")

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from benchcards import stats, tiers
+from benchcards import fmt, tiers
 from benchcards.queries import HEADLINE_TESTS, AnalysisData
 
 #: tokens per word when a setup's runs do not tell (plain English prose with a BPE tokenizer)
@@ -670,7 +670,7 @@ def _depth_knee_text(kind: str, k: Knee, fraction: float, c: Curve) -> str:
     pct = f"{fraction * 100:.0f} %"
     if k.status == "too few points":
         return f"{kind} measured at one depth only"
-    ref = f"its {stats.fmt(k.reference)} tok/s at {_depth_text(c.lo)} tokens"
+    ref = f"its {fmt.number(k.reference)} tok/s at {_depth_text(c.lo)} tokens"
     if k.status == "not reached":
         return f"{kind} stays above {pct} of {ref} up to {_depth_text(c.hi)} tokens"
     if k.status == "from the start":
@@ -700,7 +700,7 @@ def _r(s: pd.Series, digits: int) -> pd.Series:
 
 
 def _f(x: float | None, digits: int = 1) -> str:
-    return stats.fmt(x, digits)
+    return fmt.number(x, digits)
 
 
 def range_text(lo: float | None, hi: float | None, unit: str = "") -> str:

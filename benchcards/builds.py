@@ -9,8 +9,9 @@ the address, the port and a benchmark's list of tests), differing only in the en
 
 Noise: a change is *within noise* when |b - a| <= 2 x sqrt(sd_a² / n_a + sd_b² / n_b), about a 95 %
 band for the difference of two means; sd comes from the spread metric of the same test (bench_cv,
-decode_cv, server_decode_cv) and n from the repetitions behind it (1 when unknown, which widens the
-band). Tests without a spread have no noise mark. Read side only: pure functions over a Store.
+decode_cv, log_decode_cv) and n from the repetitions behind it (1 when unknown, which widens the
+band; docs/definitions.md#builds-over-time). Tests without a spread have no noise mark. Read side only: pure functions over a Store; names,
+units and figures come from the metric registry and the one formatter.
 """
 
 from __future__ import annotations
@@ -21,22 +22,25 @@ from typing import Any
 
 import pandas as pd
 
-from benchcards import db, flags
+from benchcards import db, flags, fmt, metrics
 from benchcards.queries import Store, _fetch, latest_metrics
-from benchcards.stats import fmt
 
-#: metric -> (spread metric with the same prompt/level, label); the figures lined up per build
-TIMELINE_METRICS: dict[str, tuple[str | None, str]] = {
-    "bench_prefill": ("bench_cv", "{prompt}{depth}"),
-    "bench_decode": ("bench_cv", "{prompt}{depth}"),
-    "bench_pg": ("bench_cv", "{prompt}{depth}"),
-    "decode": ("decode_cv", "decode{prompt_sp}"),
-    "prefill": (None, "prefill at {level}"),
-    "decode_at_depth": (None, "decode after {level}"),
-    "conc_total": (None, "{level} at once, total"),
-    "server_decode": ("server_decode_cv", "server-logged decode"),
-    "server_prefill": (None, "server-logged prefill, {level}-token prompts"),
+#: metric -> spread metric of the same prompt and level (None: no spread); the figures lined up per build
+TIMELINE_METRICS: dict[str, str | None] = {
+    "bench_prefill": "bench_cv",
+    "bench_decode": "bench_cv",
+    "bench_pg": "bench_cv",
+    "decode": "decode_cv",
+    "prefill": None,
+    "decode_at_depth": None,
+    "conc_total": None,
+    "log_decode": "log_decode_cv",
+    "log_prefill": None,
 }
+#: what the timeline shows, in words (card section and export page)
+EXPLAINED = ("The same hardware, model and settings measured with several engine builds, oldest first: each test's "
+             "figure per build and its speedup over the previous build (×1.08 = 8 % faster; for times, ×0.9 = 10 % "
+             "shorter); ≈ marks a change within the noise of the runs (2 standard errors of the difference).")
 #: flags that do not change what is measured (where the files are, where it listens, which tests ran)
 IGNORED_FLAGS = {"model", "host", "port", "alias", "metrics", "no_webui", "p", "n_predict", "d", "r", "pg", "o",
                  "progress", "api-key", "log-file", "log-timestamps", "lv", "verbose"}
@@ -103,13 +107,10 @@ def siblings(store: Store, setup_id: str) -> pd.DataFrame:
 
 
 def _test_label(metric: str, prompt: Any, level: Any) -> str:
-    fmt_ = TIMELINE_METRICS[metric][1]
-    p = "" if prompt is None or (isinstance(prompt, float) and math.isnan(prompt)) else str(prompt)
-    lv = None if level is None or (isinstance(level, float) and math.isnan(level)) else int(level)
-    from benchcards.card import depth_label
-
-    return fmt_.format(prompt=p, prompt_sp=f" ({p})" if p else "", level=depth_label(lv) if lv is not None else "",
-                       depth=f" @ d{lv}" if lv else "").strip()
+    """An engine benchmark's test as the tool names it ('pp512 @ d4096'); other figures by the registry."""
+    if metric in fmt.BENCH_KEYS:
+        return fmt.bench_test(prompt, level)
+    return fmt.label(metric, None if fmt.missing(prompt) else str(prompt), None if fmt.missing(level) else level)
 
 
 def within_noise(a: float, sd_a: float | None, n_a: int | None, b: float, sd_b: float | None,
@@ -129,15 +130,13 @@ def timeline(store: Store, setup_id: str) -> pd.DataFrame:
     value of the same test; NaN for the first), within_noise (True/False, None when unknown).
     Empty when fewer than two builds exist.
     """
-    from benchcards.summarize import METRICS
-
     cols = ["test", "metric", "prompt", "level", "unit", "setup_id", "build", "value", "spread_pct", "n",
             "speedup", "within_noise"]
     sib = siblings(store, setup_id)
     if len(sib) < 2:
         return pd.DataFrame(columns=cols)
     ids = list(sib.setup_id)
-    wanted = list(TIMELINE_METRICS) + [v[0] for v in TIMELINE_METRICS.values() if v[0]]
+    wanted = list(TIMELINE_METRICS) + [v for v in TIMELINE_METRICS.values() if v]
     where = "setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric IN (SELECT unnest(?::VARCHAR[]))"
     m = store.df(f"SELECT setup_id, metric, prompt, level, value, n FROM ({latest_metrics(where)})",
                  [ids, sorted(set(wanted))])
@@ -162,12 +161,12 @@ def timeline(store: Store, setup_id: str) -> pd.DataFrame:
         for r in sel.itertuples():
             value = float(r.value)
             n = None if pd.isna(r.n) else int(r.n)
-            cv_metric = TIMELINE_METRICS[metric][0]
+            cv_metric = TIMELINE_METRICS[metric]
             cv = spread.get((r.setup_id, cv_metric, prompt, lvl)) if cv_metric else None
             sd = None if cv is None else cv / 100.0 * value
             speedup = value / prev[0] if prev and prev[0] else float("nan")
             noise = within_noise(prev[0], prev[1], prev[2], value, sd, n) if prev else None
-            rows.append((_test_label(metric, prompt, lvl), metric, prompt, lvl, METRICS.get(metric, ("", ""))[0],
+            rows.append((_test_label(metric, prompt, lvl), metric, prompt, lvl, metrics.get(metric).unit,
                          r.setup_id, label[r.setup_id], value, cv, n, speedup, noise))
             prev = (value, sd, n)
     return pd.DataFrame(rows, columns=cols)
@@ -186,12 +185,12 @@ def timeline_table(tl: pd.DataFrame) -> pd.DataFrame:
         for b in builds:
             hit = grp[grp.build == b]
             if hit.empty:
-                row[b] = ""
+                row[b] = fmt.DASH
                 continue
             r = hit.iloc[0]
-            cell = fmt(r.value, 2 if r.value < 100 else 1)
+            cell = fmt.value(r.metric, r.value)
             if pd.notna(r.speedup):
-                cell += f" ×{r.speedup:.2f}" + (" ≈" if r.within_noise is True else "")
+                cell += f" ×{fmt.number(r.speedup, 2)}" + (" ≈" if r.within_noise is True else "")
             row[b] = cell
         out.append(row)
     return pd.DataFrame(out, columns=["Test", "Unit", *builds])

@@ -1,34 +1,50 @@
-"""The setup card as plain tables: built from ``queries.Card``, shown by the app and the export."""
+"""The setup card as plain tables and texts: built from ``queries.Card``, shown by the app and the export.
+
+Every cell is text from ``benchcards.fmt`` ("—" where a value is missing); figure
+names come from the metric registry. Pure functions, no Streamlit.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import shlex
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from benchcards import flags
-from benchcards.queries import Card, fmt_margin
-from benchcards.stats import fmt
-from benchcards.summarize import METRICS
+from benchcards import flags, fmt, metrics
+from benchcards.queries import Card
 
 
-def depth_label(tokens: int | float | None) -> str:
-    """2048 -> '2K', 131072 -> '128K', 3000 -> '3,000'."""
-    if tokens is None or pd.isna(tokens):
-        return ""
-    t = int(tokens)
-    return f"{t // 1024}K" if t % 1024 == 0 and t >= 1024 else f"{t:,}"
+def depth_label(tokens: object) -> str:
+    """2048 -> '2K', 131072 -> '128K', 3000 -> '3,000' (kept for callers of the old name; see ``fmt.depth``)."""
+    return fmt.depth(tokens)
 
 
-def _val(card: Card, metric: str, prompt: str | None = None, level: int | None = None,
-         digits: int = 1) -> str:
-    v = card.value(metric, prompt, level)
-    if v is None:
-        return "—"
-    if 0 < abs(v) < 1:  # a sub-second time or a tiny rate: keep its significant digits
-        digits = max(digits, 3)
-    unit = METRICS.get(metric, ("", ""))[0]
-    return f"{fmt(v, digits)} {unit}".strip()
+def depth_with_count(card: Card, part: str, level: int) -> str:
+    """'8K', or '8K (8,150 prompt tokens)' when the server counted another length than the depth asked."""
+    counted = card.value("measured_depth", part, level)
+    if counted is None or round(counted) == level:
+        return fmt.depth(level)
+    return f"{fmt.depth(level)} ({round(counted):,} prompt tokens)"
+
+
+def _from(prov: object) -> str:
+    return {"raw": "raw records", "summary": "published summary"}.get(str(prov), fmt.text(prov))
+
+
+def step_name(step: object) -> str:
+    """A part or step of a run in words: 'ctx/code/16384' -> 'Long prompts, code prompt, 16K'."""
+    text = fmt.text(step)
+    bits = text.split("/")
+    if bits[0] in metrics.PARTS:
+        words = [metrics.part_label(bits[0])]
+        for b in bits[1:]:
+            words.append(fmt.depth(b) if b.isdigit() else f"{b} prompt")
+        return ", ".join(words)
+    if bits[0] in metrics.TESTS:
+        return metrics.quality_label(bits[0])
+    return text
 
 
 @dataclass(frozen=True)
@@ -43,53 +59,96 @@ def headline_tiles(card: Card) -> list[Tile]:
     v = card.value
     s500 = v("s_per_500_words")
     return [
-        Tile("Decode", _val(card, "decode"), "mean of the per-prompt medians; tokens after the first / "
-                                             "time after the first token"),
-        Tile("Decode, code", _val(card, "decode", "code"), "median of the code-prompt runs"),
-        Tile("Decode, prose", _val(card, "decode", "prose"), "median of the prose-prompt runs"),
-        Tile("500 words", "—" if s500 is None else f"≈ {fmt(s500)} s", "500 / words per second of the decode runs"),
-        Tile("Prefill at 8K", _val(card, "prefill", level=8192), "prompt tokens / time to first token, median"),
-        Tile("First token at 2K", _val(card, "ttft", level=2048), "time from sending to the first content token"),
+        Tile("Decode", fmt.metric("decode", v("decode")), metrics.get("decode").description),
+        Tile("Decode, code", fmt.metric("decode", v("decode", "code")), "median of the code-prompt runs"),
+        Tile("Decode, prose", fmt.metric("decode", v("decode", "prose")), "median of the prose-prompt runs"),
+        Tile("500 words", fmt.DASH if s500 is None else f"≈ {fmt.metric('s_per_500_words', s500)}",
+             metrics.get("s_per_500_words").description),
+        Tile("Prefill at 8K", fmt.metric("prefill", v("prefill", level=8192)), metrics.get("prefill").description),
+        Tile("First token at 2K", fmt.metric("ttft", v("ttft", level=2048)), metrics.get("ttft").description),
     ]
 
 
+#: figures of the speed table, in this order (every prompt and level the card has)
+SPEED_TABLE: tuple[str, ...] = (
+    "decode", "words_per_s", "chars_per_s", "s_per_500_words", "decode_cv", "decode_window", "decode_pooled",
+    "prefill", "ttft", "decode_at_depth", "conc_total", "conc_per_request", "slots", "l1_wall", "l1_tokens",
+    "l1_words",
+)
+
+
 def speed_table(card: Card) -> pd.DataFrame:
-    """Measurement | Result | runs | from: every speed figure of the card."""
+    """Measurement | Result | Runs | From: every speed figure of the card once (long prompts, named tasks and
+    the server's own figures have tables of their own)."""
     rows: list[tuple[str, str, str, str]] = []
-
-    def add(label: str, metric: str, prompt: str | None = None, level: int | None = None) -> None:
-        hit = card.point(metric, prompt, level)
-        if hit is None:
-            return
-        value, n, prov = hit
-        unit = METRICS[metric][0]
-        digits = 0 if unit in ("tokens", "words", "slots") else 1
-        rows.append((label, f"{fmt(value, digits)} {unit}", "" if n is None else str(n), prov))
-
-    prompts = lambda metric: [p for p, lv in card.keys(metric) if p is not None and lv is None]
-    levels = lambda metric: [lv for p, lv in card.keys(metric) if lv is not None and p is None]
-    add("Decode", "decode")
-    add("Words per second", "words_per_s")
-    add("Characters per second", "chars_per_s")
-    add("500 words take about", "s_per_500_words")
-    for p in prompts("decode"):
-        add(f"Decode, {p} prompt", "decode", p)
-    add("Spread of the decode runs (CV)", "decode_cv")
-    for p in prompts("decode_cv"):
-        add(f"Spread of the {p} runs (CV)", "decode_cv", p)
-    add("Decode, pooled Σ(n−1)/Σt", "decode_pooled")
-    for metric, label in (("prefill", "Prefill at {}"), ("ttft", "Time to first token at {}"),
-                          ("decode_at_depth", "Decode after a {} prompt")):
-        for lv in levels(metric):
-            add(label.format(depth_label(lv)), metric, None, lv)
-    for lv in levels("conc_total"):
-        add(f"{lv} at once (total)", "conc_total", None, lv)
-    for lv in levels("conc_per_request"):
-        add(f"{lv} at once (per request)", "conc_per_request", None, lv)
-    add("Server slots", "slots")
-    add("Long answer, wall time", "l1_wall")
-    add("Long answer, tokens", "l1_tokens")
+    for key in SPEED_TABLE:
+        keys = card.keys(key)
+        # the plain figure first, then per prompt, then per level
+        keys.sort(key=lambda k: (k[0] is not None, k[1] is not None, k[1] or 0, k[0] or ""))
+        for prompt, level in keys:
+            hit = card.point(key, prompt, level)
+            if hit is None:
+                continue
+            value, n, prov = hit
+            text = fmt.metric(key, value)
+            if key == "s_per_500_words":
+                text = f"≈ {text}"
+            label = fmt.label(key, prompt, level)
+            if key in ("prefill", "ttft", "decode_at_depth") and level is not None:
+                counted = card.value("measured_depth", "prefill", level)
+                if counted is not None and round(counted) != level:  # the server counted another length
+                    label += f" ({round(counted):,} prompt tokens)"
+            rows.append((label, text, fmt.number(n, 0), _from(prov)))
     return pd.DataFrame(rows, columns=["Measurement", "Result", "Runs", "From"])
+
+
+TASK_COLUMNS: tuple[str, ...] = ("task_prompt_tokens", "task_output", "task_prefill", "task_decode", "task_ttft",
+                                 "task_wall")
+
+
+def task_table(card: Card) -> pd.DataFrame:
+    """Named-task figures (tools that measure tasks, not depths): mean ± standard deviation per task."""
+    m = card.metrics
+    tasks = m[m.metric.isin(TASK_COLUMNS)]
+    if tasks.empty:
+        return pd.DataFrame()
+    order = tasks.sort_values(["level", "prompt"], na_position="last").prompt.drop_duplicates()
+    rows = []
+    for task in order:
+        level = tasks[tasks.prompt == task].level.dropna()
+        lv = None if level.empty else int(level.iloc[0])
+        row = {"Task": str(task)}
+        for key in TASK_COLUMNS:
+            mean = card.value(key, task, lv)
+            if key == "task_prompt_tokens" and mean is None:
+                mean = lv  # older contracts keep the prompt tokens only as the level
+            row[fmt.header(key)] = fmt.mean_sd(key, mean, card.value(metrics.sd_key(key), task, lv))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def task_overall(card: Card) -> pd.DataFrame:
+    """Figure | Value: the named tasks taken together (mean, slowest and fastest generation, mean and peak
+    prefill, the range of the first-token times)."""
+    m = card.metrics
+    dec = m[m.metric == "task_decode"].value.astype(float)
+    pre = m[m.metric == "task_prefill"]
+    ttft = m[m.metric == "task_ttft"].value.astype(float)
+    if dec.empty and pre.empty:
+        return pd.DataFrame()
+    rows = []
+    if not dec.empty:
+        rows += [("Mean generation speed over the tasks", fmt.metric("task_decode", dec.mean())),
+                 ("Slowest task's generation", fmt.metric("task_decode", dec.min())),
+                 ("Fastest task's generation", fmt.metric("task_decode", dec.max()))]
+    if not pre.empty:
+        peak = pre.loc[pre.value.astype(float).idxmax()]
+        rows += [("Mean prefill speed over the tasks", fmt.metric("task_prefill", pre.value.astype(float).mean())),
+                 (f"Peak prefill ({fmt.number(peak.level, 0)}-token prompt)", fmt.metric("task_prefill", peak.value))]
+    if not ttft.empty:
+        lo, hi = fmt.value("task_ttft", ttft.min()), fmt.value("task_ttft", ttft.max())
+        rows.append(("Range of the first-token times", f"{lo}–{hi} {metrics.get('task_ttft').unit}"))
+    return pd.DataFrame(rows, columns=["Figure", "Value"])
 
 
 def client_vs_server(card: Card) -> pd.DataFrame:
@@ -98,17 +157,89 @@ def client_vs_server(card: Card) -> pd.DataFrame:
     for prompt, _ in card.keys("server_decode"):
         c, s = card.value("decode", prompt), card.value("server_decode", prompt)
         if c and s:
-            rows.append((f"Decode, {prompt}", c, s))
+            rows.append((fmt.label("decode", prompt), c, s))
     for part, level in card.keys("server_prefill"):
         c = card.value("prefill" if part == "prefill" else "ctx_prefill", None, level)
         s = card.value("server_prefill", part, level)
         if c and s:
-            rows.append((f"Prefill at {depth_label(level)} ({part})", c, s))
-    df = pd.DataFrame(rows, columns=["Step", "Client (tok/s)", "Server (tok/s)"])
-    df["Difference"] = ((df["Client (tok/s)"] / df["Server (tok/s)"] - 1) * 100).map(lambda x: f"{x:+.1f} %")
-    for col in ("Client (tok/s)", "Server (tok/s)"):
-        df[col] = df[col].map(fmt)
-    return df
+            rows.append((fmt.label("prefill" if part == "prefill" else "ctx_prefill", None, level), c, s))
+    return pd.DataFrame({
+        "Step": [r[0] for r in rows],
+        "Client (tok/s)": [fmt.value("decode", r[1]) for r in rows],
+        "Server (tok/s)": [fmt.value("decode", r[2]) for r in rows],
+        "Difference": [f"{fmt.number((r[1] / r[2] - 1) * 100, 1, sign=True)} %" for r in rows],
+    })
+
+
+def ttft_gap_rows(card: Card) -> list[dict]:
+    """Per depth step: the client's time to first token, the server's own prompt time, and the gap."""
+    from benchcards.summarize import TTFT_GAP_DEPTH, TTFT_GAP_PCT
+
+    rows = []
+    steps = sorted(((p, lv) for p, lv in card.keys("server_prompt_time") if p is not None and lv is not None),
+                   key=lambda k: (k[0] != "prefill", k[1]))  # prefill steps first, then long prompts
+    for part, level in steps:
+        ttft = card.value("ttft" if part == "prefill" else "ctx_ttft", None, level)
+        server = card.value("server_prompt_time", part, level)
+        if ttft is None or server is None or ttft <= 0:
+            continue
+        share = (ttft - server) / ttft * 100
+        rows.append({"part": part, "level": level, "ttft": ttft, "server": server, "gap": ttft - server,
+                     "share": share, "dominated": level >= TTFT_GAP_DEPTH and share > TTFT_GAP_PCT,
+                     "prefill": card.value("prefill" if part == "prefill" else "ctx_prefill", None, level),
+                     "server_prefill": card.value("server_prefill", part, level)})
+    return rows
+
+
+def ttft_gap_table(card: Card) -> pd.DataFrame:
+    """Depth | TTFT (client) | prompt time (server) | gap | share of the TTFT outside prompt processing."""
+    rows = []
+    for r in ttft_gap_rows(card):
+        rows.append({
+            "Prompt": f"{depth_with_count(card, r['part'], r['level'])} ({'prefill' if r['part'] == 'prefill' else 'long prompt'})",
+            "Time to first token (client)": fmt.with_unit(fmt.number(r["ttft"], 3), "s"),
+            "Prompt time (server)": fmt.with_unit(fmt.number(r["server"], 3), "s"),
+            "Gap": fmt.with_unit(fmt.number(r["gap"], 3), "s"),
+            "Share of the TTFT outside prompt processing": fmt.with_unit(fmt.number(r["share"], 0), "%"),
+            "Prefill from TTFT": fmt.metric("prefill", r["prefill"]),
+            "Prefill (server)": fmt.metric("server_prefill", r["server_prefill"]),
+        })
+    return pd.DataFrame(rows)
+
+
+TTFT_GAP_EXPLAINED = (
+    "The client's time to first token runs from sending the request to the first content token; the server's "
+    "prompt time covers only prompt processing. The gap holds HTTP, the chat template, tokenization, waiting "
+    "for a slot and, on llama-server builds with the host-RAM prompt cache (--cache-ram, on by default in "
+    "current builds), saving the previous request's KV to host memory before this one starts: that copy is in "
+    "neither prompt_ms nor predicted_ms. At large depths on a GPU it can take several times the prompt "
+    "processing itself, and prefill computed from TTFT then measures the copy, not the prefill.")
+
+
+def hygiene_notes(card: Card) -> list[str]:
+    """Notes on how far prefill from TTFT can be trusted on this card (host-RAM prompt cache, gaps)."""
+    rows = ttft_gap_rows(card)
+    if not rows:
+        return []
+    cache = flags.host_cache(card.setup.server.argv)
+    notes = [cache.text]
+    for r in rows:
+        if not r["dominated"]:
+            continue
+        cause = ("the host-RAM prompt cache is the likely cause: measure again with --cache-ram 0 to see prefill "
+                 "alone" if cache.state in ("on", "default") else
+                 "the host-RAM prompt cache is off, so the time goes elsewhere (HTTP, template, queueing)"
+                 if cache.state == "off" else "the server's host-RAM prompt cache setting is unknown")
+        notes.append(f"At {fmt.depth(r['level'])} ({'prefill' if r['part'] == 'prefill' else 'long prompt'}) "
+                     f"{r['share']:.0f} % of the time to first token lies outside the server's prompt processing, "
+                     "so prefill from TTFT is dominated by it"
+                     + (f" ({fmt.metric('prefill', r['prefill'])} vs the server's "
+                        f"{fmt.metric('server_prefill', r['server_prefill'])})"
+                        if r["prefill"] and r["server_prefill"] else "") + f"; {cause}.")
+    if len(notes) == 1:
+        notes.append("Prefill from TTFT is not dominated by the gap at any depth of 8K or more (no gap above "
+                     "20 % of the TTFT).")
+    return notes
 
 
 def long_prompt_table(card: Card) -> pd.DataFrame:
@@ -118,10 +249,11 @@ def long_prompt_table(card: Card) -> pd.DataFrame:
     prompts = sorted({p for p, _ in card.keys("ctx_decode") if p is not None})
     rows = []
     for lv in levels:
-        row = {"Prompt length": f"{depth_label(lv)} tokens", "Prefill": _val(card, "ctx_prefill", None, lv),
-               "Time to first token": _val(card, "ctx_ttft", None, lv)}
+        row = {"Prompt length": f"{depth_with_count(card, 'ctx', lv)} tokens",
+               "Prefill": fmt.metric("ctx_prefill", card.value("ctx_prefill", None, lv)),
+               "Time to first token": fmt.metric("ctx_ttft", card.value("ctx_ttft", None, lv))}
         for p in prompts:
-            row[f"Decode, {p} prompt"] = _val(card, "ctx_decode", p, lv)
+            row[f"Decode, {p} prompt"] = fmt.metric("ctx_decode", card.value("ctx_decode", p, lv))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -129,141 +261,476 @@ def long_prompt_table(card: Card) -> pd.DataFrame:
 def conc_table(card: Card) -> pd.DataFrame:
     """Requests at once | total | per request | queued (more requests than slots)."""
     slots = card.value("slots") or card.row.get("slots")
-    levels = sorted({lv for m in ("conc_total", "conc_per_request", "conc_ttft") for _, lv in card.keys(m)
+    levels = sorted({lv for m in ("conc_total", "conc_per_request", "conc_ttft", "conc_itl") for _, lv in card.keys(m)
                      if lv is not None})
     rows = []
     for lv in levels:
-        queued = "" if not slots or pd.isna(slots) else ("yes" if lv > slots else "no")
-        rows.append({"Requests at once": lv, "Total": _val(card, "conc_total", None, lv),
-                     "Per request": _val(card, "conc_per_request", None, lv),
-                     "First token (median)": _val(card, "conc_ttft", None, lv, 3),
-                     "Gap between tokens (median)": _val(card, "conc_itl", None, lv, 4),
+        queued = fmt.DASH if fmt.missing(slots) or not slots else ("yes" if lv > float(slots) else "no")
+        rows.append({"Requests at once": fmt.number(lv, 0),
+                     "Total": fmt.metric("conc_total", card.value("conc_total", None, lv)),
+                     "Per request": fmt.metric("conc_per_request", card.value("conc_per_request", None, lv)),
+                     metrics.get("conc_ttft").short: fmt.metric("conc_ttft", card.value("conc_ttft", None, lv)),
+                     metrics.get("conc_itl").short: fmt.metric("conc_itl", card.value("conc_itl", None, lv)),
                      "Queued for a slot": queued})
     df = pd.DataFrame(rows)
-    for col in ("First token (median)", "Gap between tokens (median)"):
-        if not df.empty and (df[col] == "—").all():
-            df = df.drop(columns=[col])
-    return df
+    # columns no run filled (the benchcards client's own runs have no TTFT/ITL per level) are left out
+    empty = [c for c in (metrics.get("conc_ttft").short, metrics.get("conc_itl").short)
+             if not df.empty and (df[c] == fmt.DASH).all()]
+    return df.drop(columns=empty)
 
 
 def engine_table(card: Card) -> pd.DataFrame:
-    """Engine benchmark (llama-bench) figures: Test | Depth | Rate | Spread | Repetitions."""
+    """Engine benchmark (llama-bench): Test | Prompt already in context | Rate | Spread (CV) | Repetitions."""
     rows = []
-    for metric in ("bench_prefill", "bench_decode", "bench_pg"):
-        for prompt, level in card.keys(metric):
-            point = card.point(metric, prompt, level)
+    for key in ("bench_prefill", "bench_decode", "bench_pg"):
+        for prompt, level in sorted(card.keys(key), key=lambda k: (str(k[0]), k[1] or 0)):
+            point = card.point(key, prompt, level)
             if point is None:
                 continue
             value, n, _ = point
-            cv = card.value("bench_cv", prompt, level)
-            rows.append({"Test": str(prompt) + (f" @ d{level}" if level else ""),
-                         "Prompt already in context": f"{level:,} tokens" if level else "none",
-                         "Rate": f"{fmt(value)} tok/s",
-                         "Spread (CV)": "" if cv is None else f"{fmt(cv, 2)} %",
-                         "Repetitions": "" if n is None else n})
+            rows.append({"Test": fmt.bench_test(prompt, level),
+                         "Prompt already in context": fmt.tokens(level) if level else "none",
+                         "Rate": fmt.metric(key, value),
+                         metrics.get("bench_cv").short: fmt.metric("bench_cv", card.value("bench_cv", prompt, level)),
+                         "Repetitions": fmt.number(n, 0)})
     return pd.DataFrame(rows)
 
 
 def server_log_table(card: Card) -> pd.DataFrame:
-    """Figures from a server's own log: decode over requests, prefill per prompt size."""
+    """Figures from a server's own log: Figure | Result | Spread (CV) | Requests."""
     rows = []
-    n_req = card.value("server_requests", "log")
-    dec = card.point("server_decode", "log")
+    n_req = card.value("log_requests")
+    if n_req is not None:
+        rows.append({"Figure": metrics.get("log_requests").label, "Result": fmt.number(n_req, 0),
+                     "Spread (CV)": fmt.DASH, "Requests": fmt.DASH})
+    dec = card.point("log_decode")
     if dec is not None:
-        cv = card.value("server_decode_cv", "log")
-        rows.append({"Figure": "Decode (median over requests)", "Result": f"{fmt(dec[0])} tok/s",
-                     "Spread (CV)": "" if cv is None else f"{fmt(cv, 1)} %", "Requests": dec[1] or ""})
-    for prompt, level in card.keys("server_prefill"):
-        if prompt != "log" or level is None:
+        rows.append({"Figure": metrics.get("log_decode").label, "Result": fmt.metric("log_decode", dec[0]),
+                     "Spread (CV)": fmt.metric("log_decode_cv", card.value("log_decode_cv")),
+                     "Requests": fmt.number(dec[1], 0)})
+    for _, level in sorted(card.keys("log_prefill"), key=lambda k: k[1] or 0):
+        pt = card.point("log_prefill", None, level)
+        if pt is not None and level is not None:
+            rows.append({"Figure": fmt.label("log_prefill", None, level), "Result": fmt.metric("log_prefill", pt[0]),
+                         "Spread (CV)": fmt.DASH, "Requests": fmt.number(pt[1], 0)})
+    return pd.DataFrame(rows) if dec is not None or len(rows) > 1 else pd.DataFrame()
+
+
+# --------------------------------------------------------------------------- method settings
+
+def _depths(values: list) -> str:
+    return ", ".join(fmt.depth(v) for v in values) if values else fmt.DASH
+
+
+def _sampling_text(sampling: dict | None) -> str:
+    if not sampling:
+        return fmt.DASH
+    names = {"temperature": "temperature", "top_p": "top-p", "top_k": "top-k", "min_p": "min-p",
+             "presence_penalty": "presence penalty", "frequency_penalty": "frequency penalty",
+             "repeat_penalty": "repetition penalty", "seed": "seed", "source": "from"}
+    return ", ".join(f"{names.get(k, k.replace('_', ' '))} {v}" for k, v in sampling.items() if v is not None) \
+        or fmt.DASH
+
+
+#: speed method fields in words: field -> (setting, how to show the value)
+_SPEED_METHOD: tuple[tuple[str, str, object], ...] = (
+    ("parts", "Parts", lambda v: ", ".join(metrics.part_label(p) for p in v)),
+    ("prompt_ids", "Decode prompts", lambda v: ", ".join(v)),
+    ("runs", "Decode runs per prompt", lambda v: fmt.number(v, 0)),
+    ("warmups", "Warm-up requests per prompt (not counted)", lambda v: fmt.number(v, 0)),
+    ("max_tokens", "Output tokens per decode run", fmt.tokens),
+    ("min_decode_tokens", "Shortest valid decode run", fmt.tokens),
+    ("prefill_depths", "Prefill depths", _depths),
+    ("prefill_runs", "Requests per prefill depth", lambda v: fmt.number(v, 0)),
+    ("prefill_max_tokens", "Output tokens per prefill request", fmt.tokens),
+    ("conc_levels", "Requests at once", lambda v: ", ".join(fmt.number(x, 0) for x in v)),
+    ("conc_rounds", "Rounds per level", lambda v: fmt.number(v, 0)),
+    ("conc_max_tokens", "Output tokens per request at once", fmt.tokens),
+    ("l1_max_tokens", "Token limit of the long answer", fmt.tokens),
+    ("ctx_depths", "Long-prompt depths", _depths),
+    ("ctx_runs", "Runs per prompt and long-prompt depth", lambda v: fmt.number(v, 0)),
+    ("ctx_max_tokens", "Output tokens per long-prompt run", fmt.tokens),
+    ("cache_prompt", "Server prompt cache", lambda v: "on" if v else "off (cache_prompt false)"),
+    ("thinking", "Thinking", fmt.on_off),
+    ("sampling", "Sampling sent", _sampling_text),
+    ("server_slots", "Server slots", lambda v: fmt.number(v, 0)),
+    ("server_ctx", "Server context", fmt.tokens),
+)
+
+
+def _method(raw: object) -> dict:
+    if fmt.missing(raw):
+        return {}
+    try:
+        out = json.loads(str(raw))
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+#: speed method fields that only matter when the run has one of these parts
+_FIELD_PARTS: dict[str, tuple[str, ...]] = {
+    "prompt_ids": ("decode", "ctx"), "runs": ("decode",), "warmups": ("decode",), "max_tokens": ("decode",),
+    "min_decode_tokens": ("decode", "ctx"), "prefill_depths": ("prefill",), "prefill_runs": ("prefill",),
+    "prefill_max_tokens": ("prefill",), "conc_levels": ("conc",), "conc_rounds": ("conc",),
+    "conc_max_tokens": ("conc",), "l1_max_tokens": ("l1",), "ctx_depths": ("ctx",), "ctx_runs": ("ctx",),
+    "ctx_max_tokens": ("ctx",),
+}
+
+
+def _relevant(method: dict) -> dict:
+    """The fields of a speed method that belong to the parts it ran."""
+    parts = set(method.get("parts") or [])
+    return {k: v for k, v in method.items() if k not in _FIELD_PARTS or parts & set(_FIELD_PARTS[k])}
+
+
+def method_table(card: Card) -> pd.DataFrame:
+    """Run | Setting | Value: how every run measured (its stored method, its tests' settings, its tool)."""
+    rows: list[tuple[str, str, str]] = []
+    for r in card.runs.itertuples():
+        method = _method(getattr(r, "method_json", None))
+        if r.kind == "speed":
+            method = _relevant(method)
+            for key, setting, show in _SPEED_METHOD:
+                if key in method and method[key] not in (None, []):
+                    rows.append((r.run_id, setting, show(method[key])))  # type: ignore[operator]
+        elif r.kind == "quality":
+            for q in card.quality[card.quality.run_id == r.run_id].itertuples():
+                bits = [f"limit {fmt.tokens(q.token_limit)}" if not fmt.missing(q.token_limit) else None,
+                        None if fmt.missing(q.thinking) else f"thinking {fmt.on_off(q.thinking)}",
+                        None if fmt.missing(q.seed) else f"seed {fmt.number(q.seed, 0, thousands=False)}",
+                        None if fmt.missing(q.in_flight) else f"{fmt.number(q.in_flight, 0)} in flight",
+                        None if fmt.missing(getattr(q, "sampling_json", None))
+                        else _sampling_text(_method(q.sampling_json))]
+                rows.append((r.run_id, metrics.quality_label(q.test, q.label),
+                             ", ".join(b for b in bits if b) or fmt.DASH))
+        elif r.kind == "fit" and "fill_target_pct" in method:
+            rows.append((r.run_id, "Prompt fills about", f"{fmt.percent(method['fill_target_pct'])} of each context"))
+        if not fmt.missing(r.tool):
+            rows.append((r.run_id, "Measured with", str(r.tool)))
+        if not fmt.missing(r.command):
+            rows.append((r.run_id, "Command of the measuring tool", str(r.command)))
+        if not fmt.missing(getattr(r, "notes", None)):
+            rows.append((r.run_id, "Notes", str(r.notes)))
+    return pd.DataFrame(rows, columns=["Run", "Setting", "Value"])
+
+
+def method_by_run(card: Card) -> list[tuple[str, pd.DataFrame]]:
+    """(heading, Setting | Value table) per run: ``method_table`` grouped, with the run's kind and start."""
+    table = method_table(card)
+    out = []
+    for r in card.runs.itertuples():
+        rows = table[table.Run == r.run_id][["Setting", "Value"]].reset_index(drop=True)
+        if rows.empty:
             continue
-        pt = card.point("server_prefill", prompt, level)
-        if pt is not None:
-            rows.append({"Figure": f"Prefill of {level:,}-token prompts (median)", "Result": f"{fmt(pt[0])} tok/s",
-                         "Spread (CV)": "", "Requests": pt[1] or ""})
-    if rows and n_req is not None:
-        rows.insert(0, {"Figure": "Requests in the log", "Result": f"{int(n_req)}", "Spread (CV)": "",
-                        "Requests": ""})
-    return pd.DataFrame(rows)
+        kind = {"speed": "speed", "quality": "quality", "fit": "memory test"}.get(r.kind, str(r.kind))
+        started = "" if fmt.missing(r.started_at) else f", started {r.started_at}"
+        out.append((f"{r.run_id} ({kind}{started})", rows))
+    return out
 
 
-def task_table(card: Card) -> pd.DataFrame:
-    """Named-task figures (tools that measure tasks, not depths)."""
-    m = card.metrics
-    tasks = m[m.metric.str.startswith("task_")]
-    if tasks.empty:
-        return pd.DataFrame()
-    rows = []
-    for task, grp in tasks.groupby("prompt", sort=False):
-        g = {r.metric: r for r in grp.itertuples()}
-        lv = grp.level.dropna()
-        rows.append({"Task": task, "Prompt tokens": "" if lv.empty else int(lv.iloc[0]),
-                     "Prefill (tok/s)": fmt(g["task_prefill"].value) if "task_prefill" in g else "",
-                     "Decode (tok/s)": fmt(g["task_decode"].value) if "task_decode" in g else "",
-                     "First token (s)": fmt(g["task_ttft"].value, 3) if "task_ttft" in g else "",
-                     "Wall (s)": fmt(g["task_wall"].value, 3) if "task_wall" in g else ""})
-    return pd.DataFrame(rows)
-
+# --------------------------------------------------------------------------- quality
 
 def quality_table(card: Card) -> pd.DataFrame:
-    """Test | Result ± margin | Right / n | Cut off | limit | thinking | from."""
+    """Test | What | Result ± margin | Right / n | Cut off | Token limit | Median answer | Thinking | From | Run."""
     rows = []
-    for r in card.quality.itertuples():
+    order = {t: i for i, t in enumerate(metrics.TESTS)}
+    q = card.quality.assign(_o=[order.get(t, len(order)) for t in card.quality.test]).sort_values(
+        ["_o", "test"], kind="stable")
+    for r in q.itertuples():
+        median = [fmt.tokens(r.median_tokens) if not fmt.missing(r.median_tokens) else None,
+                  fmt.metric("median_seconds", r.median_seconds) if not fmt.missing(r.median_seconds) else None]
+        known = metrics.TESTS.get(r.test)
         rows.append({
-            "Test": r.label, "What": r.description or "", "Result (95 % margin)": fmt_margin(r.pct, r.margin_pp),
-            "Right / n": f"{int(r.right)} / {int(r.n)}",
-            "Cut off (counted wrong)": "" if pd.isna(r.cut_off) else int(r.cut_off),
-            "Token limit": "" if pd.isna(r.token_limit) else f"{int(r.token_limit):,}",
-            "Thinking": "" if pd.isna(r.thinking) else ("on" if r.thinking else "off"),
-            "From": "items" if r.from_items else "summary only",
-            "Run": r.run_id,
+            "Test": metrics.quality_label(r.test, r.label),
+            "What": fmt.text(r.description if not fmt.missing(r.description) else (known.description if known
+                                                                                     else None)),
+            "Result (95 % margin)": fmt.quality(r.pct, r.margin_pp),
+            "Right / n": fmt.right_of(r.right, r.n),
+            "Cut off (counted wrong)": fmt.number(r.cut_off, 0),
+            "Token limit": fmt.number(r.token_limit, 0),
+            "Median answer": ", ".join(m for m in median if m) or fmt.DASH,
+            "Thinking": fmt.on_off(r.thinking),
+            "From": "items" if r.from_items else "published summary",
+            "Run": fmt.text(r.run_id),
         })
     return pd.DataFrame(rows)
+
+
+def quality_tasks_table(card: Card) -> pd.DataFrame:
+    """Test | Sub-task | Right / n | Result, for tests scored per sub-task (RULER and the like)."""
+    order = {x: i for i, x in enumerate(metrics.TESTS)}
+    t = card.quality_tasks.assign(_o=[order.get(x, len(order)) for x in card.quality_tasks.test]).sort_values(
+        ["_o", "test", "task"], kind="stable")
+    labels = dict(zip(card.quality.test, card.quality.label))
+    return pd.DataFrame({
+        "Test": [metrics.quality_label(x, labels.get(x)) for x in t.test],
+        "Sub-task": [str(x).replace("_", " ") for x in t.task],
+        "Right / n": [fmt.right_of(r, n) for r, n in zip(t.right, t.n)],
+        "Result": [fmt.percent(100 * r / n) if n else fmt.DASH for r, n in zip(t.right, t.n)],
+    })
+
+
+# --------------------------------------------------------------------------- memory test
+
+def fit_tiles(card: Card) -> list[Tile]:
+    """The memory test's headline: largest size that answered, its peak memory and decode."""
+    f = card.fit or {}
+    largest = f.get("largest_ctx")
+    return [
+        Tile("Largest size that answered", "none" if fmt.missing(largest) else fmt.tokens(largest),
+             metrics.get("fit_ctx").description),
+        Tile("Peak memory", fmt.metric("fit_peak_gib", f.get("peak_gib")), metrics.get("fit_peak_gib").description),
+        Tile("Decode at that size", fmt.metric("fit_decode", f.get("decode_tps")), metrics.get("fit_decode").description),
+    ]
 
 
 def fit_table(card: Card) -> pd.DataFrame:
-    """One row per context size of the memory test."""
+    """One row per context size of the memory test; columns nobody filled are left out."""
+    results = {"answered": "answered", "no_answer": "did not answer", "no_load": "did not load"}
     rows = []
     for s in card.fit_steps.itertuples():
-        result = {"answered": f"answered ({s.finish_reason})" if s.finish_reason else "answered",
-                  "no_answer": "did not answer", "no_load": "did not load"}[s.result]
+        result = results.get(s.result, str(s.result))
+        if s.result == "answered" and not fmt.missing(s.finish_reason):
+            result += f" ({s.finish_reason})"
+        if not fmt.missing(s.error):
+            result += f": {s.error}"
         rows.append({
-            "Context size": f"{depth_label(s.ctx)} ({int(s.ctx):,} tokens)",
-            "Prompt tokens": "" if pd.isna(s.prompt_tokens) else f"{int(s.prompt_tokens):,}",
-            "Filled": "" if pd.isna(s.filled_pct) else f"{fmt(s.filled_pct)} %",
-            "First token (s)": fmt(s.ttft_s), "Prefill (tok/s, server)": fmt(s.prefill_tps),
-            "Decode (tok/s)": fmt(s.decode_tps), "Peak memory (GiB)": fmt(s.peak_gib, 2),
-            "Result": result + (f": {s.error}" if isinstance(s.error, str) and s.error else ""),
+            "Context size": f"{fmt.depth(s.ctx)} ({fmt.tokens(s.ctx)})",
+            fmt.header("fit_step_prompt_tokens"): fmt.value("fit_step_prompt_tokens", s.prompt_tokens),
+            fmt.header("fit_step_filled"): fmt.value("fit_step_filled", s.filled_pct),
+            fmt.header("fit_step_ttft"): fmt.value("fit_step_ttft", s.ttft_s),
+            fmt.header("fit_step_prefill", short=True): fmt.value("fit_step_prefill", s.prefill_tps),
+            fmt.header("fit_step_decode"): fmt.value("fit_step_decode", s.decode_tps),
+            fmt.header("fit_step_answer_tokens"): fmt.value("fit_step_answer_tokens", s.answer_tokens),
+            fmt.header("fit_step_peak"): fmt.value("fit_step_peak", s.peak_gib),
+            fmt.header("fit_server_start"): fmt.value("fit_server_start", card.value("fit_server_start", None,
+                                                                                      int(s.ctx))),
+            "Result": result,
         })
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    empty = [c for c in df.columns if (df[c] == fmt.DASH).all()]
+    return df.drop(columns=empty)
 
+
+# --------------------------------------------------------------------------- server command and reproduction
 
 def flags_table(card: Card) -> pd.DataFrame:
-    """Every environment variable and flag of the server command, explained."""
+    """Every environment variable and flag of the server command, explained; problems named."""
     rows = []
     for k, v in card.setup.server.env.items():
-        rows.append({"Part": f"{k}={v}", "Meaning": flags.explain_env(k) or ""})
+        rows.append({"Part": f"{k}={v}", "Meaning": flags.explain_env(k) or fmt.DASH})
     program, args = flags.split_argv(card.setup.server.argv)
     rows.append({"Part": program, "Meaning": "the server program"})
     for a in args:
-        rows.append({"Part": a.flag + (f" {a.value}" if a.value is not None else ""),
-                     "Meaning": a.explanation or "(not in benchcards' flag list)"})
+        meaning = a.explanation or "(not in benchcards' flag list)"
+        if a.problem:
+            meaning = f"⚠ {a.problem}" + (f" — {a.explanation}" if a.explanation else "")
+        rows.append({"Part": a.flag + (f" {a.value}" if a.value is not None else ""), "Meaning": meaning})
     return pd.DataFrame(rows)
 
+
+@dataclass
+class Reproduce:
+    """How to measure this setup again: get the model, start the server, run the measurement."""
+
+    download: str | None
+    server: str | None
+    measure: dict[str, str] = field(default_factory=dict)  # run id -> command
+    notes: list[str] = field(default_factory=list)
+
+
+#: what ``python -m live measure`` sends unless told otherwise (see live.measure.MeasureConfig)
+LIVE_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42}
+LIVE_PARTS = ("decode", "prefill", "conc", "l1", "ctx")
+
+
+def download_command(card: Card) -> str | None:
+    """Lines that fetch the exact model file (repo, file, revision) and check its SHA-256, or None."""
+    m = card.setup.model
+    if not m.repo or not m.file:
+        return None
+    cmd = ["hf", "download", m.repo, m.file]
+    if m.revision:
+        cmd += ["--revision", m.revision]
+    cmd += ["--local-dir", "models"]
+    lines = [shlex.join(cmd)]
+    if m.sha256:
+        lines.append(f"echo {shlex.quote(m.sha256 + '  models/' + m.file)} | sha256sum --check")
+    return "\n".join(lines)
+
+
+def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
+    """The ``python -m live measure`` command that repeats a speed run with its settings, and notes on what
+    it cannot repeat."""
+    notes: list[str] = []
+    s = card.setup
+    settings = flags.settings(s.server.argv)
+    port = settings.get("port")
+    port_text = str(port) if isinstance(port, str) and port.isdigit() else "8080"
+    parts = [p for p in method.get("parts", []) if p in LIVE_PARTS]
+    if not parts:
+        notes.append("This run measured named tasks with another tool; the command measures the same server "
+                     "the benchcards way (decode, prefill at depth, requests at once) instead.")
+        parts = ["decode", "prefill", "conc"]
+    args: list[str] = ["python", "-m", "live", "measure", "--base-url", f"http://127.0.0.1:{port_text}",
+                       "--parts", ",".join(parts)]
+
+    def opt(flag: str, key: str, joined: bool = False) -> None:
+        v = method.get(key)
+        if v is None or v == []:
+            return
+        args.extend([flag, ",".join(str(x) for x in v) if joined else str(v)])
+
+    opt("--prompts", "prompt_ids", joined=True)
+    for flag, key in (("--runs", "runs"), ("--warmups", "warmups"), ("--max-tokens", "max_tokens"),
+                      ("--min-decode-tokens", "min_decode_tokens")):
+        opt(flag, key)
+    if "prefill" in parts:
+        opt("--prefill-depths", "prefill_depths", joined=True)
+        opt("--prefill-runs", "prefill_runs")
+    if "conc" in parts:
+        opt("--conc-levels", "conc_levels", joined=True)
+        opt("--conc-rounds", "conc_rounds")
+        opt("--conc-max-tokens", "conc_max_tokens")
+    if "l1" in parts:
+        opt("--l1-max-tokens", "l1_max_tokens")
+    if "ctx" in parts:
+        opt("--ctx-depths", "ctx_depths", joined=True)
+        opt("--ctx-runs", "ctx_runs")
+        opt("--ctx-max-tokens", "ctx_max_tokens")
+    thinking = method.get("thinking")
+    args += ["--thinking", "on" if thinking is True else "off" if thinking is False else "auto"]
+    hw = s.hardware
+    if hw.gpus:
+        g = hw.gpus[0]
+        args += ["--gpu", g.name, "--gpu-count", str(g.count), "--vram-gib", f"{g.vram_gib:g}"]
+    if hw.cpu:
+        args += ["--cpu", hw.cpu]
+    if hw.ram_gib:
+        args += ["--ram-gib", f"{hw.ram_gib:g}"]
+    args += ["--engine", s.engine.name, "--model-name", s.model.name]
+    if s.model.quant:
+        args += ["--quant", s.model.quant]
+    if s.model.repo:
+        args += ["--model-repo", s.model.repo]
+    if not s.server.argv[0].endswith("(command not given)"):
+        args += ["--server-cmd", shlex.join(s.server.argv)]
+    args += ["--title", f"{s.title} (repeat)", "--ingest"]
+    sent = method.get("sampling") or {}
+    differs = {k: v for k, v in sent.items() if k in LIVE_SAMPLING and v != LIVE_SAMPLING[k]}
+    if differs:
+        notes.append("The live client sends temperature 0.6, top-p 0.95, top-k 20 and seed 42; this run sent "
+                     + _sampling_text(sent) + ".")
+    return _shell_lines(args), notes
+
+
+def _shell_lines(args: list[str]) -> str:
+    """A long command, one option per line with backslashes."""
+    head = shlex.join(args[:4])
+    lines = [head]
+    i = 4
+    while i < len(args):  # every word quoted: values come from the data and must stay one word each
+        if i + 1 < len(args) and not args[i + 1].startswith("--"):
+            lines.append(f"  {shlex.quote(args[i])} {shlex.quote(args[i + 1])}")
+            i += 2
+        else:
+            lines.append(f"  {shlex.quote(args[i])}")
+            i += 1
+    return " \\\n".join(lines)
+
+
+def reproduce(card: Card) -> Reproduce:
+    """Everything needed to measure this setup again."""
+    s = card.setup
+    out = Reproduce(download=download_command(card), server=None)
+    if out.download is None:
+        out.notes.append("The model's repository or file name is not recorded, so there is no download line: "
+                         f"get {s.model.file or s.model.name} yourself.")
+    elif not s.model.revision:
+        out.notes.append("No repository revision is recorded: the download gets the newest file, which may differ.")
+    if not s.server.argv[0].endswith("(command not given)"):
+        out.server = flags.shell_join(s.server.argv, s.server.env)
+    else:
+        out.notes.append("The exact server command was not recorded.")
+    for r in card.runs[card.runs.kind == "speed"].itertuples():
+        cmd, notes = measure_command(card, _relevant(_method(getattr(r, "method_json", None))))
+        out.measure[r.run_id] = cmd
+        out.notes.extend(f"{r.run_id}: {n}" for n in notes)
+    return out
+
+
+# --------------------------------------------------------------------------- runs, warnings, machine
 
 def runs_table(card: Card) -> pd.DataFrame:
     """Every run with its parts that did not simply pass (failed, repeated, skipped)."""
     rows = []
     for r in card.runs.itertuples():
         parts = card.parts[(card.parts.run_id == r.run_id) & (card.parts.status != "ok")]
-        notes = "; ".join(f"{p.part}: {p.status} — {p.reason}" for p in parts.itertuples())
-        rows.append({"Run": r.run_id, "Kind": r.kind, "Started": r.started_at or "", "Records": int(r.n_records),
-                     "Summary only": "yes" if r.summary_only else "no",
-                     "Supplement of": r.supplement_of or "", "Failed / repeated / skipped": notes})
+        notes = "; ".join(f"{step_name(p.part)}: {p.status} — {fmt.text(p.reason)}" for p in parts.itertuples())
+        rows.append({"Run": r.run_id, "Kind": {"speed": "speed", "quality": "quality",
+                                               "fit": "memory test"}.get(r.kind, r.kind),
+                     "Started": fmt.text(r.started_at), "Records": fmt.number(r.n_records, 0),
+                     "Summary only": fmt.yes_no(r.summary_only), "Supplement of": fmt.text(r.supplement_of),
+                     "Failed / repeated / skipped": notes or fmt.DASH})
     return pd.DataFrame(rows)
+
+
+WARNING_KINDS = {
+    "summary_mismatch": "Stated figure differs from the raw records",
+    "short_decode": "Decode run too short",
+    "high_cv": "Decode runs spread widely",
+    "cut_off_right": "Cut-off answer marked right",
+    "prompt_cache": "Prompt cache used",
+    "failed_request": "Failed request",
+    "server_command": "Server command",
+    "imported": "Imported from another tool",
+}
+
+
+def warnings_list(card: Card) -> list[tuple[str, str, str]]:
+    """(what, run, message) of every warning of the setup."""
+    return [(WARNING_KINDS.get(w.kind, str(w.kind).replace("_", " ")),
+             "the setup" if fmt.missing(w.run_id) else str(w.run_id), str(w.message))
+            for w in card.warnings.itertuples()]
+
+
+def machine_rows(card: Card) -> list[tuple[str, str]]:
+    """(label, text) lines about the hardware, the engine and the model."""
+    s = card.setup
+    hw = s.hardware
+    m = s.model
+    gpus = ", ".join(f"{g.count}x {g.name} ({fmt.gib(g.vram_gib, 0)}"
+                     f"{', unified memory' if g.unified_memory else ''}{', ' + g.backend if g.backend else ''})"
+                     for g in hw.gpus) or "none (CPU only)"
+    engine = " ".join(str(x) for x in (s.engine.name, s.engine.version, s.engine.commit and f"@{s.engine.commit}",
+                                        s.engine.package and f"({s.engine.package})") if x)
+    if s.engine.own_build:
+        engine += ", own build"
+    params = None
+    if m.params_total_b:
+        params = f"{m.params_total_b:g}B total" + (f" / {m.params_active_b:g}B active" if m.params_active_b else "")
+    rows = [
+        ("GPUs", gpus), ("CPU", hw.cpu), ("RAM", fmt.gib(hw.ram_gib, 0) if hw.ram_gib else None),
+        ("Driver", hw.driver), ("OS", hw.os), ("Engine", engine), ("Speculative decoding", s.engine.speculative),
+        ("Model", m.name + (f" by {m.maker}" if m.maker else "")), ("Repository", m.repo),
+        ("Revision", m.revision), ("File", m.file), ("Quantisation", m.quant),
+        ("File size", fmt.file_size(m.file_bytes) if m.file_bytes else None), ("SHA-256", m.sha256),
+        ("Parameters", params), ("Architecture", m.architecture), ("Base model", m.base_model),
+        ("Hardware notes", hw.notes),
+    ]
+    return [(k, str(v)) for k, v in rows if v]
+
+
+def sampling_text(card: Card) -> str:
+    """The setup's default sampling and where it comes from."""
+    return _sampling_text({k: v for k, v in card.setup.sampling.model_dump().items() if v is not None})
 
 
 def files_table(card: Card) -> pd.DataFrame:
     """Raw files with size and SHA-256."""
     f = card.files
-    return pd.DataFrame({"Run": f.run_id.fillna("(setup)"), "File": f.path, "Role": f.role,
-                         "Bytes": f.bytes.astype(int), "SHA-256": f.sha256})
+    return pd.DataFrame({"Run": f.run_id.map(lambda r: "(setup)" if fmt.missing(r) else r), "File": f.path,
+                         "Role": f.role, "Bytes": [fmt.number(b, 0) for b in f.bytes], "SHA-256": f.sha256})

@@ -1,11 +1,13 @@
 """Altair charts, one module for the app and the static export (no Streamlit here).
 
 Every chart carries the benchcards theme in its own config (``themed``), so it looks
-the same wherever it is rendered; the app passes ``theme=None`` to Streamlit so
-its own theme does not override ours. Colours are the Okabe-Ito palette (safe for
-colour-blind readers) and axis text is mid-grey, readable on light and dark pages.
-Only measured points are drawn: lines join measured points, nothing is interpolated
-beyond them.
+the same wherever it is rendered; the app passes ``theme=None`` to Streamlit so its
+own theme does not override ours. Colours are the Okabe-Ito palette (safe for
+colour-blind readers, black left out so marks show on dark pages) and text is
+mid-grey, readable on light and dark pages. Legends sit below the plot, outside its
+fixed height. Tooltips show text made by ``benchcards.fmt`` (the same text as the
+tables), never Vega's own number formatting. Only measured points are drawn: lines
+join measured points, nothing is interpolated beyond them.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+from benchcards import fmt, metrics
+
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8a8f98", "#F0E442"]
 GREY = "#8a8f98"
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
+#: plot height (the legend is drawn below it, outside this height)
+HEIGHT = 260
 
 DEPTH_METRICS = {
     "prefill": ("prefill", "ctx_prefill"),
@@ -27,34 +33,57 @@ CHART_LABELS = {
     "decode": ("Decode (tok/s)", "Decode vs prompt depth"),
     "ttft": ("Time to first token (s)", "Time to first token vs prompt depth"),
     "conc": ("Output (tok/s)", "Throughput vs requests at once"),
+    "conc_total": ("Total output (tok/s)", "Total throughput vs requests at once"),
+    "conc_per_request": ("Per request (tok/s)", "Speed of one request vs requests at once"),
 }
+PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps"}
+#: a legend label too long for the plot's width is written one ' · ' part per line (model, quant, build, GPU)
+WRAP_LABEL = "length(datum.label) * 6.6 > width - 30 ? split(datum.label, ' · ') : datum.label"
+POW2_LABEL = "datum.value >= 1024 ? format(datum.value / 1024, ',') + 'K' : format(datum.value, ',')"
 
 
 def theme_config() -> dict:
     """The chart config shared by the app and the export."""
     axis = {"labelColor": GREY, "titleColor": GREY, "gridColor": "#8a8f9833", "domainColor": GREY,
-            "tickColor": GREY, "labelFont": FONT, "titleFont": FONT, "labelFontSize": 12, "titleFontSize": 12}
+            "tickColor": GREY, "labelFont": FONT, "titleFont": FONT, "labelFontSize": 12, "titleFontSize": 12,
+            "labelOverlap": True}
     return {
         "background": "transparent",
         "font": FONT,
         "view": {"stroke": "transparent"},
         "axis": axis,
         "legend": {"labelColor": GREY, "titleColor": GREY, "labelFont": FONT, "titleFont": FONT,
-                   "labelLimit": 360, "orient": "bottom", "direction": "vertical"},
-        "title": {"color": GREY, "font": FONT, "fontSize": 14, "anchor": "start"},
+                   # labels as wide as the plot (a phone's is narrow), never wider
+                   "labelLimit": {"expr": "max(160, width - 30)"}, "orient": "bottom", "direction": "vertical",
+                   "columns": 1, "rowPadding": {"expr": "width < 560 ? 30 : 4"},  # room for wrapped labels
+                   "symbolBaseFillColor": GREY, "symbolBaseStrokeColor": GREY, "labelFontSize": 12,
+                   "titleFontSize": 12},
+        "title": {"color": GREY, "font": FONT, "fontSize": 14, "anchor": "start", "offset": 10},
         "range": {"category": PALETTE},
         "point": {"size": 60, "filled": True},
         "line": {"strokeWidth": 2},
     }
 
 
-def themed(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    """Apply the benchcards theme to a top-level chart."""
-    cfg = theme_config()
-    return chart.configure(background=cfg["background"], font=cfg["font"]) \
-        .configure_view(**cfg["view"]).configure_axis(**cfg["axis"]).configure_legend(**cfg["legend"]) \
-        .configure_title(**cfg["title"]).configure_range(category=cfg["range"]["category"]) \
-        .configure_point(**cfg["point"]).configure_line(**cfg["line"])
+def themed(chart: alt.TopLevelMixin, title: str | None = None, height: int | dict | None = None,
+           width: str | int | None = None) -> alt.TopLevelMixin:
+    """Apply the benchcards theme to a top-level chart: config, title and size, a width that follows the page
+    (the height stays the plot's own), and SVG rendering (crisp text, readable by tests and screen readers).
+
+    Sets the attributes on one shallow copy instead of chaining ``configure_*`` and ``properties`` calls,
+    which copy and re-validate the whole chart each time (that took most of a card's run time).
+    """
+    out = chart.copy(deep=False)  # type: ignore[attr-defined]  # every top-level chart is a SchemaBase
+    out.config = alt.Config(**theme_config())
+    out.autosize = alt.AutoSizeParams(type="fit-x", contains="padding")
+    out.usermeta = {"embedOptions": {"renderer": "svg"}}
+    if title is not None:
+        out.title = title
+    if width is not None:
+        out.width = width
+    if height is not None:
+        out.height = height
+    return out
 
 
 def wants_log(values: pd.Series, ratio: float = 20.0) -> bool:
@@ -65,112 +94,248 @@ def wants_log(values: pd.Series, ratio: float = 20.0) -> bool:
 
 
 def _scale(log: bool) -> alt.Scale:
+    """A log-2 scale when ``log``, else a linear one that need not start at zero (the analysis charts)."""
     return alt.Scale(type="log", base=2) if log else alt.Scale(zero=False)
 
 
-def depth_points(series: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """Rows of ``queries.series`` for one depth chart, with a 'part' and 'prompt' label."""
-    names = DEPTH_METRICS[kind]
-    df = series[series.metric.isin(names)].copy()
-    df["part"] = df.metric.map(lambda m: "long-prompt steps" if m.startswith("ctx_") else "prefill steps")
-    df["prompt"] = df.prompt.fillna("all prompts")
-    df["series"] = df.title + " · " + df.part + ("" if kind != "decode" else " · " + df.prompt)
+def powers_of_two(values: pd.Series) -> list[int]:
+    """Powers of two from the smallest to the largest value (tick marks of a depth axis)."""
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    v = v[v > 0]
+    if v.empty:
+        return []
+    lo, hi = float(v.min()), float(v.max())
+    out, p = [], 1
+    while p <= hi * 1.0001:
+        if p >= lo * 0.9999:
+            out.append(p)
+        p *= 2
+    return out
+
+
+def _x_pow2(field: str, title: str, values: pd.Series) -> alt.X:
+    ticks = powers_of_two(values)
+    log = len(ticks) > 2
+    # a few pixels of padding keep the first and last points (and their marks) inside the plot
+    scale = alt.Scale(type="log", base=2, nice=False, padding=12) if log else \
+        alt.Scale(zero=False, nice=False, padding=12)
+    return alt.X(f"{field}:Q", title=title, scale=scale,
+                 axis=alt.Axis(values=ticks, labelExpr=POW2_LABEL, grid=True) if ticks else
+                 alt.Axis(labelExpr=POW2_LABEL, grid=True))
+
+
+def _names(df: pd.DataFrame, names: dict[str, str] | None) -> pd.Series:
+    if names:
+        return df.setup_id.map(lambda s: names.get(s, s))
+    return df.title if "title" in df.columns else df.setup_id
+
+
+def depth_points(series: pd.DataFrame, kind: str, names: dict[str, str] | None = None) -> pd.DataFrame:
+    """Points of one depth chart from ``queries.series``: one per setup, part and depth.
+
+    Decode at depth is measured per prompt: the point is the mean of the prompts' medians
+    (the headline decode's definition) and the tooltip lists each prompt. Columns: setup,
+    part, level, value and the tooltip texts (``*_text``).
+    """
+    wanted = DEPTH_METRICS[kind]
+    df = series[series.metric.isin(wanted)].copy()
+    cols = ["setup_id", "setup", "metric", "part", "level", "tokens", "value", "n", "provenance", "depth_text",
+            "value_text", "prompts_text", "runs_text", "from_text"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    df["setup"] = _names(df, names)
+    if "tokens" not in df.columns:
+        df["tokens"] = df.level
+    rows = []
+    for (sid, setup, metric, level), grp in df.groupby(["setup_id", "setup", "metric", "level"], sort=True):
+        value = float(grp.value.mean())
+        # x is the prompt length the server counted for this step (the requested depth when none was recorded)
+        counted = pd.to_numeric(grp.tokens, errors="coerce").dropna()
+        tokens = float(counted.iloc[0]) if not counted.empty else float(level)
+        per_prompt = [(p, v) for p, v in zip(grp.prompt, grp.value) if not fmt.missing(p)]
+        n = pd.to_numeric(grp.n, errors="coerce").sum(min_count=1)
+        rows.append({
+            "setup_id": sid, "setup": setup, "metric": metric,
+            "part": PART_NAMES["ctx" if str(metric).startswith("ctx_") else "prefill"],
+            "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": grp.provenance.iloc[0],
+            "depth_text": f"{fmt.depth(level)} ({fmt.tokens(tokens)}{'' if round(tokens) == level else ' counted'})",
+            "value_text": fmt.metric(str(metric), value),
+            "prompts_text": " · ".join(f"{p} {fmt.metric(str(metric), v)}" for p, v in per_prompt) or fmt.DASH,
+            "runs_text": fmt.number(n, 0),
+            "from_text": "raw records" if grp.provenance.iloc[0] == "raw" else "published summary",
+        })
+    return pd.DataFrame(rows, columns=cols).sort_values(["setup", "level", "part"]).reset_index(drop=True)
+
+
+def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = None) -> alt.TopLevelMixin:
+    """A figure vs prompt depth (tokens), one line per setup through the prefill and long-prompt steps.
+
+    Both parts measure the same quantity (the long-prompt steps go deeper); the point shape
+    tells them apart. Depth ticks at powers of two, y from zero.
+    """
+    y_title, title = CHART_LABELS[kind]
+    df = depth_points(series, kind, names)
+    base = alt.Chart(df)
+    x = _x_pow2("tokens", "Prompt depth (tokens, as the server counted them)", df.tokens)
+    y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=True, nice=True))
+    tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("part:N", title="Part"),
+               alt.Tooltip("depth_text:N", title="Prompt depth"), alt.Tooltip("value_text:N", title=y_title.split(" (")[0])]
+    if kind == "decode":
+        tooltip.append(alt.Tooltip("prompts_text:N", title="Per prompt"))
+    tooltip += [alt.Tooltip("runs_text:N", title="Runs"), alt.Tooltip("from_text:N", title="From")]
+    color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
+    lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="tokens:Q")
+    points = base.mark_point().encode(
+        x=x, y=y, color=color, tooltip=tooltip,
+        # the shapes are explained beside the chart: a second legend would not fit beside the first on a phone
+        shape=alt.Shape("part:N", legend=None, scale=alt.Scale(domain=list(PART_NAMES.values()),
+                                                                range=["circle", "square"])))
+    return themed(alt.layer(lines, points), title=title, width="container", height=HEIGHT)
+
+
+def conc_points(series: pd.DataFrame, rate: str, names: dict[str, str] | None = None) -> pd.DataFrame:
+    """Points of one requests-at-once chart (``rate`` is 'total' or 'per_request')."""
+    metric = "conc_total" if rate == "total" else "conc_per_request"
+    df = series[series.metric == metric].copy()
+    cols = ["setup_id", "setup", "level", "value", "level_text", "value_text", "runs_text", "from_text"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    df["setup"] = _names(df, names)
+    df["level_text"] = [fmt.number(lv, 0) for lv in df.level]
+    df["value_text"] = [fmt.metric(metric, v) for v in df.value]
+    df["runs_text"] = [fmt.number(n, 0) for n in df.n]
+    df["from_text"] = ["raw records" if p == "raw" else "published summary" for p in df.provenance]
+    return df[cols].sort_values(["setup", "level"]).reset_index(drop=True)
+
+
+def conc_chart(series: pd.DataFrame, rate: str = "total", names: dict[str, str] | None = None) -> alt.TopLevelMixin:
+    """Total output rate (or the rate of one request) vs requests at once, one line per setup."""
+    key = "conc_total" if rate == "total" else "conc_per_request"
+    y_title, title = CHART_LABELS[key]
+    df = conc_points(series, rate, names)
+    base = alt.Chart(df)
+    levels = sorted(int(v) for v in pd.to_numeric(df.level, errors="coerce").dropna().unique())
+    x = alt.X("level:Q", title="Requests at once",
+              scale=alt.Scale(type="log", base=2, nice=False, padding=12) if len(levels) > 2
+              else alt.Scale(nice=False, padding=12),
+              axis=alt.Axis(values=levels, format="d") if levels else alt.Axis(format="d"))
+    y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=True, nice=True))
+    tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("level_text:N", title="Requests at once"),
+               alt.Tooltip("value_text:N", title=y_title.split(" (")[0]), alt.Tooltip("runs_text:N", title="Rounds"),
+               alt.Tooltip("from_text:N", title="From")]
+    color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
+    lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="level:Q")
+    points = base.mark_point().encode(x=x, y=y, color=color, tooltip=tooltip)
+    return themed(alt.layer(lines, points), title=title, width="container", height=HEIGHT)
+
+
+def quality_points(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rows of ``queries.quality_table`` for the quality chart, one per (test, setup), with tooltip texts."""
+    from benchcards.views import quality_frame
+
+    df = quality_frame(q)
+    df["setup"] = _names(df, names)
+    df["result_text"] = [fmt.quality(p, m) for p, m in zip(df.pct, df.margin_pp)]
+    df["interval_text"] = [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)]
+    df["right_text"] = [fmt.right_of(r, n) for r, n in zip(df.right, df.n)]
+    df["cut_text"] = [fmt.number(c, 0) for c in df.cut_off]
     return df
 
 
-def depth_chart(series: pd.DataFrame, kind: str) -> alt.Chart:
-    """A metric vs prompt depth (tokens), one line per setup (and prompt / part)."""
-    y_title, title = CHART_LABELS[kind]
-    df = depth_points(series, kind)
+def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None) -> alt.TopLevelMixin:
+    """Result per test and setup with its Wilson 95 % interval as an error bar: one row per test
+    (a test has one name, whatever its contracts called it), one dot per setup within the row."""
+    df = quality_points(q, names)
+    tests = list(dict.fromkeys(df.test_label))
+    setups = list(dict.fromkeys(df.setup))
+    band = max(16, 14 * len(setups) + 8)
     base = alt.Chart(df)
-    x = alt.X("level:Q", title="Prompt depth (tokens)", scale=_scale(wants_log(df.level, 4)))
-    y = alt.Y("value:Q", title=y_title, scale=_scale(wants_log(df.value)))
-    tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("part:N"), alt.Tooltip("prompt:N"),
-               alt.Tooltip("level:Q", title="depth (tokens)", format=","),
-               alt.Tooltip("value:Q", title=y_title, format=",.1f"), alt.Tooltip("n:Q", title="runs"),
-               alt.Tooltip("provenance:N", title="from")]
-    color = alt.Color("title:N", title="Setup")
-    dash = alt.StrokeDash("part:N", title="Part")
-    lines = base.mark_line().encode(x=x, y=y, color=color, strokeDash=dash, detail="series:N")
-    points = base.mark_point().encode(x=x, y=y, color=color, shape=alt.Shape("prompt:N", title="Prompt"),
+    y = alt.Y("test_label:N", title=None, sort=tests, axis=alt.Axis(labelLimit=180, ticks=False, domain=False))
+    y_offset = alt.YOffset("setup:N", sort=setups)
+    x_scale = alt.Scale(domain=[0, 100], nice=False)
+    x = alt.X("lo_pct:Q", title="Result (%) with its 95 % interval", scale=x_scale,
+              axis=alt.Axis(values=[0, 20, 40, 60, 80, 100]))
+    tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("test_label:N", title="Test"),
+               alt.Tooltip("result_text:N", title="Result (95 % margin)"),
+               alt.Tooltip("interval_text:N", title="Interval"), alt.Tooltip("right_text:N", title="Right / n"),
+               alt.Tooltip("cut_text:N", title="Cut off")]
+    color = alt.Color("setup:N", title="Setup", sort=setups, legend=alt.Legend(labelExpr=WRAP_LABEL))
+    bars = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi_pct:Q", y=y, yOffset=y_offset, color=color)
+    points = base.mark_point().encode(x=alt.X("pct:Q", scale=x_scale), y=y, yOffset=y_offset, color=color,
                                       tooltip=tooltip)
-    return themed((lines + points).properties(title=title, width="container", height=320))
+    return themed(alt.layer(bars, points), title="Quality with 95 % intervals (Wilson)", width="container",
+                  height=band * max(1, len(tests)))
 
 
-def conc_chart(series: pd.DataFrame) -> alt.Chart:
-    """Total and per-request output rate vs requests at once."""
-    y_title, title = CHART_LABELS["conc"]
-    df = series[series.metric.isin(["conc_total", "conc_per_request"])].copy()
-    df["rate"] = df.metric.map({"conc_total": "total", "conc_per_request": "per request"})
-    df["series"] = df.title + " · " + df.rate
-    base = alt.Chart(df)
-    x = alt.X("level:Q", title="Requests at once", scale=_scale(wants_log(df.level, 8)),
-              axis=alt.Axis(values=sorted(df.level.dropna().unique().tolist()) or None))
-    y = alt.Y("value:Q", title=y_title, scale=_scale(wants_log(df.value)))
-    tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("rate:N"),
-               alt.Tooltip("level:Q", title="requests at once"),
-               alt.Tooltip("value:Q", title="tok/s", format=",.1f"), alt.Tooltip("n:Q", title="rounds"),
-               alt.Tooltip("provenance:N", title="from")]
-    color = alt.Color("title:N", title="Setup")
-    lines = base.mark_line().encode(x=x, y=y, color=color, strokeDash=alt.StrokeDash("rate:N", title="Rate"),
-                                    detail="series:N")
-    points = base.mark_point().encode(x=x, y=y, color=color, shape=alt.Shape("rate:N", title="Rate"),
-                                      tooltip=tooltip)
-    return themed((lines + points).properties(title=title, width="container", height=320))
-
-
-def quality_chart(q: pd.DataFrame) -> alt.Chart:
-    """Result per test and setup with its Wilson 95 % interval as an error bar."""
-    df = q.copy()
-    df["label"] = df.label.fillna(df.test)
-    df["result"] = df.apply(lambda r: f"{r.pct:.1f} % ± {r.margin_pp:.1f}", axis=1)
-    base = alt.Chart(df)
-    y = alt.Y("title:N", title=None, axis=alt.Axis(labels=False, ticks=False))
-    x_scale = alt.Scale(domain=[0, 100])
-    tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("label:N", title="test"),
-               alt.Tooltip("result:N"), alt.Tooltip("right:Q"), alt.Tooltip("n:Q"),
-               alt.Tooltip("cut_off:Q", title="cut off")]
-    color = alt.Color("title:N", title="Setup")
-    bars = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("lo_pct:Q", title="Result (%)", scale=x_scale), x2="hi_pct:Q", y=y, color=color)
-    points = base.mark_point().encode(x=alt.X("pct:Q", scale=x_scale), y=y, color=color, tooltip=tooltip)
-    # a faceted chart cannot take the container's width: give each row a fixed one
-    chart = (bars + points).properties(width=620, height=alt.Step(18)).facet(
-        row=alt.Row("label:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left",
-                                                              labelColor=GREY, labelFont=FONT))
-    ).properties(title="Quality with 95 % intervals (Wilson)")
-    return themed(chart)
-
-
-def fit_chart(steps: pd.DataFrame, title: str = "Memory test") -> alt.Chart:
-    """Peak GPU memory per context size; failed sizes marked."""
+def fit_points(steps: pd.DataFrame, vram_gib: float | None = None) -> pd.DataFrame:
+    """Steps of a memory test for the chart. A step without a memory reading (it did not load) is placed
+    at the GPU's memory, marked, so no failed size is hidden."""
     df = steps.copy()
-    df["outcome"] = df.result.map({"answered": "answered", "no_answer": "did not answer", "no_load": "did not load"})
+    df["outcome"] = df.result.map({"answered": "answered", "no_answer": "did not answer",
+                                   "no_load": "did not load"}).fillna(df.result)
+    df["placed"] = pd.to_numeric(df.peak_gib, errors="coerce").astype(float)
+    unread = df.placed.isna()
+    if vram_gib is not None and not fmt.missing(vram_gib):
+        df.loc[unread, "placed"] = float(vram_gib)
+    df["ctx_text"] = [f"{fmt.depth(c)} ({fmt.tokens(c)})" for c in df.ctx]
+    df["peak_text"] = [fmt.metric("fit_step_peak", v) if not fmt.missing(v) else "no reading" for v in df.peak_gib]
+    df["decode_text"] = [fmt.metric("fit_step_decode", v) for v in df.decode_tps]
+    df["prompt_text"] = [fmt.tokens(v) for v in df.prompt_tokens]
+    df["error_text"] = [fmt.text(e) for e in df.error]
+    return df
+
+
+def fit_chart(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | None = None) -> alt.TopLevelMixin:
+    """Peak GPU memory per context size, failed sizes marked; a dashed line at the GPU's memory when given."""
+    df = fit_points(steps, vram_gib)
     base = alt.Chart(df)
-    x = alt.X("ctx:Q", title="Context size (tokens)", scale=_scale(wants_log(df.ctx, 4)))
-    tooltip = [alt.Tooltip("ctx:Q", title="context", format=","), alt.Tooltip("outcome:N"),
-               alt.Tooltip("peak_gib:Q", title="peak GiB", format=".2f"),
-               alt.Tooltip("decode_tps:Q", title="decode tok/s", format=".1f")]
-    line = base.mark_line().encode(x=x, y=alt.Y("peak_gib:Q", title="Peak GPU memory (GiB)"))
-    pts = base.mark_point().encode(x=x, y="peak_gib:Q", shape=alt.Shape("outcome:N", title="Outcome"),
-                                   color=alt.Color("outcome:N", title="Outcome",
-                                                   scale=alt.Scale(domain=["answered", "did not answer",
-                                                                           "did not load"],
-                                                                   range=[PALETTE[2], PALETTE[3], PALETTE[4]])),
-                                   tooltip=tooltip)
-    return themed((line + pts).properties(title=title, width="container", height=260))
+    x = _x_pow2("ctx", "Context size (tokens)", df.ctx)
+    top = max([float(df.placed.max()) if df.placed.notna().any() else 0.0,
+               float(vram_gib) if vram_gib and not fmt.missing(vram_gib) else 0.0]) * 1.08 or 1.0
+    y_scale = alt.Scale(domain=[0, top], zero=True, nice=False)
+    y = alt.Y("placed:Q", title="Peak GPU memory (GiB)", scale=y_scale)
+    tooltip = [alt.Tooltip("ctx_text:N", title="Context"), alt.Tooltip("outcome:N", title="Result"),
+               alt.Tooltip("peak_text:N", title="Peak memory"), alt.Tooltip("prompt_text:N", title="Prompt"),
+               alt.Tooltip("decode_text:N", title="Decode"), alt.Tooltip("error_text:N", title="Error")]
+    outcomes = ["answered", "did not answer", "did not load"]
+    line = base.transform_filter(alt.datum.result == "answered").mark_line(color=GREY).encode(x=x, y=y)
+    pts = base.mark_point(size=90).encode(
+        x=x, y=y, tooltip=tooltip,
+        shape=alt.Shape("outcome:N", title="Result", scale=alt.Scale(domain=outcomes,
+                                                                      range=["circle", "triangle-down", "cross"])),
+        color=alt.Color("outcome:N", title="Result",
+                        scale=alt.Scale(domain=outcomes, range=[PALETTE[2], PALETTE[3], PALETTE[4]])))
+    layers: list = [line, pts]
+    if vram_gib is not None and not fmt.missing(vram_gib):
+        label = f"GPU memory {fmt.gib(vram_gib, 0)}"
+        layers += [  # constant marks: no data of their own
+            base.mark_rule(strokeDash=[6, 4], color=GREY).encode(y=alt.datum(float(vram_gib), scale=y_scale)),
+            base.mark_text(align="left", dx=4, dy=-7, color=GREY, font=FONT, text=label).encode(
+                y=alt.datum(float(vram_gib), scale=y_scale), x=alt.value(0))]
+    return themed(alt.layer(*layers), title=title, width="container", height=HEIGHT)
 
 
-def live_steps_chart(table: pd.DataFrame) -> alt.Chart:
-    """Decode per finished step of a live run, client and server side by side."""
+def live_steps_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
+    """Decode per finished step of a live run, client and server side by side.
+
+    ``table`` has a 'Step' column and numeric 'Decode (tok/s)' and 'Server decode' columns.
+    """
     df = table.melt(id_vars=["Step"], value_vars=["Decode (tok/s)", "Server decode"], var_name="clock",
-                    value_name="tok/s").dropna()
+                    value_name="rate").dropna()
     df["clock"] = df["clock"].map({"Decode (tok/s)": "client", "Server decode": "server"})
+    df["rate_text"] = [fmt.metric("decode", v) for v in df.rate]
     chart = alt.Chart(df).mark_bar().encode(
-        y=alt.Y("Step:N", sort=None, title=None), x=alt.X("tok/s:Q", title="Decode (tok/s)"),
+        y=alt.Y("Step:N", sort=None, title=None, axis=alt.Axis(labelLimit=200)),
+        x=alt.X("rate:Q", title="Decode (tok/s)", scale=alt.Scale(zero=True)),
         yOffset="clock:N", color=alt.Color("clock:N", title="Measured by"),
-        tooltip=["Step:N", "clock:N", alt.Tooltip("tok/s:Q", format=",.1f")])
-    return themed(chart.properties(title="Live run: decode per step", width="container"))
+        tooltip=[alt.Tooltip("Step:N"), alt.Tooltip("clock:N", title="Measured by"),
+                 alt.Tooltip("rate_text:N", title="Decode")])
+    return themed(chart, title="Live run: decode per step", width="container")
+
+
+def metric_title(key: str) -> str:
+    """Axis or column title of a registered figure: 'Decode (tok/s)'."""
+    return metrics.get(key).header()
 
 
 # --------------------------------------------------------------------------- analysis views (benchcards.analysis)

@@ -3,204 +3,200 @@
 Usage: python -m benchcards.export OUT [--db FILE] [--no-raw]
 
 Writes ``OUT/index.html`` (every setup), ``OUT/quality.html`` (quality across setups
-with margins), one ``OUT/setups/<id>.html`` card per setup, the raw files under
-``OUT/raw/<sha256>/<name>`` and the Vega bundle (from vl-convert, so no network is
+with margins), ``OUT/builds.html`` (build timelines: setups measured with several engine
+builds), one ``OUT/setups/<id>.html`` card per setup, the raw files under
+``OUT/raw/<sha256>.bin`` and the Vega bundle (from vl-convert, so no network is
 needed to view it) under ``OUT/assets/``. Charts are the very specs of
 ``benchcards.charts`` with its theme, so the export looks like the app.
+
+Safety: the pages are rendered from Jinja2 templates (``benchcards/templates``:
+a base layout and one template per page) with autoescaping on, so no text from
+the data is ever markup. Chart specs travel in ``<script type="application/json">``
+blocks, escaped for that context (``<``, ``>``, ``&``, U+2028, U+2029), and are read
+by the one bundled script (``assets/site.js``). A Content-Security-Policy allows
+only the bundled scripts (no inline script, no eval, no network). Raw files are
+stored under their hash with a neutral ``.bin`` extension and linked with
+``download``, so an uploaded ``report.html`` or ``image.svg`` can never render on
+the site's origin.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import altair as alt
+import jinja2
+import markupsafe
 import pandas as pd
 
 from benchcards import builds, charts, flags, queries, views
 from benchcards import card as cardmod
 from benchcards.paths import DEFAULT_DB
 
-CSS = """
-:root { --fg: #1d2129; --muted: #5f6672; --bg: #ffffff; --line: #d9dce1; --accent: #0072B2; --card: #f6f7f9; }
-@media (prefers-color-scheme: dark) {
-  :root { --fg: #e6e8eb; --muted: #a3a9b3; --bg: #14161a; --line: #2e3239; --accent: #56B4E9; --card: #1c1f24; }
-}
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg);
-       background: var(--bg); }
-main { max-width: 1180px; margin: 0 auto; padding: 24px; }
-nav a, a { color: var(--accent); }
-nav { margin-bottom: 16px; display: flex; gap: 16px; }
-h1 { font-size: 28px; margin: 8px 0; } h2 { margin-top: 32px; border-bottom: 1px solid var(--line); }
-.muted { color: var(--muted); }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; border: 1px solid var(--line); }
-.tiles { display: grid; grid-template-columns: repeat(3, 1fr); gap: 12px; }
-.tile { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 12px; }
-.tile b { display: block; font-size: 26px; font-weight: 600; }
-table { border-collapse: collapse; width: 100%; margin: 8px 0 4px; font-size: 14px; }
-th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
-th { background: var(--card); cursor: pointer; }
-pre { background: var(--card); border: 1px solid var(--line); padding: 12px; overflow-x: auto; }
-.chart { width: 100%; margin: 12px 0; }
-input { padding: 6px 8px; width: 320px; max-width: 100%; }
-"""
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
-SORT_JS = """
-document.querySelectorAll('table.sortable th').forEach((th, i) => th.addEventListener('click', () => {
-  const body = th.closest('table').tBodies[0];
-  const rows = Array.from(body.rows);
-  const asc = th.dataset.asc !== '1'; th.dataset.asc = asc ? '1' : '0';
-  const val = r => { const t = r.cells[i].innerText.trim(); const n = parseFloat(t.replace(/,/g, ''));
-                     return isNaN(n) ? t.toLowerCase() : n; };
-  rows.sort((a, b) => (val(a) > val(b) ? 1 : val(a) < val(b) ? -1 : 0) * (asc ? 1 : -1));
-  rows.forEach(r => body.appendChild(r));
-}));
-const q = document.getElementById('filter');
-if (q) q.addEventListener('input', () => document.querySelectorAll('table.sortable tbody tr').forEach(
-  r => { r.style.display = r.innerText.toLowerCase().includes(q.value.toLowerCase()) ? '' : 'none'; }));
-"""
+#: only the bundled scripts run; styles from the bundled sheet (and the inline ones Vega sets on its SVG)
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "font-src 'self'; connect-src 'none'; object-src 'none'; frame-src 'none'; base-uri 'none'; "
+       "form-action 'none'")
+
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def _table(df: pd.DataFrame, sortable: bool = False, links: dict[str, str] | None = None) -> str:
-    """An HTML table; ``links`` maps a column to a column of URLs for it."""
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is safe inside a ``<script>`` element: no '<', '>' or '&' (so no
+    '</script>' or '<!--'), no line or paragraph separators."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for ch, esc in _SCRIPT_ESCAPES.items():
+        text = text.replace(ch, esc)
+    return text
+
+
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment of the export: templates from benchcards/templates, autoescape always on."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    # safe: script_json leaves no character that could end the <script> element or open markup
+    env.filters["script_json"] = lambda v: markupsafe.Markup(script_json(v))  # noqa: S704
+    return env
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: text, and a link (``download`` names the file when the link is a download)."""
+
+    text: str
+    href: str | None = None
+    download: str | None = None
+
+
+@dataclass
+class Table:
+    """A table for the ``table`` macro."""
+
+    columns: list[str]
+    rows: list[list[Cell]]
+
+
+def _text(v: Any) -> str:
+    if v is None or (isinstance(v, float) and pd.isna(v)):
+        return ""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, float)) or hasattr(v, "dtype"):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            return str(v)
+        if pd.isna(f):
+            return ""
+        return f"{f:,.0f}" if f.is_integer() and abs(f) >= 1000 else f"{f:g}"
+    return str(v)
+
+
+def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
+          downloads: dict[str, str] | None = None) -> Table:
+    """A DataFrame as a Table. ``links`` maps a column to a column of URLs for it; ``downloads``
+    maps a column to a column of file names (its links download under that name)."""
     if df is None or df.empty:
-        return '<p class="muted">Nothing recorded.</p>'
-    cols = [c for c in df.columns if not (links and c in links.values())]
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
+        return Table([], [])
+    hidden = set((links or {}).values()) | set((downloads or {}).values())
+    cols = [c for c in df.columns if c not in hidden]
     rows = []
     for _, r in df.iterrows():
-        cells = []
+        row = []
         for c in cols:
-            v = r[c]
-            if v is None or (isinstance(v, float) and pd.isna(v)):
-                text = ""
-            elif isinstance(v, bool):
-                text = str(v)
-            elif isinstance(v, (int, float)) or hasattr(v, "dtype"):
-                f = float(v)
-                text = f"{f:,.0f}" if f.is_integer() and abs(f) >= 1000 else f"{f:g}"
-            else:
-                text = html.escape(str(v))
-            if links and c in links:
-                text = f'<a href="{html.escape(str(r[links[c]]))}">{text}</a>'
-            cells.append(f"<td>{text}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    cls = ' class="sortable"' if sortable else ""
-    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            href = str(r[links[c]]) if links and c in links and r[links[c]] else None
+            dl = str(r[downloads[c]]) if downloads and c in downloads and href else None
+            row.append(Cell(_text(r[c]), href, dl))
+        rows.append(row)
+    return Table([str(c) for c in cols], rows)
 
 
-class _Page:
-    def __init__(self, title: str, depth: int):
-        self.title = title
-        self.up = "../" * depth
-        self.parts: list[str] = []
-        self.charts: list[tuple[str, dict]] = []
+def _plain_separators(node: Any) -> Any:
+    """The spec with U+2028/U+2029 in its strings turned into spaces: Vega-Lite copies some data values
+    (custom sort orders) into expressions, which Vega's expression parser refuses with those characters."""
+    if isinstance(node, str):
+        return node.replace("\u2028", " ").replace("\u2029", " ")
+    if isinstance(node, dict):
+        return {_plain_separators(k): _plain_separators(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain_separators(v) for v in node]
+    return node
 
-    def add(self, fragment: str) -> None:
-        self.parts.append(fragment)
 
-    def chart(self, chart: alt.TopLevelMixin) -> None:
-        cid = f"chart{len(self.charts)}"
-        spec = chart.to_dict()
+@dataclass
+class Page:
+    """Charts of one page: each gets an id, a placeholder and a JSON block."""
+
+    charts: list[dict] = field(default_factory=list)
+
+    def chart(self, chart: alt.TopLevelMixin) -> dict:
+        spec = _plain_separators(chart.to_dict())
         spec["width"] = "container"
-        self.charts.append((cid, spec))
-        self.parts.append(f'<div class="chart" id="{cid}"></div>')
-
-    def render(self) -> str:
-        embeds = "\n".join(f"vegaEmbed('#{cid}', {json.dumps(spec)}, {{actions: false, renderer: 'svg'}});"
-                           for cid, spec in self.charts)
-        return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-                f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                f"<title>{html.escape(self.title)} · benchcards</title>"
-                f"<link rel=\"stylesheet\" href=\"{self.up}assets/style.css\">"
-                f"<script src=\"{self.up}assets/vega.js\"></script></head><body><main>"
-                f"<nav><a href=\"{self.up}index.html\">All setups</a><a href=\"{self.up}quality.html\">Quality</a></nav>"
-                + "\n".join(self.parts)
-                + f"</main><script>(() => {{\n{SORT_JS}\n{embeds}\n}})();</script></body></html>")
+        c = {"id": f"chart{len(self.charts)}", "spec": spec}
+        self.charts.append(c)
+        return c
 
 
-def _card_page(store: queries.Store, sid: str, raw_links: dict[str, str]) -> str:
+def _card_page(env: jinja2.Environment, store: queries.Store, sid: str, raw_links: dict[str, str]) -> str:
     c = queries.card(store, sid)
     s = c.setup
-    p = _Page(s.title, 1)
-    badge = queries.badges(c.row)
-    p.add(f"<h1>{html.escape(s.title)}</h1><p><span class=\"badge\">{badge}</span> "
-          f"<span class=\"muted\">{html.escape(s.provenance or '')}</span></p>")
-    p.add(f"<p class=\"muted\">{html.escape(str(c.row['gpu']))} · {html.escape(s.engine.name)} "
-          f"{html.escape(s.engine.version or '')} · {html.escape(s.model.name)} {html.escape(s.model.quant or '')} · "
-          f"measured {html.escape(', '.join(s.measured_at) or 'date unknown')}</p>")
-    p.add("<h2>Speed</h2><div class=\"tiles\">" + "".join(
-        f"<div class=\"tile\" title=\"{html.escape(t.help)}\">{html.escape(t.label)}<b>{html.escape(t.value)}</b></div>"
-        for t in cardmod.headline_tiles(c)) + "</div>")
-    p.add(_table(cardmod.speed_table(c)))
-    for title, df in (("Named tasks", cardmod.task_table(c)), ("Client vs server", cardmod.client_vs_server(c)),
-                      ("Long prompts", cardmod.long_prompt_table(c)), ("Requests at once", cardmod.conc_table(c)),
-                      ("Engine benchmark (llama-bench)", cardmod.engine_table(c)),
-                      ("From the server's own log", cardmod.server_log_table(c))):
-        if not df.empty:
-            p.add(f"<h3>{title}</h3>" + _table(df))
-    timeline = builds.timeline(store, sid)
-    if not timeline.empty:
-        p.add("<h2>Builds over time</h2><p class=\"muted\">Speedup over the previous build; ≈ = within noise. "
-              "<a href=\"../builds.html\">All build timelines</a></p>" + _table(builds.timeline_table(timeline)))
+    page = Page()
+    gap_notes = (cardmod.TTFT_GAP_EXPLAINED, cardmod.hygiene_notes(c))
+    speed_extra = [(title, table(df), notes) for title, df, notes in (
+        ("Named tasks", cardmod.task_table(c), None), ("Client vs server", cardmod.client_vs_server(c), None),
+        ("Time to first token vs the server's prompt time", cardmod.ttft_gap_table(c), gap_notes),
+        ("Long prompts", cardmod.long_prompt_table(c), None), ("Requests at once", cardmod.conc_table(c), None),
+        ("Engine benchmark (llama-bench)", cardmod.engine_table(c), None),
+        ("From the server's log", cardmod.server_log_table(c), None))
+        if not df.empty]
+    timeline = builds.timeline_table(builds.timeline(store, sid))
     series = queries.series(store, [sid], ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft",
                                            "ctx_ttft", "conc_total", "conc_per_request"])
-    for kind in ("prefill", "decode", "ttft"):
-        if not charts.depth_points(series, kind).empty:
-            p.chart(charts.depth_chart(series, kind))
+    speed_charts = [page.chart(charts.depth_chart(series, kind)) for kind in ("prefill", "decode", "ttft")
+                    if not charts.depth_points(series, kind).empty]
     if series.metric.isin(["conc_total", "conc_per_request"]).any():
-        p.chart(charts.conc_chart(series))
-    p.add("<h2>Quality</h2>" + _table(cardmod.quality_table(c)))
-    p.add("<h2>Memory test</h2>")
-    if c.fit is not None:
-        p.add(_table(cardmod.fit_table(c)))
-        p.chart(charts.fit_chart(c.fit_steps))
-    else:
-        p.add('<p class="muted">No memory test.</p>')
-    p.add("<h2>Server command</h2><pre>" + html.escape(flags.shell_join(s.server.argv, s.server.env)) + "</pre>")
-    p.add(_table(cardmod.flags_table(c)))
-    samp = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.sampling.model_dump().items() if v is not None)
-    p.add(f"<h2>Sampling and thinking</h2><p>{html.escape(samp or 'not recorded')}; thinking "
-          f"{ {True: 'on', False: 'off', None: 'not recorded'}[s.thinking] }</p>")
-    if s.deviations or s.notes:
-        p.add("<h2>Deviations and notes</h2><ul>" + "".join(
-            f"<li><b>{html.escape(d.what)}</b> — {html.escape(d.why)}</li>" for d in s.deviations) + "</ul>"
-            + (f"<p>{html.escape(s.notes)}</p>" if s.notes else ""))
-    p.add("<h2>Runs</h2>" + _table(cardmod.runs_table(c)))
-    if not c.warnings.empty:
-        p.add("<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(w.kind)}: {html.escape(w.message)}</li>"
-                                                for w in c.warnings.itertuples()) + "</ul>")
+        speed_charts.append(page.chart(charts.conc_chart(series)))
+    fit_charts = [page.chart(charts.fit_chart(c.fit_steps))] if c.fit is not None else []
     files = cardmod.files_table(c)
     if not files.empty:
         files["href"] = [raw_links.get(h, "") for h in files["SHA-256"]]
-        p.add("<h2>Raw files</h2>" + _table(files, links={"File": "href"}))
-    return p.render()
+        files["name"] = [p.rsplit("/", 1)[-1] for p in files["File"]]
+    samp = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.sampling.model_dump().items() if v is not None)
+    return env.get_template("card.html").render(
+        title=s.title, up="../", csp=CSP, charts=page.charts, s=s, badge=queries.badges(c.row), gpu=str(c.row["gpu"]),
+        tiles=cardmod.headline_tiles(c), speed=table(cardmod.speed_table(c)), speed_extra=speed_extra,
+        speed_charts=speed_charts, timeline=table(timeline), builds_explained=builds.EXPLAINED,
+        quality=table(cardmod.quality_table(c)),
+        fit=table(cardmod.fit_table(c)) if c.fit is not None else None, fit_charts=fit_charts,
+        command=flags.shell_join(s.server.argv, s.server.env), flags=table(cardmod.flags_table(c)),
+        sampling=samp, thinking={True: "on", False: "off", None: "not recorded"}[s.thinking],
+        runs=table(cardmod.runs_table(c)), warnings=list(c.warnings.itertuples()),
+        files=table(files, links={"File": "href"}, downloads={"File": "name"}) if not files.empty else None,
+    )
 
 
-def _builds_page(store: queries.Store) -> str:
+def _builds_page(env: jinja2.Environment, store: queries.Store) -> str:
     """Every build timeline: one table per hardware, model and settings measured with several builds."""
-    p = _Page("Builds over time", 0)
-    p.add("<h1>Builds over time</h1><p class=\"muted\">The same hardware, model and settings measured with "
-          "several engine builds, oldest first: each test's figure per build and its speedup over the previous "
-          "build; ≈ marks a change within the noise of the runs (2 standard errors of the difference).</p>")
-    groups = builds.groups(store)
-    if not groups:
-        p.add('<p class="muted">No setup has been measured with more than one build yet.</p>')
     titles = dict(queries.setup_ids(store))
-    for ids in groups:
+    timelines = []
+    for ids in builds.groups(store):
         tl = builds.timeline(store, ids[-1])
         if tl.empty:
             continue
-        links = ", ".join(f'<a href="setups/{html.escape(sid)}.html">{html.escape(b)}</a>'
-                          for sid, b in zip(ids, builds.siblings(store, ids[-1]).build))
-        p.add(f"<h2>{html.escape(titles.get(ids[-1], ids[-1]))}</h2><p class=\"muted\">Builds: {links}</p>"
-              + _table(builds.timeline_table(tl)))
-    return p.render()
+        sib = builds.siblings(store, ids[-1])
+        links = [Cell(b, f"setups/{sid}.html") for sid, b in zip(sib.setup_id, sib.build)]
+        timelines.append({"title": titles.get(ids[-1], ids[-1]), "builds": links,
+                          "table": table(builds.timeline_table(tl))})
+    return env.get_template("builds.html").render(title="Builds over time", up="", csp=CSP, charts=[],
+                                                  explained=builds.EXPLAINED, timelines=timelines)
 
 
 def export(db_path: Path, out: Path, with_raw: bool = True) -> list[Path]:
@@ -210,57 +206,54 @@ def export(db_path: Path, out: Path, with_raw: bool = True) -> list[Path]:
     """
     import vl_convert as vlc
 
+    env = environment()
     store = queries.Store(db_path)
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "assets").mkdir(parents=True)
     (tmp / "setups").mkdir()
     vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    (tmp / "assets" / "vega.js").write_text(vlc.javascript_bundle(vl_version=f"v{vl}"), encoding="utf-8")
-    (tmp / "assets" / "style.css").write_text(CSS, encoding="utf-8")
+    bundle = vlc.javascript_bundle(None, vl_version=f"v{vl}")  # type: ignore[arg-type]  # None: the default bundle
+    (tmp / "assets" / "vega.js").write_text(bundle, encoding="utf-8")
+    for asset in ("style.css", "site.js"):
+        shutil.copyfile(TEMPLATES / "assets" / asset, tmp / "assets" / asset)
     overview = queries.overview(store)
     raw_links: dict[str, str] = {}
     if with_raw:
-        files = store.df("SELECT DISTINCT sha256, path FROM files")
-        for sha, path in zip(files.sha256, files.path):
-            if sha in raw_links:
-                continue
+        files = store.df("SELECT DISTINCT sha256 FROM files")
+        (tmp / "raw").mkdir()
+        for sha in files.sha256:
             try:
                 data = store.raw_file(sha)
             except queries.RawFileError:
                 continue
-            name = Path(path).name
-            target = tmp / "raw" / sha / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            raw_links[sha] = f"../raw/{sha}/{name}"
+            # named by content hash with a neutral extension: never served as HTML/SVG/JS
+            (tmp / "raw" / f"{sha}.bin").write_bytes(data)
+            raw_links[sha] = f"../raw/{sha}.bin"
     written = []
     for sid in overview.setup_id:
         page = tmp / "setups" / f"{sid}.html"
-        page.write_text(_card_page(store, sid, raw_links), encoding="utf-8")
+        page.write_text(_card_page(env, store, sid, raw_links), encoding="utf-8")
         written.append(page)
-    idx = _Page("All setups", 0)
-    idx.add("<h1>benchcards</h1><p class=\"muted\">Local LLM inference setups, measured the same way. "
-            "Click a column to sort; type to filter.</p><input id=\"filter\" placeholder=\"Filter: GPU, model, quant…\">")
     view = views.overview_table(overview, lambda sid: f"setups/{sid}.html")
     view = view.drop(columns=["Warnings"]).rename(columns={"Card": "href"})
-    idx.add(_table(view, sortable=True, links={"Setup": "href"}))
-    idx.add('<p class="muted"><a href="builds.html">Builds over time</a>: setups measured with several engine '
-            'builds.</p>')
-    (tmp / "index.html").write_text(idx.render(), encoding="utf-8")
+    index = env.get_template("index.html").render(title="All setups", up="", csp=CSP, charts=[],
+                                                  overview=table(view, links={"Setup": "href"}))
+    (tmp / "index.html").write_text(index, encoding="utf-8")
     written.append(tmp / "index.html")
     q = queries.quality_table(store)
-    qp = _Page("Quality", 0)
-    qp.add("<h1>Quality with 95 % margins</h1><p class=\"muted\">Wilson score intervals; a cut-off answer "
-           "counts as wrong.</p>")
+    qpage = Page()
+    quality = None
     if not q.empty:
-        qp.chart(charts.quality_chart(q))
+        qpage.chart(charts.quality_chart(q))
         qv = views.quality_table(q)
         qv.insert(2, "href", ["setups/" + sid + ".html" for sid in q.setup_id])
-        qp.add(_table(qv, sortable=True, links={"Setup": "href"}))
-    (tmp / "quality.html").write_text(qp.render(), encoding="utf-8")
+        quality = table(qv, links={"Setup": "href"})
+    html = env.get_template("quality.html").render(title="Quality", up="", csp=CSP, charts=qpage.charts,
+                                                   quality=quality)
+    (tmp / "quality.html").write_text(html, encoding="utf-8")
     written.append(tmp / "quality.html")
-    (tmp / "builds.html").write_text(_builds_page(store), encoding="utf-8")
+    (tmp / "builds.html").write_text(_builds_page(env, store), encoding="utf-8")
     written.append(tmp / "builds.html")
     if out.exists():
         old = out.with_name(out.name + ".old")
@@ -282,7 +275,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database (default {DEFAULT_DB})")
     parser.add_argument("--no-raw", action="store_true", help="do not copy the raw files")
     args = parser.parse_args(argv)
-    pages = export(args.db, args.out, with_raw=not args.no_raw)
+    try:
+        pages = export(args.db, args.out, with_raw=not args.no_raw)
+    except queries.db.DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: {exc.filename or args.out}: {exc.strerror}", file=sys.stderr)
+        return 1
     print(f"wrote {len(pages)} pages to {args.out}")
     return 0
 

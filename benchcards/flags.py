@@ -37,7 +37,11 @@ _FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
     "seed": (("-s", "--seed"), True, "random seed"),
     "host": (("--host",), True, "address the server listens on (127.0.0.1 = this machine only)"),
     "port": (("--port",), True, "TCP port"),
-    "cache_ram": (("-cram", "--cache-ram"), True, "MiB of RAM for reusable prompt caches (0 = off)"),
+    "cache_ram": (("-cram", "--cache-ram"), True,
+                  "MiB of host RAM for the prompt cache that keeps finished slots' KV (default 8192 in current "
+                  "builds, -1 = no limit, 0 = off); saving a slot to it happens before the next request starts "
+                  "and counts in neither prompt_ms nor predicted_ms, so it lengthens the client's time to first "
+                  "token"),
     "no_webui": (("--no-webui",), False, "no built-in chat page; API only"),
     "metrics": (("--metrics",), False, "Prometheus statistics at /metrics"),
     "fit": (("-fit", "--fit"), True, "automatic fitting of unset options to free memory (on/off)"),
@@ -56,6 +60,28 @@ _FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
 }
 _ALIAS: dict[str, str] = {a: name for name, (aliases, _, _) in _FLAGS.items() for a in aliases}
 
+#: short human names of the settings, for comparisons (canonical name -> label)
+LABELS: dict[str, str] = {
+    "model": "Model file", "alias": "Model name for clients", "ctx": "Context window (tokens)",
+    "slots": "Slots (requests at the same time)", "kv_unified": "One shared KV cache",
+    "n_gpu_layers": "Layers on the GPU", "n_cpu_moe": "Expert layers in system RAM",
+    "cpu_moe": "All experts in system RAM", "flash_attn": "Flash attention", "batch": "Batch size",
+    "ubatch": "Micro-batch size", "threads": "CPU threads", "threads_batch": "CPU threads for prompts",
+    "cache_type_k": "K cache type", "cache_type_v": "V cache type", "no_mmap": "Memory-mapped file",
+    "mlock": "Model locked in RAM", "jinja": "Model's chat template", "temp": "Temperature (server default)",
+    "top_p": "Top-p (server default)", "top_k": "Top-k (server default)", "min_p": "Min-p (server default)",
+    "repeat_penalty": "Repetition penalty (server default)",
+    "presence_penalty": "Presence penalty (server default)", "seed": "Seed (server default)",
+    "host": "Listens on", "port": "Port", "cache_ram": "Prompt cache in RAM (MiB)", "no_webui": "Web page off",
+    "metrics": "/metrics page", "fit": "Automatic fitting to free memory", "load_mode": "Load mode",
+    "reasoning": "Reasoning", "split_mode": "Split over GPUs", "tensor_split": "Share per GPU",
+    "main_gpu": "Main GPU", "draft_model": "Draft model", "cont_batching": "Continuous batching",
+    "override_tensor": "Tensor placement", "rope_scaling": "RoPE scaling", "n_predict": "Default answer limit",
+    "chat_template": "Chat template", "mmproj": "Vision projector",
+}
+#: settings that say where or how the server is reached, not how it computes: hidden in comparisons
+NOISE: frozenset[str] = frozenset({"alias", "host", "port", "metrics", "no_webui", "model"})
+
 _ENV_EXPLAIN = {
     "CUDA_VISIBLE_DEVICES": "GPUs the process may use",
     "CUDA_DEVICE_ORDER": "how CUDA numbers the GPUs (PCI_BUS_ID = slot order, as nvidia-smi)",
@@ -72,12 +98,19 @@ class Arg:
     value: str | None
     name: str | None  # canonical name when known
     explanation: str | None
+    problem: str | None = None  # why the server would not accept this part as written
+
+
+def _looks_like_flag(word: str) -> bool:
+    return word.startswith("-") and len(word) > 1 and not _is_number(word)
 
 
 def split_argv(argv: list[str]) -> tuple[str, list[Arg]]:
     """Split an argv into the program and its flags (value-taking flags keep their value).
 
     ``--flag=value`` is understood; unknown flags keep a following non-flag word as value.
+    A known flag that needs a value never takes the next flag as its value: it is kept
+    without one and its ``problem`` says so; so is a word that belongs to no flag.
     """
     if not argv:
         return "", []
@@ -92,15 +125,27 @@ def split_argv(argv: list[str]) -> tuple[str, list[Arg]]:
             flag, value = word.split("=", 1)
         name = _ALIAS.get(flag)
         takes = _FLAGS[name][1] if name else None
+        problem = None
         if value is None and i + 1 < len(rest):
             nxt = rest[i + 1]
-            looks_value = not nxt.startswith("-") or _is_number(nxt)
-            if takes or (takes is None and flag.startswith("-") and looks_value):
+            if takes and _looks_like_flag(nxt):
+                problem = f"{flag} needs a value, but it is followed by the flag {nxt}"
+            elif takes or (takes is None and _looks_like_flag(flag) and not _looks_like_flag(nxt)):
                 value = nxt
                 i += 1
-        out.append(Arg(flag, value, name, _FLAGS[name][2] if name else None))
+        elif value is None and takes:
+            problem = f"{flag} needs a value, but the command ends after it"
+        if not _looks_like_flag(flag) and value is None and name is None:
+            problem = f"{flag} belongs to no flag (a value without its flag?)"
+        out.append(Arg(flag, value, name, _FLAGS[name][2] if name else None, problem))
         i += 1
     return program, out
+
+
+def problems(argv: list[str]) -> list[str]:
+    """Parts of a server command the server would reject or misread (a flag missing its value, a stray word)."""
+    _, args = split_argv(argv)
+    return [a.problem for a in args if a.problem]
 
 
 def _is_number(s: str) -> bool:
@@ -119,9 +164,43 @@ def settings(argv: list[str]) -> dict[str, str | bool]:
     _, args = split_argv(argv)
     out: dict[str, str | bool] = {}
     for a in args:
+        if a.problem:  # a flag without its value, or a stray word: no setting can be read from it
+            continue
         key = a.name or a.flag.lstrip("-")
         out[key] = True if a.value is None else a.value
     return out
+
+
+def label(name: str) -> str:
+    """Human name of a setting ('ctx' -> 'Context window (tokens)'); unknown flags as written."""
+    return LABELS.get(name, f"--{name}" if not name.startswith("-") else name)
+
+
+@dataclass(frozen=True)
+class HostCache:
+    """What a server command says about llama-server's host-RAM prompt cache (``--cache-ram``)."""
+
+    state: str  # "off" | "on" | "default" (flag absent: on in current llama-server builds) | "n/a"
+    mib: int | None  # the limit when given (-1 = no limit)
+    text: str  # one sentence for the card
+
+
+def host_cache(argv: list[str]) -> HostCache:
+    """Detect ``--cache-ram`` / ``-cram`` in a server command (llama-server only)."""
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    value = settings(argv).get("cache_ram")
+    if value is None:
+        if "llama-server" not in program:
+            return HostCache("n/a", None, "The server command is not llama-server's (or was not recorded); "
+                                          "its host-RAM prompt cache is unknown.")
+        return HostCache("default", None, "--cache-ram is not set: current llama-server builds keep an 8192 MiB "
+                                          "host-RAM prompt cache by default (builds from before the option have "
+                                          "none).")
+    mib = as_int(value)
+    if mib == 0:
+        return HostCache("off", 0, "--cache-ram 0: the host-RAM prompt cache is off.")
+    limit = "no limit" if mib == -1 else f"{mib:,} MiB" if mib is not None else str(value)
+    return HostCache("on", mib, f"--cache-ram {value}: the host-RAM prompt cache is on ({limit}).")
 
 
 def explain_env(name: str) -> str | None:
@@ -139,7 +218,7 @@ def as_int(value: str | bool | None) -> int | None:
         mult, v = 1024, v[:-1]
     try:
         return int(float(v) * mult)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, NaN, or infinite
         return None
 
 
@@ -148,8 +227,13 @@ def shell_join(argv: list[str], env: dict[str, str] | None = None) -> str:
     import shlex
 
     program, args = split_argv(argv)
-    head = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    # every word from the data is quoted, flags and variable names too, so a pasted command runs exactly
+    # the recorded argv and nothing else; a name that is not a plain variable name is passed through env
+    plain = {k: v for k, v in (env or {}).items() if k.isidentifier() and k.isascii()}
+    odd = {k: v for k, v in (env or {}).items() if k not in plain}
+    head = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in plain.items()),
+                     *(["env"] if odd else []), *(shlex.quote(f"{k}={v}") for k, v in odd.items())])
     lines = [(head + " " if head else "") + shlex.quote(program)]
     for a in args:
-        lines.append(f"  {a.flag}" + (f" {shlex.quote(a.value)}" if a.value is not None else ""))
+        lines.append(f"  {shlex.quote(a.flag)}" + (f" {shlex.quote(a.value)}" if a.value is not None else ""))
     return " \\\n".join(lines)

@@ -15,3 +15,13 @@ ARTIFACTS: Path = ROOT / "test-artifacts"
 LOCAL: Path = Path(os.environ.get("BENCHCARDS_LOCAL", DATA / "local"))
 SOURCES: tuple[Path, ...] = (RAW, LOCAL)
 
+
+def default_sources(local: Path | None = None) -> tuple[Path, ...]:
+    """The folders every site build reads: data/raw and the local folder (``LOCAL`` as it is now)."""
+    return (RAW, local if local is not None else LOCAL)
+
+
+def staging_for(local: Path) -> Path:
+    """Where uploads are unpacked and checked before they move into ``local``: a hidden sibling of it,
+    so no build ever scans it (and a rename into ``local`` stays on one file system)."""
+    return local.parent / f".{local.name}-staging"

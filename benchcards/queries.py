@@ -7,14 +7,14 @@ Where several setups ran the same metric in several runs, the latest run wins.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
-from benchcards import db, flags, stats
+from benchcards import db, fmt, stats, tiers
+from benchcards.metrics import HEADLINE_TESTS
 from benchcards.paths import DEFAULT_DB
 from schemas.models import Setup
 
@@ -41,9 +41,6 @@ LATEST_METRICS = latest_metrics()
 LATEST_QUALITY = latest_quality()
 LATEST_FIT = latest_fit()
 
-#: quality tests shown as overview columns, in this order, when present
-HEADLINE_TESTS = ("mmlu_pro", "gpqa_diamond", "ifeval", "livecodebench")
-
 
 @dataclass(frozen=True)
 class Store:
@@ -61,19 +58,38 @@ class Store:
 
     def raw_file(self, sha256: str) -> bytes:
         """Content of an ingested raw file, read from where it was ingested and checked
-        against its recorded SHA-256. Raises RawFileError when it is gone or changed."""
+        against its recorded SHA-256. Raises RawFileError when it is gone or changed.
+
+        Only a regular file is read (a link put in its place is not followed), and no
+        more bytes than were recorded.
+        """
         import hashlib
 
-        rows = self.df("SELECT DISTINCT source FROM files WHERE sha256 = ?", [sha256])
+        rows = self.df("SELECT DISTINCT source, bytes FROM files WHERE sha256 = ?", [sha256])
         if rows.empty:
             raise RawFileError(f"no raw file with sha256 {sha256}")
-        for source in rows.source:
-            p = Path(source)
-            if p.is_file():
-                data = p.read_bytes()
-                if hashlib.sha256(data).hexdigest() == sha256:
-                    return data
+        for source, size in zip(rows.source, rows.bytes):
+            data = _read_regular(Path(source), int(size))
+            if data is not None and hashlib.sha256(data).hexdigest() == sha256:
+                return data
         raise RawFileError(f"the raw file is no longer at {rows.source.iloc[0]} (or it changed since ingest)")
+
+
+def _read_regular(path: Path, size: int) -> bytes | None:
+    """The bytes of the regular file ``path`` when it holds exactly ``size`` bytes (None otherwise)."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+            return None
+        data = fh.read(size + 1)
+    return data if len(data) == size else None
 
 
 class RawFileError(LookupError):
@@ -91,26 +107,29 @@ def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None)
     return con.execute(sql, params or []).df()
 
 
-def fmt_margin(pct: float | None, margin: float | None) -> str:
-    """'57.3 % ± 4.8' or '' for a missing score."""
-    if pct is None or pd.isna(pct):
-        return ""
-    return f"{stats.fmt(pct)} % ± {stats.fmt(margin)}"
-
-
 def overview(store: Store) -> pd.DataFrame:
-    """One row per setup with the headline figures and badges, newest first."""
+    """One row per setup with the headline figures, derived filter columns and badges, newest first.
+
+    Figures stay numbers (formatting is ``benchcards.fmt``'s job, for the rows shown); per
+    headline quality test ``<test>_pct`` and ``<test>_margin``.
+    Derived columns: ``tier`` (``benchcards.tiers``), ``model_gb`` (file size, 10⁹ bytes),
+    ``bpw`` (bits per weight), ``need_gib`` (GPU memory the setup needs: the memory
+    test's peak at its largest answered context, else the model file or the VRAM it ran
+    on, whichever is smaller) and ``name`` (model · quant · engine build).
+    """
     with db.reading(store.path) as con:
         base = _fetch(con, f"""
             WITH m AS ({LATEST_METRICS}), f AS ({LATEST_FIT})
-            SELECT s.setup_id, s.title, s.gpu, s.gpu_count, s.vram_gib, s.engine,
-                   coalesce(s.engine_version, '') AS engine_version, s.model, s.quant, s.thinking,
-                   s.synthetic, s.summary_only, s.measured_last AS measured, s.ctx, s.slots, s.kv_type,
+            SELECT s.setup_id, s.title, s.gpu, s.gpu_count, s.vram_gib,
+                   coalesce(s.unified_memory, false) AS unified_memory, s.engine,
+                   coalesce(s.engine_version, '') AS engine_version, s.engine_build, s.model, s.quant,
+                   s.model_bytes, s.params_total_b, s.thinking, s.synthetic, s.summary_only,
+                   s.measured_last AS measured, s.ctx, s.slots, s.kv_type,
                    max(CASE WHEN m.metric = 'decode' AND m.prompt IS NULL AND m.level IS NULL THEN m.value END)
                        AS decode_tps,
                    max(CASE WHEN m.metric = 'prefill' AND m.level = 8192 THEN m.value END) AS prefill_8k_tps,
                    max(CASE WHEN m.metric = 'ttft' AND m.level = 2048 THEN m.value END) AS ttft_2k_s,
-                   any_value(f.largest_ctx) AS fit_ctx,
+                   any_value(f.largest_ctx) AS fit_ctx, any_value(f.peak_gib) AS fit_peak_gib,
                    (SELECT count(*) FROM warnings w WHERE w.setup_id = s.setup_id) AS n_warnings
             FROM setups s
             LEFT JOIN m ON m.setup_id = s.setup_id
@@ -120,13 +139,38 @@ def overview(store: Store) -> pd.DataFrame:
         """)
         q = _fetch(con, f"SELECT setup_id, test, pct, margin_pp FROM ({LATEST_QUALITY}) "
                         f"WHERE test IN ({','.join('?' * len(HEADLINE_TESTS))})", list(HEADLINE_TESTS))
-    q["text"] = [fmt_margin(p, m) for p, m in zip(q.pct, q.margin_pp)]
-    wide = q.pivot(index="setup_id", columns="test", values="text")
     for test in HEADLINE_TESTS:
-        col = wide[test] if test in wide.columns else pd.Series(dtype=object)
-        base[test] = base.setup_id.map(col).astype(object).where(lambda x: x.notna(), "")
+        rows = q[q.test == test].set_index("setup_id")
+        base[f"{test}_pct"] = base.setup_id.map(rows.pct).astype(float)
+        base[f"{test}_margin"] = base.setup_id.map(rows.margin_pp).astype(float)
+    base["tier"] = [tiers.vram_tier(None if pd.isna(v) else float(v), bool(u))
+                    for v, u in zip(base.vram_gib, base.unified_memory)]
+    size = pd.to_numeric(base.model_bytes, errors="coerce").astype(float)
+    params = pd.to_numeric(base.params_total_b, errors="coerce").astype(float)
+    base["model_gb"] = size / 1e9
+    base["bpw"] = (size * 8 / (params * 1e9)).where(params > 0)
+    model_gib = size / 2**30
+    vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
+    base["need_gib"] = pd.to_numeric(base.fit_peak_gib, errors="coerce").astype(float) \
+        .fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
+    engine = base.engine.fillna("engine?").astype(str)
+    version = base.engine_version.fillna("").astype(str)
+    quant = base.quant.fillna("").astype(str)
+    base["name"] = (base.model.fillna("model?").astype(str) + quant.where(quant == "", " · " + quant) + " · "
+                    + engine + version.where(version == "", " " + version).where(version != "", " (build not given)"))
     base["badges"] = [badges({"synthetic": a, "summary_only": b}) for a, b in zip(base.synthetic, base.summary_only)]
     return base
+
+
+def short_name(row: object) -> str:
+    """'Model · quant · engine build' of an overview or setups row (the full title is the long name)."""
+    get = (lambda k: row.get(k)) if isinstance(row, dict) else (lambda k: getattr(row, k, None))
+    engine = " ".join(str(x) for x in (get("engine"), get("engine_version")) if not fmt.missing(x)) or "engine?"
+    bits = [str(get("model") or "model?")]
+    if not fmt.missing(get("quant")):
+        bits.append(str(get("quant")))
+    bits.append(engine if not fmt.missing(get("engine_version")) else f"{engine} (build not given)")
+    return " · ".join(bits)
 
 
 def badges(row: pd.Series | dict) -> str:
@@ -193,7 +237,7 @@ def card(store: Store, setup_id: str) -> Card:
         p = [setup_id]
         metrics = _fetch(con, f"SELECT * FROM ({latest_metrics('setup_id = ?')}) "
                               "ORDER BY metric, level NULLS FIRST, prompt NULLS FIRST", p)
-        runs = _fetch(con, "SELECT * EXCLUDE (method_json) FROM runs WHERE setup_id = ? "
+        runs = _fetch(con, "SELECT * FROM runs WHERE setup_id = ? "
                            "ORDER BY started_at NULLS LAST, run_id", p)
         parts = _fetch(con, "SELECT run_id, part, status, reason, repeat_run_id, origin FROM parts "
                             "WHERE setup_id = ? ORDER BY run_id, part", p)
@@ -225,17 +269,26 @@ def setup_ids(store: Store) -> list[tuple[str, str]]:
 def series(store: Store, ids: list[str], metric_names: list[str]) -> pd.DataFrame:
     """Measured points of the given metrics for the given setups (for scaling curves).
 
-    Columns: setup_id, title, metric, prompt, level, value, n, provenance.
+    Columns: setup_id, title, metric, prompt, level, value, n, provenance, tokens. ``level`` is the
+    requested depth (or the concurrency); ``tokens`` is the prompt length the server counted for that
+    depth step (median, metric ``measured_depth``), falling back to ``level``: curves plot it on x.
     """
+    cols = ["setup_id", "title", "metric", "prompt", "level", "value", "n", "provenance", "tokens"]
     if not ids or not metric_names:
-        return pd.DataFrame(columns=["setup_id", "title", "metric", "prompt", "level", "value", "n", "provenance"])
+        return pd.DataFrame(columns=cols)
     where = ("setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric IN (SELECT unnest(?::VARCHAR[])) "
              "AND level IS NOT NULL")
+    measured = "setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric = 'measured_depth'"
     return store.df(f"""
-        SELECT m.setup_id, s.title, m.metric, m.prompt, m.level, m.value, m.n, m.provenance
+        SELECT m.setup_id, s.title, m.metric, m.prompt, m.level, m.value, m.n, m.provenance,
+               coalesce(d.value, m.level) AS tokens
         FROM ({latest_metrics(where)}) m JOIN setups s USING (setup_id)
+        LEFT JOIN ({latest_metrics(measured)}) d
+          ON d.setup_id = m.setup_id AND d.level = m.level
+         AND d.prompt = CASE WHEN m.metric IN ('prefill', 'ttft', 'decode_at_depth') THEN 'prefill'
+                             WHEN m.metric IN ('ctx_prefill', 'ctx_ttft', 'ctx_decode') THEN 'ctx' END
         ORDER BY m.setup_id, m.metric, m.prompt NULLS FIRST, m.level
-    """, [ids, metric_names])
+    """, [ids, metric_names, ids])
 
 
 def quality_table(store: Store, ids: list[str] | None = None) -> pd.DataFrame:
@@ -265,7 +318,10 @@ class QualityComparison:
 
     @property
     def significant(self) -> bool:
-        """True when the 95 % interval of the difference excludes 0."""
+        """True when the difference is significant at 5 %: McNemar's exact p < 0.05 for paired items,
+        otherwise the 95 % interval of the difference excludes 0."""
+        if self.p_value is not None:
+            return self.p_value < 0.05
         return self.lo_pp > 0 or self.hi_pp < 0
 
 
@@ -303,44 +359,6 @@ def compare_quality(store: Store, a: str, b: str) -> list[QualityComparison]:
     return out
 
 
-def config_rows(setup: Setup) -> dict[str, str]:
-    """A flat view of a setup's configuration for diffs: 'hardware.cpu' -> value, 'flag -c' -> value."""
-    flat: dict[str, str] = {}
-
-    def walk(prefix: str, obj: object) -> None:
-        if isinstance(obj, dict):
-            for k, v in obj.items():
-                walk(f"{prefix}.{k}" if prefix else k, v)
-        elif isinstance(obj, list):
-            if prefix in ("server.argv",):
-                return
-            flat[prefix] = json.dumps(obj, ensure_ascii=False) if obj else ""
-        elif obj is not None:
-            flat[prefix] = str(obj)
-
-    walk("", setup.model_dump(exclude={"server", "notes", "deviations", "title", "setup_id", "schema_version",
-                                       "provenance", "measured_at"}))
-    flat["server.program"] = setup.server.argv[0]
-    for k, v in flags.settings(setup.server.argv).items():
-        flat[f"server flag {k}"] = "on" if v is True else str(v)
-    for k, v in setup.server.env.items():
-        flat[f"server env {k}"] = v
-    return flat
-
-
-def config_diff(setups: list[Setup]) -> pd.DataFrame:
-    """Only the configuration fields that differ between the setups (rows) per setup (columns)."""
-    rows = [config_rows(s) for s in setups]
-    keys = sorted(set().union(*rows)) if rows else []
-    data = {}
-    for k in keys:
-        vals = [r.get(k, "—") for r in rows]
-        if len(set(vals)) > 1:
-            data[k] = vals
-    return pd.DataFrame.from_dict(data, orient="index", columns=[s.setup_id for s in setups])
-
-
-
 @dataclass(frozen=True)
 class OverviewFilter:
     """What the overview shows; every field empty means 'all'."""
@@ -352,36 +370,70 @@ class OverviewFilter:
     quant: tuple[str, ...] = ()
     thinking: bool | None = None
     kinds: tuple[str, ...] = ()  # badges: synthetic / summary only / verified raw
+    tiers: tuple[str, ...] = ()  # VRAM tiers (benchcards.tiers)
+    fits_gib: float | None = None  # only setups whose ``need_gib`` is at most this
+    model_gb: tuple[float, float] | None = None  # model file size range, GB
+    bpw: tuple[float, float] | None = None  # bits per weight range
 
     def apply(self, df: pd.DataFrame) -> pd.DataFrame:
-        """Rows of an ``overview`` frame that pass the filter."""
+        """Rows of an ``overview`` frame that pass the filter. A range filter keeps rows whose value is unknown
+        only when the range is the whole span (the filter is not narrowed)."""
         keep = pd.Series(True, index=df.index)
         for col, wanted in (("gpu", self.gpu), ("engine", self.engine), ("model", self.model),
-                            ("quant", self.quant), ("badges", self.kinds)):
+                            ("quant", self.quant), ("badges", self.kinds), ("tier", self.tiers)):
             if wanted:
                 keep &= df[col].isin(wanted)
-        if self.vram is not None:
-            lo, hi = self.vram
-            keep &= df.vram_gib.between(lo, hi)
+        for col, rng in (("vram_gib", self.vram), ("model_gb", self.model_gb), ("bpw", self.bpw)):
+            if rng is not None:
+                lo, hi = rng
+                keep &= pd.to_numeric(df[col], errors="coerce").between(lo, hi)
+        if self.fits_gib is not None:
+            keep &= pd.to_numeric(df.need_gib, errors="coerce") <= self.fits_gib
         if self.thinking is not None:
             keep &= df.thinking.fillna(False) == self.thinking
         return df[keep]
 
 
-SORTS: dict[str, tuple[str, bool]] = {
-    "newest": ("measured", False),
-    "decode": ("decode_tps", False),
-    "prefill at 8K": ("prefill_8k_tps", False),
-    "first token at 2K": ("ttft_2k_s", True),
-    "largest context": ("fit_ctx", False),
-    "VRAM": ("vram_gib", True),
+#: sort keys of the overview: key -> (label, column, ascending)
+SORTS: dict[str, tuple[str, str, bool]] = {
+    "decode": ("Decode (fastest first)", "decode_tps", False),
+    "prefill": ("Prefill at 8K (fastest first)", "prefill_8k_tps", False),
+    "ttft": ("First token at 2K (soonest first)", "ttft_2k_s", True),
+    "context": ("Largest context (largest first)", "fit_ctx", False),
+    "quality": ("MMLU-Pro (best first)", "mmlu_pro_pct", False),
+    "newest": ("Newest first", "measured", False),
+    "vram": ("GPU memory (smallest first)", "vram_gib", True),
 }
+DEFAULT_SORT = "decode"
 
 
-def sort_overview(df: pd.DataFrame, by: str) -> pd.DataFrame:
-    """Sort an overview frame by one of ``SORTS`` (missing values last)."""
-    col, asc = SORTS.get(by, SORTS["newest"])
-    return df.sort_values(col, ascending=asc, na_position="last", kind="stable")
+def sort_overview(df: pd.DataFrame, by: str = DEFAULT_SORT) -> pd.DataFrame:
+    """Sort an overview frame by one of ``SORTS`` within VRAM tiers (smallest tier first), missing values last.
+
+    Setups compete within their tier: the fastest 16 GB setup comes before the 24 GB ones
+    ("newest" ignores the tiers).
+    """
+    _, col, asc = SORTS.get(by, SORTS[DEFAULT_SORT])
+    out = df.sort_values(col, ascending=asc, na_position="last", kind="stable")
+    if by == "newest":
+        return out
+    ranks = pd.Series([tiers.tier_rank(t) for t in out.tier], index=out.index)
+    return out.loc[ranks.sort_values(kind="stable").index]
+
+
+def curve_setups(store: Store, limit: int = 3) -> list[str]:
+    """Setups to show on the scaling curves when none is chosen: those with prefill or long-prompt points,
+    measured (not synthetic) ones first, then the fastest decode."""
+    rows = store.df(f"""
+        SELECT s.setup_id FROM setups s
+        JOIN (SELECT setup_id, count(*) AS n FROM ({LATEST_METRICS})
+              WHERE metric IN ('prefill', 'ctx_prefill') GROUP BY setup_id) p USING (setup_id)
+        LEFT JOIN (SELECT setup_id, value FROM ({LATEST_METRICS})
+                   WHERE metric = 'decode' AND prompt IS NULL AND level IS NULL) d USING (setup_id)
+        ORDER BY s.synthetic, p.n DESC, d.value DESC NULLS LAST, s.setup_id
+        LIMIT ?
+    """, [limit])
+    return list(rows.setup_id)
 
 
 # --------------------------------------------------------------------------- inputs of benchcards.analysis

@@ -1,7 +1,8 @@
 """Statistics used for every figure benchcards shows. Pure functions, no I/O.
 
-Definitions follow DOMAIN.md: decode excludes the first token, pooled rates are
-Σ(n-1)/Σ(t_last-t_first), margins are Wilson score intervals at 95 %.
+Definitions are those of docs/definitions.md: decode excludes the first token
+(#decode), pooled rates are Σ(n-1)/Σ(t_last-t_first) (#pooled), margins are Wilson
+score intervals at 95 % (#wilson), paired comparisons use McNemar's exact test (#mcnemar).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class Interval:
 
 
 def wilson(right: int, n: int, z: float = Z95) -> Interval:
-    """Wilson score interval of right/n.
+    """Wilson score interval of right/n (docs/definitions.md#wilson).
 
     >>> round(wilson(229, 400).half_width * 100, 1)
     4.8
@@ -117,7 +118,7 @@ def wilson(right: int, n: int, z: float = Z95) -> Interval:
 
 def newcombe_diff(right_a: int, n_a: int, right_b: int, n_b: int) -> Interval:
     """Difference p_a - p_b of two independent proportions with Newcombe's hybrid
-    Wilson 95 % interval (method 10). ``p`` holds the difference; lo/hi in [-1, 1]."""
+    Wilson 95 % interval (method 10; docs/definitions.md#newcombe). ``p`` holds the difference; lo/hi in [-1, 1]."""
     a = wilson(right_a, n_a)
     b = wilson(right_b, n_b)
     d = a.p - b.p
@@ -152,7 +153,7 @@ def _binom_two_sided(k: int, n: int) -> float:
 
 
 def mcnemar(pairs: Iterable[tuple[bool, bool]]) -> McNemar:
-    """McNemar's exact test over (right in A, right in B) pairs of the same items.
+    """McNemar's exact test over (right in A, right in B) pairs of the same items (docs/definitions.md#mcnemar).
 
     The interval of the paired difference uses the Wald form on discordant pairs
     with a continuity-free standard error (Agresti): adequate for the n of quality tests.
@@ -196,18 +197,3 @@ def agrees(stated: float, computed: float) -> bool:
     """True when ``computed`` rounds to ``stated`` at the precision it was written with."""
     tol = 0.5 * 10 ** (-decimals_of(stated)) + 1e-9 + 1e-9 * abs(stated)
     return abs(stated - computed) <= tol
-
-
-def round_half_up(x: float, digits: int = 1) -> float:
-    """Round as people do on paper (57.25 -> 57.3), not banker's rounding on the binary value."""
-    from decimal import ROUND_HALF_UP, Decimal
-
-    q = Decimal(1).scaleb(-digits)
-    return float(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
-
-
-def fmt(x: float | None, digits: int = 1) -> str:
-    """A figure for display with half-up rounding; '' for missing values."""
-    if x is None or x != x:  # None or NaN
-        return ""
-    return f"{round_half_up(x, digits):.{digits}f}"

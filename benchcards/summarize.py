@@ -1,7 +1,8 @@
 """Figures computed from a contract's raw records, and checks against stated figures.
 
 Every function here is pure: a validated contract in, rows out. ``ingest`` stores
-the rows; the site shows them. Definitions are those of DOMAIN.md (see ``stats``).
+the rows; the site shows them. Definitions are those of
+docs/definitions.md (see also ``stats``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchcards import stats
+from benchcards import fmt, stats
+from benchcards.metrics import REGISTRY, sd_key
 from schemas.models import (
     BenchRecord,
     FitContract,
@@ -25,44 +27,15 @@ from schemas.models import (
 )
 
 HIGH_CV_PCT = 5.0
+#: a prefill or long-prompt request whose prompt (as the server counted it) is further than this from the
+#: requested depth makes its step invalid
+DEPTH_TOLERANCE = 0.02
+#: the client's TTFT may exceed the server's own prompt time by this share before prefill-from-TTFT is
+#: called dominated by time outside prompt processing (hygiene note), at depths of at least TTFT_GAP_DEPTH
+TTFT_GAP_PCT = 20.0
+TTFT_GAP_DEPTH = 8192
 
-# metric name -> (unit, label). ``prompt`` and ``level`` qualify a metric.
-METRICS: dict[str, tuple[str, str]] = {
-    "decode": ("tok/s", "Decode"),
-    "decode_cv": ("%", "Spread of the decode runs (CV)"),
-    "decode_pooled": ("tok/s", "Decode, pooled Σ(n-1)/Σt"),
-    "words_per_s": ("words/s", "Words per second"),
-    "chars_per_s": ("chars/s", "Characters per second"),
-    "s_per_500_words": ("s", "500 words take"),
-    "prefill": ("tok/s", "Prefill"),
-    "ttft": ("s", "Time to first token"),
-    "decode_at_depth": ("tok/s", "Decode after a prompt of this depth"),
-    "ctx_prefill": ("tok/s", "Long prompt: prefill"),
-    "ctx_ttft": ("s", "Long prompt: time to first token"),
-    "ctx_decode": ("tok/s", "Long prompt: decode"),
-    "conc_total": ("tok/s", "Requests at once: total"),
-    "conc_per_request": ("tok/s", "Requests at once: per request"),
-    "conc_ttft": ("s", "Requests at once: time to first token (median)"),
-    "conc_itl": ("s", "Requests at once: gap between tokens (median)"),
-    "l1_wall": ("s", "Long answer: wall time"),
-    "l1_tokens": ("tokens", "Long answer: tokens"),
-    "l1_words": ("words", "Long answer: words"),
-    "slots": ("slots", "Server slots"),
-    "server_decode": ("tok/s", "Decode, as the server reports it"),
-    "server_prefill": ("tok/s", "Prefill, as the server reports it"),
-    "task_prefill": ("tok/s", "Task: prefill"),
-    "task_decode": ("tok/s", "Task: decode"),
-    "task_ttft": ("s", "Task: time to first token"),
-    "task_wall": ("s", "Task: wall time"),
-    # engine benchmark tool (llama-bench): prompt = test label ('pp512', 'tg128'), level = depth
-    "bench_prefill": ("tok/s", "Engine prompt processing (llama-bench pp, mean of repetitions)"),
-    "bench_decode": ("tok/s", "Engine generation (llama-bench tg, mean of repetitions)"),
-    "bench_pg": ("tok/s", "Engine prompt + generation (llama-bench pp+tg)"),
-    "bench_cv": ("%", "Spread of the repetitions (CV)"),
-    # a server's own log (prompt 'log'): decode over requests, prefill per prompt size (level)
-    "server_decode_cv": ("%", "Spread of the server-logged decode rates (CV)"),
-    "server_requests": ("requests", "Requests in the server log"),
-}
+# Names, units and decimals of every metric live in ``benchcards.metrics`` (the registry).
 
 #: metric of each llama-bench test kind
 BENCH_METRIC = {"pp": "bench_prefill", "tg": "bench_decode", "pg": "bench_pg"}
@@ -87,8 +60,8 @@ class Metric:
 class Warn:
     """Something a reader must know about a run."""
 
-    # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request | imported
-    kind: str
+    kind: str  # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request
+    #            | depth_mismatch | depth_unchecked | ttft_gap | imported
     message: str
     stated: float | None = None
     computed: float | None = None
@@ -147,11 +120,16 @@ def stated_metrics(summary: SpeedSummary) -> list[Metric]:
         add("conc_per_request", c.per_request_tps, None, c.level)
         add("conc_ttft", c.ttft_s, None, c.level)
         add("conc_itl", c.itl_s, None, c.level)
+    for w in summary.decode_windows:
+        add("decode_window", w.decode_tps, None, w.window)
     for t in summary.tasks:
-        add("task_prefill", t.prefill_tps, t.task, t.prompt_tokens)
-        add("task_decode", t.decode_tps, t.task, t.prompt_tokens)
-        add("task_ttft", t.ttft_s, t.task, t.prompt_tokens)
-        add("task_wall", t.wall_s, t.task, t.prompt_tokens)
+        for metric, mean, sd in (("task_prompt_tokens", t.prompt_tokens, t.prompt_tokens_sd),
+                                 ("task_output", t.output_tokens, t.output_tokens_sd),
+                                 ("task_prefill", t.prefill_tps, t.prefill_tps_sd),
+                                 ("task_decode", t.decode_tps, t.decode_tps_sd),
+                                 ("task_ttft", t.ttft_s, t.ttft_s_sd), ("task_wall", t.wall_s, t.wall_s_sd)):
+            add(metric, mean, t.task, t.prompt_tokens)
+            add(sd_key(metric), sd, t.task, t.prompt_tokens)
     if summary.long_answer:
         add("l1_wall", summary.long_answer.wall_s)
         add("l1_tokens", summary.long_answer.tokens)
@@ -170,8 +148,28 @@ def _usable(r: RequestRecord) -> bool:
     return not r.warmup and r.error is None
 
 
+def depth_problem(depth: int | None, prompt_tokens: int | None,
+                  tolerance: float = DEPTH_TOLERANCE) -> str | None:
+    """Why a request's prompt does not have its requested depth, or None when it does (or has no depth).
+
+    The server's own prompt count must be within ``tolerance`` (2 %) of the requested depth; a prompt of
+    another length measures another point of the curve.
+    """
+    if not depth or prompt_tokens is None:
+        return None
+    off = prompt_tokens / depth - 1
+    if abs(off) <= tolerance:
+        return None
+    return (f"the server counted {prompt_tokens:,} prompt tokens for a requested depth of {depth:,} "
+            f"({off * 100:+.1f} %, more than ±{tolerance * 100:g} %): this step measured another depth")
+
+
 def speed_from_records(contract: SpeedContract) -> SpeedResult:
-    """Compute every speed figure from the request records of ``contract``."""
+    """Compute every speed figure from the request records of ``contract``.
+
+    Rules: docs/definitions.md#decode, #headline-decode, #spread, #pooled, #words,
+    #prefill, #ttft, #concurrency and #long-answer.
+    """
     method = contract.method
     min_tokens = method.min_decode_tokens
     metrics: list[Metric] = []
@@ -236,8 +234,9 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
         if cv is not None:
             metrics.append(Metric("decode_cv", cv, None, None, len(all_rates)))
             if cv > HIGH_CV_PCT:
-                warns.append(Warn("high_cv", f"decode runs spread {cv:.1f} % (CV), above {HIGH_CV_PCT:.0f} %: "
-                                             "the machine may have been busy", computed=cv))
+                warns.append(Warn("high_cv", f"decode runs spread {fmt.percent(cv)} (CV), above "
+                                             f"{fmt.percent(HIGH_CV_PCT, 0)}: the machine may have been busy",
+                                  computed=cv))
         pooled = stats.pooled_decode_rate(
             (r.output_tokens or 0, r.t_first or 0.0, r.t_last or 0.0) for r in valid_rows)
         if pooled is not None:
@@ -253,7 +252,9 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
         if span > 0 and all(c is not None for c in chars):
             metrics.append(Metric("chars_per_s", sum(chars) / span, None, None, len(valid_rows)))  # type: ignore[arg-type]
 
-    # prefill and ctx parts: prefill = prompt tokens / TTFT, medians per depth
+    # prefill and ctx parts: prefill = prompt tokens / TTFT, medians per depth. ``level`` stays the requested
+    # depth (stable keys: "prefill at 8192"); ``measured_depth`` holds the median of what the server counted,
+    # which curves plot. A step whose prompts are off by more than 2 % is invalid and left out.
     for part, pre, ttft_name, dec_name in (("prefill", "prefill", "ttft", "decode_at_depth"),
                                            ("ctx", "ctx_prefill", "ctx_ttft", "ctx_decode")):
         by_depth: dict[int, list[RequestRecord]] = defaultdict(list)
@@ -261,6 +262,21 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
             if r.part == part and r.depth is not None:
                 by_depth[r.depth].append(r)
         for depth, rows in sorted(by_depth.items()):
+            label = _label(part, None, depth)
+            wrong = [(r, why) for r in rows if (why := depth_problem(r.depth, r.prompt_tokens))]
+            if wrong:
+                r, why = wrong[0]
+                more = f" ({len(wrong)} of {len(rows)} requests)" if len(wrong) > 1 else ""
+                reason = f"{label} round {r.round}: {why}{more}"
+                warns.append(Warn("depth_mismatch", reason, stated=float(depth), computed=float(r.prompt_tokens or 0)))
+                failed.append((label, reason))
+                continue
+            counted = [r.prompt_tokens for r in rows if r.prompt_tokens is not None]
+            if len(counted) < len(rows):
+                warns.append(Warn("depth_unchecked", f"{label}: {len(rows) - len(counted)} request(s) without the "
+                                                     "server's prompt token count; their depth is not checked"))
+            if counted:
+                metrics.append(Metric("measured_depth", float(stats.median(counted) or 0), part, depth, len(counted)))
             pts = [(r.prompt_tokens / t, t) for r in rows
                    if (t := _ttft(r)) is not None and r.prompt_tokens]
             if pts:
@@ -269,6 +285,18 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
             server = [r.timings.prompt_per_second for r in rows if r.timings and r.timings.prompt_per_second]
             if server:
                 metrics.append(Metric("server_prefill", stats.median(server) or 0.0, part, depth, len(server)))
+            prompt_s = [r.timings.prompt_ms / 1000 for r in rows if r.timings and r.timings.prompt_ms is not None
+                        and not r.timings.cache_n]
+            if prompt_s:
+                server_s = stats.median(prompt_s) or 0.0
+                metrics.append(Metric("server_prompt_time", server_s, part, depth, len(prompt_s)))
+                ttft_s = stats.median(t for _, t in pts) if pts else None
+                if ttft_s and depth >= TTFT_GAP_DEPTH and (gap := (ttft_s - server_s) / ttft_s * 100) > TTFT_GAP_PCT:
+                    warns.append(Warn(
+                        "ttft_gap", f"{label}: {gap:.0f} % of the time to first token ({ttft_s:.3g} s) lies outside "
+                        f"the server's own prompt time ({server_s:.3g} s), so prefill from TTFT is dominated by "
+                        "it (on llama-server usually the host-RAM prompt cache, --cache-ram: see the card)",
+                        stated=server_s, computed=ttft_s))
             if part == "ctx":
                 groups: dict[str, list[RequestRecord]] = defaultdict(list)
                 for r in rows:
@@ -342,11 +370,10 @@ def compare_stated(computed: list[Metric], stated: list[Metric], what: str = "")
         if c is None:
             continue
         if not stats.agrees(s.value, c.value):
-            label = METRICS.get(s.metric, ("", s.metric))[1]
-            where = _label("", s.prompt, s.level).strip("/")
+            label = fmt.label(s.metric, s.prompt, s.level) if s.metric in REGISTRY else s.metric
             out.append(Warn(
                 "summary_mismatch",
-                f"{what}{label}{' (' + where + ')' if where else ''}: stated {s.value:g}, "
+                f"{what}{label}: stated {s.value:g}, "
                 f"computed from the raw records {c.value:.4g}; the computed value is shown",
                 stated=s.value, computed=c.value))
     return out
@@ -424,22 +451,22 @@ def server_log_decode_rate(r: ServerLogRecord) -> float | None:
 
 
 def server_log_metrics(records: Sequence[ServerLogRecord], min_tokens: int) -> tuple[list[Metric], list[Warn]]:
-    """Figures from a server's own per-request log lines (prompt 'log'): the median decode rate over
+    """Figures from a server's own per-request log lines: the median decode rate over
     requests that generated at least ``min_tokens`` tokens (all with more than one when none did) and its
     spread; the median prefill rate per prompt size (level = prompt tokens processed)."""
     metrics: list[Metric] = []
     warns: list[Warn] = []
     if not records:
         return metrics, warns
-    metrics.append(Metric("server_requests", float(len(records)), "log", None, len(records)))
+    metrics.append(Metric("log_requests", float(len(records)), None, None, len(records)))
     long = [r for r in records if r.predicted_n >= min_tokens]
     pool = long or records
     rates = [x for r in pool if (x := server_log_decode_rate(r)) is not None]
     if rates:
-        metrics.append(Metric("server_decode", stats.median(rates) or 0.0, "log", None, len(rates)))
+        metrics.append(Metric("log_decode", stats.median(rates) or 0.0, None, None, len(rates)))
         cv = stats.cv_pct(rates)
         if cv is not None:
-            metrics.append(Metric("server_decode_cv", cv, "log", None, len(rates)))
+            metrics.append(Metric("log_decode_cv", cv, None, None, len(rates)))
     if not long:
         warns.append(Warn("short_decode", f"no logged request generated {min_tokens} tokens or more; the decode "
                                           "figure pools shorter answers, which read less steady"))
@@ -451,7 +478,7 @@ def server_log_metrics(records: Sequence[ServerLogRecord], min_tokens: int) -> t
         if r.prompt_n > 0 and r.prompt_ms > 0:
             by_size[r.prompt_n].append(r.prompt_n / (r.prompt_ms / 1000.0))
     for size, vals in sorted(by_size.items()):
-        metrics.append(Metric("server_prefill", stats.median(vals) or 0.0, "log", size, len(vals)))
+        metrics.append(Metric("log_prefill", stats.median(vals) or 0.0, None, size, len(vals)))
     if cached:
         warns.append(Warn("prompt_cache", f"{cached} logged request(s) reused prompt tokens from the cache; "
                                           "their prefill counts only the tokens processed"))
@@ -477,7 +504,8 @@ def import_warnings(contract: SpeedContract | QualityContract | FitContract) -> 
 def speed(contract: SpeedContract) -> SpeedResult:
     """Figures of a speed contract: computed from the records, or the stated ones when
     the contract is summary-only. Stated figures that disagree become warnings.
-    Engine-benchmark and server-log records add their own figures."""
+    Engine-benchmark and server-log records add their own figures (docs/definitions.md#engine-benchmark
+    and #server-log); the depth check of prefill and long-prompt requests does not apply to them."""
     stated = stated_metrics(contract.summary) if contract.summary else []
     bench, bench_warns = bench_metrics(contract.bench)
     logged, log_warns = server_log_metrics(contract.server_log, contract.method.min_decode_tokens)
@@ -515,7 +543,10 @@ class QualityScore:
 
 
 def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
-    """Score one test from its items (or its stated figures when it has none)."""
+    """Score one test from its items (or its stated figures when it has none).
+
+    Rules: docs/definitions.md#wilson and #stated-vs-computed.
+    """
     warns: list[Warn] = []
     if t.items:
         last: dict[str, QualityItem] = {}  # an item asked again counts with its final record
@@ -530,15 +561,16 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
             warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
         n = len(items)
         right = 0
-        cut = 0
+        n_cut = 0
         for it in items:
             if it.cut_off:
-                cut += 1
+                n_cut += 1
                 if it.right:
                     warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "
                                                        "token limit; counted wrong"))
             elif it.right and it.error is None:
                 right += 1
+        cut: int | None = n_cut
         tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for it in items:
             if it.task:
@@ -592,7 +624,7 @@ class FitHeadline:
 
 
 def fit(contract: FitContract) -> tuple[FitHeadline, list[float | None], list[Warn]]:
-    """Headline of a memory test, the computed fill % of every step, and warnings."""
+    """Headline of a memory test, the computed fill % of every step, and warnings (docs/definitions.md#fit)."""
     warns: list[Warn] = []
     filled: list[float | None] = []
     for st in contract.steps:

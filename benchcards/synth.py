@@ -83,6 +83,21 @@ def _attach(run_dir: Path, name: str, text: str) -> dict:
             "description": "client log"}
 
 
+def server_argv(file: str, ctx: int, slots: int, kv: str, offload_layers: int, *, moe: bool) -> list[str]:
+    """The llama-server command of a synthetic setup: every value right after its flag.
+
+    Offload keeps the experts of ``offload_layers`` layers in system RAM for a MoE
+    model (--n-cpu-moe) and puts fewer layers on the GPU for a dense one (-ngl).
+    """
+    gpu_layers = ["-ngl", str(max(1, 48 - offload_layers))] if offload_layers and not moe else ["-ngl", "999"]
+    experts = ["--n-cpu-moe", str(offload_layers)] if offload_layers and moe else []
+    cache = ["-ctk", kv, "-ctv", kv] if kv != "f16" else []
+    return ["llama-server", "-m", file, *gpu_layers, *experts, "-fa", "on", "-c", str(ctx), *cache,
+            "-np", str(slots), "-b", "2048", "-ub", "512", "-t", "8", "--jinja", "--temp", "0.6",
+            "--top-p", "0.95", "--top-k", "20", "--seed", "42", "--host", "127.0.0.1", "--port", "8080",
+            "--metrics"]
+
+
 def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = True) -> Path:
     """Write one synthetic raw setup folder under ``out``; returns its path.
 
@@ -101,17 +116,7 @@ def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = Tr
     kv = rng.choice(["f16", "q8_0"])
     setup_id = f"synthetic-{seed:05d}-{model[0].lower().replace('.', '')}-{quant.lower()}"
     folder = out / setup_id
-    argv = ["llama-server", "-m", f"{model[0]}-{quant}.gguf", "-ngl", "999", "-fa", "on", "-c", str(ctx),
-            "-np", str(slots), "-b", "2048", "-ub", "512", "-t", "8", "--jinja", "--temp", "0.6",
-            "--top-p", "0.95", "--top-k", "20", "--seed", "42", "--host", "127.0.0.1", "--port", "8080",
-            "--metrics"]
-    if kv != "f16":
-        argv[8:8] = ["-ctk", kv, "-ctv", kv]
-    if perf.offload_layers:
-        argv[5:5] = ["--n-cpu-moe", str(perf.offload_layers)] if model[3] < model[2] else \
-            ["-ngl", str(max(1, 48 - perf.offload_layers))]
-        if model[3] >= model[2]:
-            del argv[3:5]
+    argv = server_argv(f"{model[0]}-{quant}.gguf", ctx, slots, kv, perf.offload_layers, moe=model[3] < model[2])
     day = 1 + seed % 27
     date = f"2026-10-{day:02d}"
     setup = {
@@ -304,7 +309,8 @@ def generate(out: Path, count: int, seed: int = 1) -> list[Path]:
     return [generate_setup(seed + i, out) for i in range(count)]
 
 
-#: the build timeline of the demo: build number, commit, and how each test moved against the first build
+#: the build timeline of the demo (written as setups by ``python -m ingest.importers.demo``): build number,
+#: commit, and how each test moved against the first build
 #: (prefill, decode at depth 0, decode at depth 16K): a prefill gain, a deep-context decode regression, its fix
 BUILDS = [(6050, "1f0e3d2c", 1.00, 1.00, 1.00), (6120, "5b7a9e41", 1.08, 1.00, 1.00),
           (6188, "9c2d4f6a", 1.08, 1.00, 0.93), (6250, "d3e8a1b7", 1.09, 1.01, 1.01)]
@@ -324,7 +330,7 @@ def llama_bench_output(seed: int, build: int, commit: str, gains: tuple[float, f
             "flash_attn": 1, "devices": "auto", "tensor_split": "0.00", "tensor_buft_overrides": "none",
             "use_mmap": True, "embeddings": False, "no_op_offload": 0}
     day = 1 + (build - 6000) // 10
-    tests = []
+    tests: list[str] = []
     for depth, pp_rate, tg_rate in ((0, 3900.0, 196.0), (4096, 3300.0, 172.0), (16384, 2350.0, 131.0)):
         for n_prompt, n_gen, rate in ((512, 0, pp_rate * pp_gain), (0, 128, tg_rate * (
                 deep_gain if depth == 16384 else tg_gain))):
@@ -345,41 +351,14 @@ def llama_bench_output(seed: int, build: int, commit: str, gains: tuple[float, f
     return ("[\n" + ",\n".join(tests) + "\n]\n").encode()
 
 
-def generate_builds(out: Path, seed: int = 1) -> list[Path]:
-    """Write the demo build timeline: synthetic llama-bench outputs of four builds, imported as setups
-    (marked synthetic) through the llama-bench importer. Returns the setup folders written.
-
-    Side effects: writes ``out/<setup_id>/`` folders (setup.json, a speed run with the original output).
-    """
-    from ingest.importers import Options, Source, convert
-
-    sources = [Source(f"llama-bench-b{b}.json", llama_bench_output(seed, b, c, (pp, tg, deep)))
-               for b, c, pp, tg, deep in BUILDS]
-    opts = Options(synthetic=True, title_prefix="Synthetic: ", id_prefix="timeline-demo",
-                   measured_by="benchcards.synth")
-    written = []
-    for res in convert(sources, opts, force="llama-bench"):
-        for conv in res.setups:
-            conv.setup["provenance"] = (f"benchcards.synth seed {seed}: a synthetic llama-bench output, "
-                                        "generated, not measured, imported with the llama-bench importer")
-            for rel, data in conv.files():
-                target = out / conv.setup_id / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            written.append(out / conv.setup_id)
-    return written
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchcards.synth",
                                      description="Write realistic synthetic raw setup folders (labelled synthetic).")
     parser.add_argument("out", type=Path, help="folder to write setup folders into")
     parser.add_argument("--count", type=int, default=3, help="number of setups (default 3)")
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
-    parser.add_argument("--builds", action="store_true",
-                        help="write the build-timeline demo instead: one setup per llama.cpp build (4 builds)")
     args = parser.parse_args(argv)
-    for p in (generate_builds(args.out, args.seed) if args.builds else generate(args.out, args.count, args.seed)):
+    for p in generate(args.out, args.count, args.seed):
         print(p)
     return 0
 

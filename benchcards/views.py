@@ -1,50 +1,114 @@
-"""Display tables shared by the app and the static export (one definition of each view)."""
+"""Display tables shared by the app and the static export (one definition of each view).
+
+Every cell is text made by ``benchcards.fmt`` (missing values are "—"); headers come
+from the metric registry. Pure functions, no Streamlit.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 
 import pandas as pd
 
-from benchcards.queries import fmt_margin
-from benchcards.stats import fmt
+from benchcards import fmt, metrics
+from benchcards.metrics import HEADLINE_TESTS
+
+#: the overview's figure columns: (header, metric key, overview column)
+OVERVIEW_FIGURES: tuple[tuple[str, str, str], ...] = (
+    ("Decode (tok/s)", "decode", "decode_tps"),
+    ("Prefill at 8K (tok/s)", "prefill", "prefill_8k_tps"),
+    ("First token at 2K (s)", "ttft", "ttft_2k_s"),
+    ("Largest context (tokens)", "fit_ctx", "fit_ctx"),
+)
+
+
+def short_gpu(name: object) -> str:
+    """'NVIDIA GeForce RTX 5060 Ti 16 GB' -> 'RTX 5060 Ti 16 GB' (keeps '2x ' counts)."""
+    if fmt.missing(name):
+        return fmt.DASH
+    return re.sub(r"\b(NVIDIA GeForce |NVIDIA |AMD Radeon |AMD |Intel )", "", str(name)).strip()
+
+
+def unique_names(names: Iterable[str], extra: Iterable[str], ids: Iterable[str]) -> list[str]:
+    """Names that tell setups apart: the name, then ' · extra' (e.g. the GPU) where names repeat,
+    then ' · id' where even that repeats."""
+    names, extra, ids = list(names), list(extra), list(ids)
+    out = list(names)
+    for i, n in enumerate(names):
+        if names.count(n) > 1:
+            out[i] = f"{n} · {extra[i]}"
+    for i, n in enumerate(list(out)):
+        if out.count(n) > 1:
+            out[i] = f"{n} · {ids[i]}"
+    return out
+
+
+def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
+    """The overview as shown, one text cell per figure, in ranking order of ``ov``.
+
+    Columns: setup_id, Setup (short name), title (the full title, for hover), badge, the
+    figure columns of ``OVERVIEW_FIGURES``, one per headline quality test (result ± margin),
+    GPU and VRAM tier.
+    """
+    out = pd.DataFrame({"setup_id": ov.setup_id, "Setup": ov.name, "title": ov.title, "badge": ov.badges})
+    for header, key, col in OVERVIEW_FIGURES:
+        out[header] = [fmt.value(key, v) for v in ov[col]]
+    for test in HEADLINE_TESTS:
+        out[metrics.quality_label(test)] = [fmt.quality(p, m) for p, m in zip(ov[f"{test}_pct"],
+                                                                               ov[f"{test}_margin"])]
+    out["GPU"] = [short_gpu(g) for g in ov.gpu]
+    out["VRAM tier"] = ov.tier.astype(str)
+    return out.reset_index(drop=True)
 
 
 def overview_table(ov: pd.DataFrame, link: Callable[[str], str]) -> pd.DataFrame:
-    """The overview as shown: numbers stay numbers (sortable); ``link`` makes each card's address."""
-    return pd.DataFrame({
-        "Card": [link(s) for s in ov.setup_id],
-        "Setup": ov.title,
-        "GPU": ov.gpu,
-        "VRAM (GiB)": ov.vram_gib,
-        "Engine": (ov.engine + " " + ov.engine_version).str.strip(),
-        "Model": ov.model,
-        "Quant": ov.quant,
-        "Decode (tok/s)": ov.decode_tps.round(1),
-        "Prefill 8K (tok/s)": ov.prefill_8k_tps.round(1),
-        "First token 2K (s)": ov.ttft_2k_s.round(2),
-        "Largest context": ov.fit_ctx,
-        "MMLU-Pro": ov.mmlu_pro,
-        "GPQA Diamond": ov.gpqa_diamond,
-        "IFEval": ov.ifeval,
-        "LiveCodeBench": ov.livecodebench,
-        "Thinking": ov.thinking.map({True: "on", False: "off"}),
-        "Measured": ov.measured,
-        "Data": ov.badges,
-        "Warnings": ov.n_warnings,
-    })
+    """Every overview column as text, with ``link`` making each card's address (for exports and downloads)."""
+    shown = overview_display(ov)
+    table = pd.DataFrame({"Card": [link(s) for s in ov.setup_id], "Setup": list(ov.title), "Short name": shown.Setup})
+    for col in shown.columns[4:]:
+        table[col] = list(shown[col])
+    table["GPU"] = list(ov.gpu.map(fmt.text))
+    table["VRAM (GiB)"] = [fmt.value("vram_gib", v) for v in ov.vram_gib]
+    table["Engine"] = [fmt.text(f"{e} {v}".strip()) for e, v in zip(ov.engine, ov.engine_version)]
+    table["Model"] = list(ov.model.map(fmt.text))
+    table["Quant"] = list(ov.quant.map(fmt.text))
+    table["Model file (GB)"] = [fmt.value("model_gb", v) for v in ov.model_gb]
+    table["Bits per weight"] = [fmt.value("bpw", v) for v in ov.bpw]
+    table["GPU memory needed (GiB)"] = [fmt.value("need_gib", v) for v in ov.need_gib]
+    table["Thinking"] = list(ov.thinking.map(fmt.on_off))
+    table["Measured"] = list(ov.measured.map(fmt.text))
+    table["Data"] = list(ov.badges)
+    table["Warnings"] = [fmt.number(n, 0) for n in ov.n_warnings]
+    return table
 
 
-def quality_table(q: pd.DataFrame) -> pd.DataFrame:
-    """Quality across setups (from ``queries.quality_table``): result ± margin, interval, right / n, settings."""
+def quality_frame(q: pd.DataFrame) -> pd.DataFrame:
+    """Rows of ``queries.quality_table`` with one display name per test id (``test_label``) and a
+    distinct ``setup_name`` per setup, ordered by test (registry order first), then result."""
+    df = q.copy()
+    df["test_label"] = [metrics.quality_label(t, lab) for t, lab in zip(df.test, df.label)]
+    order = {t: i for i, t in enumerate(metrics.TESTS)}
+    df["_order"] = [order.get(t, len(order)) for t in df.test]
+    df = df.sort_values(["_order", "test", "pct"], ascending=[True, True, False], kind="stable")
+    return df.drop(columns="_order").reset_index(drop=True)
+
+
+def quality_table(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.DataFrame:
+    """Quality across setups (from ``queries.quality_table``): result ± margin, interval, right / n, settings.
+
+    ``names`` maps setup ids to the names shown (default: the titles).
+    """
+    df = quality_frame(q)
+    setup = [names.get(s, t) if names else t for s, t in zip(df.setup_id, df.title)]
     return pd.DataFrame({
-        "Test": q.label,
-        "Setup": q.title,
-        "Result (95 % margin)": [fmt_margin(p, m) for p, m in zip(q.pct, q.margin_pp)],
-        "Interval": [f"{fmt(lo)} – {fmt(hi)} %" for lo, hi in zip(q.lo_pct, q.hi_pct)],
-        "Right / n": [f"{int(r)} / {int(n)}" for r, n in zip(q.right, q.n)],
-        "Cut off": q.cut_off,
-        "Token limit": q.token_limit,
-        "Thinking": q.thinking.map({True: "on", False: "off"}),
-        "From": q.from_items.map({True: "items", False: "summary only"}),
+        "Test": df.test_label,
+        "Setup": setup,
+        "Result (95 % margin)": [fmt.quality(p, m) for p, m in zip(df.pct, df.margin_pp)],
+        "Interval": [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)],
+        "Right / n": [fmt.right_of(r, n) for r, n in zip(df.right, df.n)],
+        "Cut off": [fmt.number(c, 0) for c in df.cut_off],
+        "Token limit": [fmt.number(t, 0) for t in df.token_limit],
+        "Thinking": [fmt.on_off(t) for t in df.thinking],
+        "From": df.from_items.map({True: "items", False: "summary only"}).fillna(fmt.DASH),
     })

@@ -1,6 +1,11 @@
-"""Validate raw result folders and load them into DuckDB (``python -m ingest``)."""
+"""The write side: validate raw result folders and load them into DuckDB (``python -m ingest``).
 
+Everything that writes lives here: validation (``validate``, ``files``, ``jsonread``),
+rows (``rows``), the DDL and the atomic swap (``store``), loading (``load``), the
+site build (``build``) and uploads (``upload``). ``benchcards`` only reads.
+"""
+
+from ingest.errors import IngestError
 from ingest.load import Report, ingest_paths, validate_paths
-from ingest.validate import IngestError
 
 __all__ = ["IngestError", "Report", "ingest_paths", "validate_paths"]

@@ -1,23 +1,37 @@
-"""Command line: python -m ingest PATH... [--db FILE] [--check] [--from FORMAT] [import options]"""
+"""Command line: python -m ingest PATH... [--db FILE] [--check] [--rebuild] [--from FORMAT] [import options]
+
+Exit status: 0 loaded (or valid, with --check), 1 the input was rejected or the
+database could not be written, 2 the command line itself was wrong. Every problem
+is a line naming the file and the JSON path (or the line and field of another tool's
+file); names from the input are printed with control characters escaped, and no
+traceback ever reaches the terminal.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
+import stat
 import sys
 import time
 from pathlib import Path
 
 from benchcards.db import DatabaseError
 from benchcards.paths import DEFAULT_DB, LOCAL
+from ingest.errors import IngestError, safe
+from ingest.files import SETUP_NAME, find_setup_folders, has_setup_file
 from ingest.load import ingest_paths, validate_paths
-from ingest.validate import SETUP_NAME, IngestError
 
 EPILOG = f"""\
-Each PATH is a setup folder (with setup.json), a folder of setup folders, or a result file of
-another tool (or a folder of such files) to import. Every file is checked first; if any is
-invalid, all errors are listed (file, field, what was expected), nothing is written and the exit
-status is 1 (2 for a wrong command line).
+Each PATH is a setup folder (with setup.json), a folder of setup folders, or a result
+file of another tool (or a folder of such files) to import.
+Every file is checked first; if any is invalid, the errors are listed (file, JSON
+path or line, what was expected; at most 20 per file, with a count of the rest),
+nothing is written and the exit status is 1 (2 for a wrong command line). Links,
+pipes and devices are refused, never followed; hidden files are skipped and listed.
+The folders given are recorded in the database, so `python -m ingest.build` reads
+them again.
 
 Importers (detected from the content; --from forces one):
   llama-bench       llama-bench -o json | jsonl | csv | sql | md
@@ -25,28 +39,32 @@ Importers (detected from the content; --from forces one):
   vllm              vllm bench serve --save-result JSON (or --append-result lines)
   guidellm          GuideLLM JSON report
   lm-eval           lm-evaluation-harness results_<date>.json (+ samples_<task>_<date>.jsonl)
-Imported setups are written as raw folders under --out (default {LOCAL}) and loaded into --db.
-What a file cannot tell is asked with options (--gpu, --vram-gib, --server-cmd, ...); every value
-that did not come from the file is recorded with its source in the run's contract.
+Imported setups are kept as raw setup folders under --out (default {LOCAL}), checked and
+loaded like an upload (a setup id another source owns is refused). What a file cannot
+tell is asked with options (--gpu, --vram-gib, --server-cmd, ...); every value that did
+not come from the file is recorded with its source in the run's contract.
 
 examples:
   python -m ingest data/raw --db data/benchcards.duckdb
+  python -m ingest ~/results/my-setup --check
   python -m ingest bench.json
   python -m ingest server.log --gpu "NVIDIA GeForce RTX 4090" --server-cmd "llama-server -m x.gguf -c 8192"
   python -m ingest vllm-result.json --gpu "NVIDIA L40S" --check
 """
 
+#: options that only make sense when importing other tools' files (dest names)
 IMPORT_OPTIONS = ("from_format", "gpu", "gpu_count", "vram_gib", "backend", "unified_memory", "cpu", "ram_gib",
                   "server_cmd", "engine", "engine_version", "model", "measured_by", "out")
 
 
-def _is_setup_input(p: Path) -> bool:
-    if p.is_file():
-        return p.name == SETUP_NAME
-    return p.is_dir() and ((p / SETUP_NAME).is_file() or any(p.rglob(SETUP_NAME)))
+class UsageError(Exception):
+    """The command line asks for something that can not be done (exit status 2, with the usage line)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (other commands extend it with their own options)."""
+    from ingest.importers import FORMATS
+
     parser = argparse.ArgumentParser(
         prog="python -m ingest",
         description="Validate raw benchcards setup folders, or import other tools' result files, and load them "
@@ -54,9 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from ingest.importers import FORMATS
-
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="setup folder(s) or file(s) to import")
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                        help="setup folder(s), or result file(s) of another tool to import")
     parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     parser.add_argument("--check", action="store_true", help="validate (and convert) only; write nothing")
     parser.add_argument("--rebuild", action="store_true",
@@ -81,85 +98,125 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    setup_inputs = [p for p in args.paths if p.exists() and _is_setup_input(p)]
-    import_inputs = [p for p in args.paths if p.exists() and p not in setup_inputs]
-    missing = [p for p in args.paths if not p.exists()]
-    given = [o for o in IMPORT_OPTIONS if getattr(args, o) is not None]
-    if setup_inputs and import_inputs:
-        parser.error("give setup folders or files to import, not both in one call")
-    if setup_inputs and given:
-        parser.error("--" + given[0].replace("_", "-").replace("from-format", "from") + " is for importing result "
-                     "files; the paths given are setup folders")
-    if import_inputs or (given and not setup_inputs):
-        if args.rebuild:
-            parser.error("--rebuild loads setup folders only; import files first, then rebuild from data/")
-        return _import(args, import_inputs + missing, parser, start)
+def is_setup_input(path: Path) -> bool:
+    """True when ``path`` names benchcards setup folders (setup.json, a setup folder, or a folder holding
+    setup folders); False for anything else (result files of other tools, a missing path)."""
     try:
-        if args.check:
-            folders = validate_paths(args.paths)
-            print(f"ok: {len(folders)} setup folder(s) valid")
-            return 0
-        report = ingest_paths(args.paths, args.db, rebuild=args.rebuild)
-    except IngestError as exc:
-        print(f"rejected: {len(exc.errors)} error(s); the database was not changed", file=sys.stderr)
-        for e in exc.errors:
-            print(f"  {e}", file=sys.stderr)
-        return 1
-    except DatabaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"{report.text()} -> {args.db} ({time.perf_counter() - start:.2f} s)")
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    if stat.S_ISREG(mode):
+        return path.name == SETUP_NAME
+    if not stat.S_ISDIR(mode):
+        return False
+    return has_setup_file(path) or bool(find_setup_folders([path])[0])
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out parsed arguments; returns the exit status. Raises UsageError for a command line that
+    mixes setup folders and files to import (or gives import options for setup folders)."""
+    start = time.perf_counter()
+    setups = [p for p in args.paths if is_setup_input(p)]
+    others = [p for p in args.paths if p not in setups and (p.exists() or p.is_symlink())]
+    given = [o for o in IMPORT_OPTIONS if getattr(args, o) is not None]
+    if setups and others:
+        raise UsageError("give setup folders or files to import, not both in one call")
+    if setups and given:
+        raise UsageError(f"--{given[0].replace('_', '-').replace('from-format', 'from')} is for importing result "
+                         "files of other tools; the paths given are setup folders")
+    if not setups and (others or given):
+        if args.rebuild:
+            raise UsageError("--rebuild loads setup folders only; import files first, then rebuild from data/")
+        return _import(args, start)
+    # setup folders (a path that does not exist is reported by the setup folder search)
+    if args.check:
+        valid = validate_paths(args.paths)
+        for s in valid.skipped:
+            print(f"  skipped: {safe(s)}")
+        print(f"ok: {len(valid.setups)} setup folder(s) valid")
+        return 0
+    report = ingest_paths(args.paths, args.db, rebuild=args.rebuild)
+    print(f"{report.text()} -> {safe(args.db)} ({time.perf_counter() - start:.2f} s)")
+    for s in report.skipped:
+        print(f"  skipped: {safe(s)}")
     return 0
 
 
-def _import(args: argparse.Namespace, paths: list[Path], parser: argparse.ArgumentParser, start: float) -> int:
-    from ingest.importers import ImportFailed, Options, convert, read_sources, store
+def _options(args: argparse.Namespace):  # -> ingest.importers.Options
+    from ingest.importers import Options
 
     try:
         server_cmd = shlex.split(args.server_cmd) if args.server_cmd is not None else None
     except ValueError as exc:
-        parser.error(f"--server-cmd: {exc}")
+        raise UsageError(f"--server-cmd: {exc}") from None
     if server_cmd is not None and not server_cmd:
-        parser.error("--server-cmd: empty command")
-    for name in ("gpu_count", "vram_gib", "ram_gib"):
+        raise UsageError("--server-cmd: empty command")
+    for name, lo, hi in (("gpu_count", 1, 1024), ("vram_gib", 0, 1e6), ("ram_gib", 0, 1e9)):
         v = getattr(args, name)
-        if v is not None and (v < (1 if name == "gpu_count" else 0) or v != v or v == float("inf")):
-            parser.error(f"--{name.replace('_', '-')}: {v} is out of range")
-    opts = Options(gpu=args.gpu, gpu_count=args.gpu_count, vram_gib=args.vram_gib, backend=args.backend,
+        if v is not None and not (math.isfinite(v) and lo <= v <= hi):
+            raise UsageError(f"--{name.replace('_', '-')}: {v} is out of range ({lo} to {hi:g})")
+    return Options(gpu=args.gpu, gpu_count=args.gpu_count, vram_gib=args.vram_gib, backend=args.backend,
                    unified_memory=args.unified_memory, cpu=args.cpu, ram_gib=args.ram_gib, server_cmd=server_cmd,
                    engine=args.engine, engine_version=args.engine_version, model=args.model,
                    measured_by=args.measured_by)
+
+
+def _import(args: argparse.Namespace, start: float) -> int:
+    """Convert result files of other tools, then check them (--check) or keep and load them like an upload."""
+    from ingest.importers import convert, read_sources, store
+
+    opts = _options(args)
+    sources, skipped = read_sources(args.paths)
+    results = convert(sources, opts, force=args.from_format)
+    for r in results:
+        print(f"imported with {safe(r.summary())}")
+        for note in r.notes:
+            print(f"  {safe(note)}")
+    for s in skipped:
+        print(f"  skipped: {safe(s)}")
+    if args.check:
+        n = store.check(results)
+        print(f"ok: {n} setup folder(s) valid; nothing written")
+        return 0
+    out = args.out if args.out is not None else LOCAL
+    result = store.save(results, args.db, out)
+    print(f"{safe(result.text())} -> {safe(args.db)}; setup folders kept in {safe(out)} "
+          f"({time.perf_counter() - start:.2f} s)")
+    for sid, what in result.setups.items():
+        print(f"  {safe(sid)}: {what}")
+    for s in result.skipped:
+        print(f"  skipped: {safe(s)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 on bad usage, with the usage line
     try:
-        results = convert(read_sources(paths), opts, force=args.from_format)
-        for r in results:
-            print(f"imported with {r.summary()}")
-            for note in r.notes:
-                print(f"  {note}")
-        if args.check:
-            n = store.check(results)
-            print(f"ok: {n} setup folder(s) valid; nothing written")
-            return 0
-        out = args.out or LOCAL
-        report = store.save(results, args.db, out)
-    except ImportFailed as exc:
-        print(f"rejected: {len(exc.errors)} error(s); nothing was imported", file=sys.stderr)
-        for e in exc.errors:
-            print(f"  {e}", file=sys.stderr)
-        return 1
+        return run(args)
+    except UsageError as exc:
+        parser.error(safe(exc))  # exits 2 with the usage line
     except IngestError as exc:
-        print(f"rejected: {len(exc.errors)} error(s); the database was not changed", file=sys.stderr)
+        print(f"rejected: {exc.count} error(s); the database was not changed", file=sys.stderr)
         for e in exc.errors:
             print(f"  {e}", file=sys.stderr)
+        for n in exc.notes:
+            print(f"  note: {n}", file=sys.stderr)
         return 1
     except DatabaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {safe(exc)}", file=sys.stderr)
         return 1
-    print(f"{report.text()} -> {args.db}; setup folders kept in {out} ({time.perf_counter() - start:.2f} s)")
-    return 0
+    except OSError as exc:
+        print(f"error: {safe(exc.filename or '')}: {safe(exc.strerror or exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; the database was not changed", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: still one line, never a traceback on a user's terminal
+        print(f"error: unexpected {exc.__class__.__name__}: {safe(exc)} (nothing was changed; please report this)",
+              file=sys.stderr)
+        return 1
+    return 2  # not reached: parser.error exits
 
 
 if __name__ == "__main__":

@@ -7,16 +7,19 @@ A raw setup folder::
     <setup>/<kind>/<run_id>/...             logs, answers, ... : attachments of that run
     <setup>/...                             any other file: attachment of the setup
 
-Each JSON file is checked with JSON Schema first (fast Rust validator; the Python
-reference validator explains failures), then parsed with pydantic, then checked
-for rules that span fields and files. Nothing here writes anything.
+Files are read once, without following links (``ingest.files``), and JSON is decoded
+strictly (``ingest.jsonread``: no duplicate keys, bounded depth and numbers). Each
+document is checked with JSON Schema first (fast Rust validator for the verdict and
+the count; the Python reference validator explains the first few failures), then
+parsed with pydantic, then checked for rules that span fields and files. Reports
+are capped per file (``ingest.errors``). Nothing here writes anything.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -24,41 +27,30 @@ from typing import Any
 
 import jsonschema
 import jsonschema_rs
-import orjson
 import pydantic
 
+from ingest import jsonread
+from ingest.errors import ErrorLog, IngestError
+from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
+from ingest.limits import LIMITS, Limits
 from schemas import load_schema
 from schemas.models import FitContract, QualityContract, Setup, SpeedContract
 
-CONTRACT_NAME = "contract.json"
-SETUP_NAME = "setup.json"
 KINDS = ("speed", "quality", "fit")
+json_path = jsonread.json_path
 
-
-class IngestError(Exception):
-    """Validation failed; ``errors`` lists every problem as 'file: $.path: message'."""
-
-    def __init__(self, errors: list[str]):
-        super().__init__(f"{len(errors)} error(s):\n" + "\n".join(errors))
-        self.errors = errors
-
-
-@dataclass
-class RawFile:
-    """A file of a setup folder: where it is, its bytes' hash and size."""
-
-    path: Path
-    rel: str  # relative to the setup folder, '/'-separated
-    sha256: str
-    bytes: int
-    data: bytes
+__all__ = ["CONTRACT_NAME", "KINDS", "SETUP_NAME", "IngestError", "RawFile", "Run", "SetupFolder",
+           "contract_rules", "pydantic_errors", "read_setup_folder", "schema_errors", "verdict"]
 
 
 @dataclass
 class Run:
+    """One validated contract with the attachments of its run folder."""
+
     contract: SpeedContract | QualityContract | FitContract
     file: RawFile
     attachments: list[RawFile] = field(default_factory=list)
+    document: dict = field(default_factory=dict)  # the parsed JSON the contract was validated from
 
 
 @dataclass
@@ -70,6 +62,7 @@ class SetupFolder:
     setup_file: RawFile
     runs: list[Run]
     extra_files: list[RawFile]  # setup-level attachments
+    skipped: list[str] = field(default_factory=list)  # hidden entries that were not read
 
     @property
     def content_sha256(self) -> str:
@@ -115,35 +108,35 @@ MODELS: dict[str, type[pydantic.BaseModel]] = {
 }
 
 
-def json_path(parts: Any) -> str:
-    """'$.requests[3].output_tokens' from a path sequence."""
-    out = "$"
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else f".{p}"
-    return out
-
-
-def schema_errors(kind: str, obj: Any) -> list[str]:
-    """Every JSON Schema error of ``obj`` as '$.path: message' (empty when valid)."""
+def schema_errors(kind: str, obj: Any, limit: int | None = None) -> list[str]:
+    """JSON Schema errors of ``obj`` as '$.path: message' (empty when valid); the first
+    ``limit`` only (all when None). ``schema_error_count`` counts them all."""
     # The Rust validator gives the verdict fast; it accepts 5.0 as an integer, which
     # pydantic (run next) rejects, so the two-step check still agrees with the reference.
     if fast_validator(kind).is_valid(obj):
         return []
     out = []
-    for err in sorted(reference_validator(kind).iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
+    for err in itertools.islice(reference_validator(kind).iter_errors(obj), limit):
         deepest = jsonschema.exceptions.best_match([err]) if not err.context else \
             jsonschema.exceptions.best_match(err.context)
-        where = json_path(deepest.absolute_path)
-        out.append(f"{where}: {deepest.message}")
+        out.append(f"{json_path(deepest.absolute_path)}: {deepest.message}")
     return out
 
 
+def schema_error_count(kind: str, obj: Any) -> int:
+    """How many JSON Schema errors ``obj`` has (counted by the Rust validator, no messages kept)."""
+    return sum(1 for _ in fast_validator(kind).iter_errors(obj))
+
+
 def pydantic_errors(kind: str, obj: Any) -> tuple[Any, list[str]]:
-    """Parse ``obj`` with the kind's model: (model, []) or (None, errors)."""
+    """Parse ``obj`` with the kind's model: (model, []) or (None, errors).
+
+    Big record lists are ``fail_fast`` in the models, so this list stays short.
+    """
     try:
         return MODELS[kind].model_validate(obj), []
     except pydantic.ValidationError as exc:
-        return None, [f"{json_path(e['loc'])}: {e['msg']}" for e in exc.errors()]
+        return None, [f"{json_path(e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)]
 
 
 def verdict(kind: str, obj: Any) -> tuple[bool, bool]:
@@ -153,210 +146,173 @@ def verdict(kind: str, obj: Any) -> tuple[bool, bool]:
 
 # --------------------------------------------------------------------------- reading
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
+
+def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limits) -> tuple[str | None, Any, Any]:
+    """Decode and validate one JSON document; (kind, model, document) or (None, None, None) with errors logged."""
+    where = str(raw.path)
+    assert raw.data is not None
+    obj, problem = jsonread.parse(raw.data, limits.json_depth)
+    if problem is not None:
+        log.add(where, problem)
+        return None, None, None
+    kind = expected_kind
+    if kind is None:
+        if not isinstance(obj, dict):
+            log.add(where, f"$: expected a JSON object (a contract), got {jsonread.type_name(obj)}")
+            return None, None, None
+        kind = obj.get("kind")
+        if kind not in KINDS:
+            shown = repr(kind[:80]) if isinstance(kind, str) else jsonread.type_name(kind)
+            log.add(where, f"$.kind: expected one of {', '.join(KINDS)}, got {shown}")
+            return None, None, None
+    errs = schema_errors(kind, obj, limits.errors_per_file)
+    if errs:
+        # explain with the numbers exactly as written (the fast parser rounds integers beyond 64 bits)
+        exact, _ = jsonread.parse(raw.data, limits.json_depth, exact=True)
+        if exact is not None:
+            obj = exact
+            errs = schema_errors(kind, obj, limits.errors_per_file)
+        log.extend(where, errs, more=max(0, schema_error_count(kind, obj) - len(errs)))
+        return None, None, None
+    model, errs = pydantic_errors(kind, obj)
+    if errs:
+        log.extend(where, errs)
+        return None, None, None
+    return kind, model, obj
 
 
-def read_json(raw: RawFile) -> tuple[Any, str | None]:
-    """Decode a file strictly: UTF-8 without BOM, JSON without NaN/Infinity."""
-    data = raw.data
-    if data.startswith(b"\xef\xbb\xbf"):
-        return None, "starts with a UTF-8 byte-order mark (BOM); save it as UTF-8 without BOM"
-    if not data.strip():
-        return None, "is empty"
-    try:
-        return orjson.loads(data), None
-    except orjson.JSONDecodeError:
-        pass
-    # orjson's message is terse; the standard library gives line and column.
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"is not UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})"
-    try:
-        return json.loads(text, parse_constant=_reject_constant), None
-    except ValueError as exc:
-        return None, f"is not valid JSON: {exc}"
+def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolder | None, ErrorLog]:
+    """Read and validate one setup folder; (folder, empty log) or (None, log of every error).
 
-
-def _raw(path: Path, folder: Path) -> RawFile:
-    data = path.read_bytes()
-    return RawFile(path=path, rel=path.relative_to(folder).as_posix(), sha256=hashlib.sha256(data).hexdigest(),
-                   bytes=len(data), data=data)
-
-
-def find_setup_folders(paths: list[Path]) -> tuple[list[Path], list[str]]:
-    """Setup folders named by ``paths`` (a setup folder, or a folder of them)."""
-    folders: list[Path] = []
-    errors: list[str] = []
-    for p in paths:
-        if not p.exists():
-            errors.append(f"{p}: no such file or folder")
-        elif p.is_file():
-            if p.name == SETUP_NAME:
-                folders.append(p.parent)
-            else:
-                errors.append(f"{p}: give the setup folder (the one with {SETUP_NAME}), not a single file")
-        elif (p / SETUP_NAME).is_file():
-            folders.append(p)
-        else:
-            found = sorted(s.parent for s in p.rglob(SETUP_NAME))
-            if not found:
-                errors.append(f"{p}: no {SETUP_NAME} found (an empty folder or not a setup folder)")
-            folders.extend(found)
-    uniq = list(dict.fromkeys(f.resolve() for f in folders))
-    known = set(uniq)
-    nested = [f for f in uniq if any(parent in known for parent in f.parents)]
-    for f in nested:
-        errors.append(f"{f}: a setup folder inside another setup folder; keep them side by side")
-    return [f for f in uniq if f not in nested], errors
-
-
-def read_setup_folder(folder: Path) -> tuple[SetupFolder | None, list[str]]:
-    """Read and validate one setup folder; (folder, []) or (None, every error)."""
-    errors: list[str] = []
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-    raws = {p: _raw(p, folder) for p in files}
-    setup_raw = raws.get(folder / SETUP_NAME)
-    setup: Setup | None = None
-    label = lambda r: str(r.path)
-
-    def parse(raw: RawFile, expected_kind: str | None) -> tuple[str | None, Any]:
-        obj, problem = read_json(raw)
-        if problem and obj is None:
-            errors.append(f"{label(raw)}: {problem}")
-            return None, None
-        kind = expected_kind
-        if kind is None:
-            kind = obj.get("kind") if isinstance(obj, dict) else None
-            if kind not in KINDS:
-                errors.append(f"{label(raw)}: $.kind: expected one of {', '.join(KINDS)}, got {kind!r}")
-                return None, None
-        errs = schema_errors(kind, obj)
-        if errs:
-            errors.extend(f"{label(raw)}: {e}" for e in errs)
-            return None, None
-        model, errs = pydantic_errors(kind, obj)
-        if errs:
-            errors.extend(f"{label(raw)}: {e}" for e in errs)
-            return None, None
-        return kind, model
-
+    Side effects: none (reads only; links, pipes and devices are refused, not opened).
+    """
+    log = ErrorLog(limits)
+    listing: Listing = list_setup_folder(folder, limits)
+    for where, why in listing.problems:
+        log.add(where, why)
+    files = listing.files
+    setup_raw = files.get(SETUP_NAME)
+    for rel in files:
+        if rel.endswith("/" + SETUP_NAME):
+            log.add(str(folder / rel), "a setup folder inside another setup folder; keep them side by side")
     if setup_raw is None:
-        return None, [f"{folder}: no {SETUP_NAME}"]
-    _, setup = parse(setup_raw, "setup")
+        if not any(w == str(folder / SETUP_NAME) for w, _ in listing.problems):
+            log.add(str(folder), f"no {SETUP_NAME}")
+        return None, log
+    _, setup, _ = _parse(setup_raw, "setup", log, limits)
 
-    contract_paths = [p for p in files if p.name == CONTRACT_NAME]
-    run_dirs = {p.parent for p in contract_paths}
-    owner: dict[Path, Path] = {}  # file -> the innermost run folder holding it
-    for p in files:
-        for parent in p.parents:
-            if parent in run_dirs:
-                owner[p] = parent
-                break
-            if parent == folder:
+    contract_rels = [rel for rel in files if rel.endswith("/" + CONTRACT_NAME)]
+    run_dirs = {rel[: -len(CONTRACT_NAME)] for rel in contract_rels}  # 'speed/run-1/'
+    owner: dict[str, str] = {}  # file -> the innermost run folder holding it
+    for rel in files:
+        parts = rel.split("/")
+        for i in range(len(parts) - 1, 0, -1):
+            d = "/".join(parts[:i]) + "/"
+            if d in run_dirs:
+                owner[rel] = d
                 break
     runs: list[Run] = []
     seen_runs: dict[str, Path] = {}
-    for cp in contract_paths:
-        raw = raws[cp]
-        kind, model = parse(raw, None)
+    for rel in contract_rels:
+        raw = files[rel]
+        where = str(raw.path)
+        kind, model, document = _parse(raw, None, log, limits)
         if model is None:
             continue
-        if cp.parent.parent.name != kind:
-            errors.append(f"{cp}: $.kind: is {kind!r} but the contract lies under "
-                          f"'{cp.parent.parent.name}/'; expected <setup>/{kind}/<run_id>/{CONTRACT_NAME}")
+        parts = rel.split("/")
+        kind_dir = parts[-3] if len(parts) >= 3 else ""
+        if kind_dir != kind or len(parts) != 3:
+            log.add(where, f"$.kind: is {kind!r} but the contract lies under {rel!r}; expected "
+                           f"<setup>/{kind}/<run_id>/{CONTRACT_NAME}")
         if setup is not None and model.setup_id != setup.setup_id:
-            errors.append(f"{cp}: $.setup_id: {model.setup_id!r} does not match {SETUP_NAME} "
-                          f"({setup.setup_id!r})")
+            log.add(where, f"$.setup_id: {model.setup_id!r} does not match {SETUP_NAME} ({setup.setup_id!r})")
         if model.run_id in seen_runs:
-            errors.append(f"{cp}: $.run_id: {model.run_id!r} is also the run id of {seen_runs[model.run_id]}")
-        seen_runs[model.run_id] = cp
-        errors.extend(f"{cp}: {e}" for e in contract_rules(model))
-        attach = [raws[p] for p in files if p != cp and owner.get(p) == cp.parent]
-        by_rel = {a.path.relative_to(cp.parent).as_posix(): a for a in attach}
+            log.add(where, f"$.run_id: {model.run_id!r} is also the run id of {seen_runs[model.run_id]}")
+        seen_runs[model.run_id] = raw.path
+        log.extend(where, contract_rules(model))
+        run_dir = rel[: -len(CONTRACT_NAME)]
+        attach = [f for r, f in files.items() if r != rel and owner.get(r) == run_dir]
+        by_rel = {f.rel[len(run_dir):]: f for f in attach}
         for i, att in enumerate(model.attachments):
             got = by_rel.get(att.path)
-            where = f"{cp}: $.attachments[{i}]"
+            at = f"$.attachments[{i}]"
             if got is None:
-                errors.append(f"{where}.path: {att.path!r} is listed but not in the folder")
+                log.add(where, f"{at}.path: {att.path!r} is listed but not in the folder")
             else:
                 if att.sha256 is not None and att.sha256 != got.sha256:
-                    errors.append(f"{where}.sha256: expected {att.sha256}, the file has {got.sha256}")
-                if att.bytes is not None and att.bytes != got.bytes:
-                    errors.append(f"{where}.bytes: expected {att.bytes}, the file has {got.bytes}")
-        runs.append(Run(contract=model, file=raw, attachments=attach))
-    if setup is None or errors:
-        return None, errors
-    in_runs = {r.file.path for r in runs} | {a.path for r in runs for a in r.attachments}
-    extra = [raws[p] for p in files if p != setup_raw.path and p not in in_runs]
-    return SetupFolder(folder=folder, setup=setup, setup_file=setup_raw, runs=runs, extra_files=extra), []
+                    log.add(where, f"{at}.sha256: expected {att.sha256}, the file has {got.sha256}")
+                if att.bytes is not None and att.bytes != got.size:
+                    log.add(where, f"{at}.bytes: expected {att.bytes}, the file has {got.size}")
+        runs.append(Run(contract=model, file=raw, attachments=attach, document=document))
+    if setup is None or log:
+        return None, log
+    in_runs = {r.file.rel for r in runs} | {a.rel for r in runs for a in r.attachments}
+    extra = [f for rel, f in files.items() if rel != SETUP_NAME and rel not in in_runs]
+    for f in [setup_raw, *(r.file for r in runs)]:
+        f.data = None  # parsed: the bytes are not needed any more
+    return SetupFolder(folder=folder, setup=setup, setup_file=setup_raw, runs=runs, extra_files=extra,
+                       skipped=listing.skipped), log
 
-
-def _bench_rules(c: SpeedContract) -> list[str]:
+def _bench_rules(c: SpeedContract) -> Iterator[str]:
     """Engine-benchmark records: the test kind matches its token counts, samples line up."""
-    out: list[str] = []
     for i, b in enumerate(c.bench):
         where = f"$.bench[{i}]"
         kind = {(True, False): "pp", (False, True): "tg", (True, True): "pg"}.get((b.n_prompt > 0, b.n_gen > 0))
         if kind != b.test:
-            out.append(f"{where}.test: {b.test!r} does not match n_prompt {b.n_prompt} and n_gen {b.n_gen}")
+            yield f"{where}.test: {b.test!r} does not match n_prompt {b.n_prompt} and n_gen {b.n_gen}"
         if b.samples_ts and len(b.samples_ts) != len(b.samples_ns):
-            out.append(f"{where}.samples_ts: {len(b.samples_ts)} rates for {len(b.samples_ns)} timed repetitions")
+            yield f"{where}.samples_ts: {len(b.samples_ts)} rates for {len(b.samples_ns)} timed repetitions"
         if not b.samples_ns and b.avg_ts is None:
-            out.append(f"{where}: needs samples_ns or avg_ts")
-    return out
+            yield f"{where}: needs samples_ns or avg_ts"
 
 
-def contract_rules(c: SpeedContract | QualityContract | FitContract) -> list[str]:
-    """Rules across fields that a schema does not express."""
-    out: list[str] = []
+def contract_rules(c: SpeedContract | QualityContract | FitContract) -> Iterator[str]:
+    """Rules across fields that a schema does not express, as '$.path: message' (lazily)."""
     if isinstance(c, SpeedContract):
         raw_bench = any(b.samples_ns for b in c.bench)
         if c.summary_only and c.requests:
-            out.append("$.requests: a summary_only contract must not have request records")
+            yield "$.requests: a summary_only contract must not have request records"
         if c.summary_only and c.server_log:
-            out.append("$.server_log: a summary_only contract must not have server log records")
+            yield "$.server_log: a summary_only contract must not have server log records"
         if c.summary_only and raw_bench:
-            out.append("$.bench: a summary_only contract must not have per-repetition samples")
+            yield "$.bench: a summary_only contract must not have per-repetition samples"
         if c.summary_only and c.summary is None and not c.bench:
-            out.append("$.summary: a summary_only contract needs its summary")
+            yield "$.summary: a summary_only contract needs its summary"
         if not c.summary_only and not (c.requests or c.server_log or raw_bench):
-            out.append("$.requests: no request records; set summary_only: true for published figures only")
-        out.extend(_bench_rules(c))
+            yield "$.requests: no request records; set summary_only: true for published figures only"
+        yield from _bench_rules(c)
         for i, r in enumerate(c.requests):
             where = f"$.requests[{i}]"
             if r.part in ("prefill", "ctx") and r.depth is None:
-                out.append(f"{where}.depth: a {r.part} record needs its depth")
+                yield f"{where}.depth: a {r.part} record needs its depth"
             if r.part == "conc" and r.concurrency is None:
-                out.append(f"{where}.concurrency: a conc record needs its concurrency level")
+                yield f"{where}.concurrency: a conc record needs its concurrency level"
             stamps = [("t_send", r.t_send), ("t_first", r.t_first), ("t_last", r.t_last), ("t_end", r.t_end)]
             known = [(n, v) for n, v in stamps if v is not None]
             for (n1, v1), (n2, v2) in itertools.pairwise(known):
                 if v2 < v1:
-                    out.append(f"{where}.{n2}: {v2} is earlier than {n1} ({v1})")
+                    yield f"{where}.{n2}: {v2} is earlier than {n1} ({v1})"
                     break
     elif isinstance(c, QualityContract):
         seen: set[str] = set()
         for i, t in enumerate(c.tests):
             where = f"$.tests[{i}]"
             if t.test in seen:
-                out.append(f"{where}.test: {t.test!r} appears twice in this run")
+                yield f"{where}.test: {t.test!r} appears twice in this run"
             seen.add(t.test)
             if c.summary_only and t.items:
-                out.append(f"{where}.items: a summary_only contract must not have item records")
+                yield f"{where}.items: a summary_only contract must not have item records"
             if not t.items and t.stated is None and t.status == "ok":
-                out.append(f"{where}: a test with status ok needs items or stated figures")
+                yield f"{where}: a test with status ok needs items or stated figures"
             if t.stated is not None and t.stated.right > t.stated.n:
-                out.append(f"{where}.stated.right: {t.stated.right} is more than n ({t.stated.n})")
+                yield f"{where}.stated.right: {t.stated.right} is more than n ({t.stated.n})"
             if t.stated is not None and t.stated.cut_off is not None and t.stated.cut_off > t.stated.n:
-                out.append(f"{where}.stated.cut_off: {t.stated.cut_off} is more than n ({t.stated.n})")
+                yield f"{where}.stated.cut_off: {t.stated.cut_off} is more than n ({t.stated.n})"
     elif isinstance(c, FitContract):
         seen_ctx: set[int] = set()
         for i, s in enumerate(c.steps):
             if s.ctx in seen_ctx:
-                out.append(f"$.steps[{i}].ctx: context {s.ctx} appears twice")
+                yield f"$.steps[{i}].ctx: context {s.ctx} appears twice"
             seen_ctx.add(s.ctx)
             if s.prompt_tokens is not None and s.prompt_tokens > s.ctx:
-                out.append(f"$.steps[{i}].prompt_tokens: {s.prompt_tokens} is more than the context {s.ctx}")
-    return out
+                yield f"$.steps[{i}].prompt_tokens: {s.prompt_tokens} is more than the context {s.ctx}"

@@ -77,21 +77,32 @@ def cmd_measure(args: argparse.Namespace) -> int:
     base = Setup.model_validate_json(Path(args.setup_file).read_text()) if args.setup_file else None
     setup = build_setup(SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, gpu_count=args.gpu_count,
                                    vram_gib=args.vram_gib, cpu=args.cpu, ram_gib=args.ram_gib,
-                                   engine=args.engine, model_name=args.model_name, quant=args.quant,
+                                   engine=args.engine, engine_version=args.engine_version,
+                                   model_name=args.model_name, quant=args.quant,
                                    model_repo=args.model_repo, server_cmd=args.server_cmd, notes=args.notes,
                                    measured_by=args.measured_by), info, cfg, base)
-    run_dir = write_folder(Path(args.out), setup, contract, log)
+    extra = [(Path(f), "server log (stdout and stderr of the server during the run)") for f in args.server_log]
+    extra += [(Path(f), "file attached by the person measuring") for f in args.attach]
+    try:
+        run_dir = write_folder(Path(args.out), setup, contract, log, extra)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {run_dir}")
     failed = [p for p in contract.parts if p.status == "failed"]
     for p in failed:
         print(f"part {p.part} failed: {p.reason}", file=sys.stderr)
     if args.ingest:
+        from benchcards.db import DatabaseError
         from ingest import IngestError, ingest_paths
 
         try:
             report = ingest_paths([run_dir.parent.parent], Path(args.db))
         except IngestError as exc:
             print("\n".join(exc.errors), file=sys.stderr)
+            return 1
+        except DatabaseError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 1
         print(f"ingested into {args.db}: {report.text()}")
     return 1 if not info.reachable else 0
@@ -103,6 +114,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cfg = DemoConfig(host=args.host, port=args.port, model=args.model, prefill_tps=args.prefill_tps,
                      decode_tps=args.decode_tps, depth_scale=args.depth_scale, batch_efficiency=args.batch_efficiency,
                      slots=args.slots, ctx=args.ctx, overhead_ms=args.overhead_ms, tick_ms=args.tick_ms,
+                     cache_save_ms_per_1k=args.cache_save_ms_per_1k, merge_every=args.merge_every,
                      answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after)
     print(f"demo server on http://{cfg.host}:{cfg.port} (decode {cfg.decode_tps} tok/s, prefill {cfg.prefill_tps} "
           f"tok/s, {cfg.slots} slots, context {cfg.ctx})", flush=True)
@@ -113,7 +125,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_tiny(args: argparse.Namespace) -> int:
     from live.tiny_gguf import write_tiny_gguf
 
-    path = write_tiny_gguf(Path(args.out), seed=args.seed)
+    try:
+        path = write_tiny_gguf(Path(args.out), seed=args.seed, vocab=args.vocab,
+                               vocab_folder=Path(args.vocab_dir) if args.vocab_dir else None,
+                               eager_eos=args.eager_eos)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     return 0
 
@@ -167,12 +185,17 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--cpu", help="CPU model")
     g.add_argument("--ram-gib", type=float, help="system RAM, GiB")
     g.add_argument("--engine", help="engine name (default: llama.cpp for llama-server)")
+    g.add_argument("--engine-version", help="engine version (default: from the server's build info)")
     g.add_argument("--model-name", help="model name (default: from the server)")
     g.add_argument("--quant", help="quantisation, e.g. Q4_K_M")
     g.add_argument("--model-repo", help="model repository")
     g.add_argument("--server-cmd", help="the exact server command line")
     g.add_argument("--notes", help="free-text notes")
     g.add_argument("--measured-by", help="who measured")
+    g.add_argument("--server-log", action="append", default=[], metavar="FILE",
+                   help="the server's log of the run, copied into the run folder as an attachment (repeatable)")
+    g.add_argument("--attach", action="append", default=[], metavar="FILE",
+                   help="any other file to keep with the run (repeatable; at most 16 MiB each)")
     m.set_defaults(func=cmd_measure)
 
     s = sub.add_parser("demo-server", help="run a llama-server look-alike with configurable timing",
@@ -191,20 +214,36 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--slots", type=int, default=dd.slots, help="requests served at once; more wait in a queue")
     s.add_argument("--ctx", type=int, default=dd.ctx, help="total context, split over the slots")
     s.add_argument("--overhead-ms", type=float, default=dd.overhead_ms, help="fixed time before prefill")
+    s.add_argument("--cache-save-ms-per-1k", type=float, default=dd.cache_save_ms_per_1k,
+                   help="imitate llama-server's host-RAM prompt cache: ms to save 1K tokens of the previous "
+                   "request before the next starts (in the TTFT, not in prompt_ms)")
     s.add_argument("--tick-ms", type=float, default=dd.tick_ms, help="pacing interval of the writer")
     s.add_argument("--answer-tokens", type=int, default=dd.answer_tokens, help="natural answer length")
-    s.add_argument("--fault", choices=["http500", "http429", "cut", "stall", "malformed", "no_done", "short", "die"],
+    s.add_argument("--merge-every", type=int, default=dd.merge_every,
+                   help="every Nth token shares its event with the next, as llama-server does for a token "
+                   "that ends in incomplete UTF-8 (0 = never)")
+    s.add_argument("--fault", choices=["http500", "http429", "cut", "stall", "malformed", "no_done", "short", "die",
+                            "miscount"],
                    help="misbehave (for tests)")
     s.add_argument("--fault-after", type=int, default=0, help="requests before the fault starts")
     s.set_defaults(func=cmd_demo)
 
     t = sub.add_parser("tiny-gguf", help="write a tiny random-weight llama GGUF (for tests with a real engine)",
-                       description="Write a tiny llama-architecture GGUF with random weights, a small vocabulary "
-                       "and a chat template, so llama.cpp engines can load it without downloads.",
-                       epilog="example:\n  python -m live tiny-gguf /tmp/tiny.gguf",
+                       description="Write a tiny llama-architecture GGUF with random weights and a chat template, "
+                       "so llama.cpp engines can load it: with a small built-in vocabulary, or with the real Llama 3 "
+                       "or Qwen tokenizer copied from llama.cpp's vocab files.",
+                       epilog="examples:\n  python -m live tiny-gguf /tmp/tiny.gguf\n"
+                       "  python -m live tiny-gguf /tmp/tiny-llama3.gguf --vocab llama-bpe",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("out", help="file to write")
     t.add_argument("--seed", type=int, default=0, help="random seed")
+    t.add_argument("--vocab", choices=["llama-bpe", "qwen35"],
+                   help="copy a real tokenizer (Llama 3 or Qwen) from llama.cpp's vocab GGUFs (default: a small "
+                   "built-in one)")
+    t.add_argument("--vocab-dir", help="folder with ggml-vocab-*.gguf (default: $LLAMA_VOCAB_DIR or beside "
+                   "$LLAMA_SERVER, as scripts/build_llama_cpp.sh --print-env sets them)")
+    t.add_argument("--eager-eos", action="store_true",
+                   help="the model ends every answer after one token unless ignore_eos is sent")
     t.set_defaults(func=cmd_tiny)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -8,15 +8,25 @@ slows with depth. Like llama-server it closes the connection after every streame
 response while advertising keep-alive, and it sometimes sends two tokens in one
 event (as llama-server does when a token ends in incomplete UTF-8).
 
-Timing is exact by construction: the whole SSE body is built before the first
-token is due, and a pacing loop writes the slice of bytes whose tokens are due,
-so the server can stream far faster than any client reads.
+Like llama-server it writes **one SSE event per token, each its own write** (one HTTP chunk per
+event; the role chunk goes out together with the first token, the finish and usage chunks together at
+the end), so a client sees about one read per token, as it would from llama-server. Timing is exact by
+construction: every event is built before the first token is due, and one pacing loop writes each event
+when its token is due (token k at t0 + (k - 1) / rate).
+
+Its tokenizer is as hard as a real BPE one (``pieces``): numbers split into digit groups of up to three,
+punctuation apart, long words in several pieces. ``/props`` reports build ``b9999-demo`` and a ``demo``
+block, so measurements of it are labelled as demo runs, never as a real engine.
+
+With ``--cache-save-ms-per-1k`` it imitates llama-server's host-RAM prompt cache (``--cache-ram``): when
+a request starts on a slot, the previous request's KV is "saved" first, which delays the answer but is
+counted in neither ``prompt_ms`` nor ``predicted_ms``.
 
 Faults for tests can be set at start (``--fault``) or at run time with
 ``POST /_demo/faults {"fault": "http500", "after": 0, "count": 1}``: http500,
 http429, cut (close mid-stream), stall (stop sending mid-stream), malformed
 (a broken JSON event), no_done (no ``data: [DONE]``), short (23 tokens then stop),
-die (the process exits mid-stream).
+die (the process exits mid-stream), miscount (the prompt is counted 5 % longer than ``/tokenize`` says).
 
 Usage: python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --slots N ...]
 """
@@ -28,6 +38,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 import uuid
 from collections import deque
@@ -55,6 +66,7 @@ class DemoConfig:
     tick_ms: float = 1.0  # pacing interval of the writer
     answer_tokens: int = 100_000  # natural answer length (max_tokens usually ends it first)
     merge_every: int = 50  # every Nth token is sent together with the next (UTF-8 split)
+    cache_save_ms_per_1k: float = 0.0  # host-RAM prompt cache: ms to save 1K tokens of the previous request
     fault: str | None = None
     fault_after: int = 0  # requests before the fault starts
     fault_count: int = 1_000_000  # requests the fault applies to
@@ -78,21 +90,47 @@ class _State:
     deferred: int = 0
     fault: _Fault = field(default_factory=_Fault)
     cache: set = field(default_factory=set)
+    unsaved: int = 0  # tokens of the last finished request not yet saved to the host-RAM cache
     emissions: deque = field(default_factory=lambda: deque(maxlen=64))  # server-side timing per stream
 
 
+# Pre-tokens, as real BPE tokenizers (Llama 3, Qwen) cut text before merging: a word with its leading
+# space, numbers in groups of up to three digits, each punctuation mark apart, newline runs, spaces.
+_PRETOKEN = re.compile(r" ?[^\W\d_]+|\d{1,3}| ?[^\s\w]|_|\s*[\r\n]+|\s+(?!\S)|\s+")
+LONG_WORD = 7  # letters one token covers; longer words cost ceil(letters / 6) tokens
+
+
+def pieces(text: str) -> list[str]:
+    """The demo tokenizer's pieces of ``text``: like a real BPE, never one token per word.
+
+    Numbers split into digit groups of up to three ("2026" -> "202", "6"), punctuation is apart, words of
+    more than seven letters are cut into pieces of six. A log line with timestamps costs about three tokens
+    per whitespace word, English prose a little over one.
+    """
+    out: list[str] = []
+    for p in _PRETOKEN.findall(text):
+        word = p.lstrip(" ")
+        if len(word) > LONG_WORD and word.isalpha():
+            lead = p[:len(p) - len(word)]
+            out.extend([lead + word[:6], *(word[i:i + 6] for i in range(6, len(word), 6))])
+        else:
+            out.append(p)
+    return out
+
+
 def tokenize(text: str) -> list[int]:
-    """The demo tokenizer: one token per whitespace-separated word (ids from a hash)."""
-    return [int.from_bytes(hashlib.blake2b(w.encode(), digest_size=3).digest(), "big") for w in text.split()]
+    """Token ids of ``text`` (ids are a hash of each piece)."""
+    return [int.from_bytes(hashlib.blake2b(p.encode(), digest_size=3).digest(), "big") for p in pieces(text)]
 
 
 def prompt_token_count(messages: list[dict]) -> int:
+    """The server's prompt tokens of a chat request: template tokens plus each message's content."""
     n = TEMPLATE_TOKENS
     for m in messages:
         content = m.get("content")
         if isinstance(content, list):
             content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-        n += len(tokenize(content or ""))
+        n += len(pieces(content or ""))
     return n
 
 
@@ -204,9 +242,10 @@ class DemoServer:
             return await self._send(writer, 500, {"error": {"code": 500, "message": "demo: internal error"}})
         if fault == "http429":
             return await self._send(writer, 429, {"error": {"code": 429, "message": "demo: too many requests"}})
-        t_arrive = time.perf_counter()
         messages = req.get("messages") or []
         prompt_tokens = prompt_token_count(messages)
+        if fault == "miscount":  # the server processes 5 % more tokens than its /tokenize says
+            prompt_tokens = round(prompt_tokens * 1.05)
         key = json.dumps(messages, sort_keys=True)
         cache_n = 0
         if req.get("cache_prompt", True) and key in self.state.cache:
@@ -228,7 +267,13 @@ class DemoServer:
         self.state.deferred -= 1
         self.state.active += 1
         try:
+            if cfg.cache_save_ms_per_1k and self.state.unsaved:
+                # host-RAM prompt cache: the previous request's KV is saved before this one starts; the
+                # time is in the client's TTFT but in neither prompt_ms nor predicted_ms
+                unsaved, self.state.unsaved = self.state.unsaved, 0
+                await asyncio.sleep(unsaved / 1000 * cfg.cache_save_ms_per_1k / 1000)
             await asyncio.sleep(cfg.overhead_ms / 1000)
+            t_ready = time.perf_counter()
             process = prompt_tokens - cache_n
             prefill_s = process / cfg.prefill_tps
             k = self.state.active
@@ -237,9 +282,10 @@ class DemoServer:
             pieces = [WORDS[(i * 7 + len(messages)) % len(WORDS)] + " " for i in range(n_out)]
             if stream:
                 return await self._stream(req, writer, pieces, prompt_tokens, cache_n, prefill_s, rate, finish,
-                                          fault, t_arrive)
+                                          fault, t_ready)
             await asyncio.sleep(prefill_s + max(0, n_out - 1) / rate)
             self._account(prompt_tokens - cache_n, prefill_s, n_out, max(0, n_out - 1) / rate)
+            self.state.unsaved = prompt_tokens + n_out
             text = "".join(pieces)
             return await self._send(writer, 200, {
                 "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
@@ -270,7 +316,7 @@ class DemoServer:
 
     async def _stream(self, req: dict, writer: asyncio.StreamWriter, pieces: list[str], prompt_tokens: int,
                       cache_n: int, prefill_s: float, rate: float, finish: str, fault: str | None,
-                      t_arrive: float) -> bool:
+                      t_ready: float) -> bool:
         cfg = self.cfg
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         model = req.get("model") or cfg.model
@@ -279,8 +325,8 @@ class DemoServer:
         tail = (f'}}}}],"created":{created},"id":"{cid}","model":"{model}",'
                 f'"system_fingerprint":"{BUILD}","object":"chat.completion.chunk"}}\n\n').encode()
         n = len(pieces)
-        # event boundaries: every token its own event, except merged pairs (UTF-8 split)
-        events: list[tuple[int, bytes]] = []  # (index of the last token in the event, bytes)
+        # one event per token, except merged pairs (a token ending in incomplete UTF-8 goes with the next)
+        events: list[tuple[int, bytes]] = []  # (index of the last token in the event, SSE bytes)
         i = 0
         while i < n:
             j = i + 1 if (cfg.merge_every and (i + 1) % cfg.merge_every == 0 and i + 1 < n) else i
@@ -302,30 +348,18 @@ class DemoServer:
                                                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
                                                          "total_tokens": prompt_tokens + n},
                                                "timings": timings}).encode() + b"\n\n"
-        if fault != "no_done":
-            closing += b"data: [DONE]\n\n"
         if fault == "malformed" and len(events) > 2:
             k, _ = events[len(events) // 2]
             events[len(events) // 2] = (k, b'data: {"choices":[{"delta":{"content": "broken\n\n')
-        # precompute the body and the byte offset after each token
-        body = bytearray()
-        ends: list[int] = [0] * n
-        for k, (last_tok, ev) in enumerate(events):
-            body += ev
-            ends[last_tok] = len(body)
-            if k % 16384 == 16383:
-                await asyncio.sleep(0)
-        for t in range(n - 2, -1, -1):  # a merged token ends where its event ends
-            if ends[t] == 0:
-                ends[t] = ends[t + 1]
+        if events:  # like llama-server: the role chunk leaves in the same write as the first token
+            events[0] = (events[0][0], role + events[0][1])
+        framed = [(last, chunk(ev)) for last, ev in events]
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                      b"Connection: keep-alive\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
-
-        writer.write(chunk(role))
         await writer.drain()
-        await asyncio.sleep(max(0.0, t_arrive + cfg.overhead_ms / 1000 + prefill_s - time.perf_counter()))
+        await asyncio.sleep(max(0.0, t_ready + prefill_s - time.perf_counter()))
         cut_at = n // 2 if fault in ("cut", "stall", "die") else n
-        job = _Job(writer=writer, body=body, ends=ends, n=n, rate=rate, cut_at=cut_at,
+        job = _Job(writer=writer, events=framed, n=n, rate=rate, cut_at=cut_at,
                    done=asyncio.get_running_loop().create_future())
         self.pacer.add(job)
         await job.done
@@ -336,11 +370,16 @@ class DemoServer:
                 os._exit(3)
             writer.transport.abort()  # cut: close without the final chunk
             return False
-        writer.write(chunk(closing) + b"0\r\n\r\n")
+        writer.write(chunk(closing))
+        if fault != "no_done":
+            writer.write(chunk(b"data: [DONE]\n\n"))
+        writer.write(b"0\r\n\r\n")
         await writer.drain()
         self._account(prompt_tokens - cache_n, prefill_s, n, gen_s)
+        self.state.unsaved = prompt_tokens + n
         self.state.emissions.append({
-            "tokens": n, "first_write": job.first_write, "last_write": job.last_write,
+            "tokens": n, "events": len(framed), "writes": job.writes, "first_write": job.first_write,
+            "last_write": job.last_write,
             "rate": (n - 1) / (job.last_write - job.first_write)
             if n > 1 and job.last_write and job.first_write and job.last_write > job.first_write else None,
             "configured_rate": rate})
@@ -354,27 +393,27 @@ def chunk(data: bytes | bytearray) -> bytes:
 
 @dataclass
 class _Job:
-    """One streamed body being paced out."""
+    """One streamed body being paced out: pre-framed events, written one per write when due."""
 
     writer: asyncio.StreamWriter
-    body: bytearray
-    ends: list[int]
+    events: list[tuple[int, bytes]]  # (index of the event's last token, HTTP chunk)
     n: int
     rate: float
     cut_at: int
     done: asyncio.Future
     t0: float = 0.0
-    sent: int = 0
-    sent_tok: int = 0
+    sent_ev: int = 0  # events written
+    writes: int = 0
     first_write: float | None = None
     last_write: float | None = None
 
 
 class Pacer:
-    """One ticker for every stream: each tick writes the bytes of the tokens now due.
+    """One ticker for every stream: each pass writes every event whose token is due, one write each.
 
-    A single task (not one per stream) keeps the server's own timing exact with
-    many streams at once; the final token of a stream goes out as soon as it is due.
+    A single task (not one per stream) keeps the server's own timing exact with many streams at once.
+    Token k of a stream is due at t0 + (k - 1) / rate; the event holding it goes out as its own write
+    (like llama-server, which sends each token's event as soon as it is sampled).
     """
 
     MAX_BUFFER = 8 * 2**20
@@ -402,23 +441,29 @@ class Pacer:
             for job in list(self.jobs):
                 if not job.t0:
                     job.t0 = now
-                if job.writer.transport.is_closing():
+                transport = job.writer.transport
+                if transport.is_closing():
                     self.jobs.remove(job)
                     job.done.set_result(False)
                     continue
                 due = min(job.cut_at, job.n if job.n <= 1 else 1 + int((now - job.t0) * job.rate))
-                if due > job.sent_tok and job.writer.transport.get_write_buffer_size() < self.MAX_BUFFER:
-                    end = job.ends[due - 1]
-                    if end > job.sent:  # a merged token may already be out: never send an empty chunk (= end)
-                        job.writer.write(chunk(job.body[job.sent:end]))
-                        job.first_write = job.first_write or now
-                        job.last_write = now
-                    job.sent, job.sent_tok = end, due
-                if job.sent_tok >= job.cut_at:
+                write = transport.write
+                events = job.events
+                k = job.sent_ev
+                while k < len(events) and events[k][0] < due and transport.get_write_buffer_size() < self.MAX_BUFFER:
+                    write(events[k][1])  # one event, one write
+                    job.writes += 1
+                    k += 1
+                if k != job.sent_ev:
+                    job.first_write = job.first_write or now
+                    job.last_write = now
+                    job.sent_ev = k
+                sent_tok = events[k - 1][0] + 1 if k else 0
+                if k >= len(events) or events[k][0] >= job.cut_at:  # all sent (or all before the cut)
                     self.jobs.remove(job)
                     job.done.set_result(True)
                 else:
-                    next_due = min(next_due, job.t0 + job.sent_tok / job.rate)
+                    next_due = min(next_due, job.t0 + sent_tok / job.rate)
             await asyncio.sleep(max(0.0002, min(self.tick, next_due - time.perf_counter())))
 
 

@@ -17,12 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import httpx
+from pydantic import TypeAdapter
 
 from benchcards import stats
+from benchcards.summarize import depth_problem
 from live.client import (
     StreamResult,
+    Target,
     check_target,
     clock,
     get_json,
@@ -30,7 +34,9 @@ from live.client import (
     parse_stream,
     post_json,
     stream_chat,
+    stream_many,
 )
+from live.prompts import TASKS, BuiltPrompt, PromptBuilder
 from schemas.models import (
     SCHEMA_VERSION,
     Attachment,
@@ -38,6 +44,7 @@ from schemas.models import (
     Gpu,
     Hardware,
     Model,
+    PartStatus,
     RequestRecord,
     Sampling,
     Server,
@@ -45,18 +52,9 @@ from schemas.models import (
     Setup,
     SpeedContract,
     SpeedMethod,
+    SpeedPart,
 )
 
-TASKS = {
-    "code": ("Write a complete, well commented Python module that implements a small inventory system: classes "
-             "for items and warehouses, functions to add, move and remove stock, input validation, and a set of "
-             "unit tests. Write the full code, then explain each part in detail."),
-    "prose": ("Write a long, detailed essay about how cities change when a new railway line opens: who gains, "
-              "who loses, what happens to prices, shops, schools and daily routines. Use many paragraphs and "
-              "concrete examples."),
-}
-FILLER = ("2026-11-10T02:14:07Z worker-3 INFO request handled path=/api/items status=200 bytes=5123 ms=41 "
-          "cache=miss region=eu user=4412 trace=9f2c1e ")
 PARTS = ("decode", "prefill", "conc", "l1", "ctx")
 
 
@@ -93,6 +91,7 @@ class MeasureConfig:
         bad = [p for p in self.parts if p not in PARTS]
         if bad:
             raise ValueError(f"unknown part(s) {bad}; choose from {', '.join(PARTS)}")
+        Target.parse(self.base_url)  # http:// only (raises ValueError with the reason)
 
 
 @dataclass
@@ -109,6 +108,9 @@ class ServerInfo:
     has_tokenize: bool
     template_tokens: int | None = None
     error: str | None = None
+    tokenize_path: str | None = None  # "/tokenize" (llama-server, demo) or "/extras/tokenize" (llama-cpp-python)
+    demo: bool = False  # the benchcards demo server (a simulated engine)
+    engine: str | None = None  # "llama.cpp", "llama-cpp-python", "demo" when the server says so
 
 
 @dataclass
@@ -127,10 +129,13 @@ class Event:
     server_decode_tps: float | None = None
     server_prefill_tps: float | None = None
     level: int | None = None
+    prompt_tokens: int | None = None  # request events: what the request sent and got, and how long it took
+    output_tokens: int | None = None
+    seconds: float | None = None
 
 
 def probe(client: httpx.Client, base: str) -> ServerInfo:
-    """Read /health, /props and /v1/models."""
+    """Read /health, /props and /v1/models; find the tokenize endpoint."""
     health = get_json(client, f"{base}/health")
     models = get_json(client, f"{base}/v1/models")
     props = get_json(client, f"{base}/props")
@@ -143,13 +148,23 @@ def probe(client: httpx.Client, base: str) -> ServerInfo:
     kind = "llama-server" if isinstance(props, dict) and "build_info" in props else "openai-compatible"
     slots = n_ctx = None
     build = path = None
+    demo = False
     if isinstance(props, dict):
         slots = props.get("total_slots")
         n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
         build = props.get("build_info")
         path = props.get("model_path")
-    has_tok = post_json(client, f"{base}/tokenize", {"content": "hello world"}, timeout=5) is not None
-    return ServerInfo(True, kind, model, slots, n_ctx, build, path, has_tok)
+        demo = isinstance(props.get("demo"), dict)
+    tok_path = None
+    for candidate, body in (("/tokenize", {"content": "hello world"}), ("/extras/tokenize", {"input": "hello world"})):
+        answer = post_json(client, f"{base}{candidate}", body, timeout=5)
+        if isinstance(answer, dict) and isinstance(answer.get("tokens"), list):
+            tok_path = candidate
+            break
+    engine = "demo" if demo else "llama.cpp" if kind == "llama-server" else \
+        "llama-cpp-python" if tok_path == "/extras/tokenize" else None
+    return ServerInfo(True, kind, model, slots, n_ctx, build, path, tok_path is not None, tokenize_path=tok_path,
+                      demo=demo, engine=engine)
 
 
 class Runner:
@@ -164,103 +179,41 @@ class Runner:
             self.base = self.base[:-3]
         self.on_event = on_event or (lambda e: None)
         self.stop = stop or threading.Event()
-        self.client = new_client(limit=max(cfg.conc_levels or (1,)) + 4)
-        self.timeout = httpx.Timeout(connect=cfg.connect_timeout, read=cfg.read_timeout, write=30.0, pool=30.0)
+        self.client = new_client(limit=8)
         self.t0 = clock()
         self.run_tag = uuid.uuid4().hex[:8]
-        self.seq = 0
         self.records: list[RequestRecord] = []
         self.parts: list[dict] = []
         self.log: list[str] = []
         self.info: ServerInfo | None = None
-        self._tok_cache: dict[str, int] = {}
+        self.builder = PromptBuilder(self.count_tokens, self.server_prompt_tokens, log=self.say)
 
     # ------------------------------------------------------------------ helpers
     def say(self, line: str) -> None:
         self.log.append(f"{clock() - self.t0:10.3f} {line}")
 
     def count_tokens(self, text: str) -> int | None:
-        if not self.info or not self.info.has_tokenize:
+        """Tokens of ``text`` by the server's own tokenizer endpoint; None without one."""
+        if not self.info or not self.info.tokenize_path:
             return None
-        if text in self._tok_cache:
-            return self._tok_cache[text]
-        r = post_json(self.client, f"{self.base}/tokenize", {"content": text}, timeout=60)
-        n = len(r["tokens"]) if isinstance(r, dict) and isinstance(r.get("tokens"), list) else None
-        if n is not None and len(text) < 2000:
-            self._tok_cache[text] = n
-        return n
+        body = {"content": text} if self.info.tokenize_path == "/tokenize" else {"input": text}
+        r = post_json(self.client, f"{self.base}{self.info.tokenize_path}", body, timeout=120)
+        return len(r["tokens"]) if isinstance(r, dict) and isinstance(r.get("tokens"), list) else None
 
     def server_prompt_tokens(self, content: str) -> int | None:
         """The server's own prompt-token count of ``content`` (usage of a one-token, non-streamed request)."""
         r = post_json(self.client, f"{self.base}/v1/chat/completions",
-                      self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout)
+                      self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout * 4)
         used = r.get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
         return int(used) if used is not None else None
 
-    def template_tokens(self) -> int:
-        """Tokens the chat template adds: usage.prompt_tokens of a probe minus the content's own."""
-        if self.info and self.info.template_tokens is not None:
-            return self.info.template_tokens
-        content = f"[{self.run_tag} probe] Say OK."
-        used = self.server_prompt_tokens(content)
-        own = self.count_tokens(content)
-        overhead = used - own if used is not None and own is not None else 0
-        if self.info:
-            self.info.template_tokens = overhead
-        self.say(f"template tokens: {overhead}")
-        return overhead
-
     def prompt(self, task_id: str, depth: int | None) -> str:
-        """A unique prompt: a fresh prefix (no cache hits), filler up to ``depth`` tokens, the task last."""
-        self.seq += 1
-        prefix = f"[run {self.run_tag} request {self.seq}] "
-        task = TASKS.get(task_id, TASKS["prose"])
-        if not depth:
-            return prefix + task
-        overhead = self.template_tokens()
-        fixed = self.count_tokens(prefix + "\n\n" + task)
-        if fixed is None:  # no /tokenize: calibrate from usage; the record keeps the real count
-            per_word, base = self.calibrate()
-            words = max(0, int((depth - base) / per_word))
-            return prefix + self._filler_words(words) + "\n\n" + task
-        need = depth - overhead - fixed
-        n_words = max(0, int(need * 0.8))
-        filler = self._filler_words(n_words)
-        for _ in range(16):
-            got = self.count_tokens(prefix + filler + "\n\n" + task)
-            if got is None:
-                break
-            diff = depth - overhead - got
-            if diff == 0:
-                break
-            if diff > 0:
-                n_words += max(1, int(diff * 0.8)) if diff > 3 else 1
-            else:
-                n_words -= max(1, int(-diff * 0.8)) if diff < -3 else 1
-            filler = self._filler_words(max(0, n_words))
-        return prefix + filler + "\n\n" + task
-
-    def calibrate(self) -> tuple[float, float]:
-        """(prompt tokens per filler word, tokens of everything else) from two probes' usage."""
-        if getattr(self, "_calibration", None):
-            return self._calibration
-        counts = []
-        for n in (0, 200):
-            content = f"[{self.run_tag} calibrate] " + self._filler_words(n) + "\n\n" + TASKS["prose"]
-            counts.append(self.server_prompt_tokens(content))
-        if None in counts or counts[1] <= counts[0]:
-            self._calibration = (1.4, 80.0)  # a typical BPE tokenizer on this filler
-        else:
-            self._calibration = ((counts[1] - counts[0]) / 200, float(counts[0]))
-        self.say(f"calibration without /tokenize: {self._calibration[0]:.2f} tokens per filler word, "
-                 f"{self._calibration[1]:.0f} fixed")
-        return self._calibration
-
-    @staticmethod
-    def _filler_words(n: int) -> str:
-        words = FILLER.split()
-        reps = n // len(words) + 1
-        return " ".join((words * reps)[:n])
+        """A unique prompt: a fresh prefix (no cache hits), filler up to ``depth`` server tokens, the task last."""
+        built: BuiltPrompt = self.builder.build(TASKS.get(task_id, TASKS["prose"]), depth)
+        if depth:
+            self.say(f"prompt for depth {depth}: {built.method}, expected {built.expected} server tokens "
+                     f"({built.lines} filler lines, {built.pad} pad words)")
+        return built.text
 
     def payload(self, content: str, max_tokens: int, *, stream: bool = True, force_length: bool = True) -> dict:
         cfg = self.cfg
@@ -286,10 +239,11 @@ class Runner:
         t = res.timings or {}
         timings = None
         if t:
-            timings = ServerTimings(**{k: (int(t[k]) if k in ("cache_n", "prompt_n", "predicted_n") else float(t[k]))
-                                       for k in ServerTimings.model_fields if t.get(k) is not None})
+            timings = ServerTimings.model_validate(
+                {k: (int(t[k]) if k in ("cache_n", "prompt_n", "predicted_n") else float(t[k]))
+                 for k in ServerTimings.model_fields if t.get(k) is not None})
         rec = RequestRecord(
-            part=part, prompt_id=prompt_id, depth=depth, concurrency=conc, round=rnd, warmup=warmup,
+            part=cast(SpeedPart, part), prompt_id=prompt_id, depth=depth, concurrency=conc, round=rnd, warmup=warmup,
             prompt_tokens=res.prompt_tokens, output_tokens=res.output_tokens, tokens_estimated=res.tokens_estimated,
             t_send=rel(res.t_send) or 0.0, t_first=rel(res.t_first), t_last=rel(res.t_last), t_end=rel(res.t_end),
             finish_reason=res.finish_reason, chars=len(res.text), words=len(res.text.split()), timings=timings,
@@ -297,12 +251,20 @@ class Runner:
         self.records.append(rec)
         self.say(f"{part} {prompt_id or '-'} depth={depth} conc={conc} round={rnd} warmup={warmup} "
                  f"out={res.output_tokens} finish={res.finish_reason} error={res.error}")
+        ttft = rec.t_first - rec.t_send if rec.t_first is not None and rec.t_first > rec.t_send else None
+        self.on_event(Event(
+            "request", part, prompt_id or part, len(self.records), 0, "failed" if rec.error else "ok", rec.error,
+            decode_tps=stats.decode_rate(rec.output_tokens or 0, rec.t_first, rec.t_last)
+            if rec.t_first is not None and rec.t_last is not None else None,
+            prefill_tps=rec.prompt_tokens / ttft if ttft and rec.prompt_tokens else None,
+            level=depth or conc, prompt_tokens=rec.prompt_tokens, output_tokens=rec.output_tokens,
+            seconds=rec.t_end - rec.t_send if rec.t_end is not None else None))
         return rec
 
     def one(self, content: str, max_tokens: int, force_length: bool = True,
             need_prompt_tokens: bool = False) -> StreamResult:
-        raw = stream_chat(self.client, f"{self.base}/v1/chat/completions",
-                          self.payload(content, max_tokens, force_length=force_length), timeout=self.timeout)
+        raw = stream_chat(f"{self.base}/v1/chat/completions", self.payload(content, max_tokens, force_length=force_length),
+                          connect_timeout=self.cfg.connect_timeout, read_timeout=self.cfg.read_timeout)
         res = parse_stream(raw)
         if need_prompt_tokens and res.ok and res.prompt_tokens is None:
             # The stream had no usage (llama-cpp-python): ask the server to count this exact prompt
@@ -328,6 +290,7 @@ class Runner:
                 part_skips[part].append(f"{label}: stopped by the user")
                 self.on_event(Event("step", part, label, i + 1, total, "skipped", "stopped by the user"))
                 continue
+            reason: str | None
             if not self.info.reachable:
                 reason = self.info.error or "server not reachable"
                 part_failures[part].append(f"{label}: {reason}")
@@ -350,6 +313,7 @@ class Runner:
             else:
                 note = "; ".join(part_skips[p]) or None
                 self.parts.append({"part": p, "status": "ok", **({"reason": note} if note else {})})
+        self.info.template_tokens = self.builder.overhead
         self.client.close()
         return self.contract(started)
 
@@ -392,6 +356,10 @@ class Runner:
         errors = [r.error for r in recs if r.error]
         if errors:
             return "failed", errors[0]
+        for r in recs:  # the rule ingest applies: a prompt of another depth measures another point
+            why = depth_problem(r.depth, r.prompt_tokens)
+            if why:
+                return "failed", why
         if min_tokens:
             short = [r for r in recs if not r.warmup and (r.output_tokens or 0) < min_tokens]
             if short:
@@ -428,25 +396,11 @@ class Runner:
         for rnd in range(cfg.conc_rounds):
             if self.stop.is_set():
                 break
-            prompts = [self.prompt("prose", None) for _ in range(level)]
-            barrier = threading.Barrier(level)
-            raws: list = [None] * level
-
-            def go(i: int) -> None:
-                payload = self.payload(prompts[i], cfg.conc_max_tokens)
-                try:
-                    barrier.wait(timeout=30)  # all requests leave together; never wait forever
-                except threading.BrokenBarrierError:
-                    pass
-                raws[i] = stream_chat(self.client, f"{self.base}/v1/chat/completions", payload,
-                                      timeout=self.timeout)
-
-            threads = [threading.Thread(target=go, args=(i,), daemon=True) for i in range(level)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            for raw in raws:  # parse after the round: parsing never delays a stamp
+            url = f"{self.base}/v1/chat/completions"
+            reqs = [(url, self.payload(self.prompt("prose", None), cfg.conc_max_tokens)) for _ in range(level)]
+            # all requests leave together and one thread reads them all; parsing waits for the round's end
+            raws = stream_many(reqs, connect_timeout=cfg.connect_timeout, read_timeout=cfg.read_timeout)
+            for raw in raws:
                 recs.append(self.record(parse_stream(raw), "conc", "prose", conc=level, rnd=rnd))
         status, reason = self._verdict(recs, None)
         extra = self._rates(recs)
@@ -485,19 +439,23 @@ class Runner:
             finished_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             tool="benchcards live 0.1.0", command=None, engine_version=info.build if info else None,
             method=SpeedMethod(
-                parts=list(cfg.parts), prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
+                parts=[cast(SpeedPart, p) for p in cfg.parts], prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
                 max_tokens=cfg.max_tokens, min_decode_tokens=cfg.min_decode_tokens,
                 prefill_depths=list(cfg.prefill_depths) if "prefill" in cfg.parts else [],
-                prefill_runs=cfg.prefill_runs, conc_levels=list(cfg.conc_levels) if "conc" in cfg.parts else [],
-                conc_rounds=cfg.conc_rounds, conc_max_tokens=cfg.conc_max_tokens,
+                prefill_runs=cfg.prefill_runs, prefill_max_tokens=cfg.prefill_max_tokens,
+                conc_levels=list(cfg.conc_levels) if "conc" in cfg.parts else [],
+                conc_rounds=cfg.conc_rounds, conc_max_tokens=cfg.conc_max_tokens, l1_max_tokens=cfg.l1_max_tokens,
                 ctx_depths=list(cfg.ctx_depths) if "ctx" in cfg.parts else [], ctx_runs=cfg.ctx_runs,
+                ctx_max_tokens=cfg.ctx_max_tokens,
                 cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
                 sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
                 server_slots=info.slots if info else None, server_ctx=info.n_ctx if info else None),
-            parts=self.parts, requests=self.records,
+            parts=TypeAdapter(list[PartStatus]).validate_python(self.parts), requests=self.records,
             notes=None if not info or info.kind == "llama-server" else
             "The server has no llama-server timings/cache_prompt; token counts come from usage"
-            + ("" if info.has_tokenize else " and prompt lengths are estimates (no /tokenize)"),
+            + (f"; prompt lengths were built with its tokenizer ({info.tokenize_path}) and counted by the server"
+               if info.has_tokenize else "; prompt lengths were calibrated from usage (no tokenize endpoint) and "
+               "counted by the server"),
         )
 
 
@@ -536,26 +494,49 @@ def slug(text: str) -> str:
     return (s or "setup")[:100]
 
 
+_BUILD = re.compile(r"b(\d+)(?:-([0-9a-f]{7,40}))?")
+
+
+def parse_build(build: str | None) -> tuple[int | None, str | None]:
+    """(build number, commit) of a llama.cpp ``build_info`` such as ``b12223-0c6dca2fa``.
+
+    Only that exact shape counts: ``b9999-demo`` (the demo server) gives (None, None), and build number 0
+    (a source build without git history) is unknown, not 0.
+    """
+    m = _BUILD.fullmatch((build or "").strip())
+    if not m:
+        return None, None
+    number = int(m.group(1))
+    return (number or None), m.group(2)
+
+
 def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Setup | None = None) -> Setup:
-    """The Setup of a live run: a given setup file, or the user's answers plus what the server said."""
+    """The Setup of a live run: a given setup file, or the user's answers plus what the server said.
+
+    A run against the demo server is labelled for what it is: engine "demo", synthetic (never a real
+    measurement), whatever the user typed as engine.
+    """
     if base is not None:
         return base
     model_name = user.model_name or (info.model_path and Path(info.model_path).stem) or info.model or "unknown model"
-    engine = user.engine or ("llama.cpp" if info.kind == "llama-server" else "unknown engine")
-    build = info.build or ""
-    m = re.match(r"b(\d+)-?([0-9a-f]*)", build)
-    version = user.engine_version or (f"b{m.group(1)}" if m else build or None)
+    engine: str = "demo" if info.demo else (user.engine or info.engine or "unknown engine")
+    number, commit = (None, None) if info.demo else parse_build(info.build)
+    version = user.engine_version or (f"b{number}" if number else info.build or None)
     gpu_name = user.gpu or "unknown GPU"
     title = user.title or f"{model_name} {user.quant or ''} on {gpu_name}, {engine} {version or ''}".replace("  ", " ")
+    if info.demo and "demo" not in title.lower():
+        title = f"{title} (demo server)"
     argv = shlex.split(user.server_cmd) if user.server_cmd else [f"{engine} (command not given)"]
+    provenance = (f"measured live with benchcards against the benchcards demo server at {cfg.base_url}: a simulated "
+                  "engine, not a real measurement" if info.demo else
+                  f"measured live with benchcards against {cfg.base_url}")
     return Setup(
         schema_version=SCHEMA_VERSION, setup_id=user.setup_id or slug(f"live-{title}"), title=title.strip(),
-        synthetic=False, provenance=f"measured live with benchcards against {cfg.base_url}",
+        synthetic=info.demo, provenance=provenance,
         hardware=Hardware(gpus=[Gpu(name=gpu_name, count=user.gpu_count, vram_gib=user.vram_gib or 0.0)]
                           if user.gpu or user.vram_gib else [],
                           cpu=user.cpu, ram_gib=user.ram_gib),
-        engine=Engine(name=engine, version=version, build_number=int(m.group(1)) if m else None,
-                      commit=(m.group(2) or None) if m else None),
+        engine=Engine(name=engine, version=version, build_number=number, commit=commit),
         model=Model(name=model_name, quant=user.quant, repo=user.model_repo, file=info.model_path and
                     Path(info.model_path).name),
         server=Server(argv=argv), sampling=Sampling(**{k: v for k, v in cfg.sampling.items()
@@ -564,26 +545,40 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
         measured_at=[datetime.now(UTC).strftime("%Y-%m-%d")])
 
 
-def write_folder(out: Path, setup: Setup, contract: SpeedContract, log: list[str]) -> Path:
+MAX_ATTACHMENT = 16 * 2**20  # bytes of one extra file (a server log) copied into a run folder
+
+
+def write_folder(out: Path, setup: Setup, contract: SpeedContract, log: list[str],
+                 extra: list[tuple[Path, str]] | None = None) -> Path:
     """Write (or add to) the raw setup folder ``out/<setup_id>``; returns the contract folder.
 
     Side effects: writes setup.json (replacing an earlier one of the same setup) and
-    speed/<run_id>/{contract.json, client.log}.
+    speed/<run_id>/{contract.json, client.log}, plus a copy of every ``extra`` file (path, description),
+    e.g. the server's log, each listed as an attachment. A regular file only (no symlink), at most 16 MiB.
     """
     import hashlib
 
     folder = out / setup.setup_id
     run_dir = folder / "speed" / contract.run_id
+    files: list[tuple[str, bytes, str]] = [("client.log", ("\n".join(log) + "\n").encode(), "client log of the run")]
+    for path, description in extra or []:
+        if path.is_symlink() or not path.is_file():
+            raise ValueError(f"{path}: not a regular file")
+        if path.stat().st_size > MAX_ATTACHMENT:
+            raise ValueError(f"{path}: larger than {MAX_ATTACHMENT // 2**20} MiB")
+        name = slug(path.name) or "attachment"
+        if name in {f[0] for f in files} or name == "contract.json":
+            name = f"extra-{name}"
+        files.append((name, path.read_bytes(), description))
     run_dir.mkdir(parents=True, exist_ok=True)
-    log_bytes = ("\n".join(log) + "\n").encode()
-    (run_dir / "client.log").write_bytes(log_bytes)
+    for name, data, _ in files:
+        (run_dir / name).write_bytes(data)
     final = contract.model_copy(update={
         "setup_id": setup.setup_id,
-        "attachments": [Attachment(path="client.log", sha256=hashlib.sha256(log_bytes).hexdigest(),
-                                   bytes=len(log_bytes), description="client log of the run")]})
+        "attachments": [Attachment(path=name, sha256=hashlib.sha256(data).hexdigest(), bytes=len(data),
+                                   description=description) for name, data, description in files]})
     final = SpeedContract.model_validate(final.model_dump())
     (folder / "setup.json").write_text(setup.model_dump_json(indent=1, exclude_none=True) + "\n", encoding="utf-8")
     (run_dir / "contract.json").write_text(final.model_dump_json(indent=1, exclude_none=True) + "\n",
                                            encoding="utf-8")
     return run_dir
-

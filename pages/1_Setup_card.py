@@ -1,14 +1,256 @@
-"""Setup card: everything measured for one setup."""
+"""Setup card: everything measured for one setup, and how to measure it again.
+
+One function per section; the list at the bottom says the order. Logic lives in
+benchcards.card (tables and texts) and benchcards.charts.
+"""
 
 import streamlit as st
 
-from benchcards import builds, charts, flags, queries
+from benchcards import builds, charts, fmt, queries
 from benchcards import card as cardmod
-from benchcards.stats import fmt
+from benchcards.queries import Card
 from ui import common
+from ui.common import md
 
 common.page("Setup card", "🗂️")
 store = common.store()
+
+
+def header(c: Card) -> None:
+    s, row = c.setup, c.row
+    st.title(md(s.title), anchor=False)
+    badge = queries.badges(row)
+    colour = {"synthetic": "orange", "summary only": "blue"}.get(badge, "green")
+    st.markdown(f":{colour}-badge[{badge}]" + (f" &nbsp; {md(s.provenance)}" if s.provenance else ""))
+    st.caption(md(f"{queries.short_name(row)} · {row['gpu']} · measured "
+                  f"{', '.join(s.measured_at) or 'date unknown'}" + (f" by {s.measured_by}" if s.measured_by else "")))
+    if badge == "summary only":
+        st.info("Summary only: these figures were published without their raw records, so benchcards cannot "
+                "recompute them. Quality margins are still computed from right / n.")
+
+
+def speed(c: Card) -> None:
+    st.header("Speed", anchor="speed")
+    common.tiles([t for t in cardmod.headline_tiles(c) if t.value != fmt.DASH])
+    if c.metrics.empty:
+        st.caption("No speed run for this setup.")
+        return
+    table = cardmod.speed_table(c)
+    if not table.empty:
+        slots = c.value("slots") or c.row.get("slots")
+        common.table(table, f"{c.setup_id}-speed")
+        if slots and not fmt.missing(slots):
+            st.caption(f"Requests at once: the server has {fmt.number(slots, 0)} slots; more requests than slots wait "
+                       "in its queue. Total = all output tokens / wall time of a round; per request = its tokens / "
+                       "its end-to-end time; medians over the rounds.")
+
+
+def named_tasks(c: Card) -> None:
+    tasks = cardmod.task_table(c)
+    if tasks.empty:
+        return
+    st.subheader("Named tasks")
+    st.caption("Figures of a tool that measures named tasks, not prompt depths: mean ± standard deviation over its "
+               "runs, as it reported them (its rates come from the server's own timings).")
+    common.table(tasks, f"{c.setup_id}-tasks", numeric=list(tasks.columns[1:]))
+    common.table(cardmod.task_overall(c), f"{c.setup_id}-tasks-overall")
+
+
+def server_timings(c: Card) -> None:
+    cvs = cardmod.client_vs_server(c)
+    if cvs.empty:
+        return
+    st.subheader("Client vs server")
+    st.caption("Client figures come from the client's clock (they include HTTP and template overhead); server "
+               "figures from llama-server's own timings.")
+    common.table(cvs, f"{c.setup_id}-client-vs-server", numeric=["Client (tok/s)", "Server (tok/s)", "Difference"])
+
+
+def ttft_gap(c: Card) -> None:
+    gap = cardmod.ttft_gap_table(c)
+    if gap.empty:
+        return
+    st.subheader("Time to first token vs the server's prompt time")
+    st.caption(cardmod.TTFT_GAP_EXPLAINED)
+    common.table(gap, f"{c.setup_id}-ttft-gap")
+    st.markdown("\n".join(f"- {md(note)}" for note in cardmod.hygiene_notes(c)))
+
+
+def long_prompts(c: Card) -> None:
+    lp = cardmod.long_prompt_table(c)
+    if lp.empty:
+        return
+    st.subheader("Long prompts")
+    st.caption("Prompts of exactly this many tokens: a filler first, the task prompt last.")
+    common.table(lp, f"{c.setup_id}-long-prompts")
+
+
+def conc_latency(c: Card) -> None:
+    conc = cardmod.conc_table(c)
+    if conc.empty or len(conc.columns) <= 4:  # no first-token or between-token times: the speed table has it all
+        return
+    st.subheader("Requests at once")
+    st.caption("Total = all output tokens / wall time of a round; per request = its tokens / its end-to-end time; "
+               "first token and gap between tokens are medians over the requests of a level.")
+    common.table(conc, f"{c.setup_id}-concurrency")
+
+
+def engine_benchmark(c: Card) -> None:
+    engine = cardmod.engine_table(c)
+    if engine.empty:
+        return
+    st.subheader("Engine benchmark (llama-bench)")
+    st.caption("The engine's own timing of random tokens: no server, HTTP or chat template. Mean of the "
+               "repetitions, spread as CV; not comparable one to one with figures measured over HTTP.")
+    common.table(engine, f"{c.setup_id}-engine", numeric=["Rate", "Spread (CV)", "Repetitions"])
+
+
+def server_log(c: Card) -> None:
+    logged = cardmod.server_log_table(c)
+    if logged.empty:
+        return
+    st.subheader("From the server's log")
+    st.caption("llama-server's per-request timing lines (server clock, no client): there is no time to first token.")
+    common.table(logged, f"{c.setup_id}-server-log")
+
+
+def builds_over_time(c: Card) -> None:
+    timeline = builds.timeline(store, c.setup_id)
+    if timeline.empty:
+        return
+    st.subheader("Builds over time")
+    st.caption(builds.EXPLAINED)
+    common.table(builds.timeline_table(timeline), f"{c.setup_id}-builds")
+
+
+def speed_charts(c: Card) -> None:
+    if c.metrics.metric.isin(["prefill", "ctx_prefill", "conc_total"]).any():
+        common.link("pages/2_Scaling_curves.py", "Prefill, decode and throughput of this setup as curves",
+                    query_params={"setups": c.setup_id}, icon=":material/show_chart:")
+
+
+def quality(c: Card) -> None:
+    st.header("Quality", anchor="quality")
+    if c.quality.empty:
+        st.caption("No quality run for this setup.")
+        return
+    common.table(cardmod.quality_table(c), f"{c.setup_id}-quality")
+    st.caption("Result ± half-width of the Wilson 95 % interval, in points. A cut-off answer counts as wrong.")
+    if not c.quality_tasks.empty:
+        st.subheader("Sub-tasks")
+        common.table(cardmod.quality_tasks_table(c), f"{c.setup_id}-quality-tasks")
+
+
+def memory(c: Card) -> None:
+    st.header("Memory test", anchor="memory")
+    if c.fit is None:
+        st.caption("No memory test for this setup.")
+        return
+    f = c.fit
+    common.tiles(cardmod.fit_tiles(c))
+    if not fmt.missing(f.get("first_failed_error")):
+        st.caption(md(f"First size that failed: {fmt.depth(f['first_failed_ctx'])} "
+                      f"({fmt.tokens(f['first_failed_ctx'])}) — {f['first_failed_error']}"))
+    common.table(cardmod.fit_table(c), f"{c.setup_id}-memory")
+    vram = c.row.get("vram_gib")
+    common.chart(charts.fit_chart(c.fit_steps, vram_gib=None if fmt.missing(vram) else float(vram)), key="fit-chart")
+
+
+def method(c: Card) -> None:
+    from ui import html
+
+    st.header("How it was measured", anchor="method")
+    runs = cardmod.method_by_run(c)
+    if not runs:
+        st.caption("No method settings were recorded.")
+        return
+    st.html("".join(f"<p><strong>{html.esc(heading)}</strong></p>{html.table(table, label=heading)}"
+                    for heading, table in runs))
+    common.downloads(cardmod.method_table(c), f"{c.setup_id}-method")
+
+
+def reproduce(c: Card) -> None:
+    s = c.setup
+    st.header("Reproduce", anchor="reproduce")
+    r = cardmod.reproduce(c)
+    st.markdown("**1. Get the model file** (the exact revision, then check its SHA-256)")
+    if r.download:
+        st.code(r.download, language="bash", wrap_lines=True)
+    st.markdown("**2. Start the server** with the exact command of the measurement")
+    if r.server:
+        st.code(r.server, language="bash")
+    with st.expander("What each part of the server command means"):
+        common.table(cardmod.flags_table(c), f"{c.setup_id}-flags")
+    for label, value in (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)):
+        if value:
+            st.caption(md(f"{label}: {value}"))
+    if r.measure:
+        st.markdown("**3. Measure it** with the settings of this setup's speed run"
+                    + ("s" if len(r.measure) > 1 else ""))
+        for run_id, cmd in r.measure.items():
+            st.caption(md(f"Run {run_id}"))
+            st.code(cmd, language="bash", wrap_lines=True)
+    for note in r.notes:
+        st.caption(md(note))
+
+
+def sampling(c: Card) -> None:
+    s = c.setup
+    st.header("Sampling and thinking", anchor="sampling")
+    st.write(md(cardmod.sampling_text(c)))
+    st.write("Thinking: " + {True: "on", False: "off", None: "not recorded"}[s.thinking])
+
+
+def deviations(c: Card) -> None:
+    s = c.setup
+    if not (s.deviations or s.notes):
+        return
+    st.header("Deviations and notes", anchor="deviations")
+    for d in s.deviations:
+        st.markdown(f"- **{md(d.what)}** — {md(d.why)}")
+    if s.notes:
+        st.write(md(s.notes))
+
+
+def runs(c: Card) -> None:
+    st.header("Runs", anchor="runs")
+    common.table(cardmod.runs_table(c), f"{c.setup_id}-runs")
+
+
+def warnings(c: Card) -> None:
+    st.header("Warnings", anchor="warnings")
+    found = cardmod.warnings_list(c)
+    if not found:
+        st.caption("No warnings: every stated figure agrees with the raw records and the server command parses.")
+    for what, run, message in found:
+        st.warning(f"**{md(what)}** ({md(run)}): {md(message)}")
+
+
+def machine(c: Card) -> None:
+    st.header("Hardware, engine and model", anchor="machine")
+    st.markdown("\n".join(f"- **{md(k)}**: {md(v)}" for k, v in cardmod.machine_rows(c)))
+
+
+def raw_files(c: Card) -> None:
+    st.header("Raw files", anchor="files")
+    files = cardmod.files_table(c)
+    common.table(files, f"{c.setup_id}-files")
+    if files.empty:
+        return
+    choice = st.selectbox("Download a raw file", files.index, format_func=lambda i: f"{files.Run[i]} / "
+                          f"{files.File[i]} ({files.Bytes[i]} bytes)", key="rawfile")
+    try:
+        data = store.raw_file(files["SHA-256"][choice])
+        st.download_button("Download", data, file_name=files.File[choice].split("/")[-1], key="rawdl",
+                           icon=":material/download:")
+    except queries.RawFileError as exc:
+        st.warning(f"Not available: {md(exc)}")
+
+
+SECTIONS = [header, speed, named_tasks, server_timings, ttft_gap, long_prompts, conc_latency, engine_benchmark,
+            server_log, builds_over_time, speed_charts, quality, memory, method, reproduce, sampling, deviations, runs,
+            warnings, machine, raw_files]
+
 if not queries.setup_ids(store):
     st.info("No setups yet: nothing to show a card for.")
     st.stop()
@@ -16,158 +258,6 @@ sid = common.setup_picker(store, "Setup", key="setup")
 if sid is None:
     st.info("Choose a setup above, or open one from the overview.")
     st.stop()
-c = queries.card(store, sid)
-s = c.setup
-row = c.row
-
-st.title(s.title)
-badge = queries.badges(row)
-st.markdown(f":{'orange' if badge == 'synthetic' else 'blue' if badge == 'summary only' else 'green'}-badge"
-            f"[{badge}]" + (f" &nbsp; {s.provenance}" if s.provenance else ""))
-st.caption(f"{row['gpu']} · {s.engine.name} {s.engine.version or ''} · {s.model.name} {s.model.quant or ''} · "
-           f"measured {', '.join(s.measured_at) or 'date unknown'}" + (f" by {s.measured_by}" if s.measured_by else ""))
-if badge == "summary only":
-    st.info("Summary only: these figures were published without their raw records, so benchcards cannot "
-            "recompute them. Quality margins are still computed from right / n.")
-
-st.header("Speed")
-tiles = cardmod.headline_tiles(c)
-if all(t.value == "—" for t in tiles):
-    tiles = []  # e.g. an engine benchmark only: its own table follows
-for start in range(0, len(tiles), 3):
-    for col, t in zip(st.columns(3), tiles[start:start + 3]):
-        col.metric(t.label, t.value, help=t.help, border=True)
-if c.metrics.empty:
-    st.caption("No speed run for this setup.")
-else:
-    speed = cardmod.speed_table(c)
-    if not speed.empty:
-        common.table(speed, f"{sid}-speed")
-    tasks = cardmod.task_table(c)
-    if not tasks.empty:
-        st.subheader("Named tasks")
-        st.caption("Figures of a tool that measures named tasks, not prompt depths.")
-        common.table(tasks, f"{sid}-tasks")
-    cvs = cardmod.client_vs_server(c)
-    if not cvs.empty:
-        st.subheader("Client vs server")
-        st.caption("Client figures come from the client's clock (they include HTTP and template overhead); "
-                   "server figures from llama-server's own timings.")
-        common.table(cvs, f"{sid}-client-vs-server")
-    lp = cardmod.long_prompt_table(c)
-    if not lp.empty:
-        st.subheader("Long prompts")
-        common.table(lp, f"{sid}-long-prompts")
-    conc = cardmod.conc_table(c)
-    if not conc.empty:
-        st.subheader("Requests at once")
-        slots = c.value("slots") or row.get("slots")
-        st.caption(f"Total = all output tokens / wall time of the round; per request = its tokens / its end-to-end "
-                   f"time; median over rounds. Server slots: {fmt(slots, 0) if slots else 'unknown'}; "
-                   "more requests than slots wait in the queue.")
-        common.table(conc, f"{sid}-concurrency")
-    for title, df, note in (
-            ("Engine benchmark (llama-bench)", cardmod.engine_table(c),
-             "The engine's own timing of random tokens: no server, HTTP or chat template. Mean of the "
-             "repetitions, spread as CV; not comparable one to one with figures measured over HTTP."),
-            ("From the server's own log", cardmod.server_log_table(c),
-             "llama-server's per-request timing lines (server clock, no client): no time to first token.")):
-        if not df.empty:
-            st.subheader(title)
-            st.caption(note)
-            common.table(df, f"{sid}-{title.split()[0].lower()}")
-
-timeline = builds.timeline(store, sid)
-if not timeline.empty:
-    st.header("Builds over time")
-    st.caption("The same hardware, model and settings with other engine builds, oldest first: each figure with "
-               "its speedup over the previous build; ≈ marks a change within the noise of the runs.")
-    common.table(builds.timeline_table(timeline), f"{sid}-builds")
-
-st.header("Quality")
-if c.quality.empty:
-    st.caption("No quality run for this setup.")
-else:
-    common.table(cardmod.quality_table(c), f"{sid}-quality")
-    if not c.quality_tasks.empty:
-        with st.expander("Sub-tasks"):
-            common.table(c.quality_tasks[["test", "task", "right", "n"]], f"{sid}-quality-tasks")
-
-st.header("Memory test")
-if c.fit is None:
-    st.caption("No memory test for this setup.")
-else:
-    f = c.fit
-    m1, m2, m3 = st.columns(3)
-    m1.metric("Largest size that answered", "none" if f["largest_ctx"] is None or f["largest_ctx"] != f["largest_ctx"]
-              else f"{int(f['largest_ctx']):,} tokens", border=True)
-    m2.metric("Peak memory", f"{fmt(f['peak_gib'], 2)} GiB" if f["peak_gib"] == f["peak_gib"] else "—", border=True)
-    m3.metric("Decode at that size", f"{fmt(f['decode_tps'])} tok/s" if f["decode_tps"] == f["decode_tps"] else "—",
-              border=True)
-    if isinstance(f.get("first_failed_error"), str):
-        st.caption(f"First size that failed: {int(f['first_failed_ctx']):,} tokens — {f['first_failed_error']}")
-    common.table(cardmod.fit_table(c), f"{sid}-memory")
-    common.chart(charts.fit_chart(c.fit_steps), key="fit-chart")
-
-st.header("Server command")
-if s.server.argv[0].endswith("(command not given)"):
-    st.caption("The exact server command was not recorded for this setup.")
-else:
-    st.code(flags.shell_join(s.server.argv, s.server.env), language="bash")
-with st.expander("What each part means", expanded=False):
-    common.table(cardmod.flags_table(c), f"{sid}-flags")
-for label, value in (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)):
-    if value:
-        st.caption(f"{label}: {value}")
-
-st.header("Sampling and thinking")
-samp = {k: v for k, v in s.sampling.model_dump().items() if v is not None}
-st.write(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in samp.items()) or "not recorded")
-st.write("Thinking: " + {True: "on", False: "off", None: "not recorded"}[s.thinking])
-
-if s.deviations or s.notes:
-    st.header("Deviations and notes")
-    for d in s.deviations:
-        st.markdown(f"- **{d.what}** — {d.why}")
-    if s.notes:
-        st.write(s.notes)
-
-st.header("Runs")
-common.table(cardmod.runs_table(c), f"{sid}-runs")
-
-st.header("Warnings")
-if c.warnings.empty:
-    st.caption("No warnings: every stated figure agrees with the raw records.")
-else:
-    for w in c.warnings.itertuples():
-        st.warning(f"**{w.kind.replace('_', ' ')}** ({w.run_id}): {w.message}")
-
-st.header("Hardware, engine and model")
-hw = s.hardware
-st.markdown("\n".join(f"- **{k}**: {v}" for k, v in (
-    ("GPUs", ", ".join(f"{g.count}x {g.name} ({g.vram_gib:g} GiB{', ' + g.backend if g.backend else ''})"
-                       for g in hw.gpus) or "none"),
-    ("CPU", hw.cpu), ("RAM", f"{hw.ram_gib:g} GiB" if hw.ram_gib else None), ("Driver", hw.driver), ("OS", hw.os),
-    ("Engine", " ".join(str(x) for x in (s.engine.name, s.engine.version, s.engine.commit and f"@{s.engine.commit}",
-                                          s.engine.package and f"({s.engine.package})") if x)),
-    ("Model", f"{s.model.name} ({s.model.repo or 'repo not given'}"
-              f"{' @' + s.model.revision[:8] if s.model.revision else ''})"),
-    ("File", " · ".join(str(x) for x in (s.model.file, s.model.quant,
-                                          s.model.file_bytes and f"{s.model.file_bytes:,} bytes",
-                                          s.model.sha256 and f"sha256 {s.model.sha256}") if x)),
-    ("Parameters", f"{s.model.params_total_b:g}B total / {s.model.params_active_b:g}B active"
-     if s.model.params_total_b and s.model.params_active_b else None),
-    ("Hardware notes", hw.notes)) if v))
-
-st.header("Raw files")
-files = cardmod.files_table(c)
-common.table(files, f"{sid}-files")
-if not files.empty:
-    choice = st.selectbox("Download a raw file", files.index, format_func=lambda i: f"{files.Run[i]} / "
-                          f"{files.File[i]} ({files.Bytes[i]:,} bytes)", key="rawfile")
-    try:
-        data = store.raw_file(files["SHA-256"][choice])
-        st.download_button("Download", data, file_name=files.File[choice].split("/")[-1], key="rawdl",
-                           icon=":material/download:")
-    except queries.RawFileError as exc:
-        st.warning(f"Not available: {exc}")
+card = queries.card(store, sid)
+for section in SECTIONS:
+    section(card)

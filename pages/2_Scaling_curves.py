@@ -2,39 +2,64 @@
 
 import streamlit as st
 
-from benchcards import charts, queries
+from benchcards import charts, compare, fmt, queries
 from ui import common
+from ui.common import md
 
 common.page("Scaling curves", "📈")
 store = common.store()
 st.title("Scaling curves")
-st.caption("Measured points only, joined by lines; hover a point for its exact value and run count. "
-           "Axes switch to log scale when the values span a wide range.")
-all_ids = [s for s, _ in queries.setup_ids(store)]
-if not all_ids:
+st.caption("How speed changes as prompts get longer and as more requests run at once. Measured points only, "
+           "joined by lines; hover a point for its exact value and run count.")
+if not queries.setup_ids(store):
     st.info("No setups yet.")
     st.stop()
-ids = common.setup_picker(store, "Setups to overlay", key="setups", multi=True)
+ids = common.setup_picker(store, "Setups to overlay", key="setups", multi=True, max_selections=8,
+                          default=queries.curve_setups(store))
 if not ids:
     st.info("Choose one or more setups to overlay their curves.")
     st.stop()
+cards = [queries.card(store, s) for s in ids]
+names = dict(zip(ids, compare.names(cards)))
 metrics = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "conc_total",
            "conc_per_request"]
 data = queries.series(store, ids, metrics)
-if data.empty:
-    st.info("These setups have no depth or concurrency measurements (summary-only task figures cannot be "
-            "placed on these axes).")
-    st.stop()
+
+
+def missing_note(have: set[str], what: str) -> None:
+    """Name the chosen setups that have no points on this chart."""
+    lacking = [names[s] for s in ids if s not in have]
+    if lacking:
+        st.caption(md(f"No {what} for: " + "; ".join(lacking) + "."))
+
+
+st.header("Prompt depth")
+st.caption("Each line joins a setup's prefill steps (2K to 32K prompts, circles) and its long-prompt steps (16K to "
+           "128K, a filler then the task, squares): both measure the same thing, the long-prompt steps go deeper. "
+           "Decode at depth is the mean of the prompts' medians, as the headline decode.")
 for kind in ("prefill", "decode", "ttft"):
-    pts = charts.depth_points(data, kind)
+    pts = charts.depth_points(data, kind, names)
     if pts.empty:
         st.caption(f"No {charts.CHART_LABELS[kind][1].lower()} for these setups.")
         continue
-    common.chart(charts.depth_chart(data, kind), key=f"chart-{kind}")
-conc = data[data.metric.isin(["conc_total", "conc_per_request"])]
-if conc.empty:
-    st.caption("No requests-at-once measurements for these setups.")
-else:
-    common.chart(charts.conc_chart(data), key="chart-conc")
+    common.chart(charts.depth_chart(data, kind, names), key=f"chart-{kind}")
+    missing_note(set(pts.setup_id), charts.CHART_LABELS[kind][1].lower())
+
+st.header("Requests at once")
+st.caption("Total: all output tokens of a round / its wall time. Per request: one request's tokens / its "
+           "end-to-end time. More requests than the server's slots wait in its queue.")
+for rate, metric in (("total", "conc_total"), ("per_request", "conc_per_request")):
+    pts = charts.conc_points(data, rate, names)
+    if pts.empty:
+        st.caption("No requests-at-once measurements for these setups.")
+        break
+    common.chart(charts.conc_chart(data, rate, names), key=f"chart-{metric}")
+    missing_note(set(pts.setup_id), "requests-at-once measurements")
 with st.expander("The measured points"):
-    common.table(data, "scaling-points")
+    table = data.assign(
+        Setup=[names[s] for s in data.setup_id], Figure=[fmt.label(m, p, lv) for m, p, lv in
+                                                         zip(data.metric, data.prompt, data.level)],
+        Value=[fmt.metric(m, v) for m, v in zip(data.metric, data.value)],
+        Runs=[fmt.number(n, 0) for n in data.n],
+        From=["raw records" if p == "raw" else "published summary" for p in data.provenance])
+    common.table(table[["Setup", "Figure", "Value", "Runs", "From"]], "scaling-points")

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from benchcards import charts, queries, views
+from benchcards import charts, compare, fmt, metrics, queries, views
 from ui import common
 
 common.page("Quality & margins", "🎯")
@@ -16,32 +16,38 @@ q = queries.quality_table(store, ids or None)
 if q.empty:
     st.info("No quality results for these setups yet.")
     st.stop()
-common.chart(charts.quality_chart(q), key="quality-chart")
-view = views.quality_table(q)
-common.table(view, "quality")
+shown_ids = list(dict.fromkeys(q.setup_id))
+names = dict(zip(shown_ids, compare.names([queries.card(store, s) for s in shown_ids])))
+common.chart(charts.quality_chart(q, names), key="quality-chart")
+common.table(views.quality_table(q, names), "quality")
 
 st.header("Compare two setups")
-with_q = list(dict.fromkeys(q.setup_id))
+with_q = shown_ids
 if len(with_q) < 2:
     st.caption("Choose at least two setups with quality results to compare them.")
     st.stop()
 ca, cb = st.columns(2)
 a = common.setup_picker(store, "A", key="a", options=with_q, default=with_q[0], where=ca)
 b = common.setup_picker(store, "B", key="b", options=with_q, default=with_q[1], where=cb)
-if a == b:
-    st.caption("A and B are the same setup.")
+if a is None or b is None or a == b:
+    st.caption("Choose two different setups as A and B.")
     st.stop()
-comps = queries.compare_quality(store, a, b)
+order = {t: i for i, t in enumerate(metrics.TESTS)}
+comps = sorted(queries.compare_quality(store, a, b), key=lambda x: (order.get(x.test, len(order)), x.test))
 if not comps:
     st.caption("These two setups have no test in common.")
     st.stop()
 labels = dict(zip(q.test, q.label))
-table = pd.DataFrame([{
-    "Test": labels.get(x.test, x.test), "A − B (points)": f"{x.diff_pp:+.1f}",
-    "95 % interval": f"{x.lo_pp:+.1f} to {x.hi_pp:+.1f}", "Method": x.method,
-    "p (McNemar)": "" if x.p_value is None else f"{x.p_value:.3f}", "Paired items": x.n_pairs or "",
-    "Verdict": ("A better" if x.diff_pp > 0 else "B better") if x.significant else "not significant",
-} for x in comps])
-common.table(table, "quality-compare")
+rows, verdicts = [], []
+for x in comps:
+    text, verdict = compare.quality_verdict(x)
+    word = ("A better" if x.diff_pp > 0 else "B better") if x.significant else "no significant difference"
+    rows.append({"Test": metrics.quality_label(x.test, labels.get(x.test)), "A − B": fmt.points(x.diff_pp),
+                 "95 % interval": fmt.signed_interval(x.lo_pp, x.hi_pp), "Method": x.method,
+                 "p (McNemar)": fmt.p_value(x.p_value), "Paired items": fmt.number(x.n_pairs, 0),
+                 "Verdict": word})
+    verdicts.append(verdict)
+common.table(pd.DataFrame(rows), "quality-compare", classes={"Verdict": verdicts, "A − B": verdicts})
 st.caption("Paired (McNemar's exact test) when both setups answered the same items; otherwise Newcombe's interval "
-           "for two independent proportions. *not significant*: the 95 % interval includes 0.")
+           "for two independent proportions. *No significant difference*: p ≥ 0.05, or the 95 % interval of the "
+           "difference includes 0. Green: A is significantly better; orange: A is significantly worse.")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from benchcards import compare, queries
 from ui import common
+from ui.common import md
 
 common.page("Compare", "⚖️")
 store = common.store()
@@ -13,18 +14,30 @@ if len(ids or []) < 2:
     st.info("Choose two to four setups.")
     st.stop()
 cards = [queries.card(store, s) for s in ids]
+names = compare.names(cards)
+st.caption(md("Every difference is relative to the first setup chosen: " + names[0] + "."))
+
 st.header("Configuration: only what differs")
-diff = queries.config_diff([c.setup for c in cards])
-if diff.empty:
-    st.caption("The configurations are identical.")
-else:
-    common.table(diff.reset_index(names="Field"), "config-diff")
+groups = compare.config_diff([c.setup for c in cards], names)
+if not groups:
+    st.caption("The configurations are the same (ports, addresses and model names for clients are not compared).")
+for group, table in groups:
+    st.subheader(group)
+    common.table(table, f"config-{group.lower().replace(' ', '-')}", download=False)
+
 st.header("Speed")
-common.table(compare.metrics_side_by_side(cards), "compare-speed",
-             empty="None of these setups has speed figures in common.")
+speed = compare.metrics_side_by_side(cards, names)
+common.table(speed.table, "compare-speed", empty="None of these setups has speed figures in common.",
+             classes=speed.verdicts, numeric=names)
+st.caption("Better or worse in the sense of each figure: more tokens per second is better, a shorter time is "
+           "better. Green: better than the first setup; orange: worse.")
+
 st.header("Quality")
-common.table(compare.quality_side_by_side(cards), "compare-quality",
-             empty="No quality test in common.")
+qual = compare.quality_side_by_side(cards, lambda a, b: queries.compare_quality(store, a, b), names)
+common.table(qual.table, "compare-quality", empty="No quality test in common.", classes=qual.verdicts)
+st.caption("Significant: McNemar's exact test (p < 0.05) when both answered the same items, otherwise the 95 % "
+           "interval of the difference (Newcombe) excludes 0.")
+
 st.header("Memory test")
-common.table(compare.fit_side_by_side(cards), "compare-fit", empty="No memory test among these setups.")
-st.caption("Differences are relative to the first setup chosen.")
+common.table(compare.fit_side_by_side(cards, names), "compare-fit", empty="No memory test among these setups.",
+             numeric=names)

@@ -3,12 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from benchcards import charts
+from benchcards import charts, fmt, metrics
 from benchcards.paths import LOCAL
 from live.client import NotLoopback, check_target
 from live.job import LiveJob
 from live.measure import PARTS, MeasureConfig, SetupInput
+from live.progress import InputError, estimate, parse_counts, parse_tokens, plan
 from ui import common
+from ui.common import md
 
 common.page("Run live", "⏱️")
 common.store()
@@ -25,17 +27,20 @@ with st.form("live"):
     c1, c2 = st.columns(2)
     base_url = c1.text_input("Server address", "http://127.0.0.1:8089", key="live_base_url")
     model = c2.text_input("Model id (empty: the server's first model)", key="live_model")
-    parts = st.multiselect("Parts", list(PARTS), default=["decode", "prefill", "conc"], key="live_parts")
+    parts = st.multiselect("Parts", list(PARTS), default=["decode", "prefill", "conc"], key="live_parts",
+                           format_func=metrics.part_label)
     a, b, c, d = st.columns(4)
     runs = a.number_input("Decode runs per prompt", 1, 20, 2, key="live_runs")
     max_tokens = b.number_input("Decode tokens", 16, 8192, 512, key="live_max_tokens")
     min_tokens = c.number_input("Minimum valid decode run", 1, 8192, 256, key="live_min_tokens")
     thinking = d.selectbox("Thinking", ["off", "on", "leave to the server"], key="live_thinking")
     a, b, c, d = st.columns(4)
-    depths = a.text_input("Prefill depths", "2048,8192,32768", key="live_depths")
-    levels = b.text_input("Requests at once", "1,2,4,8", key="live_levels")
+    depths = a.text_input("Prefill depths", "2K, 8K, 32K", key="live_depths",
+                          help="Prompt lengths in tokens, e.g. 2048, 8192 or 2K, 8K (K = 1,024).")
+    levels = b.text_input("Requests at once", "1, 2, 4, 8", key="live_levels", help="Whole numbers, e.g. 1, 2, 4, 8.")
     rounds = c.number_input("Rounds per level", 1, 10, 2, key="live_rounds")
-    ctx_depths = d.text_input("Long-prompt depths", "16384,32768,65536,131072", key="live_ctx_depths")
+    ctx_depths = d.text_input("Long-prompt depths", "16K, 32K, 64K, 128K", key="live_ctx_depths",
+                              help="Prompt lengths in tokens, e.g. 16K, 32K (K = 1,024).")
     st.markdown("**The setup** (what the server cannot tell)")
     a, b, c, d = st.columns(4)
     title = a.text_input("Title (optional)", key="live_title")
@@ -46,19 +51,41 @@ with st.form("live"):
     allow_remote = st.checkbox("Allow a server on another machine", key="live_allow_remote")
     start = st.form_submit_button("Start", type="primary", disabled=running)
 
-if start and not running:
+
+def read_settings() -> tuple[MeasureConfig | None, list[str]]:
+    """The typed settings as a MeasureConfig, or every problem with them (each naming its field)."""
+    problems: list[str] = []
+    values: dict = {}
+    for name, text, parse in (("prefill_depths", depths, lambda t: parse_tokens(t, "Prefill depths")),
+                              ("conc_levels", levels, lambda t: parse_counts(t, "Requests at once")),
+                              ("ctx_depths", ctx_depths, lambda t: parse_tokens(t, "Long-prompt depths"))):
+        try:
+            values[name] = parse(text)
+        except InputError as exc:
+            problems.append(str(exc))
+    if not parts:
+        problems.append("Parts: choose at least one part to measure")
     try:
         check_target(base_url, allow_remote)
-        to_ints = lambda s: tuple(int(x) for x in s.split(",") if x.strip())
-        cfg = MeasureConfig(base_url=base_url, model=model or None, parts=tuple(parts), runs=int(runs),
-                            max_tokens=int(max_tokens), min_decode_tokens=int(min_tokens),
-                            prefill_depths=to_ints(depths), conc_levels=to_ints(levels), conc_rounds=int(rounds),
-                            ctx_depths=to_ints(ctx_depths), allow_remote=allow_remote,
-                            thinking={"off": False, "on": True}.get(thinking))
     except NotLoopback as exc:
-        st.error(f"{exc}. Tick 'Allow a server on another machine' to measure it anyway.")
+        problems.append(f"Server address: {exc}. Tick 'Allow a server on another machine' to measure it anyway.")
     except ValueError as exc:
-        st.error(f"Check the settings: {exc}")
+        problems.append(f"Server address: {exc}")
+    if problems:
+        return None, problems
+    try:
+        cfg = MeasureConfig(base_url=base_url, model=model or None, parts=tuple(parts), runs=int(runs),
+                            max_tokens=int(max_tokens), min_decode_tokens=int(min_tokens), conc_rounds=int(rounds),
+                            allow_remote=allow_remote, thinking={"off": False, "on": True}.get(thinking), **values)
+    except ValueError as exc:
+        return None, [f"Settings: {exc}"]
+    return cfg, []
+
+
+if start and not running:
+    cfg, problems = read_settings()
+    if cfg is None:
+        st.error("Check the settings:\n\n" + "\n".join(f"- {md(p)}" for p in problems))
     else:
         user = SetupInput(title=title or None, gpu=gpu or None, vram_gib=vram or None, quant=quant or None,
                           server_cmd=server_cmd or None)
@@ -67,25 +94,40 @@ if start and not running:
         running = True
 
 
+def step_words(job: LiveJob) -> dict[str, str]:
+    return {s.label: s.words for s in plan(job.cfg)}
+
+
 @st.fragment(run_every=1.0 if running else None)
 def progress() -> None:
     job: LiveJob | None = st.session_state.get("live_job")
     if job is None:
         return
     steps = [e for e in job.events if e.kind == "step"]
-    total = steps[-1].total if steps else 0
-    state = "running" if not job.done else ("error" if job.error else "complete")
-    label = (f"Measuring… {len(steps)}/{total or '?'} steps" if not job.done else
-             f"Finished: {len(steps)} steps" if not job.error else f"Stopped: {job.error}")
+    now = estimate(plan(job.cfg), list(job.events))
+    if not job.done:
+        label = "Connecting to the server…" if not job.events else f"Measuring… {now.text()}"
+        state = "running"
+    elif job.error:
+        label, state = f"Stopped: {job.error}", "error"
+    else:
+        label, state = f"Finished: {len(steps)} steps, {now.total:,} requests", "complete"
     with st.status(label, state=state, expanded=True):
-        if total:
-            st.progress(len(steps) / total)
+        st.progress(now.fraction if not job.done else 1.0, text=now.text() if not job.done else None)
         if steps:
-            table = pd.DataFrame([{"Step": e.label, "Status": e.status, "Decode (tok/s)": e.decode_tps,
+            words = step_words(job)
+            table = pd.DataFrame([{"Step": words.get(e.label, e.label), "Part": metrics.part_label(e.part),
+                                   "Status": e.status, "Decode (tok/s)": e.decode_tps,
                                    "Server decode": e.server_decode_tps, "Prefill (tok/s)": e.prefill_tps,
-                                   "Server prefill": e.server_prefill_tps, "Reason": e.reason or ""}
+                                   "Server prefill": e.server_prefill_tps, "Reason": e.reason}
                                   for e in steps])
-            st.dataframe(table, hide_index=True, width="stretch", key=f"live-table-{len(steps)}")
+            shown = table.assign(**{col: [fmt.value("decode", v) for v in table[col]]
+                                    for col in ("Decode (tok/s)", "Server decode", "Prefill (tok/s)",
+                                                "Server prefill")},
+                                 Reason=[fmt.text(r) for r in table.Reason])
+            common.table(shown.rename(columns={"Server decode": "Server decode (tok/s)",
+                                               "Server prefill": "Server prefill (tok/s)"}),
+                         f"live-steps-{len(steps)}", download=False)
             if table["Decode (tok/s)"].notna().any():
                 common.chart(charts.live_steps_chart(table), key=f"live-chart-{len(steps)}")
     if not job.done:

@@ -103,7 +103,7 @@ with knee_tab:
     tp_shown = analysis.throughput(data.only(shown))
     if not tp_shown.empty:
         common.chart(charts.knee_conc_chart(tp_shown, kn_shown, colours), key="chart-knee-conc")
-    common.table(analysis.knee_table(kn), "knees")
+    common.table(analysis.knee_table(kn), "knees", grid=True)
     st.caption(f"Depth knee: where prefill or decode falls below {analysis.KNEE_FRACTION * 100:.0f} % of its value at the "
                "shortest measured prompt and stays below, placed on the log-depth line between the two measured "
                "depths around it. Requests at once: the smallest number from which each further step adds less "

@@ -4,6 +4,10 @@ One strict base (``Strict``): unknown fields are rejected, no type coercion, no 
 or Infinity. The JSON Schema files beside this module are generated from these
 models (``python -m schemas``); a test fails when they drift.
 
+Every number has both bounds and every big record list is ``fail_fast`` (pydantic
+stops at its first bad record: the JSON Schema check that runs first lists them
+all, so a million bad records never become a million error objects).
+
 The models describe shape only. Rules that need several fields at once (a
 summary-only contract has no records, a run id is unique, ...) are checked by
 ``ingest`` so that jsonschema and pydantic always give the same verdict.
@@ -15,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION: Literal["1"] = "1"
 
 Slug = Annotated[
     str,
@@ -32,8 +36,17 @@ Timestamp = Annotated[
     ),
 ]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="Lower-case hex SHA-256.")]
-NonNeg = Annotated[float, Field(ge=0)]
-Count = Annotated[int, Field(ge=0)]
+#: every number is bounded so that each value the schema admits fits its database column
+#: (INTEGER: 32-bit, BIGINT: 64-bit, DOUBLE: finite); a test checks the bounds against the DDL
+INT32_MAX = 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+REAL_MAX = 1e15
+NonNeg = Annotated[float, Field(ge=0, le=REAL_MAX)]
+Real = Annotated[float, Field(ge=-REAL_MAX, le=REAL_MAX)]
+Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
+Positive = Annotated[int, Field(ge=1, le=INT32_MAX)]
+ByteCount = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Seed = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 Text = Annotated[str, Field(min_length=1)]
 
 
@@ -49,14 +62,14 @@ class Strict(BaseModel):
 class Sampling(Strict):
     """Sampling settings sent with the requests."""
 
-    temperature: float | None = Field(None, ge=0, description="Sampling temperature.")
+    temperature: NonNeg | None = Field(None, description="Sampling temperature.")
     top_p: float | None = Field(None, ge=0, le=1, description="Nucleus sampling threshold.")
-    top_k: int | None = Field(None, ge=0, description="Top-k cut-off (0 = off).")
+    top_k: Count | None = Field(None, description="Top-k cut-off (0 = off).")
     min_p: float | None = Field(None, ge=0, le=1, description="Min-p threshold.")
-    presence_penalty: float | None = Field(None, description="Presence penalty.")
-    frequency_penalty: float | None = Field(None, description="Frequency penalty.")
-    repeat_penalty: float | None = Field(None, description="Repetition penalty (llama.cpp).")
-    seed: int | None = Field(None, description="Random seed sent with the requests or set on the server.")
+    presence_penalty: Real | None = Field(None, description="Presence penalty.")
+    frequency_penalty: Real | None = Field(None, description="Frequency penalty.")
+    repeat_penalty: Real | None = Field(None, description="Repetition penalty (llama.cpp).")
+    seed: Seed | None = Field(None, description="Random seed sent with the requests or set on the server.")
     source: str | None = Field(None, description="Where the values come from (model card, own choice, ...).")
 
 
@@ -65,7 +78,7 @@ class Attachment(Strict):
 
     path: Text = Field(description="Path relative to the contract's folder, '/'-separated.")
     sha256: Sha256 | None = Field(None, description="Expected SHA-256; ingest refuses a file that differs.")
-    bytes: Count | None = Field(None, description="Expected size in bytes; ingest refuses a file that differs.")
+    bytes: ByteCount | None = Field(None, description="Expected size in bytes; ingest refuses a file that differs.")
     description: str | None = Field(None, description="What the file holds.")
 
 
@@ -167,8 +180,8 @@ class Gpu(Strict):
     """One kind of GPU in the machine."""
 
     name: Text = Field(description="Marketing name, e.g. 'NVIDIA GeForce RTX 5060 Ti 16 GB'.")
-    count: int = Field(1, ge=1, description="How many of this GPU the setup uses.")
-    vram_gib: float = Field(ge=0, description="Video memory of one GPU in GiB (unified memory for SoCs).")
+    count: int = Field(1, ge=1, le=1024, description="How many of this GPU the setup uses.")
+    vram_gib: NonNeg = Field(description="Video memory of one GPU in GiB (unified memory for SoCs).")
     backend: str | None = Field(None, description="Compute backend, e.g. CUDA 13.5, Vulkan, ROCm, Metal.")
     unified_memory: bool | None = Field(
         None, description="True when the GPU shares system memory (DGX Spark, Apple silicon, Strix Halo, ...).")
@@ -177,9 +190,9 @@ class Gpu(Strict):
 class Hardware(Strict):
     """The machine that ran the engine."""
 
-    gpus: list[Gpu] = Field(default_factory=list, description="GPUs used; empty for CPU-only setups.")
+    gpus: list[Gpu] = Field(default_factory=list, max_length=64, description="GPUs used; empty for CPU-only setups.")
     cpu: str | None = Field(None, description="CPU model.")
-    ram_gib: float | None = Field(None, ge=0, description="System RAM in GiB.")
+    ram_gib: NonNeg | None = Field(None, description="System RAM in GiB.")
     driver: str | None = Field(None, description="GPU driver version.")
     os: str | None = Field(None, description="Operating system and kernel.")
     notes: str | None = Field(None, description="Anything else about the machine (offload, power limit, ...).")
@@ -190,7 +203,7 @@ class Engine(Strict):
 
     name: Text = Field(description="Engine name, e.g. 'llama.cpp', 'vLLM', 'llama-cpp-python'.")
     version: str | None = Field(None, description="Release or version string, e.g. 'b12223'.")
-    build_number: int | None = Field(None, ge=0, description="llama.cpp build number.")
+    build_number: Count | None = Field(None, description="llama.cpp build number.")
     commit: str | None = Field(None, description="Source commit of the build.")
     package: str | None = Field(None, description="Release package name, when an official build was used.")
     own_build: bool | None = Field(None, description="True when the engine was compiled by the person measuring.")
@@ -206,10 +219,10 @@ class Model(Strict):
     revision: str | None = Field(None, description="Repository revision (commit).")
     file: str | None = Field(None, description="Weights file name.")
     quant: str | None = Field(None, description="Quantisation, e.g. Q4_K_M, UD-Q4_K_XL, FP8.")
-    file_bytes: Count | None = Field(None, description="File size in bytes.")
+    file_bytes: ByteCount | None = Field(None, description="File size in bytes.")
     sha256: Sha256 | None = Field(None, description="SHA-256 of the weights file.")
-    params_total_b: float | None = Field(None, ge=0, description="Total parameters, billions.")
-    params_active_b: float | None = Field(None, ge=0, description="Active parameters per token, billions (MoE).")
+    params_total_b: NonNeg | None = Field(None, description="Total parameters, billions.")
+    params_active_b: NonNeg | None = Field(None, description="Active parameters per token, billions (MoE).")
     architecture: str | None = Field(None, description="Architecture, e.g. 'qwen35moe'.")
     base_model: str | None = Field(None, description="Model it was derived from.")
 
@@ -273,7 +286,7 @@ class RequestRecord(Strict):
     part: SpeedPart = Field(description="Part the request belongs to.")
     prompt_id: str | None = Field(None, description="Prompt used (e.g. 'code', 'prose').")
     depth: Count | None = Field(None, description="Target prompt length in tokens (prefill and ctx parts).")
-    concurrency: int | None = Field(None, ge=1, description="Requests in flight together (conc part).")
+    concurrency: Positive | None = Field(None, description="Requests in flight together (conc part).")
     round: Count = Field(0, description="Round or repetition index within its step.")
     warmup: bool = Field(False, description="Warm-up request: recorded, never counted.")
     prompt_tokens: Count | None = Field(None, description="Prompt tokens as the server counted them.")
@@ -290,7 +303,8 @@ class RequestRecord(Strict):
     error: str | None = Field(None, description="Error text when the request failed.")
 
 
-PositiveInt = Annotated[int, Field(ge=1)]
+#: a duration in nanoseconds (one repetition of a benchmark): 64-bit, like the BIGINT it would fill
+Nanoseconds = Annotated[int, Field(ge=1, le=INT64_MAX)]
 
 
 class BenchRecord(Strict):
@@ -305,7 +319,7 @@ class BenchRecord(Strict):
     n_prompt: Count = Field(description="Prompt tokens timed.")
     n_gen: Count = Field(description="Generated tokens timed.")
     n_depth: Count = Field(0, description="Tokens already in the context before the timed part.")
-    samples_ns: list[PositiveInt] = Field(
+    samples_ns: list[Nanoseconds] = Field(
         default_factory=list, description="Time of each repetition in nanoseconds (raw; absent in csv/sql/md).")
     samples_ts: list[NonNeg] = Field(
         default_factory=list, description="Rate of each repetition as the tool printed it, tokens/s.")
@@ -314,14 +328,14 @@ class BenchRecord(Strict):
     avg_ns: NonNeg | None = Field(None, description="Mean repetition time as stated, ns.")
     stddev_ns: NonNeg | None = Field(None, description="Standard deviation of the repetition times as stated, ns.")
     test_time: Timestamp | None = Field(None, description="When the test ran.")
-    source_line: PositiveInt | None = Field(None, description="Line of the test in the original file.")
+    source_line: Positive | None = Field(None, description="Line of the test in the original file.")
 
 
 class ServerLogRecord(Strict):
     """One request as the server logged it when it finished (llama-server ``print_timing``): server clock only."""
 
-    task: int | None = Field(None, description="Task id of the request in the log.")
-    slot: int | None = Field(None, description="Slot that served it.")
+    task: Count | None = Field(None, description="Task id of the request in the log.")
+    slot: Count | None = Field(None, description="Slot that served it.")
     prompt_n: Count = Field(description="Prompt tokens processed (tokens taken from the cache excluded).")
     prompt_ms: NonNeg = Field(description="Prompt processing time, ms.")
     prompt_per_second: NonNeg | None = Field(None, description="Prefill rate as printed, tokens/s.")
@@ -330,7 +344,7 @@ class ServerLogRecord(Strict):
     predicted_per_second: NonNeg | None = Field(None, description="Decode rate as printed (the build's own "
                                                                   "definition), tokens/s.")
     cache_n: Count | None = Field(None, description="Prompt tokens reused from the cache, when the log says.")
-    source_line: PositiveInt | None = Field(None, description="Line of the prompt-eval line in the log.")
+    source_line: Positive | None = Field(None, description="Line of the prompt-eval line in the log.")
 
 
 class DepthPoint(Strict):
@@ -345,7 +359,7 @@ class DepthPoint(Strict):
 class ConcPoint(Strict):
     """Published figures at one concurrency level."""
 
-    level: int = Field(ge=1, description="Requests at once.")
+    level: Positive = Field(description="Requests at once.")
     total_tps: NonNeg | None = Field(None, description="All output tokens / wall time of the round.")
     per_request_tps: NonNeg | None = Field(None, description="One request's tokens / its end-to-end time.")
     ttft_s: NonNeg | None = Field(None, description="Median time to first token at this level, seconds.")
@@ -362,6 +376,22 @@ class TaskPoint(Strict):
     decode_tps: NonNeg | None = Field(None, description="Decode tokens/s.")
     ttft_s: NonNeg | None = Field(None, description="Time to first token, seconds.")
     wall_s: NonNeg | None = Field(None, description="Total wall time, seconds.")
+    prompt_tokens_sd: NonNeg | None = Field(None, description="Standard deviation of the prompt tokens over the runs.")
+    output_tokens_sd: NonNeg | None = Field(None, description="Standard deviation of the output tokens over the runs.")
+    prefill_tps_sd: NonNeg | None = Field(None, description="Standard deviation of the prefill rate over the runs, "
+                                                            "tokens/s.")
+    decode_tps_sd: NonNeg | None = Field(None, description="Standard deviation of the decode rate over the runs, "
+                                                           "tokens/s.")
+    ttft_s_sd: NonNeg | None = Field(None, description="Standard deviation of the time to first token over the "
+                                                       "runs, seconds.")
+    wall_s_sd: NonNeg | None = Field(None, description="Standard deviation of the wall time over the runs, seconds.")
+
+
+class DecodeWindow(Strict):
+    """Decode rate of one measurement window, as the measuring tool reports it."""
+
+    window: Positive = Field(description="Window number, 1 = the first window.")
+    decode_tps: NonNeg = Field(description="Decode tokens/s in this window.")
 
 
 class LongAnswer(Strict):
@@ -379,6 +409,8 @@ class SpeedSummary(Strict):
     decode_by_prompt: dict[str, NonNeg] = Field(default_factory=dict, description="Median decode per prompt id.")
     decode_cv_pct: NonNeg | None = Field(None, description="Coefficient of variation of all decode runs, %.")
     decode_cv_by_prompt: dict[str, NonNeg] = Field(default_factory=dict, description="CV per prompt id, %.")
+    decode_windows: list[DecodeWindow] = Field(default_factory=list,
+                                               description="Decode per measurement window, as the tool reports it.")
     words_per_s: NonNeg | None = Field(None, description="Words per second of decode answers.")
     chars_per_s: NonNeg | None = Field(None, description="Characters per second of decode answers.")
     seconds_per_500_words: NonNeg | None = Field(None, description="500 / words per second.")
@@ -387,7 +419,7 @@ class SpeedSummary(Strict):
     ctx: list[DepthPoint] = Field(default_factory=list, description="Long-prompt part, one point per depth.")
     tasks: list[TaskPoint] = Field(default_factory=list, description="Named-task figures (other tools).")
     long_answer: LongAnswer | None = Field(None, description="The long-answer part.")
-    slots: int | None = Field(None, ge=1, description="Server slots during the run.")
+    slots: Positive | None = Field(None, description="Server slots during the run.")
     method_note: str | None = Field(None, description="How the published figures were defined, if not ours.")
 
 
@@ -402,15 +434,18 @@ class SpeedMethod(Strict):
     min_decode_tokens: Count = Field(256, description="A decode run with fewer output tokens is invalid.")
     prefill_depths: list[Count] = Field(default_factory=list, description="Prefill depths, tokens.")
     prefill_runs: Count | None = Field(None, description="Requests per prefill depth.")
-    conc_levels: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description="Concurrency levels.")
+    prefill_max_tokens: Count | None = Field(None, description="Output tokens per prefill request.")
+    conc_levels: list[Positive] = Field(default_factory=list, description="Concurrency levels.")
     conc_rounds: Count | None = Field(None, description="Rounds per concurrency level.")
     conc_max_tokens: Count | None = Field(None, description="Output tokens per concurrent request.")
+    l1_max_tokens: Count | None = Field(None, description="Token limit of the one long answer.")
     ctx_depths: list[Count] = Field(default_factory=list, description="Long-prompt depths, tokens.")
     ctx_runs: Count | None = Field(None, description="Runs per prompt per long-prompt depth.")
+    ctx_max_tokens: Count | None = Field(None, description="Output tokens per long-prompt run.")
     cache_prompt: bool | None = Field(None, description="Value of cache_prompt sent (false = no prompt cache).")
     thinking: bool | None = Field(None, description="Thinking on in the requests.")
     sampling: Sampling | None = Field(None, description="Sampling sent with the requests.")
-    server_slots: int | None = Field(None, ge=1, description="Server slots (from /props or stated).")
+    server_slots: Positive | None = Field(None, description="Server slots (from /props or stated).")
     server_ctx: Count | None = Field(None, description="Server context size (from /props or stated).")
     bench_settings: dict[str, str] = Field(
         default_factory=dict, description="Settings of the engine benchmark tool, column -> value as printed.")
@@ -422,11 +457,13 @@ class SpeedContract(RunBase):
     kind: Literal["speed"] = Field(description="Contract kind.")
     method: SpeedMethod = Field(description="What was asked.")
     parts: list[PartStatus] = Field(default_factory=list, description="Status of every part.")
-    requests: list[RequestRecord] = Field(default_factory=list, description="Raw per-request records.")
+    requests: list[RequestRecord] = Field(default_factory=list, fail_fast=True, description="Raw per-request records.")
     bench: list[BenchRecord] = Field(
-        default_factory=list, description="Per-test records of an engine benchmark tool (llama-bench); not requests.")
+        default_factory=list, fail_fast=True,
+        description="Per-test records of an engine benchmark tool (llama-bench); not requests.")
     server_log: list[ServerLogRecord] = Field(
-        default_factory=list, description="Per-request timings from a server's own log; server clock, not a client's.")
+        default_factory=list, fail_fast=True,
+        description="Per-request timings from a server's own log; server clock, not a client's.")
     summary: SpeedSummary | None = Field(None, description="Figures as stated by the tool or page.")
 
 
@@ -449,14 +486,14 @@ class TaskScore(Strict):
     """Published score of one sub-task."""
 
     task: Text = Field(description="Sub-task name.")
-    n: int = Field(ge=1, description="Items.")
+    n: Positive = Field(description="Items.")
     right: Count = Field(description="Items right.")
 
 
 class QualityStated(Strict):
     """Published figures of one test."""
 
-    n: int = Field(ge=1, description="Items scored.")
+    n: Positive = Field(description="Items scored.")
     right: Count = Field(description="Items right.")
     cut_off: Count | None = Field(None, description="Answers cut off at the token limit (counted wrong).")
     pct: NonNeg | None = Field(None, description="Stated result, %.")
@@ -477,9 +514,9 @@ class QualityTest(Strict):
     token_limit: Count | None = Field(None, description="Answer token limit.")
     thinking: bool | None = Field(None, description="Thinking on.")
     sampling: Sampling | None = Field(None, description="Sampling sent.")
-    seed: int | None = Field(None, description="Seed.")
-    in_flight: int | None = Field(None, ge=1, description="Requests in flight at a time.")
-    items: list[QualityItem] = Field(default_factory=list, description="Per-item records.")
+    seed: Seed | None = Field(None, description="Seed.")
+    in_flight: Positive | None = Field(None, description="Requests in flight at a time.")
+    items: list[QualityItem] = Field(default_factory=list, fail_fast=True, description="Per-item records.")
     stated: QualityStated | None = Field(None, description="Figures as stated by the tool or page.")
 
 
@@ -487,7 +524,7 @@ class QualityContract(RunBase):
     """A quality run: settings and items per test."""
 
     kind: Literal["quality"] = Field(description="Contract kind.")
-    tests: list[QualityTest] = Field(min_length=1, description="Tests of the run.")
+    tests: list[QualityTest] = Field(min_length=1, fail_fast=True, description="Tests of the run.")
 
 
 # --------------------------------------------------------------------------- fit
@@ -496,7 +533,7 @@ class QualityContract(RunBase):
 class FitStep(Strict):
     """One context size of the memory test."""
 
-    ctx: int = Field(ge=1, description="Context size the server was started with, tokens.")
+    ctx: Positive = Field(description="Context size the server was started with, tokens.")
     prompt_tokens: Count | None = Field(None, description="Prompt tokens sent.")
     filled_pct: NonNeg | None = Field(None, description="Stated share of the context filled, %.")
     ttft_s: NonNeg | None = Field(None, description="Time to first token, seconds.")
@@ -507,6 +544,8 @@ class FitStep(Strict):
     result: Literal["answered", "no_answer", "no_load"] = Field(description="Outcome of the step.")
     finish_reason: str | None = Field(None, description="finish_reason when it answered (stop / length).")
     error: str | None = Field(None, description="Error text when it did not answer or load.")
+    server_start_s: NonNeg | None = Field(
+        None, description="Seconds from starting the server with this context until it was ready to answer.")
 
 
 class FitStated(Strict):
@@ -522,7 +561,7 @@ class FitContract(RunBase):
 
     kind: Literal["fit"] = Field(description="Contract kind.")
     fill_target_pct: NonNeg = Field(95.0, description="Target share of each context the prompt fills, %.")
-    steps: list[FitStep] = Field(min_length=1, description="One record per context size.")
+    steps: list[FitStep] = Field(min_length=1, fail_fast=True, description="One record per context size.")
     stated: FitStated | None = Field(None, description="Headline as stated by the tool or page.")
 
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -8,6 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# The tests never touch this checkout's data/local: uploads and builds in tests (and in the servers and
+# processes they start, which inherit the environment) use an empty folder of their own.
+os.environ["BENCHCARDS_LOCAL"] = os.path.join(tempfile.mkdtemp(prefix="bc-local-"), "local")
 
 from benchcards import synth  # noqa: E402
 from ingest import ingest_paths  # noqa: E402
@@ -27,3 +32,19 @@ def demo_db(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     ingest_paths([ROOT / "data" / "raw"], db)
     return db
+
+
+KINDS = ("unit", "integration", "browser", "engine")
+
+
+@pytest.fixture()
+def _unmarked():
+    pytest.fail("this test has no unit/integration/browser/engine marker (see pyproject.toml)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test says what it needs: one of the markers of pyproject.toml (a test's own marker, e.g.
+    browser or engine, adds to its module's). A test without one fails, naming itself."""
+    for item in items:
+        if not any(m.name in KINDS for m in item.iter_markers()):
+            item.fixturenames.insert(0, "_unmarked")

@@ -21,6 +21,12 @@ SETUP = {
 }
 
 
+def demo_count() -> int:
+    """How many setup folders the demo data in data/raw holds."""
+    raw = Path(__file__).resolve().parent.parent / "data" / "raw"
+    return sum(1 for p in raw.iterdir() if (p / "setup.json").is_file())
+
+
 def rec(part, prompt, n, t_send, t_first, t_last, **kw):
     r = {"part": part, "prompt_id": prompt, "output_tokens": n, "t_send": t_send, "t_first": t_first,
          "t_last": t_last, "t_end": t_last + 0.01, "prompt_tokens": kw.pop("prompt_tokens", 100),

@@ -491,10 +491,10 @@ def test_analysis_page_tokens_per_word_and_quality_choice(site):
 
 @pytest.mark.integration
 def test_analysis_page_on_an_empty_database_explains(tmp_path, monkeypatch):
-    from benchcards import db
+    from ingest import store
 
     empty = tmp_path / "empty.duckdb"
-    with db.writing(empty):
+    with store.writing(empty):
         pass
     monkeypatch.setenv("BENCHCARDS_DB", str(empty))
     at = run_page()

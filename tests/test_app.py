@@ -1,18 +1,26 @@
 """The site in Streamlit's AppTest: what each page shows, deep links, downloads, empty states."""
 
 import json
+import re
+from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from benchcards import db
+from tests.helpers import demo_count
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 SEED0 = "qwen35-35b-a3b-udq4kxl-dgx-spark"
 SYN1 = "synthetic-00001-qwen35-35b-a3b-q8_0"
 SYN2 = "synthetic-00002-qwen35-35b-a3b-q4_k_m"
+REAL = "real-llama-server-cpu-tiny-random-qwen-vocab"
+SEED_NAME = "Qwen3.8-35B-A3B-Distill · Q4_K_M · llama.cpp b12223"
+SEED_TITLE = "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB, llama.cpp b12223"
 
 
 @pytest.fixture(autouse=True)
@@ -34,8 +42,86 @@ def run(page: str, **params) -> AppTest:
     return at
 
 
-def df(at, i=0):
-    return at.dataframe[i].value
+class _Tables(HTMLParser):
+    """Every <table> of an HTML fragment as rows of cell texts, with each cell's link and title."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: list[dict] = []
+        self._cell: list[str] | None = None
+        self._row: list | None = None
+        self._attrs: dict = {}
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.tables.append({"class": a.get("class", ""), "rows": []})
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell, self._attrs = [], {"head": tag == "th", "title": a.get("title"), "class": a.get("class")}
+        elif tag == "a" and self._cell is not None:
+            self._attrs.update(href=a.get("href"), target=a.get("target"), link_title=a.get("title"))
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append(("".join(self._cell).strip(), dict(self._attrs)))
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self.tables:
+            self.tables[-1]["rows"].append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def html_bodies(at) -> list[str]:
+    return [h.proto.body for h in at.get("html")]
+
+
+def tables(at) -> list[pd.DataFrame]:
+    """Every HTML table on the page as a DataFrame of the texts shown (attributes in ``.attrs['cells']``)."""
+    out = []
+    for body in html_bodies(at):
+        p = _Tables()
+        p.feed(body)
+        for t in p.tables:
+            rows = t["rows"]
+            if not rows:
+                continue
+            head = [c[0] for c in rows[0]]
+            df = pd.DataFrame([[c[0] for c in r] for r in rows[1:]], columns=head)
+            df.attrs["cells"] = [[c[1] for c in r] for r in rows[1:]]
+            df.attrs["class"] = t["class"]
+            out.append(df)
+    return out
+
+
+def tiles(at) -> dict[str, str]:
+    """Headline tiles: label -> value."""
+    import html
+
+    found = re.findall(r'<div class="bc-tile-label">(.*?)</div><div class="bc-tile-value">(.*?)</div>',
+                       "".join(html_bodies(at)))
+    return {html.unescape(k): html.unescape(v) for k, v in found}
+
+
+def table_with(at, column: str) -> pd.DataFrame:
+    return next(t for t in tables(at) if column in t.columns)
+
+
+def unescape(text: str) -> str:
+    """Markdown source as read: backslash escapes removed."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def page_text(at) -> str:
+    """Everything the page shows as text: HTML tables, tiles, code, markdown, captions, alerts."""
+    bits = [re.sub(r"<[^>]+>", " ", b) for b in html_bodies(at)]
+    bits += [c.value for c in at.code] + [m.value for m in at.markdown] + [c.value for c in at.caption]
+    bits += [e.value for kind in ("info", "warning", "error", "success") for e in at.get(kind)]
+    return re.sub(r"[ \t]+", " ", unescape("\n".join(bits).replace("&amp;", "&")))
 
 
 def specs(at):
@@ -50,132 +136,310 @@ def chart_data(at, i):
     return [pa.ipc.open_stream(d.data.data).read_pandas() for d in c.proto.datasets]
 
 
-def test_overview_lists_every_setup_with_published_seed_figures():
+def title_of(spec: dict) -> str:
+    t = spec.get("title", "")
+    return t if isinstance(t, str) else t.get("text", "")
+
+
+BAD_TEXT = re.compile(r"\bNone\b|\bnan\b|<NA>|\bNaN\b|\bNaT\b")
+
+
+# --------------------------------------------------------------------------- overview
+
+def test_overview_ranks_setups_with_short_names_and_published_seed_figures():
     at = run("app.py")
-    t = df(at)
-    assert len(t) == len(list(ROOT.glob("data/raw/*/setup.json")))  # every shipped setup
-    row = t[t.Setup.str.startswith("Qwen3.8-35B-A3B-Distill")].iloc[0]
-    assert row["Decode (tok/s)"] == 63.4
-    assert row["Prefill 8K (tok/s)"] == 988.4
-    assert row["First token 2K (s)"] == 2.1
-    assert row["Largest context"] == 131072
-    assert row["MMLU-Pro"] == "57.3 % ± 4.8"
-    assert row["GPQA Diamond"] == "42.9 % ± 6.8"
-    assert row["Data"] == "summary only"
-    assert row["Card"] == f"Setup_card?setup={SEED}"
-    assert set(t.Data) == {"summary only", "synthetic"}
-    labels = [b.label for b in at.get("download_button")]
-    assert labels == ["CSV", "JSON"]
+    t = table_with(at, "Decode (tok/s)")
+    assert len(t) == 7
+    assert list(t.columns[:5]) == ["Setup", "Decode (tok/s)", "Prefill at 8K (tok/s)", "First token at 2K (s)",
+                                   "Largest context (tokens)"]
+    assert list(t.columns[5:]) == ["MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Hardware"]
+    i = next(i for i, s in enumerate(t.Setup) if s.startswith(SEED_NAME))
+    row = t.iloc[i]
+    assert row["Decode (tok/s)"] == "63.4" and row["Prefill at 8K (tok/s)"] == "988.4"
+    assert row["First token at 2K (s)"] == "2.1" and row["Largest context (tokens)"] == "131,072"
+    assert row["MMLU-Pro"] == "57.3 % ± 4.8" and row["GPQA Diamond"] == "42.9 % ± 6.8"
+    assert "summary only" in row.Setup and "16 GB tier" in row.Hardware
+    cell = t.attrs["cells"][i][0]
+    assert cell["href"] == f"Setup_card?setup={SEED}" and cell["target"] == "_self"  # same tab
+    assert cell["link_title"] == SEED_TITLE  # the full title on hover
+    # the seed 000 setup publishes no prefill at 8K: a dash, never "None" or "nan"
+    dgx = t[t.Setup.str.contains("UD-Q4_K_XL")].iloc[0]
+    assert dgx["Prefill at 8K (tok/s)"] == "—" and dgx["MMLU-Pro"] == "—"
+    assert [b.label for b in at.get("download_button")] == ["CSV", "JSON"]
 
 
-def test_overview_filter_from_the_url():
-    at = run("app.py", gpu="NVIDIA GeForce RTX 5060 Ti 16 GB")
-    t = df(at)
-    assert list(t.GPU.unique()) == ["NVIDIA GeForce RTX 5060 Ti 16 GB"]
+def test_overview_default_order_is_decode_within_the_gpu_memory_tier():
+    t = table_with(run("app.py"), "Decode (tok/s)")
+    order = ["16 GB", "24 GB", "48 GB", "unified memory", "CPU only"]
+    ranks = [next(i for i, o in enumerate(order) if f"{o} tier" in h) for h in t.Hardware]
+    assert ranks == sorted(ranks), list(t.Hardware)
+    in_24 = [float(v.replace(",", "")) for v, h in zip(t["Decode (tok/s)"], t.Hardware) if "24 GB tier" in h]
+    assert len(in_24) == 3 and in_24 == sorted(in_24, reverse=True)
+
+
+def test_overview_filters_from_the_url():
+    t = table_with(run("app.py", vram="24 GB"), "Decode (tok/s)")
+    assert len(t) == 3 and all("24 GB tier" in h for h in t.Hardware)
+    t = table_with(run("app.py", fits="12"), "Decode (tok/s)")  # only the seed's memory test peaks below 12 GiB
+    assert len(t) == 1 and t.Setup.iloc[0].startswith(SEED_NAME)
     at = run("app.py", thinking="on")
     assert at.info[0].value.startswith("No setup matches")
 
 
-def test_overview_sorted_by_decode():
-    t = df(run("app.py", sort="decode"))
-    values = t["Decode (tok/s)"].dropna().tolist()
-    assert values == sorted(values, reverse=True)
+def test_overview_sorts_by_other_figures():
+    t = table_with(run("app.py", sort="quality"), "MMLU-Pro")
+    assert t.iloc[0].Setup.startswith(SEED_NAME)  # alone in its tier
+    labels = [o for o in run("app.py").selectbox(key="sort").options]
+    assert "Decode (fastest first)" in labels
 
 
-def test_card_deep_link_shows_the_published_figures():
+def test_sidebar_names_the_overview_and_every_page():
+    at = run("app.py")
+    links = [(p.label, p.proto.page) for p in at.get("page_link")]
+    labels = [label for label, _ in links]
+    assert labels[:7] == ["Overview", "Setup card", "Scaling curves", "Quality & margins", "Compare", "Upload",
+                          "Run live"]
+
+
+# --------------------------------------------------------------------------- setup card
+
+#: every figure the seed 002 results page shows for this setup, as it writes them
+SEED_002_FIGURES = [
+    # speed tiles and the speed table
+    "63.4 tok/s", "63.8 tok/s", "63.0 tok/s", "≈ 11.8 s", "988.4 tok/s", "2.1 s", "42.5 words/s", "281.8 chars/s",
+    "1.4 %", "0.0 %", "63.5 tok/s", "961.9 tok/s", "938.2 tok/s", "8.3 s", "34.9 s", "46.1 tok/s", "56.5 tok/s",
+    "65.6 tok/s", "65.0 tok/s", "28.3 tok/s", "16.4 tok/s", "11.0 tok/s", "4 slots", "79.1 s", "4,879 tokens",
+    # long prompts
+    "912.3 tok/s", "18.0 s", "61.3 tok/s", "61.0 tok/s", "916.7 tok/s", "35.7 s", "58.4 tok/s", "57.8 tok/s",
+    "876.2 tok/s", "74.8 s", "51.4 tok/s", "52.2 tok/s", "795.7 tok/s", "164.7 s", "44.2 tok/s", "44.4 tok/s",
+    # method: runs, tokens, warm-ups, requests, rounds, depths, token limits
+    "512 tokens", "256 tokens", "2K, 8K, 32K", "16K, 32K, 64K, 128K", "1, 2, 4, 8",
+    # quality: results, right / n, cut offs, limits, medians
+    "57.3 % ± 4.8", "229 / 400", "42.9 % ± 6.8", "85 / 198", "83.5 % ± 5.1", "167 / 200", "37.5 % ± 14.4",
+    "15 / 40", "70.0 % ± 13.7", "28 / 40", "57.5 % ± 14.6", "23 / 40", "73.3 % ± 15.1", "22 / 30",
+    "1,024", "4,096", "32,768", "16,384", "1,578 tokens, 68.3 s", "1,202 tokens",
+    "10 / 10", "9 / 10", "3 / 10", "0 / 10",
+    # memory test
+    "131,072 tokens", "11.34 GiB", "41.0 tok/s", "4K (4,096 tokens)", "3,891", "95.0", "844", "60.6", "8.43",
+    "7,782", "871", "57.8", "8.53", "15,564", "868", "56.0", "8.72", "31,129", "849", "55.7", "9.09", "62,259",
+    "828", "50.3", "9.84", "124,518", "767", "41.0", "11.34", "256K (262,144 tokens)", "14.34", "118.5",
+    "did not answer", "41.2 s",
+    # the setup: file, size, hash, revision, engine, context, slots
+    "Qwen3.8-35B-A3B-Q4_K_M.gguf", "21,713,462,944 bytes (20.22 GiB)",
+    "196103269085bc54c9b8f49ed21e9f53e1b56b465e8b796c6d8e31e06f63cfa5", "b1f9d1dcc3de8aa867669b0ab919384aeeb9b8d5",
+    "b12223", "0c6dca2fa", "262,144 tokens", "--n-cpu-moe 27", "-c 262144",
+]
+
+
+def test_seed_002_card_shows_every_published_figure():
     at = run("pages/1_Setup_card.py", setup=SEED)
-    tiles = {m.label: m.value for m in at.metric}
-    assert tiles["Decode"] == "63.4 tok/s"
-    assert tiles["Decode, code"] == "63.8 tok/s"
-    assert tiles["Decode, prose"] == "63.0 tok/s"
-    assert tiles["500 words"] == "≈ 11.8 s"
-    assert tiles["Prefill at 8K"] == "988.4 tok/s"
-    assert tiles["First token at 2K"] == "2.1 s"
-    assert tiles["Largest size that answered"] == "131,072 tokens"
-    assert tiles["Peak memory"] == "11.34 GiB"
-    speed = df(at, 0)
-    assert dict(zip(speed.Measurement, speed.Result))["4 at once (total)"] == "65.6 tok/s"
-    assert dict(zip(speed.Measurement, speed.Result))["Spread of the decode runs (CV)"] == "1.4 %"
-    tables = [d.value for d in at.dataframe]
-    quality = next(t for t in tables if "Result (95 % margin)" in t.columns)
-    got = dict(zip(quality.Test, quality["Result (95 % margin)"]))
-    assert got["MMLU-Pro"] == "57.3 % ± 4.8"
-    assert got["GPQA Diamond"] == "42.9 % ± 6.8"
-    assert got["LiveCodeBench"] == "37.5 % ± 14.4"
-    assert got["GPQA 30, thinking on"] == "73.3 % ± 15.1"
-    longp = next(t for t in tables if "Prompt length" in t.columns)
+    text = page_text(at)
+    missing = [f for f in SEED_002_FIGURES if f not in text]
+    assert not missing, missing
+    shown = tiles(at)
+    assert shown["Decode"] == "63.4 tok/s" and shown["500 words"] == "≈ 11.8 s"
+    assert shown["Largest size that answered"] == "131,072 tokens" and shown["Peak memory"] == "11.34 GiB"
+    speed = table_with(at, "Measurement")
+    got = dict(zip(speed.Measurement, speed.Result))
+    assert got["4 at once (total)"] == "65.6 tok/s" and got["Long answer, tokens"] == "4,879 tokens"
+    assert got["Decode, window 1"] == "63.5 tok/s"
+    assert len(speed.Measurement) == len(set(speed.Measurement))  # every figure once
+    assert sum("Measurement" in t.columns for t in tables(at)) == 1  # one speed table, not two
+    quality = table_with(at, "Result (95 % margin)")
+    assert dict(zip(quality.Test, quality["Median answer"]))["GPQA 30, thinking on"] == "1,578 tokens, 68.3 s"
+    longp = table_with(at, "Prompt length")
     assert longp.iloc[-1].tolist() == ["128K tokens", "795.7 tok/s", "164.7 s", "44.2 tok/s", "44.4 tok/s"]
-    code = [c.value for c in at.code]
-    assert any("--n-cpu-moe 27" in c and "-c 262144" in c for c in code)
-    runs = next(t for t in tables if "Failed / repeated / skipped" in t.columns)
-    assert "ctx: repeated" in " ".join(runs["Failed / repeated / skipped"])
-    fit = [s for s in specs(at) if "Memory test" in json.dumps(s.get("title", ""))]
-    assert fit, "memory chart"
+    memory = table_with(at, "Context size")
+    assert "First token (s)" not in memory.columns  # nobody measured it: no always-empty column
+    runs = table_with(at, "Failed / repeated / skipped")
+    assert "Long prompts: repeated" in " ".join(runs["Failed / repeated / skipped"])
+    assert not BAD_TEXT.search(text), BAD_TEXT.search(text)
+
+
+#: the seed 000 post's named-task figures: 7 tasks x (mean, stdev) of six figures, its summary table and overall
+SEED_000_TASKS = {  # task: prompt tokens, output ± sd, prefill ± sd, generation ± sd, TTFT ms ± sd, wall ms ± sd
+    "Tiny prompt": ("8", "32", "0", "94.8", "8.2", "48.2", "0.3", "85", "7", "778", "20"),
+    "Factual Q&A": ("19", "64", "0", "163.4", "36.7", "47.8", "0.2", "119", "27", "1,576", "166"),
+    "Short code generation": ("19", "256", "0", "201.3", "47.3", "55.2", "0.1", "97", "23", "4,846", "108"),
+    "Complex code generation": ("46", "512", "0", "440.6", "12.7", "48.2", "6.4", "104", "3", "10,850", "1,421"),
+    "Multi-step reasoning": ("69", "300", "0", "543.9", "15.9", "52.6", "0.1", "127", "4", "5,857", "41"),
+    "Long-form generation": ("44", "600", "0", "400.7", "0.5", "52.4", "0.0", "110", "0", "11,571", "21"),
+    "Long context summarisation": ("300", "400", "0", "1,221.4", "45.0", "52.4", "0.0", "246", "9", "7,974", "45"),
+}
+SEED_000_OVERALL = ["51.0 tok/s", "47.8 tok/s", "55.2 tok/s", "438.0 tok/s", "1,221.4 tok/s", "85–246 ms"]
+
+
+def test_seed_000_card_shows_its_named_task_table_as_published():
+    at = run("pages/1_Setup_card.py", setup=SEED0)
+    t = table_with(at, "Task")
+    assert list(t.columns) == ["Task", "Prompt tokens", "Output tokens", "Prefill (tok/s)", "Decode (tok/s)",
+                               "First token (ms)", "Wall time (ms)"]
+    shown = {r.Task: r for r in t.itertuples(index=False)}
+    figures = 0
+    for task, (pt, out, out_sd, pre, pre_sd, gen, gen_sd, ttft, ttft_sd, wall, wall_sd) in SEED_000_TASKS.items():
+        r = shown[task]
+        assert tuple(r)[1:] == (pt, f"{out} ± {out_sd}", f"{pre} ± {pre_sd}", f"{gen} ± {gen_sd}",
+                                f"{ttft} ± {ttft_sd}", f"{wall} ± {wall_sd}"), task
+        figures += 11 + 6  # the task's table (its prompt tokens have no stdev) and its summary-table row
+    overall = table_with(at, "Figure")
+    assert overall.Value.tolist() == SEED_000_OVERALL
+    figures += len(SEED_000_OVERALL) + 1  # the TTFT range is two figures
+    assert figures == 126
 
 
 def test_card_of_a_raw_setup_shows_warnings_and_client_vs_server():
     at = run("pages/1_Setup_card.py", setup=SYN1)
-    assert any("short decode" in w.value for w in at.warning)
-    tables = [d.value for d in at.dataframe]
-    cvs = next(t for t in tables if "Server (tok/s)" in t.columns)
+    assert any("Decode run too short" in w.value for w in at.warning)
+    cvs = table_with(at, "Server (tok/s)")
     assert len(cvs) > 0 and cvs.Difference.str.endswith("%").all()
     assert any(b.label == "Download" for b in at.get("download_button"))
+    assert not BAD_TEXT.search(page_text(at))
 
 
-def test_card_without_a_choice_explains():
-    at = run("pages/1_Setup_card.py")
-    assert "Choose a setup" in at.info[0].value
+def test_card_of_the_real_run_shows_ttft_vs_server_prompt_time():
+    at = run("pages/1_Setup_card.py", setup=REAL)
+    assert any(h.value == "Time to first token vs the server's prompt time" for h in at.subheader)
+    gap = table_with(at, "Prompt time (server)")
+    assert gap.Prompt.tolist()[:3] == ["2K (prefill)", "8K (prefill)", "32K (prefill)"]
+    assert "--cache-ram is not set" in unescape(page_text(at))
+    files = table_with(at, "SHA-256")
+    assert {"server.log", "client.log", "contract.json"} <= {f.rsplit("/", 1)[-1] for f in files.File}
+
+
+def test_card_reproduce_section_gives_download_server_and_measure_commands(monkeypatch):
+    import shlex
+
+    import live.__main__ as cli
+
+    at = run("pages/1_Setup_card.py", setup=SEED)
+    code = [c.value for c in at.code]
+    download = next(c for c in code if c.startswith("hf download"))
+    assert "empero-ai/Qwen3.8-35B-A3B-Distill-GGUF Qwen3.8-35B-A3B-Q4_K_M.gguf" in download
+    assert "--revision b1f9d1dcc3de8aa867669b0ab919384aeeb9b8d5" in download
+    assert "196103269085bc54c9b8f49ed21e9f53e1b56b465e8b796c6d8e31e06f63cfa5" in download
+    assert any("--n-cpu-moe 27" in c and "-c 262144" in c for c in code)
+    measure = [c for c in code if c.startswith("python -m live measure")]
+    assert len(measure) == 2  # the speed run and its long-prompt supplement
+    seen = []
+    monkeypatch.setattr(cli, "cmd_measure", lambda args: seen.append(args) or 0)
+    for cmd in measure:
+        argv = shlex.split(cmd.replace("\\\n", " "))[3:]
+        assert cli.main(argv) == 0  # every option is one the live client knows
+    main = seen[0]
+    assert main.parts == "decode,prefill,conc,l1,ctx" and main.runs == 2 and main.max_tokens == 512
+    assert main.prefill_depths == "2048,8192,32768" and main.conc_rounds == 2 and main.ctx_max_tokens == 512
+    assert main.base_url == "http://127.0.0.1:8888" and main.thinking == "off"
+    assert seen[1].parts == "ctx"
+
+
+def test_card_method_settings_of_every_run():
+    at = run("pages/1_Setup_card.py", setup=SEED)
+    settings = [t for t in tables(at) if list(t.columns) == ["Setting", "Value"]]
+    assert len(settings) == 7  # two speed runs, four quality runs, one memory test
+    speed = next(dict(zip(t.Setting, t.Value)) for t in settings if "Decode runs per prompt" in t.Setting.tolist())
+    assert speed["Decode runs per prompt"] == "2" and speed["Output tokens per long-prompt run"] == "512 tokens"
+    assert speed["Sampling sent"] == "temperature 0.6, top-p 0.95, top-k 20"
+
+
+def test_card_of_an_unknown_setup_says_so():
     at = run("pages/1_Setup_card.py", setup="no-such-setup")
+    assert "No setup with the id “no-such-setup”" in unescape(at.warning[0].value)
     assert "Choose a setup" in at.info[0].value
+    at = run("pages/1_Setup_card.py", setup="*bold* [x](javascript:alert(1))")
+    assert "\\*bold\\*" in at.warning[0].value and "\\[x\\]" in at.warning[0].value  # shown as text
+    at = run("pages/1_Setup_card.py")
+    assert "Choose a setup" in at.info[0].value and not at.warning
 
 
-def test_scaling_curves_overlay_measured_points():
-    at = run("pages/2_Scaling_curves.py", setups=[SEED, SYN1])
+# --------------------------------------------------------------------------- curves, quality, compare
+
+def test_scaling_curves_show_a_default_selection_with_readable_axes():
+    at = run("pages/2_Scaling_curves.py")
+    chosen = at.multiselect(key="setups").value
+    assert SEED in chosen and 1 <= len(chosen) <= 3
     ss = specs(at)
-    titles = [s["title"] if isinstance(s.get("title"), str) else s.get("title", {}).get("text") for s in ss]
+    titles = [title_of(s) for s in ss]
     assert titles == ["Prefill vs prompt depth", "Decode vs prompt depth", "Time to first token vs prompt depth",
-                      "Throughput vs requests at once"]
-    prefill = ss[0]
+                      "Total throughput vs requests at once", "Speed of one request vs requests at once"]
+    for s in ss:
+        assert s["autosize"]["type"] == "fit-x" and s["height"] == 260  # the legend sits outside the plot
+        assert s["config"]["legend"]["orient"] == "bottom"
+        y = s["layer"][1]["encoding"]["y"]
+        assert y["scale"].get("zero") is True and "type" not in y["scale"]  # linear, from zero
+    x = ss[0]["layer"][0]["encoding"]["x"]
+    assert x["axis"]["values"] == [2048, 4096, 8192, 16384, 32768, 65536, 131072]  # powers of two
     data = chart_data(at, 0)[0]
     pts = data[(data.setup_id == SEED) & (data.metric == "prefill")]
-    seed_pts = sorted(zip(pts.level, pts.value))
-    assert seed_pts == [(2048, 961.9), (8192, 988.4), (32768, 938.2)]
-    x_scale = prefill["layer"][0]["encoding"]["x"]["scale"]
-    assert x_scale["type"] == "log"  # 2K .. 128K spans far more than 4x
-    tooltips = [t["field"] for t in prefill["layer"][1]["encoding"]["tooltip"]]
-    assert "value" in tooltips and "n" in tooltips
+    assert sorted(zip(pts.level, pts.value_text)) == [(2048, "961.9 tok/s"), (8192, "988.4 tok/s"),
+                                                      (32768, "938.2 tok/s")]
+    tooltip = [t["field"] for t in ss[0]["layer"][1]["encoding"]["tooltip"]]
+    assert "value_text" in tooltip and "value" not in tooltip  # pre-formatted text, not Vega's formatting
 
 
-def test_quality_page_has_error_bars_and_a_paired_comparison():
-    at = run("pages/3_Quality_and_margins.py", setups=[SYN1, SYN2], a=SYN2, b=SYN1)
+def test_scaling_curves_name_setups_without_data():
+    at = run("pages/2_Scaling_curves.py", setups=[SEED0, SYN1])
+    notes = unescape(" ".join(c.value for c in at.caption))
+    assert "No prefill vs prompt depth for: Qwen3.5-35B-A3B · UD-Q4_K_XL" in notes
+
+
+def test_quality_page_has_one_row_per_test_and_formatted_tooltips():
+    at = run("pages/3_Quality_and_margins.py", setups=[SEED, SYN1, SYN2], a=SYN2, b=SYN1)
     assert [(s.key, s.value) for s in at.selectbox] == [("a", SYN2), ("b", SYN1)]  # A/B from the URL
-    ss = specs(at)
-    assert ss and "lo_pct" in json.dumps(ss[0]) and "hi_pct" in json.dumps(ss[0])
-    tables = [d.value for d in at.dataframe]
-    comp = next(t for t in tables if "Verdict" in t.columns)
+    data = chart_data(at, 0)[0]
+    # the seed calls it "Long text 8K (RULER)", the synthetic runs "RULER 8K": one test, one row
+    assert data.groupby("test").test_label.nunique().max() == 1
+    assert data.test_label.nunique() == data.test.nunique()
+    seed_mmlu = data[(data.setup_id == SEED) & (data.test == "mmlu_pro")].iloc[0]
+    assert seed_mmlu.result_text == "57.3 % ± 4.8"  # the same text as the tables (half up, not 57.2)
+    view = table_with(at, "Interval")
+    assert "57.3 % ± 4.8" in set(view["Result (95 % margin)"])
+    comp = table_with(at, "Verdict")
     assert set(comp.Method) == {"McNemar (paired)"}
-    assert set(comp.Verdict) <= {"A better", "B better", "not significant"}
+    assert set(comp.Verdict) <= {"A better", "B better", "no significant difference"}
 
 
 def test_quality_comparison_of_summary_only_setups_is_unpaired():
     at = run("pages/3_Quality_and_margins.py", setups=[SEED, SYN1], a=SEED, b=SYN1)
-    comp = next(d.value for d in at.dataframe if "Verdict" in d.value.columns)
+    comp = table_with(at, "Verdict")
     assert set(comp.Method) == {"Newcombe (independent)"}
 
 
-def test_compare_shows_only_differing_config_and_side_by_side_figures():
+def test_compare_uses_names_groups_the_config_and_says_better_or_worse():
     at = run("pages/4_Compare.py", setups=[SYN1, SYN2])
-    tables = [d.value for d in at.dataframe]
-    diff = tables[0]
-    assert "model.quant" in set(diff.Field)
-    assert "engine.name" not in set(diff.Field)  # same engine: not shown
-    speed = tables[1]
-    assert any(c.startswith("Δ ") for c in speed.columns)
+    subheads = [h.value for h in at.subheader]
+    assert "Model" in subheads and "Server flags" in subheads
+    model = next(t for t in tables(at) if "Quantisation" in t.get("Setting", pd.Series(dtype=str)).tolist())
+    assert list(model.columns) == ["Setting", "Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860",
+                                   "Qwen3.5-35B-A3B · Q4_K_M · llama.cpp b11843"]
+    settings = {s for t in tables(at) if "Setting" in t.columns for s in t.Setting}
+    assert not settings & {"Port", "Listens on", "Model name for clients"}  # noise is hidden
+    speed = table_with(at, "Figure")
+    vs = "Qwen3.5-35B-A3B · Q4_K_M · llama.cpp b11843, vs the first"
+    decode = speed[speed.Figure == "Decode (tok/s)"].iloc[0]
+    assert re.fullmatch(r"[+−]\d+\.\d %, (better|worse)", decode[vs])
+    ttft = speed[speed.Figure == "Time to first token at 2K (s)"].iloc[0]
+    faster = float(ttft.iloc[2]) < float(ttft.iloc[1])
+    assert ttft[vs].endswith("better" if faster else "worse")  # a shorter time is better
+    quality = table_with(at, "Test")
+    assert all(("not significant" in v) or ("significant" in v) for v in quality[vs])
+    assert all("pts" in v for v in quality[vs])
+
+
+# --------------------------------------------------------------------------- states, upload, run live
+
+def test_every_page_shows_no_missing_value_markers():
+    for page, params in (("app.py", {}), ("pages/1_Setup_card.py", {"setup": SEED0}),
+                         ("pages/1_Setup_card.py", {"setup": SYN2}), ("pages/2_Scaling_curves.py", {}),
+                         ("pages/3_Quality_and_margins.py", {}), ("pages/4_Compare.py", {"setups": [SEED, SEED0]})):
+        text = page_text(run(page, **params))
+        assert not BAD_TEXT.search(text), (page, BAD_TEXT.search(text))
 
 
 def test_empty_database_explains(tmp_path, monkeypatch):
+    from ingest import store
+
     empty = tmp_path / "empty.duckdb"
-    with db.writing(empty):
+    with store.writing(empty):
         pass
     monkeypatch.setenv("BENCHCARDS_DB", str(empty))
     at = run("app.py")
@@ -192,29 +456,75 @@ def test_broken_database_explains(tmp_path, monkeypatch):
     assert "cannot be read" in at.error[0].value
 
 
-def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypatch):
+def _zip(entries: dict[str, bytes]) -> bytes:
     import io
     import zipfile
 
-    from benchcards import upload
-    from tests.helpers import make_setup
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def _folder_entries(folder: Path, prefix: str) -> dict[str, bytes]:
+    return {f"{prefix}/{p.relative_to(folder).as_posix()}": p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypatch):
+    import hashlib
+
+    import benchcards.paths as paths
+    from tests.helpers import SETUP, make_setup
 
     copy = tmp_path / "site.duckdb"
     copy.write_bytes(Path(__import__("os").environ["BENCHCARDS_DB"]).read_bytes())
     monkeypatch.setenv("BENCHCARDS_DB", str(copy))
     local = tmp_path / "local"
-    monkeypatch.setattr(upload, "LOCAL", local)
+    monkeypatch.setattr(paths, "LOCAL", local)
     folder = make_setup(tmp_path / "src")
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for p in folder.rglob("*"):
-            if p.is_file():
-                zf.write(p, p.relative_to(folder.parent).as_posix())
-    report = upload.accept(upload.files_from_zip(buf.getvalue()), copy, label="mine.zip", local=local)
-    assert report.new == ["hand-3090"]
+    good = _folder_entries(folder, "hand-3090")
+    bad_setup = json.loads(good["hand-3090/setup.json"])
+    bad_setup["hardware"]["gpus"][0]["vram_gib"] = -24
+    bad = {**good, "hand-3090/setup.json": json.dumps(bad_setup).encode(), "__MACOSX/._setup.json": b"x",
+           "../evil.txt": b"outside"}
+    before = hashlib.sha256(copy.read_bytes()).hexdigest()
+
+    at = run("pages/5_Upload.py")
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(bad), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.error[0].value == "Rejected: 1 problem(s). Nothing was stored."
+    errors = at.code[0].value
+    assert "mine.zip/hand-3090/setup.json: $.hardware.gpus[0].vram_gib: -24 is less than the minimum of 0" in errors
+    notes = at.code[1].value
+    assert "mine.zip: __MACOSX/._setup.json: macOS metadata (__MACOSX): skipped" in notes
+    assert "mine.zip: ../evil.txt: leads out of the archive's folder (..): not extracted" in notes
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == before  # the database is byte for byte as it was
+    assert not (local / "hand-3090").exists() and not (tmp_path / "evil.txt").exists()
+
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(good), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.success[0].value.startswith("Added: 1 new, 0 replaced, 0 unchanged setup")
     assert (local / "hand-3090" / "setup.json").exists()
     at = run("app.py")
-    assert "Hand-made setup on an RTX 3090" in set(df(at).Setup)
+    titles = [c["link_title"] for row in table_with(at, "Decode (tok/s)").attrs["cells"] for c in row[:1]]
+    assert "Hand-made setup on an RTX 3090" in titles
+    assert not at.warning  # the upload left the database newer than its sources: not stale
+
+    # the same archive again stores nothing
+    mtime = copy.stat().st_mtime_ns
+    at = run("pages/5_Upload.py")
+    at.file_uploader(key="zip").set_value(("mine.zip", _zip(good), "application/zip"))
+    at.run()
+    at.button[0].click().run()
+    assert at.info[0].value.startswith("Unchanged")
+    assert copy.stat().st_mtime_ns == mtime
+    assert SETUP["setup_id"] == "hand-3090"
 
 
 def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypatch):
@@ -232,20 +542,28 @@ def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypat
     s = demo_server(decode_tps=2000, prefill_tps=100000, slots=2)
     try:
         at = run("pages/6_Run_live.py")
+        assert at.multiselect(key="live_parts").format_func("conc") == "Requests at once"  # parts in words
         at.text_input(key="live_base_url").set_value(s.url)
-        at.multiselect(key="live_parts").set_value(["decode", "conc"])
+        at.multiselect(key="live_parts").set_value(["decode", "prefill", "conc"])
+        at.text_input(key="live_depths").set_value("1k, 2K")  # people write depths like this
         at.text_input(key="live_levels").set_value("1,2")
         at.number_input(key="live_runs").set_value(1)
         at.number_input(key="live_max_tokens").set_value(300)
         at.text_input(key="live_gpu").set_value("Demo GPU")
         at.button[0].click().run()
+        assert not at.error, [e.value for e in at.error]
         job: LiveJob = at.session_state["live_job"]
+        assert job.cfg.prefill_depths == (1024, 2048)
         assert job.wait(60)
         deadline = time.time() + 30
         while time.time() < deadline and not at.success:
             at.run()
         assert not at.exception
         assert at.success and "Saved and added to the site" in at.success[0].value
+        steps = table_with(at, "Step")
+        assert "Prefill at 1K" in set(steps.Step) and "2 requests at once" in set(steps.Step)
+        requests = [e for e in job.events if e.kind == "request"]
+        assert len(requests) == 2 * (1 + 1) + 2 * 3 + (1 + 2) * 2  # warm-up + runs, prefill runs, conc rounds
         from benchcards import queries
 
         card = queries.card(queries.Store(copy), job.setup_id)
@@ -255,9 +573,72 @@ def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypat
         s.stop()
 
 
-def test_run_live_page_refuses_other_hosts():
+def test_run_live_page_explains_bad_input_and_refuses_other_hosts():
+    at = run("pages/6_Run_live.py")
+    at.text_input(key="live_depths").set_value("2k, lots")
+    at.text_input(key="live_levels").set_value("0")
+    at.button[0].click().run()
+    text = unescape(at.error[0].value)
+    assert "Prefill depths: “lots” is not a number of tokens" in text
+    assert "Requests at once: “0” is not a whole number" in text
+    assert "invalid literal" not in text and "live_job" not in at.session_state
     at = run("pages/6_Run_live.py")
     at.text_input(key="live_base_url").set_value("http://10.20.30.40:8080")
     at.button[0].click().run()
     assert "not a loopback address" in at.error[0].value
     assert "live_job" not in at.session_state
+
+
+def test_missing_database_offers_the_build_and_it_runs_in_the_background(tmp_path, monkeypatch):
+    from ui import background
+
+    path = tmp_path / "site.duckdb"
+    monkeypatch.setenv("BENCHCARDS_DB", str(path))
+    at = run("app.py")
+    assert at.info[0].value.startswith("No database yet")
+    assert at.code[0].value == f".venv/bin/python -m ingest.build --db {path}"
+    at.button(key="bc-build").click().run()
+    job = background.current(path)
+    assert job is not None and job.wait(300), job.output()
+    assert job.ok, job.output()
+    at = run("app.py")
+    assert len(table_with(at, "Decode (tok/s)")) == demo_count() and not at.warning and not at.error
+
+
+def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, monkeypatch):
+    import hashlib
+    import os
+    import time
+
+    import benchcards.paths as paths
+    from tests.helpers import make_setup
+    from ui import background, common
+
+    path = tmp_path / "site.duckdb"
+    path.write_bytes(Path(os.environ["BENCHCARDS_DB"]).read_bytes())
+    monkeypatch.setenv("BENCHCARDS_DB", str(path))
+    local = Path(os.environ["BENCHCARDS_LOCAL"])
+    monkeypatch.setattr(paths, "LOCAL", local)
+    broken = make_setup(local, name="broken-upload")
+    (broken / "setup.json").write_text("{ not json")
+    later = time.time() + 5
+    os.utime(broken / "setup.json", (later, later))
+    common._CHECKED.clear()
+    try:
+        at = run("app.py")
+        assert at.warning[0].value.startswith("The raw folders changed after the database was built")
+        assert len(table_with(at, "Decode (tok/s)")) == demo_count()  # still served
+        before = hashlib.sha256(path.read_bytes()).hexdigest()
+        at.button(key="bc-build").click().run()
+        job = background.current(path)
+        assert job.wait(300) and not job.ok
+        at = run("app.py")
+        assert at.error[0].value.startswith("The last build failed, so nothing was replaced")
+        assert f"{broken}/setup.json: is not valid JSON" in at.code[0].value
+        assert len(table_with(at, "Decode (tok/s)")) == demo_count()  # the page is not taken down
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    finally:
+        import shutil
+
+        shutil.rmtree(broken)
+        common._CHECKED.clear()

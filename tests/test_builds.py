@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import builds, queries, synth
-from ingest.importers import Options, Source, convert
+from benchcards import builds, queries
+from ingest.importers import Options, Source, convert, demo
 from ingest.importers.store import save
 from tests.import_helpers import FIX
+from tests.test_app import table_with
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "data" / "raw"
@@ -79,6 +82,7 @@ def test_speedup_and_noise_per_test(store):
     assert row.b101 == "100.0" and row.b102 == "105.0 ×1.05 ≈" and row.b103 == "200.0 ×1.90"
 
 
+@pytest.mark.unit
 def test_within_noise_rule():
     assert builds.within_noise(100, 10, 3, 105, 10, 3) is True
     assert builds.within_noise(100, 1, 3, 105, 1, 3) is False
@@ -95,7 +99,7 @@ def test_a_single_build_has_no_timeline(store):
 
 def test_demo_build_timeline_is_what_the_generator_and_importer_make(tmp_path):
     shipped = sorted(p for p in RAW.iterdir() if p.name.startswith("timeline-demo-"))
-    fresh = synth.generate_builds(tmp_path)
+    fresh = demo.generate_builds(tmp_path)
     assert [p.name for p in shipped] == sorted(p.name for p in fresh) and len(shipped) == 4
     for ours in shipped:
         theirs = tmp_path / ours.name
@@ -130,11 +134,12 @@ def test_card_page_shows_engine_figures_and_builds(demo_db, monkeypatch):
     assert not at.exception
     headers = [h.value for h in at.header] + [h.value for h in at.subheader]
     assert "Builds over time" in headers and "Engine benchmark (llama-bench)" in headers
-    frames = [d.value for d in at.dataframe]
-    timeline = next(f for f in frames if "b6050" in f.columns)
+    timeline = table_with(at, "b6050")
     assert list(timeline.columns) == ["Test", "Unit", "b6050", "b6120", "b6188", "b6250"]
-    engine = next(f for f in frames if "Repetitions" in f.columns)
-    assert set(engine.Test) >= {"pp512", "tg128", "tg128 @ d16384"} and set(engine.Repetitions) == {5}
+    assert timeline.Test.iloc[0] == "pp512" and re.search(r" ×1\.(0[7-9]|10)$", timeline.b6120.iloc[0])  # the 8 % prefill gain
+    engine = table_with(at, "Repetitions")
+    assert set(engine.Test) >= {"pp512", "tg128", "tg128 @ d16384"} and set(engine.Repetitions) == {"5"}
+    assert engine.Rate.iloc[0].endswith(" tok/s") and engine["Spread (CV)"].iloc[0].endswith(" %")
 
 
 def test_export_has_the_builds_page_and_card_sections(demo_db, tmp_path):
@@ -160,6 +165,48 @@ def test_server_log_and_vllm_sections_on_the_card(tmp_path):
 
     c = queries.card(queries.Store(db), results[0].setups[0].setup_id)
     t = cardmod.server_log_table(c)
-    assert t.Figure.iloc[0] == "Requests in the log" and t.Result.iloc[0] == "14"
-    assert t.Figure.iloc[1] == "Decode (median over requests)"
-    assert any("300-token prompts" in f for f in t.Figure)
+    assert t.Figure.iloc[0] == "Requests in the server's log" and t.Result.iloc[0] == "14"
+    assert t.Figure.iloc[1] == "Decode, from the server's log" and t.Result.iloc[1].endswith(" tok/s")
+    assert "Prefill of 300-token prompts, from the server's log" in set(t.Figure)
+
+
+PAYLOAD = '</script><script>alert(1)</script><img src=x onerror=alert(2)>'
+
+
+@pytest.mark.browser
+def test_the_builds_page_shows_names_from_the_files_as_text(tmp_path):
+    """Model, GPU and commit names come from the imported files: on builds.html they are text, and in
+    Chromium nothing of them runs (the export's audit of injected elements, dialogs and requests)."""
+    from benchcards.export import export
+    from tests.test_browser import CHROMIUM
+    from tests.test_xss import AUDIT, watch
+
+    files = []
+    for b in (101, 102):
+        rows = json.loads(bench_file(b, {(0, 128, 0): [100.0, 90.0, 110.0]}).data)
+        for r in rows:
+            r.update(build_commit=f"c{b}{PAYLOAD}", gpu_info=f"NVIDIA GeForce RTX 4090 {PAYLOAD}",
+                     model_filename=f"m/Model{PAYLOAD}-8B-Q4_K_M.gguf", model_type=f"llama 8B {PAYLOAD}")
+        files.append(Source(f"b{b}.json", json.dumps(rows).encode()))
+    db = tmp_path / "x.duckdb"
+    save(convert(files, Options()), db, tmp_path / "local")
+    export(db, tmp_path / "site", with_raw=False)
+    page = (tmp_path / "site" / "builds.html").read_text()
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "RTX 4090 &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;" in page
+    assert page.count("<table") == 1 and ">b101</a>" in page and ">b102</a>" in page
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        tab = browser.new_page()
+        seen = watch(tab)
+        tab.goto((tmp_path / "site" / "builds.html").as_uri())
+        tab.wait_for_timeout(500)
+        assert "alert(1)</script><img src=x onerror=alert(2)>" in tab.locator("h2").first.inner_text()
+        assert tab.evaluate(AUDIT) == [] and seen["dialogs"] == [] and seen["errors"] == []
+        assert [u for u in seen["requests"] if not u.startswith(("file://", "data:"))] == []
+        browser.close()

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 
 COMMANDS = [
@@ -13,7 +15,8 @@ COMMANDS = [
     ["-m", "schemas"],
     ["-m", "benchcards.synth"],
     ["-m", "benchcards.export"],
-    ["-m", "benchcards.build"],
+    ["-m", "ingest.build"],
+    ["-m", "ingest.upload"],
     ["-m", "live"],
     ["-m", "live", "measure"],
     ["-m", "live", "demo-server"],
@@ -22,7 +25,9 @@ COMMANDS = [
     ["bench/pages.py"],
     ["bench/analysis.py"],
     ["bench/live_client.py"],
+    ["bench/hostile_memory.py"],
     ["bench/import_llama_bench.py"],
+    ["-m", "ingest.importers.demo"],
 ]
 
 

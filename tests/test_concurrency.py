@@ -5,9 +5,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from benchcards import db, queries
-from ingest import ingest_paths
+from ingest import ingest_paths, store
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,7 +55,7 @@ def test_a_failed_write_leaves_the_file_and_no_temp(tmp_path):
     ingest_paths([make_setup(tmp_path / "a")], path)
     before = db.dump(path)
     try:
-        with db.writing(path) as con:
+        with store.writing(path) as con:
             con.execute("DELETE FROM setups")
             raise RuntimeError("crash mid-write")
     except RuntimeError:

@@ -3,9 +3,12 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from benchcards import queries, synth
-from benchcards.build import ensure_db, needs_build
 from tests.test_app import SEED, SEED0
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "data" / "raw"
@@ -41,20 +44,3 @@ def test_seed_000_tasks_are_shown_as_tasks(demo_db):
     c = queries.card(queries.Store(demo_db), SEED0)
     assert c.value("decode") == 51.0
     assert c.value("task_prefill", "Long context summarisation", 300) == 1221.4
-
-
-def test_database_is_built_when_missing_or_older_than_the_data(tmp_path):
-    src = tmp_path / "raw"
-    synth.generate(src, 1, seed=7)
-    db = tmp_path / "x.duckdb"
-    assert needs_build(db, (src,))
-    assert ensure_db(db, (src,)) is True
-    assert ensure_db(db, (src,)) is False  # up to date: nothing to do
-    import os
-    import time
-
-    later = time.time() + 5
-    f = next(src.rglob("setup.json"))
-    os.utime(f, (later, later))
-    assert needs_build(db, (src,))
-    assert ensure_db(db, (src,)) is True

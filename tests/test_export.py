@@ -1,5 +1,6 @@
 """The static export: every setup gets a page with the app's tables and themed charts, viewable offline."""
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -8,7 +9,10 @@ import pytest
 
 from benchcards import charts
 from benchcards.export import export
+from tests.helpers import demo_count
 from tests.test_app import SEED, SYN1
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +27,7 @@ def site(demo_db, tmp_path_factory):
 def test_index_lists_and_links_every_setup(site):
     index = (site / "index.html").read_text()
     links = re.findall(r'href="setups/([^"]+)\.html"', index)
-    assert len(set(links)) == len(list(ROOT.glob("data/raw/*/setup.json"))) and SEED in links
+    assert len(set(links)) == demo_count() and SEED in links
     for sid in links:
         assert (site / "setups" / f"{sid}.html").exists()
     assert "988.4" in index and "131,072" in index and "57.3 % ± 4.8" in index  # the seed 002 row
@@ -36,9 +40,17 @@ def test_seed_card_has_the_published_figures(site):
         assert text in page, text
 
 
+def test_the_real_run_card_shows_ttft_vs_the_server_prompt_time(site):
+    page = (site / "setups" / "real-llama-server-cpu-tiny-random-qwen-vocab.html").read_text()
+    for text in ("Time to first token vs the server&#39;s prompt time", "Prompt time (server)", "32K (prefill)",
+                 "--cache-ram is not set", "verified raw", "server.log"):
+        assert text in page, text
+
+
 def test_charts_carry_the_app_theme(site):
     page = (site / "setups" / f"{SYN1}.html").read_text()
-    specs = [json.loads(m) for m in re.findall(r"vegaEmbed\('#chart\d+', (.*?), \{actions", page)]
+    specs = [json.loads(m) for m in re.findall(r'<script type="application/json" data-chart="chart\d+">(.*?)</script>',
+                                                page)]
     assert len(specs) >= 4
     cfg = charts.theme_config()
     for s in specs:
@@ -46,12 +58,14 @@ def test_charts_carry_the_app_theme(site):
         assert s["config"]["axis"]["labelColor"] == cfg["axis"]["labelColor"]
 
 
-def test_raw_files_are_copied_and_linked(site):
+def test_raw_files_are_copied_and_linked_as_downloads(site):
     page = (site / "setups" / f"{SYN1}.html").read_text()
-    hrefs = re.findall(r'href="(\.\./raw/[0-9a-f]{64}/[^"]+)"', page)
-    assert any(h.endswith("client.log") for h in hrefs)
-    for h in hrefs:
-        assert (site / "setups" / h).resolve().is_file()
+    links = re.findall(r'<a href="(\.\./raw/([0-9a-f]{64})\.bin)" download="([^"]+)"', page)
+    assert any(name == "client.log" for _, _, name in links)
+    for href, sha, _ in links:
+        f = (site / "setups" / href).resolve()
+        assert f.is_file() and hashlib.sha256(f.read_bytes()).hexdigest() == sha
+    assert {p.suffix for p in (site / "raw").iterdir()} == {".bin"}  # nothing a browser would render
 
 
 def test_export_replaces_the_folder_whole(demo_db, tmp_path):
@@ -63,6 +77,7 @@ def test_export_replaces_the_folder_whole(demo_db, tmp_path):
     assert not (tmp_path / "site.partial").exists() and not (tmp_path / "site.old").exists()
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
 def test_export_renders_offline_in_chromium(site):
     from playwright.sync_api import sync_playwright

@@ -1,9 +1,9 @@
-"""The importers against the real llama.cpp tools: llama-bench ($LLAMA_BENCH) and llama-server ($LLAMA_SERVER).
+"""The importers against the real llama.cpp tools: llama-bench and llama-server, built by
+scripts/build_llama_cpp.sh ($LLAMA_BENCH / $LLAMA_SERVER, else its cache folder).
 
-Skipped when the variables are unset (scripts/test.sh sets them after building the engine).
+Skipped without the engine, failed instead when scripts/test.sh asks for every engine test.
 """
 
-import os
 import subprocess
 import sys
 import time
@@ -16,9 +16,11 @@ from benchcards import queries, summarize
 from ingest.importers import Options, Source, convert, detect
 from ingest.importers.store import check, save
 from schemas.models import SpeedContract
+from tests.live_servers import free_port, llama_bin, need_engine, wait_ready
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.engine
+# engines share two cores: these run one after another, on the worker of the other engine tests
+pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("engine")]
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +31,16 @@ def tiny(tmp_path_factory) -> Path:
     return path
 
 
+def tool(name: str) -> str:
+    exe = llama_bin(name)
+    if exe is None or not exe.is_file():
+        need_engine(name)
+    assert exe is not None
+    return str(exe)
+
+
 def bench_tool() -> str:
-    exe = os.environ.get("LLAMA_BENCH")
-    if not exe or not Path(exe).exists():
-        pytest.skip("LLAMA_BENCH is not set (scripts/build_llama_cpp.sh builds llama-bench)")
-    return exe
+    return tool("llama-bench")
 
 
 def test_real_llama_bench_in_every_format(tiny, tmp_path):
@@ -61,22 +68,18 @@ def test_real_llama_bench_in_every_format(tiny, tmp_path):
         assert detect(src) == ("llama-bench", fmt)
         assert check(convert([src])) == 1
     db = tmp_path / "x.duckdb"
-    report = save(convert([json_src, sql_src]), db, tmp_path / "local")
-    assert report.new and len(report.new) == 2
+    result = save(convert([json_src, sql_src]), db, tmp_path / "local")
+    assert result.report is not None and len(result.report.new) == 2 and set(result.setups.values()) == {"new"}
     assert len(queries.Store(db).df("SELECT * FROM runs")) == 4
 
 
 def test_real_llama_server_log(tiny, tmp_path):
-    exe = os.environ.get("LLAMA_SERVER")
-    if not exe or not Path(exe).exists():
-        pytest.skip("LLAMA_SERVER is not set (scripts/build_llama_cpp.sh builds llama-server)")
-    from tests.live_servers import free_port, wait_ready
-
+    exe = tool("llama-server")
     port = free_port()
     log = tmp_path / "server.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen([exe, "-m", str(tiny), "-c", "1024", "-np", "2", "--host", "127.0.0.1", "--port",
-                                 str(port), "-t", "2", "-lv", "4"], stdout=fh, stderr=subprocess.STDOUT)
+                                 str(port), "-t", "1", "-lv", "4"], stdout=fh, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}"
             wait_ready(url, proc)

@@ -10,6 +10,8 @@ from ingest.importers.store import check
 from ingest.validate import IngestError
 from tests.import_helpers import FIX
 
+pytestmark = pytest.mark.unit
+
 FILES = sorted(p.name for p in FIX.iterdir() if p.is_file() and not p.name.startswith("samples_"))
 OPTS = Options(gpu="NVIDIA L40S")
 TRUNCATIONS = 16

@@ -11,6 +11,8 @@ from ingest.importers.store import check
 from schemas.models import SpeedContract
 from tests.import_helpers import FIX, check_golden, run, source
 
+pytestmark = pytest.mark.unit
+
 REAL = {  # written by the real llama-bench (CPU build of llama.cpp 0c1e5709) with a tiny random model
     "llama-bench-cpu.json": "json", "llama-bench-cpu.sql": "sql", "llama-bench-cpu-fa.md": "md",
     "llama-bench-cpu-ub.csv": "csv", "llama-bench-cpu-d128.jsonl": "jsonl",

@@ -9,6 +9,8 @@ from ingest.importers import ImportFailed, Options, Source, convert, detect, pla
 from ingest.importers.store import check, save
 from tests.import_helpers import FIX, check_golden, figures, run
 
+pytestmark = pytest.mark.unit
+
 DATE = "2025-06-01T12-00-00.123456"
 RESULTS = f"results_{DATE}.json"
 SAMPLES = f"samples_gsm8k_{DATE}.jsonl"
@@ -82,6 +84,7 @@ def test_a_score_that_is_not_a_whole_count_is_not_mapped():
     assert "not a whole number of right answers out of 40" in reason
 
 
+@pytest.mark.integration
 def test_two_setups_that_answered_the_same_items_compare_paired(tmp_path):
     a = run([RESULTS, SAMPLES], Options(gpu="NVIDIA GeForce RTX 4090", engine="llama.cpp"))
     b = run([RESULTS, SAMPLES], Options(gpu="NVIDIA GeForce RTX 3090", engine="llama.cpp"))

@@ -6,6 +6,8 @@ from ingest.importers import ImportFailed, Options, Source, convert, detect
 from ingest.importers.store import check
 from tests.import_helpers import FIX, check_golden, figures, run
 
+pytestmark = pytest.mark.unit
+
 CASES = {  # fixture -> options the file cannot tell
     "llama-server-cpu.log": Options(gpu="none"),  # default verbosity: no device lines
     "llama-server-cpu-verbose.log": Options(),  # -lv 4: build, devices, KV types
@@ -45,8 +47,8 @@ def test_verbose_log_names_the_build_devices_and_cached_tokens():
     assert [r.get("cache_n") for r in recs] == [0, 0, 0, 21]
     figs, kinds = figures(s.runs[0].contract)
     assert "prompt_cache" in kinds
-    assert figs["server_requests|log|"] == 4
-    assert figs["server_prefill|log|61"] == pytest.approx(61 / 0.00138)  # median of 1.38, 1.40, 1.27 ms
+    assert figs["log_requests||"] == 4
+    assert figs["log_prefill||61"] == pytest.approx(61 / 0.00138)  # median of 1.38, 1.40, 1.27 ms
 
 
 def test_older_layout_with_the_seed_000_figures():
@@ -60,9 +62,9 @@ def test_older_layout_with_the_seed_000_figures():
     for flag, value in (("-c", "131072"), ("-np", "1"), ("-ub", "2048"), ("-fa", "on"), ("-ctk", "q8_0")):
         assert argv[argv.index(flag) + 1] == value
     figs, _ = figures(s.runs[0].contract)
-    assert figs["server_requests|log|"] == 14
-    assert 47 < figs["server_decode|log|"] < 56  # the seed's tasks ran at 48-55 tok/s
-    assert figs["server_prefill|log|300"] == pytest.approx(1221.4, rel=0.15)
+    assert figs["log_requests||"] == 14
+    assert 47 < figs["log_decode||"] < 56  # the seed's tasks ran at 48-55 tok/s
+    assert figs["log_prefill||300"] == pytest.approx(1221.4, rel=0.15)
 
 
 def test_two_server_starts_become_two_runs():

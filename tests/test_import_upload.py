@@ -42,8 +42,10 @@ def test_upload_page_imports_result_files(site):
         page.goto(f"{url}/Upload")
         page.wait_for_selector(READY, timeout=60_000)
         page.get_by_text("results of another tool", exact=True).click()
+        # the rerun has drawn the import section (READY alone can match before the rerun starts)
+        page.get_by_text("A whole folder of result files", exact=False).wait_for(timeout=60_000)
         page.wait_for_selector(READY, timeout=60_000)
-        page.locator("input[type=file]").first.set_input_files(str(FIX / "vllm-conc8-summary.json"))
+        page.locator(".st-key-imp-files input[type=file]").set_input_files(str(FIX / "vllm-conc8-summary.json"))
         page.get_by_text("vllm (json)").first.wait_for(timeout=90_000)  # detected from the content
         page.wait_for_selector(READY, timeout=60_000)
         page.get_by_role("button", name="Import and add").click()

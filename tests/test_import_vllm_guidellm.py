@@ -8,6 +8,8 @@ from ingest.importers import ImportFailed, Options, Source, convert, detect
 from ingest.importers.store import check
 from tests.import_helpers import FIX, check_golden, figures, run
 
+pytestmark = pytest.mark.unit
+
 GPU = Options(gpu="NVIDIA L40S")
 CASES = ["vllm-conc4-detailed.json", "vllm-conc8-summary.json", "vllm-sweep-append.jsonl", "guidellm-report.json",
          "guidellm-v03-benchmarks.json"]

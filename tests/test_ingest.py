@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import db, queries
+from benchcards import db, fmt, queries
 from ingest import IngestError, ingest_paths
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract, write
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -118,7 +120,7 @@ def test_a_changed_raw_file_is_not_served(tmp_path, hand, loaded):
 def test_summary_only_contract_keeps_margin_computed_from_right_and_n(demo_db):
     c = queries.card(queries.Store(demo_db), "qwen38-35b-a3b-distill-q4km-5060ti")
     mmlu = c.quality[c.quality.test == "mmlu_pro"].iloc[0]
-    assert queries.fmt_margin(mmlu.pct, mmlu.margin_pp) == "57.3 % ± 4.8"
+    assert fmt.quality(mmlu.pct, mmlu.margin_pp) == "57.3 % ± 4.8"
     assert not bool(mmlu.from_items)
 
 
@@ -270,9 +272,23 @@ def test_parallel_and_in_process_validation_load_the_same_rows(tmp_path, synth_r
     def stable(path):
         d = db.dump(path)
         d["setups"] = [r[:-2] for r in d["setups"]]  # ingested_at differs
+        d["sources"] = [r[:-1] for r in d["sources"]]  # added_at differs
         return d
 
     assert stable(a) == stable(b)
     with db.reading(a) as con:
         assert con.execute("SELECT count(*) FROM quality_items").fetchone()[0] > 2000
         assert con.execute("SELECT count(*) FROM requests WHERE decode_tps IS NOT NULL").fetchone()[0] > 100
+
+
+def test_request_and_item_records_are_stored_as_validated(loaded):
+    """The bulk records come from the validated documents: defaults filled, rates per request as defined."""
+    with db.reading(loaded) as con:
+        rows = con.execute("SELECT seq, part, warmup, round, tokens_estimated, output_tokens, ttft_s, decode_tps, "
+                           "depth FROM requests ORDER BY seq").fetchall()
+        items = con.execute('SELECT seq, item_id, "right", cut_off, tokens FROM quality_items ORDER BY seq').fetchall()
+    assert rows[0][:6] == (0, "decode", True, 0, False, 300)
+    assert rows[1][5:] == (301, pytest.approx(1.0), pytest.approx(30.0), None)  # 300 tokens after the first / 10 s
+    assert rows[5][8] == 2048 and rows[5][7] == pytest.approx(15 / 1.0)
+    assert items == [(0, "q0", True, False, 10), (1, "q1", True, False, 10), (2, "q2", False, False, 10),
+                     (3, "q3", False, False, 10)]

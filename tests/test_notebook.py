@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import demo_count
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "analysis.ipynb"
 
@@ -79,4 +81,4 @@ def test_analysis_notebook_executes_and_draws_its_charts(demo_db, monkeypatch):
 
     text = json.dumps([o.get("data") or o.get("text") for c in run.cells for o in c.get("outputs", [])])
     assert "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB" in text  # the tables show the setups
-    assert f"{len(list((ROOT / 'data' / 'raw').glob('*/setup.json')))} setups in demo.duckdb" in text
+    assert f"{demo_count()} setups in demo.duckdb" in text

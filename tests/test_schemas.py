@@ -9,6 +9,8 @@ import schemas
 from ingest.validate import verdict
 from tests.helpers import SETUP, fit_contract, quality_contract, speed_contract
 
+pytestmark = pytest.mark.unit
+
 ROOT = schemas.SCHEMA_DIR.parent
 
 

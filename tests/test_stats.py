@@ -2,11 +2,13 @@ import math
 
 import pytest
 
-from benchcards import stats
+from benchcards import fmt, stats
+
+pytestmark = pytest.mark.unit
 
 
 @pytest.mark.parametrize("right,n,pct,margin", [
-    (229, 400, 57.3, 4.8),   # MMLU-Pro in DOMAIN.md
+    (229, 400, 57.3, 4.8),   # docs/definitions.md#wilson worked examples
     (15, 40, 37.5, 14.4),    # LiveCodeBench
     (22, 30, 73.3, 15.1),    # GPQA 30 thinking
     (85, 198, 42.9, 6.8),
@@ -16,8 +18,8 @@ from benchcards import stats
 ])
 def test_wilson_matches_published_margins(right, n, pct, margin):
     iv = stats.wilson(right, n)
-    assert stats.fmt(100 * iv.p) == f"{pct:.1f}"  # 57.25 shows as 57.3 (half up)
-    assert stats.fmt(100 * iv.half_width) == f"{margin:.1f}"
+    assert fmt.number(100 * iv.p) == f"{pct:.1f}"  # 57.25 shows as 57.3 (half up)
+    assert fmt.number(100 * iv.half_width) == f"{margin:.1f}"
 
 
 def test_wilson_is_not_the_plain_normal_interval():

@@ -3,18 +3,56 @@
 from __future__ import annotations
 
 import os
+import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from benchcards.build import ensure_db
 from benchcards.db import DatabaseError, check
-from benchcards.paths import DEFAULT_DB, SOURCES
+from benchcards.paths import DEFAULT_DB
 from benchcards.queries import Store
-from ingest.validate import IngestError
+from benchcards.sources import Freshness, freshness
+from ui import background
+
+#: ASCII punctuation: each is backslash-escaped in text from data shown as Markdown
+_PUNCT = frozenset("\\`*_{}[]()<>#+-.!|~:$&=\"'/@%^;,?")
+#: GFM turns bare URLs and e-mail addresses into links even when their punctuation is escaped;
+#: an invisible word joiner (U+2060) inside "://", "www." and after "@" keeps them plain text
+_AUTOLINK = re.compile(r"(?i)(://|www\.|@)")
+_WJ = "\u2060"
+
+
+def md(text: object) -> str:
+    """``text`` from data, safe to show inside Markdown: every ASCII punctuation mark escaped
+    (no links, images, HTML, colours, maths or emphasis can come from data), bare URLs and
+    addresses kept from becoming links, line breaks flattened and control characters shown
+    as escapes."""
+    s = _AUTOLINK.sub(lambda m: {"://": ":" + _WJ + "//", "@": "@" + _WJ}.get(m.group(0), m.group(0)[:3] + _WJ + "."),
+                      "" if text is None else str(text))
+    out = []
+    for c in s:
+        if c in _PUNCT:
+            out.append("\\" + c)
+        elif c in "\r\n\u2028\u2029":
+            out.append(" ")
+        elif c == _WJ:
+            out.append(c)
+        elif not c.isprintable() and c != " ":
+            out.append(f"\\\\u{ord(c):04x}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def download_name(path: str) -> str:
+    """A file name for a download from a path in the data: its last part, with anything but letters,
+    digits, '.', '-' and '_' replaced (no quotes, separators or control characters reach a header)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", path.rsplit("/", 1)[-1]).lstrip(".")
+    return name[:120] or "file"
 
 
 def db_path() -> Path:
@@ -22,61 +60,168 @@ def db_path() -> Path:
     return Path(os.environ.get("BENCHCARDS_DB", DEFAULT_DB))
 
 
+ROOT = Path(__file__).resolve().parent.parent
+#: sidebar names and icons of the pages (others are named after their file)
+NAV: dict[str, tuple[str, str]] = {
+    "app.py": ("Overview", ":material/leaderboard:"),
+    "pages/1_Setup_card.py": ("Setup card", ":material/description:"),
+    "pages/2_Scaling_curves.py": ("Scaling curves", ":material/show_chart:"),
+    "pages/3_Quality_and_margins.py": ("Quality & margins", ":material/target:"),
+    "pages/4_Compare.py": ("Compare", ":material/compare_arrows:"),
+    "pages/5_Upload.py": ("Upload", ":material/upload:"),
+    "pages/6_Run_live.py": ("Run live", ":material/timer:"),
+}
+
+
+def nav_entries() -> list[tuple[str, str, str]]:
+    """(script path, label, icon) of the overview and every page in pages/, in file order."""
+    out = [("app.py", *NAV["app.py"])]
+    for p in sorted((ROOT / "pages").glob("*.py")):
+        rel = f"pages/{p.name}"
+        words = p.stem.split("_", 1)[-1] if p.stem.split("_", 1)[0].isdigit() else p.stem
+        out.append((rel, *NAV.get(rel, (words.replace("_", " "), ":material/article:"))))
+    return out
+
+
 def page(title: str, icon: str = "📊") -> None:
-    """Page config shared by every page."""
+    """Page config shared by every page: title, wide layout, the site's table styles, and the sidebar
+    navigation (Streamlit's own is off in .streamlit/config.toml so the overview can be called 'Overview')."""
+    from ui import html
+
     st.set_page_config(page_title=f"{title} · benchcards", page_icon=icon, layout="wide")
+    st.html(f"<style>{html.CSS}</style>")
+    from streamlit.errors import StreamlitAPIException
+
+    with st.sidebar:
+        try:
+            for path, label, icon in nav_entries():
+                st.page_link(path, label=label, icon=icon)
+        except StreamlitAPIException:  # a page run as its own entry point (a test, a benchmark) has no site
+            pass
+
+
+def link(page_path: str, label: str, query_params: dict | None = None, icon: str | None = None) -> None:
+    """A link to another page of the site (same tab); nothing when the page runs on its own, outside the site."""
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        st.page_link(page_path, label=label, query_params=query_params, icon=icon)
+    except StreamlitAPIException:
+        pass
 
 
 #: how often (seconds) a page run looks for raw folders newer than the database
 RECHECK_S = 5.0
-_CHECKED = [float("-inf")]
+_CHECKED: dict[str, tuple[float, Freshness]] = {}
+BUILD_COMMAND = ".venv/bin/python -m ingest.build"
+
+
+def _freshness(path: Path) -> Freshness:
+    """``benchcards.sources.freshness``, looked up at most every RECHECK_S seconds per process."""
+    now = time.monotonic()
+    hit = _CHECKED.get(str(path))
+    if hit is not None and now - hit[0] < RECHECK_S:
+        return hit[1]
+    fr = freshness(path)
+    _CHECKED[str(path)] = (now, fr)
+    return fr
+
+
+def _command(path: Path) -> str:
+    return BUILD_COMMAND + ("" if path == DEFAULT_DB else f" --db {path}")
+
+
+def _build_panel(path: Path, fr: Freshness) -> Freshness:
+    """What a page shows about the database build: the state, the command, a button, the last result.
+    Returns the state (looked up again when a build has just finished)."""
+    job = background.current(path)
+    if job is not None and not job.done:
+        st.info("Building the database in the background. The site keeps showing the last good database "
+                "meanwhile; reload the page when it is done.", icon=":material/hourglass_top:")
+        return fr
+    if job is not None and job.done and not job.ok:
+        st.error("The last build failed, so nothing was replaced: the site still shows the last good database. "
+                 "Fix what it reports and build again.")
+        st.code(job.output() or "(no output)", language=None)
+    elif job is not None and job.ok and fr.state in ("missing", "unreadable", "stale"):
+        _CHECKED.pop(str(path), None)
+        fr = _freshness(path)
+    if fr.state == "fresh":
+        return fr
+    if fr.state == "missing":
+        st.info("No database yet. Build it from the raw folders (data/raw, data/local and any folder loaded "
+                "with `python -m ingest`) with the button below or in a shell:")
+    elif fr.state == "unreadable":
+        st.error(md(fr.detail) + " Build it again from the raw folders with the button below or in a shell:")
+    else:
+        st.warning("The raw folders changed after the database was built, so the site may be out of date. "
+                   "Build it again with the button below or in a shell:", icon=":material/update:")
+    st.code(_command(path), language="bash")
+    if st.button("Build the database now", key="bc-build", icon=":material/build:"):
+        background.start(path)
+        _CHECKED.pop(str(path), None)
+        st.rerun()
+    return fr
 
 
 def store() -> Store:
-    """The site's Store. Builds the default database from data/ when needed; explains
-    (instead of a traceback) when it cannot, and stops the page."""
+    """The site's Store, read-only. Never builds: when the database is missing, unreadable or
+    stale the page says so and offers the build (which runs in the background); a missing or
+    unreadable database stops the page, a stale one is still shown."""
     path = db_path()
-    if path == DEFAULT_DB and time.monotonic() - _CHECKED[0] > RECHECK_S:
-        _CHECKED[0] = time.monotonic()
-        try:
-            if ensure_db(path, SOURCES):
-                st.toast("Built the database from the raw folders in data/.")
-        except IngestError as exc:
-            st.error("The database could not be built: some raw files in data/ are invalid.")
-            st.code("\n".join(exc.errors[:50]), language=None)
-            st.stop()
-        except DatabaseError as exc:
-            st.error(f"The database could not be built: {exc}")
-            st.stop()
-    if not path.exists():
-        st.info("No database yet. Load raw setup folders with `python -m ingest FOLDER --db "
-                f"{path}` or on the Upload page.")
+    fr = _build_panel(path, _freshness(path))
+    if fr.state in ("missing", "unreadable") or not path.exists():
         st.stop()
     try:
         check(path)
     except DatabaseError as exc:
-        st.error(f"The database cannot be read: {exc}. Rebuild it with `python -m ingest data/raw --db {path}`.")
+        st.error(f"The database cannot be read: {md(exc)}.")
         st.stop()
     return Store(path)
 
 
-def downloads(df: pd.DataFrame, name: str) -> None:
-    """CSV and JSON download buttons for a table."""
-    c1, c2, _ = st.columns([1, 1, 6])
-    c1.download_button("CSV", lambda: df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
-                       key=f"csv-{name}", icon=":material/download:")
-    c2.download_button("JSON", lambda: df.to_json(orient="records", indent=1, force_ascii=False).encode(),
-                       file_name=f"{name}.json", mime="application/json", key=f"json-{name}",
-                       icon=":material/download:")
+def downloads(df: pd.DataFrame | Callable[[], pd.DataFrame], name: str) -> None:
+    """CSV and JSON downloads of a table (the text as shown, headers from the metric registry), behind one
+    small button. ``df`` may be a function that makes the table: it then runs only when someone downloads."""
+    make = df if callable(df) else (lambda: df)
+    with st.popover("Download", icon=":material/download:"):
+        st.download_button("CSV", lambda: make().to_csv(index=False).encode(), file_name=f"{name}.csv",
+                           mime="text/csv", key=f"csv-{name}", icon=":material/table:")
+        st.download_button("JSON", lambda: make().to_json(orient="records", indent=1, force_ascii=False).encode(),
+                           file_name=f"{name}.json", mime="application/json", key=f"json-{name}",
+                           icon=":material/data_object:")
 
 
-def table(df: pd.DataFrame, name: str, empty: str = "Nothing to show.", **kwargs) -> None:
-    """A table with CSV and JSON downloads, or an explanation when it is empty."""
+def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *, download: bool = True,
+          links: dict | None = None, titles: dict | None = None, classes: dict | None = None,
+          numeric: tuple[str, ...] | list[str] = (), grid: bool = False, **grid_options) -> None:
+    """A table shown whole (no inner scroll box), with CSV and JSON downloads; or an explanation when empty.
+
+    A table of text (cells made by ``benchcards.fmt``) is escaped HTML that wraps to the page, see
+    ``ui.html.table`` for ``links``, ``titles``, ``classes`` and ``numeric``. A table that still holds raw
+    numbers, or is asked to be one (``grid=True``, or ``column_config`` and the like in ``grid_options``),
+    stays a sortable data grid, tall enough for all its rows.
+    """
+    from ui import html
+
     if df is None or df.empty:
         st.caption(empty)
         return
-    st.dataframe(df, hide_index=True, width="stretch", **kwargs)
-    downloads(df, name)
+    text_only = all(pd.api.types.is_object_dtype(t) or pd.api.types.is_string_dtype(t) for t in df.dtypes)
+    if text_only and not grid and not grid_options:
+        with st.container(key=f"table-{name}"):
+            st.html(html.table(df, links=links, titles=titles, classes=classes, numeric=numeric, label=name))
+    else:
+        st.dataframe(df, hide_index=True, width="stretch", height=min(38 + 35 * len(df), 1800), **grid_options)
+    if download:
+        downloads(df, name)
+
+
+def tiles(items: list) -> None:
+    """Headline figures (``benchcards.card.Tile``): three a row, two on a phone; the meaning on hover."""
+    from ui import html
+
+    st.html(html.tiles([(t.label, t.value, t.help) for t in items]))
 
 
 def chart(c: alt.TopLevelMixin, key: str) -> None:
@@ -85,21 +230,30 @@ def chart(c: alt.TopLevelMixin, key: str) -> None:
 
 
 def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_selections: int | None = None,
-                 options: list[str] | None = None, default: str | None = None, where=None):
+                 options: list[str] | None = None, default: str | list[str] | None = None, where=None):
     """Select one or several setups by title; the chosen ids live in the URL (?key=id).
 
     Ids (not titles) go in the URL so links stay short and stable; a link to an id
-    that does not exist is ignored. ``options`` limits the choice, ``default`` is the
-    initial single choice, ``where`` is the container (default: the page).
+    that does not exist shows a warning naming it and is otherwise ignored. ``options``
+    limits the choice, ``default`` is the initial choice when the URL has none (a list
+    when ``multi``), ``where`` is the container (default: the page).
     """
     from benchcards.queries import setup_ids
 
     where = where or st
     titles = dict(setup_ids(store))
     ids = [s for s in (options if options is not None else list(titles)) if s in titles]
+    if key not in st.session_state:
+        unknown = [s for s in st.query_params.get_all(key) if s not in titles]
+        if unknown:
+            st.warning("No setup with the id " + ", ".join(f"“{md(s)}”" for s in unknown)
+                       + " is in this site's data. Choose one below, or start from the overview.")
     if multi:
         if key not in st.session_state:
-            st.session_state[key] = [s for s in st.query_params.get_all(key) if s in ids][:max_selections]
+            wanted = [s for s in st.query_params.get_all(key) if s in ids]
+            if not st.query_params.get_all(key) and isinstance(default, list):
+                wanted = [s for s in default if s in ids]
+            st.session_state[key] = wanted[:max_selections]
         value = where.multiselect(label, ids, format_func=lambda s: titles.get(s, s), key=key,
                                   max_selections=max_selections)
         if value:

@@ -1,16 +1,23 @@
 """Upload page: result files of other tools, detected from their content, with fields for what a
-format cannot tell. Thin: detection and conversion live in ``ingest.importers``."""
+format cannot tell. Thin: detection and conversion live in ``ingest.importers``; storing goes through
+``ingest.upload`` (staging, validation, ownership, one atomic swap), like any upload."""
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
-from ingest.importers import FORMATS, ImportFailed, Options, Source, convert, detect
+from ingest.errors import IngestError, safe
+from ingest.importers import FORMATS, MAX_FILES, ImportFailed, ImportResult, Options, Source, convert, detect
 from ingest.importers.base import MAX_FILE_BYTES
+from ingest.limits import LIMITS
+from ingest.upload import UploadReport
+from ui import common
 
 #: importer advice written for the command line -> the same advice for this form
 PHRASES = (
@@ -33,17 +40,27 @@ def for_form(message: str) -> str:
 
 
 def _sources(picked: list, in_folder: bool) -> tuple[list[Source], list[str]]:
+    """The picked files as sources, with the bounds of ``ingest.importers.read_sources``: each file, all
+    of them together and their number (the command line's limits, ingest/limits.py)."""
     out, errors = [], []
+    budget = LIMITS.inflated_total
+    if len(picked) > MAX_FILES:
+        return [], [f"{len(picked):,} files: import at most {MAX_FILES:,} at once"]
     for f in picked:
-        data = f.getvalue()
-        if len(data) > MAX_FILE_BYTES:
-            errors.append(f"{f.name}: {len(data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
+        size = f.size
+        if size > MAX_FILE_BYTES:
+            errors.append(f"{safe(f.name)}: is {size:,} bytes, more than the {MAX_FILE_BYTES:,} allowed")
             continue
-        out.append(Source(f.name, data, in_folder=in_folder))
+        if size > budget:
+            errors.append(f"{safe(f.name)}: the files given hold more than the {LIMITS.inflated_total:,} bytes an "
+                          "import reads at once")
+            continue
+        budget -= size
+        out.append(Source(f.name, f.getvalue(), in_folder=in_folder))
     return out, errors
 
 
-def detected(sources: list[Source]) -> list[dict[str, str]]:
+def detected(sources: list[Source]) -> pd.DataFrame:
     """One row per file: its name and the importer that recognises it (or why none does)."""
     rows = []
     for s in sources:
@@ -52,10 +69,13 @@ def detected(sources: list[Source]) -> list[dict[str, str]]:
             rows.append({"File": s.name, "Detected as": f"{fmt} ({variant})"})
         except ImportFailed as exc:
             rows.append({"File": s.name, "Detected as": for_form(exc.errors[0].split(": ", 2)[-1])})
-    return rows
+    return pd.DataFrame(rows, columns=["File", "Detected as"])
 
 
-def section(save) -> None:
+Save = Callable[[list[ImportResult]], UploadReport]
+
+
+def section(save: Save) -> None:
     """The whole import section. ``save(results)`` stores converted setups (raises on problems) and
     returns a report with ``text()`` and the setup ids in ``new``/``replaced``/``unchanged``."""
     st.markdown(
@@ -69,7 +89,7 @@ def section(save) -> None:
                               key="imp-folder" if as_folder else "imp-files")
     sources, size_errors = _sources(list(picked or []), bool(as_folder))
     if sources:
-        st.table(detected(sources))  # a plain table: the names are shown as text
+        common.table(detected(sources), "import-detected", download=False)  # escaped: names are data
     with st.form("imp-options"):
         st.caption("Only what the files cannot tell; leave a field empty to use the file or the default.")
         c1, c2, c3 = st.columns([3, 1, 1])
@@ -105,26 +125,31 @@ def section(save) -> None:
             results = convert(sources, opts, force=None if fmt.startswith("detect") else fmt)
             report = save(results)
     except ImportFailed as exc:
-        st.error(f"Not imported: {len(exc.errors)} problem(s). Nothing was stored.")
-        st.code("\n".join(for_form(e) for e in exc.errors), language=None)
+        st.error(f"Not imported: {exc.count:,} problem(s). Nothing was stored.")
+        st.code("\n".join(for_form(e) for e in exc.errors), language=None, wrap_lines=True)
         return
-    except Exception as exc:  # validation of the converted folders, or the database: same clear report
-        errs = getattr(exc, "errors", None) or [str(exc)]
-        st.error(f"Rejected: {len(errs)} problem(s). Nothing was stored.")
-        st.code("\n".join(errs), language=None)
+    except IngestError as exc:  # validation of the converted folders, or a setup id another source owns
+        st.error(f"Rejected: {exc.count:,} problem(s). Nothing was stored.")
+        st.code("\n".join(exc.errors), language=None, wrap_lines=True)
         return
-    st.success(f"Imported: {report.text()}")
+    except Exception as exc:  # the database: the same clear report, never a traceback
+        st.error(f"Not stored: {safe(exc)}")
+        return
+    if report.report is None:
+        st.info("Unchanged: exactly this is already stored. Nothing was stored again.")
+    else:
+        st.success(f"Imported: {report.report.text()}")
     for r in results:
-        st.caption(r.summary())
+        st.caption(common.md(r.summary()))
         if r.notes:
             with st.expander("What could not be carried over, and other notes"):
-                st.code("\n".join(r.notes), language=None)
-    for sid in sorted({s.setup_id for r in results for s in r.setups}):
-        st.page_link("pages/1_Setup_card.py", label=f"Open the card of {sid}", query_params={"setup": sid},
-                     icon=":material/arrow_forward:")
+                st.code("\n".join(safe(n) for n in r.notes), language=None, wrap_lines=True)
+    for sid, what in report.setups.items():
+        st.page_link("pages/1_Setup_card.py", label=f"Open the card of {common.md(sid)} ({what})",
+                     query_params={"setup": sid}, icon=":material/arrow_forward:")
 
 
-def default_save(db_path: Path, local: Path):
+def default_save(db_path: Path, local: Path) -> Save:
     """The store function of the page: the converted setups go through the upload path."""
     from ingest.importers.store import save
 

@@ -10,13 +10,18 @@ as any raw folder, all or nothing.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from ingest.files import LINK, kind_of, name_problem, read_bounded
 from ingest.importers import guidellm, llama_bench, llama_server_log, lm_eval, vllm_bench
 from ingest.importers.base import MAX_FILE_BYTES, ImportFailed, ImportResult, Options, Source
+from ingest.limits import LIMITS, Limits
 
 FORMATS: dict[str, ModuleType] = {
     "llama-bench": llama_bench,
@@ -25,8 +30,11 @@ FORMATS: dict[str, ModuleType] = {
     "guidellm": guidellm,
     "lm-eval": lm_eval,
 }
-#: at most this many files from one folder
+#: at most this many files in one import
 MAX_FILES = 2000
+#: what a file that no importer takes is called (files inside a folder like that are skipped and listed)
+NOT_A_FORMAT = "not a format benchcards can import"
+SINGLE_FILE = "give the setup folder (the one with setup.json), not a single file"
 
 
 @dataclass
@@ -45,11 +53,11 @@ def detect(src: Source) -> tuple[str, str]:
     if not hits:
         head = src.data[:4096]
         if b'"schema_version"' in head and (b'"kind"' in head or b'"setup_id"' in head):
-            raise src.fail("format", "a benchcards contract or setup.json: give its setup folder (the one with "
-                                     "setup.json) instead of the single file")
+            raise ImportFailed([f"{src.name}: {SINGLE_FILE} (this is a benchcards contract or setup.json, not "
+                                "another tool's output)"])
         if src.basename.lower().endswith((".yaml", ".yml")) and b"benchmarks:" in src.data[:65536]:
             raise src.fail("format", "a GuideLLM report in YAML: save it as JSON (--output-path x.json) to import")
-        raise src.fail("format", "not a format benchcards can import (llama-bench json/jsonl/csv/sql/md, a "
+        raise src.fail("format", f"{NOT_A_FORMAT} (llama-bench json/jsonl/csv/sql/md, a "
                                  "llama-server log, vLLM or GuideLLM JSON results, lm-eval results/samples); "
                                  f"force one with --from {{{','.join(FORMATS)}}}")
     if len(hits) > 1:
@@ -58,34 +66,126 @@ def detect(src: Source) -> tuple[str, str]:
     return hits[0]
 
 
-def read_sources(paths: list[Path]) -> list[Source]:
-    """The files named by ``paths`` (a file, or a folder searched recursively), each bounded in size.
+def read_sources(paths: list[Path], limits: Limits = LIMITS) -> tuple[list[Source], list[str]]:
+    """The files named by ``paths`` (a file, or a folder searched below), read without trusting them:
+    (sources, skipped 'path: why').
 
-    Hidden files and symbolic links inside folders are skipped (an input never leads outside itself).
-    Raises ImportFailed naming the path when one is missing or too large.
+    Like a setup folder (``ingest.files``): only regular files are read; inside a folder a symbolic
+    link, pipe, socket or device is refused by name (never followed or opened), hidden entries are
+    skipped and listed; a path given is resolved (a link named on the command line is what the user
+    asked for). Sizes are counted while reading: at most ``MAX_FILE_BYTES`` per file,
+    ``limits.inflated_total`` in all, ``MAX_FILES`` files, ``limits.dir_depth`` folder levels.
+    Raises ImportFailed naming every path that can not be read.
     """
     out: list[Source] = []
     errors: list[str] = []
-    for p in paths:
-        if not p.exists():
-            errors.append(f"{p}: no such file or folder")
+    skipped: list[str] = []
+    budget = [limits.inflated_total]
+    for given in paths:
+        try:
+            p = given.resolve(strict=True)
+        except (OSError, RuntimeError):
+            errors.append(f"{given}: no such file or folder")
             continue
-        files = [p] if p.is_file() else sorted(
-            f for f in p.rglob("*") if f.is_file() and not f.is_symlink()
-            and not any(part.startswith(".") for part in f.relative_to(p).parts))
-        if len(files) > MAX_FILES:
-            errors.append(f"{p}: {len(files)} files; at most {MAX_FILES} are imported at once")
+        try:
+            mode = p.stat().st_mode
+        except OSError as exc:
+            errors.append(f"{given}: can not be read ({exc.strerror})")
             continue
-        if p.is_dir() and not files:
-            errors.append(f"{p}: an empty folder")
-        for f in files:
-            size = f.stat().st_size
-            if size > MAX_FILE_BYTES:
-                errors.append(f"{f}: {size:,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
+        if stat.S_ISDIR(mode):
+            before = len(errors)
+            found = _read_folder(p, str(given), limits, errors, skipped, budget)
+            if not found and len(errors) == before:
+                errors.append(f"{given}: no setup.json and no result file of another tool in this folder")
+            out.extend(found)
+        elif stat.S_ISREG(mode):
+            try:
+                dfd = os.open(p.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as exc:
+                errors.append(f"{given}: can not be read ({exc.strerror})")
                 continue
-            out.append(Source(str(f), f.read_bytes(), in_folder=p.is_dir()))
+            try:
+                src = _read_one(p.name, dfd, str(given), False, errors, budget, limits)
+            finally:
+                os.close(dfd)
+            if src is not None:
+                out.append(src)
+        else:
+            errors.append(f"{given}: {kind_of(mode)}")
+        if len(out) > MAX_FILES:
+            errors.append(f"{given}: more than {MAX_FILES:,} files; import at most {MAX_FILES:,} at once")
+            break
     if errors:
-        raise ImportFailed(errors)
+        raise ImportFailed(errors, skipped)
+    return out, skipped
+
+
+def _read_one(name: str, dfd: int, shown: str, in_folder: bool, errors: list[str], budget: list[int],
+              limits: Limits) -> Source | None:
+    """One regular file, bounded (see ``read_sources``); None with the problem logged."""
+    _, size, data, why = read_bounded(name, dfd, min(MAX_FILE_BYTES, budget[0]), keep=True)
+    if why is not None:
+        if size > budget[0] and size <= MAX_FILE_BYTES:
+            why = f"the files given hold more than the {limits.inflated_total:,} bytes an import reads at once"
+        errors.append(f"{shown}: {why}")
+        return None
+    assert data is not None
+    budget[0] -= size
+    return Source(shown, data, in_folder=in_folder)
+
+
+def _read_folder(root: Path, shown_root: str, limits: Limits, errors: list[str], skipped: list[str],
+                 budget: list[int]) -> list[Source]:
+    """Every regular file below ``root``, walked through file descriptors without following links."""
+    out: list[Source] = []
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        top = os.open(root, flags)
+    except OSError as exc:
+        errors.append(f"{shown_root}: can not be opened ({exc.strerror})")
+        return out
+    stack: list[tuple[int, str, int]] = [(top, shown_root, 0)]
+    try:
+        while stack:
+            dfd, shown, depth = stack.pop()
+            try:
+                with os.scandir(dfd) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+                for e in entries:
+                    path = f"{shown}/{e.name}"
+                    if e.name.startswith("."):
+                        skipped.append(f"{path}: hidden, skipped")
+                        continue
+                    bad = name_problem(e.name, limits)
+                    if bad is not None:
+                        errors.append(f"{path}: {bad}")
+                        continue
+                    mode = e.stat(follow_symlinks=False).st_mode
+                    if stat.S_ISDIR(mode):
+                        if depth + 1 > limits.dir_depth:
+                            errors.append(f"{path}: is more than {limits.dir_depth} folder levels deep")
+                            continue
+                        try:
+                            stack.append((os.open(e.name, flags, dir_fd=dfd), path, depth + 1))
+                        except OSError as exc:
+                            errors.append(f"{path}: {LINK if exc.errno == errno.ELOOP else exc.strerror}")
+                    elif stat.S_ISREG(mode):
+                        if len(out) >= MAX_FILES:
+                            errors.append(f"{shown_root}: more than {MAX_FILES:,} files; import at most "
+                                          f"{MAX_FILES:,} at once")
+                            return out
+                        src = _read_one(e.name, dfd, path, True, errors, budget, limits)
+                        if src is not None:
+                            out.append(src)
+                    else:
+                        errors.append(f"{path}: {kind_of(mode)}")
+            except OSError as exc:
+                errors.append(f"{shown}: can not be listed ({exc.strerror})")
+            finally:
+                os.close(dfd)
+    finally:
+        for dfd, _, _ in stack:
+            os.close(dfd)
     return out
 
 
@@ -108,8 +208,7 @@ def plan(sources: list[Source], force: str | None = None, skipped: list[str] | N
             else:
                 found.append((*detect(src), src))
         except ImportFailed as exc:
-            if src.in_folder and force is None and all(": format: not a format" in e or
-                                                       ": format: a benchcards" in e for e in exc.errors):
+            if src.in_folder and force is None and all(NOT_A_FORMAT in e or SINGLE_FILE in e for e in exc.errors):
                 if skipped is not None:
                     skipped.append(f"{src.name}: skipped, not a format benchcards can import")
                 continue

@@ -14,18 +14,25 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeGuard
 
-from schemas.models import SCHEMA_VERSION
+from ingest import jsonread
+from ingest.errors import IngestError
+from ingest.limits import LIMITS
+from schemas.models import INT32_MAX, INT64_MAX, INT64_MIN, REAL_MAX, SCHEMA_VERSION
 
-#: largest file an importer reads (a 10,000-test llama-bench JSONL is about 15 MB)
-MAX_FILE_BYTES = 256 * 2**20
+#: largest file an importer reads: the largest file an upload may hold, as the original is kept beside the
+#: converted contract (a 10,000-test llama-bench JSONL is about 15 MB)
+MAX_FILE_BYTES = LIMITS.inflated_file
 
 
-class ImportFailed(Exception):
-    """A file could not be imported; ``errors`` lists 'file: field: problem' lines."""
+class ImportFailed(IngestError):
+    """A file could not be imported; ``errors`` lists 'file: field: problem' lines (escaped, and capped at
+    ``LIMITS.errors_total`` with ``count`` saying how many there were)."""
 
-    def __init__(self, errors: list[str]):
-        super().__init__("\n".join(errors))
-        self.errors = errors
+    def __init__(self, errors: list[str], notes: list[str] | None = None):
+        kept = errors[:LIMITS.errors_total]
+        if len(errors) > len(kept):
+            kept.append(f"… and {len(errors) - len(kept):,} more error(s)")
+        super().__init__(kept, len(errors), notes)
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,38 @@ class Source:
     def fail(self, where: str, problem: str) -> ImportFailed:
         """An ImportFailed naming this file and the field or line."""
         return ImportFailed([f"{self.name}: {where}: {problem}"])
+
+    def check_size(self) -> None:
+        """Raise ImportFailed when the file is larger than an import reads."""
+        if len(self.data) > MAX_FILE_BYTES:
+            raise ImportFailed([f"{self.name}: is {len(self.data):,} bytes, more than the {MAX_FILE_BYTES:,} "
+                                "allowed"])
+
+    def json(self) -> Any:
+        """The file as one JSON value, read strictly (``ingest.jsonread``: no duplicate keys, bounded
+        nesting and numbers); NaN and Infinity, which Python's json module writes, read as null.
+        Raises ImportFailed naming the file and where the problem is."""
+        self.check_size()
+        return parse_json(self.name, self.data)
+
+    def json_lines(self) -> list[tuple[int, Any]]:
+        """(line number, value) of every non-blank line of a JSON Lines file, read like ``json``."""
+        self.check_size()
+        out = []
+        for n, line in enumerate(self.data.splitlines(), 1):
+            if line.strip():
+                out.append((n, parse_json(f"{self.name}: line {n}", line)))
+        return out
+
+
+def parse_json(where: str, data: bytes) -> Any:
+    """One JSON document, strictly (see ``Source.json``); ``where`` names it in the error."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # tools on Windows may write one; the text is still UTF-8
+    obj, problem = jsonread.parse(data, LIMITS.json_depth, nan_as_null=True)
+    if problem is not None:
+        raise ImportFailed([f"{where}: {problem}"])
+    return obj
 
 
 @dataclass
@@ -175,8 +214,8 @@ def speed_contract(run_id: str, setup_id: str, **fields: Any) -> dict[str, Any]:
 
 
 def finite(x: Any) -> TypeGuard[int | float]:
-    """True for a real, finite number (not bool, not NaN/inf)."""
-    return isinstance(x, int | float) and not isinstance(x, bool) and x == x and abs(x) != float("inf")
+    """True for a real number within the contracts' bound (not bool, not NaN/inf, |x| <= REAL_MAX)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and x == x and abs(x) <= REAL_MAX
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -184,12 +223,14 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-#: the largest whole number a contract holds (exact in every JSON reader)
-MAX_INT = 2**53 - 1
+#: bounds of the whole numbers a contract holds: counts fit a 32-bit column, sizes, seeds and
+#: nanoseconds a 64-bit one (schemas.models; a test checks them against the database columns)
+COUNT_MAX = INT32_MAX
+BIG_MIN, BIG_MAX = INT64_MIN, INT64_MAX
 
 
-def whole(value: Any, lo: int = 0) -> int | None:
-    """``value`` when it is a whole number (not a bool) within [lo, MAX_INT], else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= MAX_INT:
+def whole(value: Any, lo: int = 0, hi: int = COUNT_MAX) -> int | None:
+    """``value`` when it is a whole number (not a bool) within [lo, hi] (a 32-bit count by default), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
         return value
     return None

@@ -25,12 +25,10 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-import orjson
-
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
-    MAX_FILE_BYTES,
-    MAX_INT,
+    BIG_MAX,
+    COUNT_MAX,
     Converted,
     ConvertedRun,
     ImportFailed,
@@ -40,12 +38,13 @@ from ingest.importers.base import (
     attachment,
     finite,
     import_info,
+    parse_json,
     short_hash,
     slug,
     speed_contract,
     whole,
 )
-from schemas.models import SCHEMA_VERSION
+from schemas.models import REAL_MAX, SCHEMA_VERSION
 
 NAME = "llama-bench"
 IMPORTER = "llama-bench 1"
@@ -57,6 +56,17 @@ INT_FIELDS = {"build_number", "model_size", "model_n_params", "n_batch", "n_ubat
 BOOL_FIELDS = {"cpu_strict", "no_kv_offload", "embeddings", "no_host", "use_mmap", "use_direct_io", "f16_kv",
                "no_op_offload"}
 FLOAT_FIELDS = {"avg_ts", "stddev_ts"}
+#: whole-number columns that are sizes or times (64-bit); every other one is a count or setting (32-bit)
+BIG_FIELDS = {"model_size", "model_n_params", "avg_ns", "stddev_ns"}
+
+
+def _int_bounds(key: str) -> tuple[int, int]:
+    """Smallest and largest value of a whole-number column (as the contract and the database hold it)."""
+    if key in ("avg_ns", "stddev_ns"):
+        return 0, int(REAL_MAX)  # stored as numbers (NonNeg)
+    if key in BIG_FIELDS:
+        return 0, BIG_MAX
+    return -COUNT_MAX - 1, COUNT_MAX
 #: columns describing one test's result (everything else identifies the setup)
 TEST_FIELDS = ("n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts",
                "samples_ns", "samples_ts")
@@ -139,13 +149,13 @@ def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
     if raw is None:
         return None
     kind = KIND.get(key)
-    if kind == "ts" and type(raw) is list and all(type(x) in (int, float) and 0 <= x < float("inf") for x in raw):
+    if kind == "ts" and type(raw) is list and all(type(x) in (int, float) and 0 <= x <= REAL_MAX for x in raw):
         return [float(x) for x in raw]
     if key in ("samples_ns", "samples_ts"):
         if not isinstance(raw, list) or not all(finite(x) for x in raw):
-            raise src.fail(f"{where}: {key}", "expected a list of numbers")
-        if key == "samples_ns" and not all(whole(x, 1) is not None for x in raw):
-            raise src.fail(f"{where}: {key}", "expected whole positive nanoseconds")
+            raise src.fail(f"{where}: {key}", f"expected a list of numbers from 0 to {REAL_MAX:g}")
+        if key == "samples_ns" and not all(whole(x, 1, BIG_MAX) is not None for x in raw):
+            raise src.fail(f"{where}: {key}", f"expected whole positive nanoseconds up to {BIG_MAX:,}")
         if any(x < 0 for x in raw):
             raise src.fail(f"{where}: {key}", "negative rate")
         return [float(x) for x in raw] if key == "samples_ts" else raw
@@ -167,8 +177,9 @@ def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
             value = int(raw) if isinstance(raw, int | float) else int(str(raw).strip())
         except (ValueError, OverflowError):
             raise src.fail(f"{where}: {key}", f"expected a whole number, got {str(raw)[:40]!r}") from None
-        if whole(value, -MAX_INT) is None:
-            raise src.fail(f"{where}: {key}", f"{str(raw)[:40]} is out of range")
+        lo, hi = _int_bounds(key)
+        if whole(value, lo, hi) is None:
+            raise src.fail(f"{where}: {key}", f"{str(raw)[:40]} is out of range ({lo:,} to {hi:,})")
         return value
     if key in BOOL_FIELDS:
         if isinstance(raw, bool):
@@ -188,8 +199,8 @@ def _typed(src: Source, where: str, key: str, raw: Any) -> Any:
             raise src.fail(f"{where}: {key}", f"expected a number, got {str(raw)[:40]!r}") from None
         if x != x or abs(x) == float("inf"):
             return None  # printed as nan/inf: treated as absent
-        if x < 0:
-            raise src.fail(f"{where}: {key}", f"negative rate {x}")
+        if x < 0 or x > REAL_MAX:
+            raise src.fail(f"{where}: {key}", f"{x:g} is out of range (0 to {REAL_MAX:g})")
         return x
     if isinstance(raw, dict | list):
         raise src.fail(f"{where}: {key}", "expected a single value, got a nested object")
@@ -220,20 +231,21 @@ _NONE = type(None)
 _CLEAN_NAMES: dict[tuple, bool] = {}  # column-name tuples already checked (every row of a file has the same)
 
 
-def _column_ok(kind: str | None, col: list[Any]) -> bool:
+def _column_ok(key: str, kind: str | None, col: list[Any]) -> bool:
     """True when every value of a column already has its type and range (checked at C speed)."""
     types = set(map(type, col)) - {_NONE}
     vals = [x for x in col if x is not None] if _NONE in set(map(type, col)) else col
     if not vals:
         return True
     if kind == "int":
-        return types == {int} and min(vals) >= -MAX_INT and max(vals) <= MAX_INT
+        lo, hi = _int_bounds(key)
+        return types == {int} and min(vals) >= lo and max(vals) <= hi
     if kind in ("str", None):
         return types == {str}
     if kind == "bool":
         return types == {bool}
     if kind == "float":
-        return types == {float} and min(vals) >= 0 and max(vals) < float("inf")
+        return types == {float} and min(vals) >= 0 and max(vals) <= REAL_MAX
     if kind in ("ns", "ts"):
         if types != {list}:
             return False
@@ -241,8 +253,8 @@ def _column_ok(kind: str | None, col: list[Any]) -> bool:
         if not flat:
             return True
         if kind == "ns":
-            return set(map(type, flat)) == {int} and min(flat) > 0 and max(flat) <= MAX_INT
-        return set(map(type, flat)) <= {int, float} and min(flat) >= 0 and max(flat) < float("inf")
+            return set(map(type, flat)) == {int} and min(flat) > 0 and max(flat) <= BIG_MAX
+        return set(map(type, flat)) <= {int, float} and min(flat) >= 0 and max(flat) <= REAL_MAX
     return False
 
 
@@ -260,7 +272,7 @@ def _type_rows(src: Source, rows: list[Row]) -> list[Row]:
     for key in columns:
         kind = KIND.get(key)
         col = by_name[key] if same else [r.values.get(key) for r in rows]
-        if key != "flash_attn" and _column_ok(kind, col):
+        if key != "flash_attn" and _column_ok(key, kind, col):
             continue
         for r in rows:
             if key in r.values:
@@ -268,43 +280,24 @@ def _type_rows(src: Source, rows: list[Row]) -> list[Row]:
     return rows
 
 
-def _json_error(src: Source, exc: Exception) -> ImportFailed:
-    msg = str(exc)
-    return src.fail("JSON", f"not valid JSON ({msg[:120]}); is the file complete?")
-
-
-def _parse_json(src: Source, text: str) -> list[Row]:
-    try:
-        obj = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        try:
-            json.loads(text)
-        except ValueError as exc2:
-            raise _json_error(src, exc2) from None
-        raise _json_error(src, exc) from None
+def _parse_json(src: Source) -> list[Row]:
+    obj = src.json()
     if not isinstance(obj, list):
         raise src.fail("JSON", "expected a list of tests (llama-bench -o json writes [ {...}, ... ])")
     return [_row(src, f"test {i + 1}", None, o) for i, o in enumerate(obj)]
 
 
-def _parse_jsonl(src: Source, text: str) -> tuple[list[Row], list[str]]:
+def _parse_jsonl(src: Source) -> tuple[list[Row], list[str]]:
     rows: list[Row] = []
     skipped = 0
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(src.data.splitlines(), 1):
         s = line.strip()
         if not s:
             continue
-        if not s.startswith("{"):
+        if not s.startswith(b"{"):
             skipped += 1
             continue
-        try:
-            obj = orjson.loads(s)
-        except orjson.JSONDecodeError:
-            try:
-                obj = json.loads(s)
-            except ValueError as exc:
-                raise src.fail(f"line {n}", f"not valid JSON ({str(exc)[:100]}); is the line complete?") from None
-        rows.append(_row(src, f"line {n}", n, obj))
+        rows.append(_row(src, f"line {n}", n, parse_json(f"{src.name}: line {n}", s)))
     notes = [f"{src.name}: {skipped} line(s) that are not JSON objects were skipped (log output?)"] if skipped else []
     return rows, notes
 
@@ -467,14 +460,13 @@ def _parse_md(src: Source, text: str) -> tuple[list[Row], tuple[str, int] | None
 
 def parse(src: Source, variant: str) -> tuple[list[Row], list[str]]:
     """Every test of a llama-bench output as typed rows (and notes on skipped lines)."""
-    if len(src.data) > MAX_FILE_BYTES:
-        raise src.fail("size", f"{len(src.data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
-    text = src.text()
+    src.check_size()
+    text = src.text() if variant in ("csv", "sql", "md") else ""
     notes: list[str] = []
     if variant == "json":
-        rows = _parse_json(src, text)
+        rows = _parse_json(src)
     elif variant == "jsonl":
-        rows, notes = _parse_jsonl(src, text)
+        rows, notes = _parse_jsonl(src)
     elif variant == "csv":
         rows = _parse_csv(src, text)
     elif variant == "sql":

@@ -25,7 +25,6 @@ from typing import Any
 
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
-    MAX_FILE_BYTES,
     Converted,
     ConvertedRun,
     ImportResult,
@@ -104,8 +103,7 @@ def _rate(x: str | None) -> float | None:
 
 def parse(src: Source) -> tuple[list[Segment], list[str]]:
     """Segments of the log (one per server start) with their facts and request records."""
-    if len(src.data) > MAX_FILE_BYTES:
-        raise src.fail("size", f"{len(src.data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
+    src.check_size()
     text = src.text()
     notes: list[str] = []
     segments: list[Segment] = [Segment(first_line=1)]

@@ -13,17 +13,14 @@ answered the same documents can be compared paired.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
-    MAX_FILE_BYTES,
-    MAX_INT,
+    BIG_MAX,
+    BIG_MIN,
     Converted,
     ConvertedRun,
     ImportResult,
@@ -62,12 +59,7 @@ def sniff(src: Source) -> str | None:
 
 
 def _load_results(src: Source) -> dict[str, Any]:
-    if len(src.data) > MAX_FILE_BYTES:
-        raise src.fail("size", f"{len(src.data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
-    try:
-        obj = json.loads(src.text(), parse_constant=lambda c: None)
-    except ValueError as exc:
-        raise src.fail("JSON", f"not valid JSON ({str(exc)[:100]}); is the file complete?") from None
+    obj = src.json()
     if not isinstance(obj, dict) or not isinstance(obj.get("results"), dict):
         raise src.fail("$.results", "expected an object of task -> metrics (lm-evaluation-harness results)")
     return obj
@@ -79,16 +71,8 @@ def _task_of(sample: Source) -> str | None:
 
 
 def _samples(src: Source) -> list[tuple[int, dict[str, Any]]]:
-    if len(src.data) > MAX_FILE_BYTES:
-        raise src.fail("size", f"{len(src.data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
     out = []
-    for n, line in enumerate(src.text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            raise src.fail(f"line {n}", "not valid JSON; is the line complete?") from None
+    for n, obj in src.json_lines():
         if not isinstance(obj, dict) or "doc_id" not in obj:
             raise src.fail(f"line {n}", "expected a sample object with doc_id")
         out.append((n, obj))
@@ -241,7 +225,7 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
                     and gen[k] >= 0 and (k != "top_p" or gen[k] <= 1) and (k != "top_k" or isinstance(gen[k], int))}
         if sampling:
             test["sampling"] = sampling
-        seed = whole(config.get("random_seed"), -MAX_INT)
+        seed = whole(config.get("random_seed"), BIG_MIN, BIG_MAX)
         if seed is not None:
             test["seed"] = seed
         if task in sample_files:
@@ -263,7 +247,7 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
     for k, field in (("model_revision", "revision"),):
         if isinstance(config.get(k), str) and config[k] and config[k] != "main":
             model[field] = config[k]
-    params = whole(config.get("model_num_parameters"), 1)
+    params = whole(config.get("model_num_parameters"), 1, BIG_MAX)
     if params is not None:
         model["params_total_b"] = round(params / 1e9, 3)
     _, quant, _ = hw.split_model_file(name)

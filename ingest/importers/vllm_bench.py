@@ -14,7 +14,6 @@ vLLM's ``output_throughput`` (all output tokens / benchmark duration) is the lev
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from datetime import datetime
@@ -24,9 +23,9 @@ import orjson
 
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
-    MAX_FILE_BYTES,
     Converted,
     ConvertedRun,
+    ImportFailed,
     ImportResult,
     Options,
     Source,
@@ -75,23 +74,12 @@ def sniff(src: Source) -> str | None:
 
 def parse(src: Source) -> list[dict[str, Any]]:
     """The result objects of the file (a JSON object, or one object per line)."""
-    if len(src.data) > MAX_FILE_BYTES:
-        raise src.fail("size", f"{len(src.data):,} bytes is more than the {MAX_FILE_BYTES:,} an import reads")
-    text = src.text()
     try:
-        obj = json.loads(text, parse_constant=lambda c: None)
-        objs = [obj]
-    except ValueError as whole:
-        objs = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                objs.append(json.loads(line, parse_constant=lambda c: None))
-            except ValueError:
-                if n == 1:
-                    raise src.fail("JSON", f"not valid JSON ({str(whole)[:100]}); is the file complete?") from None
-                raise src.fail(f"line {n}", "not valid JSON; is the line complete?") from None
+        objs = [src.json()]
+    except ImportFailed as exc:
+        if ": is not valid JSON: Extra data" not in exc.errors[0]:
+            raise
+        objs = [obj for _, obj in src.json_lines()]  # --append-result: one result per line
     for i, o in enumerate(objs):
         if not _looks_like(o):
             raise src.fail(f"result {i + 1}", "not a vllm bench serve result (needs backend, model_id, completed)")

@@ -1,0 +1,132 @@
+"""Build the site's database from its sources (``python -m ingest.build``).
+
+Sources: ``data/raw`` (demo data shipped in git), ``data/local`` (uploads and live
+runs on this machine; ``$BENCHCARDS_LOCAL``) and every folder an earlier
+``python -m ingest PATH`` loaded into this database (its ``sources`` table). A build
+re-reads all of them into a fresh file and swaps it in atomically, so nothing that
+was loaded by hand is silently dropped: a recorded folder that no longer exists
+stops the build with its name and its setups, until it is restored or dropped on
+purpose with ``--forget``. A failed build leaves the database exactly as it was.
+
+The site never builds on a page load: it says when the database is missing or
+stale (``benchcards.sources``) and can start this command in the background.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from benchcards import db as read_db
+from benchcards import paths
+from benchcards.sources import freshness, prune, recorded_roots
+from ingest.errors import IngestError, safe
+from ingest.files import find_setup_folders
+from ingest.load import Report, ingest_paths
+from ingest.upload import recover, sources_lock
+
+
+@dataclass
+class BuildReport:
+    """What a build read and loaded."""
+
+    roots: list[Path]
+    report: Report
+    forgotten: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+
+
+def _setups_of(db_path: Path, root: Path) -> list[str]:
+    try:
+        with read_db.reading(db_path) as con:
+            rows = con.execute("SELECT setup_id FROM setups WHERE folder = ? OR starts_with(folder, ?) "
+                               "ORDER BY setup_id", [str(root), str(root) + "/"]).fetchall()
+    except (read_db.DatabaseError, duckdb.Error):
+        return []
+    return [r[0] for r in rows]
+
+
+def build(db_path: Path | None = None, local: Path | None = None, forget: tuple[str, ...] = ()) -> BuildReport:
+    """Rebuild ``db_path`` from data/raw, ``local`` and the recorded sources.
+
+    Side effects: takes the sources lock (no upload interleaves), finishes or rolls
+    back uploads a killed process left half-done, then replaces ``db_path``
+    atomically. Raises IngestError (nothing changed) when a source is invalid or a
+    recorded source is gone.
+    """
+    db_path = db_path if db_path is not None else paths.DEFAULT_DB
+    local = local if local is not None else paths.LOCAL
+    start = time.time_ns()
+    with sources_lock(local):
+        recovered = recover(local, db_path)
+        recorded = recorded_roots(db_path)
+        forgotten = [str(r) for r in recorded if str(r) in forget]
+        missing = [r for r in recorded if str(r) not in forget and not r.exists()]
+        if missing:
+            raise IngestError([
+                f"{r}: recorded as a source of {db_path} by an earlier `python -m ingest` (setups: "
+                f"{', '.join(_setups_of(db_path, r)) or 'none'}), but it no longer exists; restore it, or drop "
+                f"its setups with `python -m ingest.build --forget {r}`" for r in missing])
+        roots = prune([*(d for d in paths.default_sources(local) if d.is_dir()),
+                       *(r for r in recorded if str(r) not in forget)])
+        # a default folder with no setup folder in it yet (an empty data/local) is not an error
+        wanted = [r for r in roots if r in recorded or find_setup_folders([r])[0]]
+        report = ingest_paths(wanted, db_path, rebuild=True)
+        os.utime(db_path, ns=(start, start))  # changes made while it ran count as newer
+    return BuildReport(roots=wanted, report=report, forgotten=forgotten, recovered=recovered)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m ingest.build",
+        description="Build the site's database from data/raw (demo data), data/local (uploads and live runs) and "
+                    "every folder loaded earlier with `python -m ingest`, when it is missing or out of date. "
+                    "The new file replaces the old one atomically; if anything is invalid, the old one stays.",
+        epilog="examples:\n  python -m ingest.build\n  python -m ingest.build --force\n"
+               "  python -m ingest.build --forget /old/results   # drop the setups of a folder that is gone",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", type=Path, default=None, help=f"database (default {paths.DEFAULT_DB})")
+    parser.add_argument("--force", action="store_true", help="rebuild even when it is up to date")
+    parser.add_argument("--forget", action="append", default=[], metavar="FOLDER",
+                        help="stop reading this recorded source folder (its setups leave the database)")
+    args = parser.parse_args(argv)
+    db_path = args.db if args.db is not None else paths.DEFAULT_DB
+    try:
+        state = freshness(db_path).state
+        if state == "fresh" and not args.force and not args.forget:
+            print(f"up to date: {safe(db_path)}")
+            return 0
+        t0 = time.perf_counter()
+        result = build(db_path, forget=tuple(str(Path(f).resolve()) for f in args.forget))
+    except IngestError as exc:
+        print(f"not built: {exc.count} problem(s); the database was not changed", file=sys.stderr)
+        for e in exc.errors:
+            print(f"  {e}", file=sys.stderr)
+        return 1
+    except read_db.DatabaseError as exc:
+        print(f"not built: {safe(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; the database was not changed", file=sys.stderr)
+        return 130
+    for line in result.recovered:
+        print(line)
+    print(f"built {safe(db_path)} from {len(result.roots)} folder(s): {result.report.text()} "
+          f"({time.perf_counter() - t0:.1f} s)")
+    for root in result.roots:
+        print(f"  read {safe(root)}")
+    for f in result.forgotten:
+        print(f"  forgot {safe(f)}")
+    for s in result.report.skipped[:50]:
+        print(f"  skipped: {safe(s)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""From a validated setup folder to the rows of every table, as Arrow tables.
+
+The records that were parsed and validated are the records that are stored: no
+file is read a second time and no path is ever handed to DuckDB. Bulk records
+(requests, quality items) go column by column from the pydantic models into Arrow
+arrays typed after the DDL (``ingest.store``); ``RECORD_COLUMNS`` says which model
+field fills which column, and a test checks every such field's bounds against the
+column type, so a value the schema admits always fits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from itertools import chain, repeat
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from benchcards import flags, summarize
+from ingest.store import DDL
+from ingest.validate import Run, SetupFolder
+from schemas.models import FitContract, QualityContract, QualityItem, RequestRecord, SpeedContract
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+#: table -> [(column, model, dotted field path)]: columns filled straight from a model field
+RECORD_COLUMNS: dict[str, list[tuple[str, type, str]]] = {
+    "requests": [
+        ("part", RequestRecord, "part"), ("prompt_id", RequestRecord, "prompt_id"),
+        ("depth", RequestRecord, "depth"), ("concurrency", RequestRecord, "concurrency"),
+        ("round", RequestRecord, "round"), ("warmup", RequestRecord, "warmup"),
+        ("prompt_tokens", RequestRecord, "prompt_tokens"), ("output_tokens", RequestRecord, "output_tokens"),
+        ("tokens_estimated", RequestRecord, "tokens_estimated"), ("t_send", RequestRecord, "t_send"),
+        ("t_first", RequestRecord, "t_first"), ("t_last", RequestRecord, "t_last"),
+        ("t_end", RequestRecord, "t_end"), ("finish_reason", RequestRecord, "finish_reason"),
+        ("chars", RequestRecord, "chars"), ("words", RequestRecord, "words"),
+        ("cache_n", RequestRecord, "timings.cache_n"), ("server_prompt_n", RequestRecord, "timings.prompt_n"),
+        ("server_prompt_ms", RequestRecord, "timings.prompt_ms"),
+        ("server_prefill_tps", RequestRecord, "timings.prompt_per_second"),
+        ("server_predicted_n", RequestRecord, "timings.predicted_n"),
+        ("server_predicted_ms", RequestRecord, "timings.predicted_ms"),
+        ("server_decode_tps", RequestRecord, "timings.predicted_per_second"),
+        ("error", RequestRecord, "error"),
+    ],
+    "quality_items": [
+        ("item_id", QualityItem, "id"), ("right", QualityItem, "right"), ("cut_off", QualityItem, "cut_off"),
+        ("tokens", QualityItem, "tokens"), ("seconds", QualityItem, "seconds"), ("task", QualityItem, "task"),
+        ("error", QualityItem, "error"),
+    ],
+}
+
+_ARROW = {"VARCHAR": pa.string(), "JSON": pa.string(), "INTEGER": pa.int32(), "BIGINT": pa.int64(),
+          "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}
+
+
+@cache
+def column_types() -> dict[str, dict[str, str]]:
+    """table -> column -> DuckDB type name, read from the DDL itself."""
+    con = duckdb.connect()
+    try:
+        con.execute(DDL)
+        out: dict[str, dict[str, str]] = {}
+        for table, column, dtype in con.execute(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "ORDER BY table_name, ordinal_position").fetchall():
+            out.setdefault(table, {})[column] = dtype
+        return out
+    finally:
+        con.close()
+
+
+@cache
+def arrow_schema(table: str) -> pa.Schema:
+    """The Arrow schema of a table, in DDL column order and types."""
+    return pa.schema([(c, _ARROW[t]) for c, t in column_types()[table].items()])
+
+
+def to_arrow(table: str, rows: list[tuple]) -> pa.Table:
+    """Rows (tuples in DDL column order) as an Arrow table of that table's schema."""
+    schema = arrow_schema(table)
+    cols = list(zip(*rows)) if rows else [()] * len(schema)
+    return pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(cols, schema)], schema=schema)
+
+
+def _in(value: int | None, bounds: tuple[int, int]) -> int | None:
+    """``value`` when it fits the column, else None (settings parsed from a command line)."""
+    return value if value is not None and bounds[0] <= value <= bounds[1] else None
+
+
+@dataclass
+class Prepared:
+    """One validated setup folder, reduced to what the database needs (picklable: crosses processes)."""
+
+    folder: Path
+    setup_id: str
+    content_sha256: str
+    rows: dict[str, list[tuple]]  # small tables: rows in DDL column order (see ``to_arrow``)
+    bulk: dict[str, list[Batch]]  # requests and quality_items: the validated JSON records (see ``bulk_table``)
+    runs: list[tuple[str, str, Path]]  # (run_id, kind, contract path)
+    n_requests: int
+    n_items: int
+    n_warnings: int
+    skipped: list[str] = field(default_factory=list)
+
+
+def _run_order(runs: list[Run]) -> dict[str, int]:
+    """Order of the runs of a setup, oldest first (later runs win per metric)."""
+    keyed = sorted(runs, key=lambda r: (r.contract.finished_at or r.contract.started_at or "", r.contract.run_id))
+    return {r.contract.run_id: i for i, r in enumerate(keyed)}
+
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+#: columns of the bulk tables that repeat one value per run: dictionary-encoded (small in memory and in transit)
+_CONSTANT = {"setup_id", "run_id", "test"}
+
+
+def bulk_schema(table: str) -> pa.Schema:
+    """Arrow schema of a bulk table (requests, quality_items): DDL types, repeated ids dictionary-encoded."""
+    return pa.schema([(f.name, _DICT if f.name in _CONSTANT else f.type) for f in arrow_schema(table)])
+
+
+@cache
+def _record_schema(table: str) -> pa.Schema:
+    """The shape of one record as parsed from JSON, typed after the columns it fills (nested objects as structs)."""
+    types = arrow_schema(table)
+    top: list[pa.Field] = []
+    nested: dict[str, list[pa.Field]] = {}
+    for column, _, path in RECORD_COLUMNS[table]:
+        head, _, rest = path.partition(".")
+        if rest:
+            nested.setdefault(head, []).append(pa.field(rest, types.field(column).type))
+        else:
+            top.append(pa.field(head, types.field(column).type))
+    return pa.schema(top + [pa.field(name, pa.struct(fields)) for name, fields in nested.items()])
+
+
+def _default(model: type, path: str) -> Any:
+    """The model's default of a field when it is a value (filled in where the JSON left the field out)."""
+    head, _, rest = path.partition(".")
+    if rest:
+        return None  # nested objects here have no non-null defaults
+    default = model.model_fields[head].default  # type: ignore[attr-defined]
+    return default if isinstance(default, (bool, int, float, str)) else None
+
+
+#: records of one run (or one test of a run) for a bulk table: (setup_id, run_id, test or None, JSON records)
+Batch = tuple[str, str, str | None, list[dict]]
+
+
+def _ids(values: list[str], lens: list[int]) -> pa.DictionaryArray:
+    """One id per record, dictionary-encoded: ``values[i]`` repeated ``lens[i]`` times."""
+    codes = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    idx = list(chain.from_iterable(repeat(codes[v], k) for v, k in zip(values, lens)))
+    return pa.DictionaryArray.from_arrays(pa.array(idx, type=pa.int32()), pa.array(list(codes), type=pa.string()))
+
+
+def _records(table: str, documents: list[dict], fixed: dict[str, Any]) -> dict[str, Any]:
+    """Columns of ``table`` from validated JSON records (Arrow does the conversion, not a Python loop)."""
+    schema = _record_schema(table)
+    src = pa.Table.from_pylist(documents, schema=schema).combine_chunks()
+    cols: dict[str, Any] = dict(fixed)
+    for column, model, path in RECORD_COLUMNS[table]:
+        head, _, rest = path.partition(".")
+        col = src.column(head)
+        arr = col.chunk(0) if col.num_chunks else pa.array([], type=schema.field(head).type)
+        if rest:
+            arr = pc.struct_field(arr, rest)
+        default = _default(model, path)
+        if default is not None:
+            arr = pc.fill_null(arr, default)
+        cols[column] = arr
+    return cols
+
+
+def bulk_table(table: str, batches: list[Batch]) -> pa.Table:
+    """One Arrow table of ``table`` (requests or quality_items) from the records of many runs at once: the
+    validated JSON records go through one conversion; ``seq`` numbers each run's (or test's) records."""
+    lens = [len(b[3]) for b in batches]
+    fixed: dict[str, Any] = {
+        "setup_id": _ids([b[0] for b in batches], lens), "run_id": _ids([b[1] for b in batches], lens),
+        "seq": pa.array(list(chain.from_iterable(range(k) for k in lens)), type=pa.int32())}
+    if table == "quality_items":
+        fixed["test"] = _ids([b[2] or "" for b in batches], lens)
+    cols = _records(table, list(chain.from_iterable(b[3] for b in batches)), fixed)
+    if table == "requests":  # docs/definitions.md#ttft and #decode, per request
+        t_send, t_first, t_last, out = cols["t_send"], cols["t_first"], cols["t_last"], cols["output_tokens"]
+        cols["ttft_s"] = pc.if_else(pc.greater(t_first, t_send), pc.subtract(t_first, t_send), None)
+        span = pc.subtract(t_last, t_first)
+        tokens_after_first = pc.subtract(pc.cast(out, pa.float64()), 1.0)
+        cols["decode_tps"] = pc.if_else(pc.and_(pc.greater(out, 1), pc.greater(span, 0.0)),
+                                        pc.divide(tokens_after_first, span), None)
+    schema = bulk_schema(table)
+    return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+
+def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
+    """Every row of one setup, per table, as Arrow tables."""
+    rows: dict[str, list[tuple]] = defaultdict(list)
+    bulk: dict[str, list[Batch]] = defaultdict(list)
+    add = lambda table, row: rows[table].append(row)
+    s = sf.setup
+    sid = s.setup_id
+    argv_settings = flags.settings(s.server.argv)
+    gpus = s.hardware.gpus
+    gpu_label = " + ".join(f"{g.count}x {g.name}" if g.count > 1 else g.name for g in gpus) or "CPU only"
+    vram = sum(g.vram_gib * g.count for g in gpus) if gpus else None
+    kv = [argv_settings.get("cache_type_k"), argv_settings.get("cache_type_v")]
+    kv_type = "/".join(dict.fromkeys(str(k) for k in kv if k)) or "f16"
+    summary_only = any(r.contract.summary_only for r in sf.runs)
+    measured = sorted(s.measured_at)
+    fa = argv_settings.get("flash_attn")
+    add("setups", (
+        sid, s.title, s.synthetic, summary_only, s.provenance, gpu_label, sum(g.count for g in gpus),
+        vram, s.hardware.cpu, s.hardware.ram_gib, s.hardware.driver, s.hardware.os, s.engine.name,
+        s.engine.version, s.engine.build_number, s.engine.commit, s.model.name, s.model.repo, s.model.quant,
+        s.model.file_bytes, s.model.params_total_b, s.model.params_active_b, s.model.architecture,
+        _in(flags.as_int(argv_settings.get("ctx")), INT64), _in(flags.as_int(argv_settings.get("slots")), INT32),
+        kv_type, None if fa is None else ("on" if fa is True else str(fa)),
+        _in(flags.as_int(argv_settings.get("n_cpu_moe")), INT32), s.thinking,
+        any(bool(g.unified_memory) for g in gpus), s.measured_by,
+        measured[0] if measured else None, measured[-1] if measured else None, str(sf.folder),
+        sf.content_sha256, now, s.model_dump_json(),
+    ))
+    for f in [sf.setup_file, *sf.extra_files]:
+        add("files", (sid, None, f.rel, "setup" if f is sf.setup_file else "attachment", f.sha256, f.size,
+                      str(f.path)))
+    order = _run_order(sf.runs)
+    n_req = n_items = n_warn = 0
+
+    def warn(run_id: str, w: summarize.Warn) -> None:
+        nonlocal n_warn
+        n_warn += 1
+        add("warnings", (sid, run_id, w.kind, w.message, w.stated, w.computed))
+
+    for problem in flags.problems(s.server.argv):
+        n_warn += 1
+        add("warnings", (sid, None, "server_command", problem, None, None))
+    runs: list[tuple[str, str, Path]] = []
+    for run in sf.runs:
+        c = run.contract
+        rid = c.run_id
+        ro = order[rid]
+        runs.append((rid, c.kind, run.file.path))
+        add("files", (sid, rid, run.file.rel, "contract", run.file.sha256, run.file.size, str(run.file.path)))
+        for f in run.attachments:
+            add("files", (sid, rid, f.rel, "attachment", f.sha256, f.size, str(f.path)))
+        method: str | None
+        if isinstance(c, SpeedContract):
+            for p in c.parts:
+                add("parts", (sid, rid, p.part, p.status, p.reason, getattr(p, "repeat_run_id", None), "stated"))
+            result = summarize.speed(c)
+            prov = "summary" if c.summary_only else "raw"
+            for m in result.metrics:
+                add("metrics", (sid, rid, m.metric, m.prompt, m.level, m.value, m.n, prov, ro))
+            for step, reason in result.failed_steps:
+                add("parts", (sid, rid, step, "failed", reason, None, "computed"))
+            for w in result.warnings:
+                warn(rid, w)
+            n_records = len(c.requests) + len(c.bench) + len(c.server_log)
+            n_req += len(c.requests)
+            if c.requests:
+                bulk["requests"].append((sid, rid, None, run.document["requests"]))
+            method = c.method.model_dump_json(exclude_none=True)
+        elif isinstance(c, QualityContract):
+            n_records = 0
+            for t, score, warns in summarize.quality(c):
+                add("parts", (sid, rid, t.test, t.status, t.reason, None, "stated"))
+                for w in warns:
+                    warn(rid, w)
+                n_records += len(t.items)
+                if score is None:
+                    continue
+                add("quality_tests", (
+                    sid, rid, t.test, t.label or t.test, t.description, t.status, t.reason, score.n, score.right,
+                    score.cut_off, score.pct, score.margin_pp, score.lo_pct, score.hi_pct, t.token_limit,
+                    t.thinking, t.seed, t.in_flight, t.sampling.model_dump_json(exclude_none=True) if t.sampling
+                    else None, score.median_tokens, score.median_seconds, score.asked_again, score.from_items, ro,
+                ))
+                for task, n, right in score.by_task:
+                    add("quality_tasks", (sid, rid, t.test, task, n, right))
+            bulk["quality_items"].extend((sid, rid, t.test, doc["items"])
+                                         for t, doc in zip(c.tests, run.document["tests"]) if t.items)
+            n_items += n_records
+            method = None
+        else:
+            assert isinstance(c, FitContract)
+            head, filled, warns = summarize.fit(c)
+            for w in warns:
+                warn(rid, w)
+            for fs, pct in zip(c.steps, filled):
+                add("fit_steps", (sid, rid, fs.ctx, fs.prompt_tokens, pct if pct is not None else fs.filled_pct,
+                                  fs.ttft_s, fs.prefill_tps, fs.decode_tps, fs.answer_tokens, fs.peak_gib,
+                                  fs.result, fs.finish_reason, fs.error))
+            add("fit_headline", (sid, rid, head.largest_ctx, head.peak_gib, head.decode_tps,
+                                 head.first_failed_ctx, head.first_failed_error, ro))
+            for fs in c.steps:  # per-step figures that have no column: rows of the metric registry
+                if fs.server_start_s is not None:
+                    add("metrics", (sid, rid, "fit_server_start", None, fs.ctx, fs.server_start_s, 1,
+                                    "summary" if c.summary_only else "raw", ro))
+            n_records = len(c.steps)
+            method = json.dumps({"fill_target_pct": c.fill_target_pct})
+        add("runs", (rid, sid, c.kind, c.summary_only, c.started_at, c.finished_at, c.tool, c.command,
+                     c.engine_version, c.supplement_of, c.notes, c.source, run.file.rel, run.file.sha256,
+                     method, n_records))
+    return Prepared(folder=sf.folder, setup_id=sid, content_sha256=sf.content_sha256, rows=dict(rows),
+                    bulk=dict(bulk), runs=runs,
+                    n_requests=n_req, n_items=n_items, n_warnings=n_warn, skipped=sf.skipped)

@@ -1,0 +1,158 @@
+"""Progress of a live run in words: what it will send, how far it is, about how long is left; and the
+parsing of the numbers a person types for it ("2K, 8K, 32K").
+
+Pure functions, no Streamlit (the Run live page and tests use them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from benchcards import fmt, stats
+from live.measure import Event, MeasureConfig
+
+#: prompt tokens of a task prompt without filler (the decode and requests-at-once prompts)
+TASK_PROMPT_TOKENS = 120
+
+
+class InputError(ValueError):
+    """Something typed into a field that is not a valid setting; the message names the field."""
+
+
+_TOKEN_ITEM = re.compile(r"^(\d+(?:\.\d+)?)\s*([kK])?$")
+
+
+def parse_tokens(text: str, field: str) -> tuple[int, ...]:
+    """Token counts typed as '2048, 8192' or '2K 8K 32k' (K = 1,024). Raises InputError naming the field."""
+    items = [x for x in re.split(r"[,\s;]+", text.strip()) if x]
+    if not items:
+        raise InputError(f"{field}: give at least one number of tokens, e.g. 2K, 8K, 32K")
+    out = []
+    for item in items:
+        m = _TOKEN_ITEM.match(item)
+        if not m:
+            raise InputError(f"{field}: “{item}” is not a number of tokens; write 2048 or 2K")
+        n = float(m.group(1)) * (1024 if m.group(2) else 1)
+        if n != int(n) or n < 1:
+            raise InputError(f"{field}: “{item}” is not a whole, positive number of tokens")
+        out.append(int(n))
+    return tuple(out)
+
+
+def parse_counts(text: str, field: str, largest: int = 256) -> tuple[int, ...]:
+    """Whole numbers typed as '1, 2, 4, 8'. Raises InputError naming the field."""
+    items = [x for x in re.split(r"[,\s;]+", text.strip()) if x]
+    if not items:
+        raise InputError(f"{field}: give at least one number, e.g. 1, 2, 4, 8")
+    out = []
+    for item in items:
+        if not item.isdigit() or not 1 <= int(item) <= largest:
+            raise InputError(f"{field}: “{item}” is not a whole number from 1 to {largest}")
+        out.append(int(item))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a planned run and the requests it will send."""
+
+    label: str  # the runner's label (matches Event.label of step events)
+    part: str
+    words: str  # the step for people: 'Prefill at 8K'
+    requests: int  # timed requests and warm-ups
+    prompt_tokens: int  # per request
+    output_tokens: int  # per request
+    at_once: int = 1  # requests sent together
+
+
+def plan(cfg: MeasureConfig) -> list[Step]:
+    """The steps ``live.measure`` will run for ``cfg``, in order, with their requests."""
+    steps: list[Step] = []
+    if "decode" in cfg.parts:
+        for pid in cfg.prompt_ids:
+            steps.append(Step(f"decode {pid}", "decode", f"Decode, {pid} prompt", cfg.warmups + cfg.runs,
+                              TASK_PROMPT_TOKENS, cfg.max_tokens))
+    if "prefill" in cfg.parts:
+        for d in cfg.prefill_depths:
+            steps.append(Step(f"prefill {d}", "prefill", f"Prefill at {fmt.depth(d)}", cfg.prefill_runs, d,
+                              cfg.prefill_max_tokens))
+    if "conc" in cfg.parts:
+        for c in cfg.conc_levels:
+            steps.append(Step(f"{c} at once", "conc", f"{c} request{'s' if c > 1 else ''} at once",
+                              c * cfg.conc_rounds, TASK_PROMPT_TOKENS, cfg.conc_max_tokens, at_once=c))
+    if "l1" in cfg.parts:
+        steps.append(Step("long answer", "l1", "One long answer", 1, TASK_PROMPT_TOKENS, cfg.l1_max_tokens))
+    if "ctx" in cfg.parts:
+        for d in cfg.ctx_depths:
+            steps.append(Step(f"long prompt {d}", "ctx", f"Long prompt of {fmt.depth(d)}",
+                              len(cfg.prompt_ids) * cfg.ctx_runs, d, cfg.ctx_max_tokens))
+    return steps
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a run stands."""
+
+    done: int  # requests sent and answered (or given up: skipped and failed steps count whole)
+    total: int
+    left_s: float | None  # about how long is left; None until something can be estimated
+    now: str  # the step in flight, in words
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+    def text(self) -> str:
+        """'12 of 46 requests · about 3 min left · now: Prefill at 8K'."""
+        bits = [f"{self.done:,} of {self.total:,} requests"]
+        bits.append("estimating the time left…" if self.left_s is None else f"about {duration(self.left_s)} left")
+        if self.now:
+            bits.append(f"now: {self.now}")
+        return " · ".join(bits)
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '3 min 20 s', '1 h 05 min'."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def _step_seconds(step: Step, prefill: float, decode: float) -> float:
+    per = step.prompt_tokens / prefill + step.output_tokens / decode
+    if step.at_once > 1:  # a round of k requests decodes together, each a little slower than alone
+        rounds = step.requests / step.at_once
+        return rounds * (step.prompt_tokens * step.at_once / prefill
+                         + step.output_tokens / decode * (1 + 0.3 * (step.at_once - 1)))
+    return step.requests * per
+
+
+def estimate(steps: list[Step], events: list[Event]) -> Progress:
+    """Progress after ``events`` (the run's events so far, in order) of a run planned as ``steps``.
+
+    The time left comes from the rates measured so far (median prefill and decode of the
+    finished requests) applied to the requests still to send.
+    """
+    total = sum(s.requests for s in steps)
+    finished = {e.label for e in events if e.kind == "step"}
+    last_step = max((i for i, e in enumerate(events) if e.kind == "step"), default=-1)
+    sent_now = sum(1 for e in events[last_step + 1:] if e.kind == "request")
+    done_steps = [s for s in steps if s.label in finished]
+    todo = [s for s in steps if s.label not in finished]
+    done = sum(s.requests for s in done_steps) + min(sent_now, todo[0].requests if todo else 0)
+    reqs = [e for e in events if e.kind == "request" and e.status == "ok"]
+    prefill = stats.median(e.prefill_tps for e in reqs if e.prefill_tps)
+    decode = stats.median(e.decode_tps for e in reqs if e.decode_tps)
+    left: float | None = None
+    if todo and prefill and decode:
+        first = todo[0]
+        share = 1 - min(sent_now, first.requests) / first.requests if first.requests else 0.0
+        left = share * _step_seconds(first, prefill, decode) + sum(_step_seconds(s, prefill, decode)
+                                                                   for s in todo[1:])
+    elif not todo:
+        left = 0.0
+    return Progress(done=done, total=total, left_s=left, now=todo[0].words if todo else "")

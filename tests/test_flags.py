@@ -1,0 +1,50 @@
+"""Server commands: a flag missing its value is a warning on the card, never a silently swallowed next flag."""
+
+import copy
+
+import pytest
+
+from benchcards import flags, queries, synth
+from ingest import ingest_paths
+from tests.helpers import SETUP, make_setup
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_flag_followed_by_another_flag_has_no_value():
+    argv = ["llama-server", "-m", "x.gguf", "-c", "-ctk", "q8_0", "-ctv", "q8_0", "131072", "-np", "4"]
+    assert flags.problems(argv) == ["-c needs a value, but it is followed by the flag -ctk",
+                                    "131072 belongs to no flag (a value without its flag?)"]
+    s = flags.settings(argv)
+    assert "ctx" not in s and s["cache_type_k"] == "q8_0" and s["slots"] == "4"  # -c is not "-ctk"
+
+
+def test_a_flag_at_the_end_without_its_value():
+    assert flags.problems(["llama-server", "-m", "x.gguf", "--jinja", "-ngl"]) == [
+        "-ngl needs a value, but the command ends after it"]
+
+
+def test_negative_numbers_are_values_and_good_commands_have_no_problems():
+    argv = ["llama-server", "-m", "x.gguf", "-ngl", "-1", "--jinja", "--port=8080", "--some-new-flag", "7"]
+    assert flags.problems(argv) == []
+    assert flags.settings(argv)["n_gpu_layers"] == "-1"
+
+
+def test_the_demo_generator_writes_commands_that_parse():
+    for seed in range(1, 200):
+        argv = synth.server_argv("m.gguf", 131072, 2, "q8_0" if seed % 2 else "f16", seed % 30, moe=seed % 3 == 0)
+        assert flags.problems(argv) == [], argv
+        assert flags.settings(argv)["ctx"] == "131072"
+
+
+def test_the_card_warns_about_a_broken_server_command(tmp_path):
+    setup = copy.deepcopy(SETUP)
+    setup["server"]["argv"] = ["llama-server", "-m", "tiny.gguf", "-c", "-np", "2", "8192"]
+    folder = make_setup(tmp_path / "raw", setup=setup)
+    db = tmp_path / "x.duckdb"
+    ingest_paths([folder.parent], db)
+    card = queries.card(queries.Store(db), "hand-3090")
+    warns = card.warnings[card.warnings.kind == "server_command"]
+    assert list(warns.message) == ["-c needs a value, but it is followed by the flag -np",
+                                   "8192 belongs to no flag (a value without its flag?)"]
+    assert card.setup.server.argv == setup["server"]["argv"]  # the command is kept as given

@@ -1,0 +1,150 @@
+"""HTML of the site's tables and overview cards. Pure functions (no Streamlit): every value is escaped
+here, so user data never becomes markup; links are same-tab links to pages of this site.
+
+The CSS reads on Streamlit's light and dark themes alike: colours are inherited or
+semi-transparent greys; the only fixed colours are the palette's green and orange
+for better / worse.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+#: below this width the overview shows cards instead of its table
+PHONE_MAX_PX = 720
+
+CSS = f"""
+.bc-scroll {{ overflow-x: auto; max-width: 100%; }}
+table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; line-height: 1.35; }}
+.bc-table th, .bc-table td {{ padding: 0.35rem 0.5rem; text-align: left; vertical-align: top;
+  border-bottom: 1px solid rgba(128, 128, 128, 0.25); overflow-wrap: break-word; }}
+.bc-table th {{ font-weight: 600; border-bottom: 1px solid rgba(128, 128, 128, 0.55); }}
+.bc-table .num {{ text-align: right; }}
+.bc-table td.num {{ white-space: nowrap; }}
+.bc-table .better, .bc-card .better {{ color: #009E73; font-weight: 600; }}
+.bc-table .worse, .bc-card .worse {{ color: #D55E00; font-weight: 600; }}
+.bc-nw {{ white-space: nowrap; }}
+.bc-muted {{ opacity: 0.72; font-size: 0.8rem; }}
+.bc-table a, .bc-card a {{ color: inherit; text-decoration: underline; text-underline-offset: 2px;
+  text-decoration-color: rgba(128, 128, 128, 0.7); font-weight: 600; }}
+.bc-badge {{ display: inline-block; font-size: 0.72rem; padding: 0 0.4rem; border-radius: 0.6rem;
+  border: 1px solid rgba(128, 128, 128, 0.5); opacity: 0.85; white-space: nowrap; }}
+.bc-ov-cards {{ display: none; }}
+.bc-card {{ border: 1px solid rgba(128, 128, 128, 0.35); border-radius: 0.5rem; padding: 0.6rem 0.75rem;
+  margin-bottom: 0.6rem; }}
+.bc-card-title {{ font-size: 1rem; }}
+.bc-card dl {{ display: grid; grid-template-columns: 1fr 1fr; gap: 0.2rem 0.75rem; margin: 0.5rem 0 0; padding: 0; }}
+.bc-card dt {{ font-size: 0.75rem; opacity: 0.72; margin: 0; }}
+.bc-card dd {{ margin: 0; padding: 0; font-weight: 600; }}
+.bc-card dl > div {{ margin: 0; padding: 0; }}
+.bc-tiles {{ display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 0.75rem; margin: 0.25rem 0 1rem; }}
+.bc-tile {{ border: 1px solid rgba(128, 128, 128, 0.35); border-radius: 0.5rem; padding: 0.6rem 0.9rem; }}
+.bc-tile-label {{ font-size: 0.85rem; opacity: 0.8; }}
+.bc-tile-value {{ font-size: 1.9rem; line-height: 1.25; font-weight: 400; }}
+@media (max-width: {PHONE_MAX_PX}px) {{
+  .bc-ov-wide {{ display: none; }}
+  .bc-ov-cards {{ display: block; }}
+  .bc-tiles {{ grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 0.5rem; }}
+  .bc-tile-value {{ font-size: 1.35rem; }}
+}}
+"""
+
+
+def esc(value: object) -> str:
+    """Text for HTML content or a quoted attribute."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def cell_text(value: object) -> str:
+    """An escaped cell ('—' when missing); a 'result ± margin' figure may wrap only before its '±'."""
+    from benchcards import fmt
+
+    text = fmt.text(value)
+    if " ± " in text:
+        return " ".join(f'<span class="bc-nw">{esc(p)}</span>'
+                        for p in [text.split(" ± ", 1)[0], "± " + text.split(" ± ", 1)[1]])
+    return esc(text)
+
+
+def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None = None,
+          titles: Mapping[str, Sequence[str | None]] | None = None,
+          classes: Mapping[str, Sequence[str | None]] | None = None, numeric: Iterable[str] = (),
+          label: str | None = None) -> str:
+    """An HTML table of ``df`` (every value escaped).
+
+    ``links`` (column -> address per row) makes cells same-tab links, ``titles`` adds a hover
+    text, ``classes`` a CSS class per cell (e.g. 'better' / 'worse'), ``numeric`` right-aligns
+    columns. ``label`` names the table for screen readers.
+    """
+    links, titles, classes = links or {}, titles or {}, classes or {}
+    nums = set(numeric)
+    head = "".join(f'<th scope="col"{" class=num" if c in nums else ""}>{esc(c)}</th>' for c in df.columns)
+    body = []
+    for i, row in enumerate(df.itertuples(index=False, name=None)):
+        cells = []
+        for col, value in zip(df.columns, row):
+            inner = cell_text(value)
+            href = links[col][i] if col in links else None
+            if href:
+                inner = f'<a href="{esc(href)}" target="_self">{inner}</a>'
+            attrs = []
+            cls = [c for c in ("num" if col in nums else None, classes[col][i] if col in classes else None) if c]
+            if cls:
+                attrs.append(f'class="{esc(" ".join(cls))}"')
+            if col in titles and titles[col][i]:
+                attrs.append(f'title="{esc(titles[col][i])}"')
+            cells.append(f"<td{' ' + ' '.join(attrs) if attrs else ''}>{inner}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    aria = f' aria-label="{esc(label)}"' if label else ""
+    return (f'<div class="bc-scroll"><table class="bc-table"{aria}><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def tiles(items: Sequence[tuple[str, str, str]]) -> str:
+    """Headline figures as tiles: (label, value, what it means) each; the meaning shows on hover."""
+    cells = "".join(f'<div class="bc-tile" title="{esc(h)}"><div class="bc-tile-label">{esc(label)}</div>'
+                    f'<div class="bc-tile-value">{esc(v)}</div></div>' for label, v, h in items)
+    return f'<div class="bc-tiles">{cells}</div>'
+
+
+def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[str], units: Mapping[str, str],
+             link: str = "Setup_card?setup=") -> str:
+    """The overview twice: a table for wide screens and cards for phones (CSS shows one of them).
+
+    ``display`` is ``benchcards.views.overview_display``; ``figures`` and ``quality`` name its
+    figure and quality columns; ``units`` gives each figure's unit for the cards.
+    """
+    from urllib.parse import quote
+
+    col = {c: [str(v) for v in display[c]] for c in display.columns}
+    hrefs = [esc(f"{link}{quote(s, safe='')}") for s in col["setup_id"]]
+    names, titles, badges = ([esc(v) for v in col[c]] for c in ("Setup", "title", "badge"))
+    gpus, tiers = [esc(v) for v in col["GPU"]], [esc(v) for v in col["VRAM tier"]]
+    cells = {c: [cell_text(v) for v in col[c]] for c in (*figures, *quality)}
+    card_figs = {c: [cell_text(_with_unit(v, units.get(c))) for v in col[c]] for c in figures}
+    heads = "".join(f'<th scope="col" class="num">{esc(c)}</th>' for c in (*figures, *quality))
+    rows, cards = [], []
+    for i in range(len(display)):
+        name = f'<a href="{hrefs[i]}" target="_self" title="{titles[i]}">{names[i]}</a>'
+        nums = "".join(f'<td class="num">{cells[c][i]}</td>' for c in (*figures, *quality))
+        rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span></td>{nums}'
+                    f'<td>{gpus[i]}<br><span class="bc-muted">{tiers[i]} tier</span></td></tr>')
+        figs = "".join(f"<div><dt>{esc(c.split(' (')[0])}</dt><dd>{card_figs[c][i]}</dd></div>" for c in figures)
+        qual = "".join(f"<div><dt>{esc(c)}</dt><dd>{cells[c][i]}</dd></div>" for c in quality)
+        cards.append(f'<div class="bc-card"><a class="bc-card-title" href="{hrefs[i]}" target="_self" '
+                     f'title="{titles[i]}">{names[i]}</a> <span class="bc-badge">{badges[i]}</span>'
+                     f'<div class="bc-muted">{gpus[i]} · {tiers[i]} tier</div><dl>{figs}{qual}</dl></div>')
+    table_html = (f'<div class="bc-ov-wide"><table class="bc-table bc-overview" aria-label="Setups"><thead><tr>'
+                  f'<th scope="col">Setup</th>{heads}<th scope="col">Hardware</th></tr></thead>'
+                  f'<tbody>{"".join(rows)}</tbody></table></div>')
+    return table_html + f'<div class="bc-ov-cards">{"".join(cards)}</div>'
+
+
+def _with_unit(text: object, unit: str | None) -> str:
+    s = "" if text is None else str(text)
+    if not unit or s == "—":
+        return s
+    return f"{s} {unit}"
