@@ -601,8 +601,8 @@ def _convert_file(src: Source, variant: str, rows: list[Row], opts: Options, set
         groups.setdefault(_setup_key(r), []).append(r)
     keys = list(groups)
     # settings that differ between the setups of this file go into the titles
-    settings = [dict(key) for key in keys]
-    varying = sorted({k for k in {k for d in settings for k in d} if len({d.get(k) for d in settings}) > 1}
+    by_setup = [dict(key) for key in keys]
+    varying = sorted({k for k in {k for d in by_setup for k in d} if len({d.get(k) for d in by_setup}) > 1}
                      - {"build_commit", "build_number", "model_filename", "model_type", "gpu_info", "cpu_info",
                         "backends", "model_size", "model_n_params"})
     fmt = f"{NAME}/{variant}"
