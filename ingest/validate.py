@@ -119,8 +119,16 @@ def schema_errors(kind: str, obj: Any, limit: int | None = None) -> list[str]:
     for err in itertools.islice(reference_validator(kind).iter_errors(obj), limit):
         deepest = jsonschema.exceptions.best_match([err]) if not err.context else \
             jsonschema.exceptions.best_match(err.context)
-        out.append(f"{json_path(deepest.absolute_path)}: {deepest.message}")
+        out.append(f"{json_path(deepest.absolute_path)}: {_message(deepest)}")
     return out
+
+
+def _message(err: jsonschema.exceptions.ValidationError) -> str:
+    """The error's message; for a string over its length limit, the lengths instead of the
+    string (quoting a 70,000-character value would be cut before saying what is wrong)."""
+    if err.validator == "maxLength" and isinstance(err.instance, str):
+        return f"{len(err.instance):,} characters is too long (at most {err.validator_value:,})"
+    return err.message
 
 
 def schema_error_count(kind: str, obj: Any) -> int:

@@ -213,6 +213,17 @@ def _(ctx):
     ctx.edit("setup.json", lambda o: o.__setitem__("k" * 100_000, 1))
 
 
+@case("a 100,000-character title without spaces (it stalled a browser's layout)",
+      expect=("{bad}/setup.json: $.title: 100,000 characters is too long (at most 200)",))
+def _(ctx):
+    ctx.edit("setup.json", lambda o: o.__setitem__("title", "A" * 100_000))
+
+
+@case("a 70,000-character note", expect=("{bad}/setup.json: $.notes: 70,000 characters is too long (at most 65,536)",))
+def _(ctx):
+    ctx.edit("setup.json", lambda o: o.__setitem__("notes", "n " * 35_000))
+
+
 # --------------------------------------------------------------------------- links, pipes, devices
 
 def _link(ctx: Ctx, rel: str, target: str) -> None:
@@ -884,7 +895,7 @@ def _(u):
 
 @up_case("an existing demo setup id", errors=(
     "mine.zip/synthetic-00001-qwen35-35b-a3b-q8_0/setup.json: $.setup_id: 'synthetic-00001-qwen35-35b-a3b-q8_0' "
-    f"already belongs to {ROOT}/data/raw/synthetic-00001-qwen35-35b-a3b-q8_0; an upload can not replace a setup "
+    "already belongs to data/raw/synthetic-00001-qwen35-35b-a3b-q8_0; an upload can not replace a setup "
     "from another source: give yours its own setup id",))
 def _(u):
     sid = "synthetic-00001-qwen35-35b-a3b-q8_0"
