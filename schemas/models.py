@@ -51,7 +51,11 @@ Text = Annotated[str, Field(min_length=1)]
 # Names and titles are shown in headings, legends and table cells: long enough for any real
 # name, short enough that one cannot stall a browser's layout (a 100,000-character word did).
 NAME_MAX = 200
-Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+# They are one line of text: no control characters and no line or paragraph separator
+# (Vega copies legend sort orders into expressions, whose parser refuses U+2028/U+2029, so
+# one such name blanked every chart it appeared in).
+ONE_LINE = r"^[^\u0000-\u001f\u007f\u2028\u2029]*$"
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=ONE_LINE)]
 # Every other string (notes, reasons, commands) is bounded too.
 STR_MAX = 65_536
 
@@ -195,7 +199,7 @@ class Model(Strict):
     repo: str | None = Field(None, description="Repository of the file (e.g. a Hugging Face repo id).")
     revision: str | None = Field(None, description="Repository revision (commit).")
     file: str | None = Field(None, description="Weights file name.")
-    quant: str | None = Field(None, description="Quantisation, e.g. Q4_K_M, UD-Q4_K_XL, FP8.")
+    quant: Name | None = Field(None, description="Quantisation, e.g. Q4_K_M, UD-Q4_K_XL, FP8.")
     file_bytes: ByteCount | None = Field(None, description="File size in bytes.")
     sha256: Sha256 | None = Field(None, description="SHA-256 of the weights file.")
     params_total_b: NonNeg | None = Field(None, description="Total parameters, billions.")
