@@ -122,3 +122,22 @@ def test_the_upload_form_bounds_files_like_the_command_line(monkeypatch):
                       "at once"]
     monkeypatch.setattr(importing, "MAX_FILES", 1)
     assert importing._sources([Picked("a.json", data)] * 2, False) == ([], ["2 files: import at most 1 at once"])
+
+
+def test_names_from_a_file_are_one_line_and_bounded():
+    rows = json.loads(BENCH.read_text())
+    for r in rows:
+        r["gpu_info"] = "NVIDIA GeForce RTX 4090\u2028(Vega refuses this separator)"
+    with pytest.raises(ImportFailed) as exc:
+        convert([Source("runs/sep.json", json.dumps(rows).encode())], Options())
+    assert exc.value.errors == ["runs/sep.json: GPU name (hardware.gpus[0].name): character 24 is U+2028; a name "
+                                "from the file must be one line of text (no control characters or line separators)"]
+    rows = json.loads(BENCH.read_text())
+    for r in rows:
+        r["model_filename"] = "/models/" + "x" * 300 + "-Q4_K_M.gguf"
+    with pytest.raises(ImportFailed) as exc:
+        convert([Source("long.json", json.dumps(rows).encode())], Options(gpu="none"))
+    assert any(e.startswith("long.json: model name (model.name): 30") and "more than the 200 a name may have" in e
+               for e in exc.value.errors), exc.value.errors
+    # the same names given as options are what is stored
+    assert convert([Source("long.json", json.dumps(rows).encode())], Options(gpu="none", model="X-8B"))
