@@ -24,9 +24,9 @@ FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 HEIGHT = 260
 
 DEPTH_METRICS = {
-    "prefill": ("prefill", "ctx_prefill"),
-    "decode": ("decode_at_depth", "ctx_decode"),
-    "ttft": ("ttft", "ctx_ttft"),
+    "prefill": ("prefill", "ctx_prefill", "task_prefill"),
+    "decode": ("decode_at_depth", "ctx_decode", "task_decode"),
+    "ttft": ("ttft", "ctx_ttft", "task_ttft"),
 }
 CHART_LABELS = {
     "prefill": ("Prefill (tok/s)", "Prefill vs prompt depth"),
@@ -36,7 +36,7 @@ CHART_LABELS = {
     "conc_total": ("Total output (tok/s)", "Total throughput vs requests at once"),
     "conc_per_request": ("Per request (tok/s)", "Speed of one request vs requests at once"),
 }
-PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps"}
+PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps", "task": "named tasks"}
 #: a legend label too long for the plot's width is written one ' · ' part per line (model, quant, build, GPU)
 WRAP_LABEL = "length(datum.label) * 6.6 > width - 30 ? split(datum.label, ' · ') : datum.label"
 POW2_LABEL = "datum.value >= 1024 ? format(datum.value / 1024, ',') + 'K' : format(datum.value, ',')"
@@ -156,7 +156,7 @@ def depth_points(series: pd.DataFrame, kind: str, names: dict[str, str] | None =
         n = pd.to_numeric(grp.n, errors="coerce").sum(min_count=1)
         rows.append({
             "setup_id": sid, "setup": setup, "metric": metric,
-            "part": PART_NAMES["ctx" if str(metric).startswith("ctx_") else "prefill"],
+            "part": PART_NAMES[str(metric).split("_")[0] if str(metric).startswith(("ctx_", "task_")) else "prefill"],
             "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": grp.provenance.iloc[0],
             "depth_text": f"{fmt.depth(level)} ({fmt.tokens(tokens)}{'' if round(tokens) == level else ' counted'})",
             "value_text": fmt.metric(str(metric), value),
@@ -189,7 +189,7 @@ def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = 
         x=x, y=y, color=color, tooltip=tooltip,
         # the shapes are explained beside the chart: a second legend would not fit beside the first on a phone
         shape=alt.Shape("part:N", legend=None, scale=alt.Scale(domain=list(PART_NAMES.values()),
-                                                                range=["circle", "square"])))
+                                                                range=["circle", "square", "triangle-up"])))
     return themed(alt.layer(lines, points), title=title, width="container", height=HEIGHT)
 
 

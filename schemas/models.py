@@ -221,6 +221,11 @@ class Setup(Strict):
     setup_id: Slug = Field(description="Unique id of the setup.")
     title: Text = Field(description="Short human title of the setup.")
     synthetic: bool = Field(False, description="True for generated demo/test data, never real measurements.")
+    method_test: bool = Field(
+        False,
+        description="True for a real measurement that tests the measuring method rather than a model (a tiny "
+                    "random-weight model, a test engine): shown with a 'method test' badge and left out of default "
+                    "selections and ranking charts unless picked.")
     provenance: str | None = Field(None, description="Where the data comes from (own run, a published page, ...).")
     hardware: Hardware = Field(description="The machine.")
     engine: Engine = Field(description="Engine that served the model.")

@@ -367,7 +367,9 @@ def test_scaling_curves_show_a_default_selection_with_readable_axes():
         y = s["layer"][1]["encoding"]["y"]
         assert y["scale"].get("zero") is True and "type" not in y["scale"]  # linear, from zero
     x = ss[0]["layer"][0]["encoding"]["x"]
-    assert x["axis"]["values"] == [2048, 4096, 8192, 16384, 32768, 65536, 131072]  # powers of two
+    ticks = x["axis"]["values"]
+    assert all(t & (t - 1) == 0 for t in ticks) and ticks[-1] == 131072  # powers of two
+    assert {2048, 8192, 32768} <= set(ticks)
     data = chart_data(at, 0)[0]
     pts = data[(data.setup_id == SEED) & (data.metric == "prefill")]
     assert sorted(zip(pts.level, pts.value_text)) == [(2048, "961.9 tok/s"), (8192, "988.4 tok/s"),
@@ -379,7 +381,20 @@ def test_scaling_curves_show_a_default_selection_with_readable_axes():
 def test_scaling_curves_name_setups_without_data():
     at = run("pages/2_Scaling_curves.py", setups=[SEED0, SYN1])
     notes = unescape(" ".join(c.value for c in at.caption))
-    assert "No prefill vs prompt depth for: Qwen3.5-35B-A3B · UD-Q4_K_XL" in notes
+    assert notes.count("No requests-at-once measurements for: Qwen3.5-35B-A3B · UD-Q4_K_XL") == 1
+
+
+def test_scaling_curves_default_prefers_real_published_setups_and_leaves_out_method_tests():
+    at = run("pages/2_Scaling_curves.py")
+    chosen = at.multiselect(key="setups").value
+    assert chosen[:2] == [SEED, SEED0] or chosen[:2] == [SEED0, SEED]  # both published setups, before demo data
+    assert REAL not in chosen  # the tiny random-weight model (20,000 tok/s prefill) is not chosen by default
+    data = chart_data(at, 0)[0]
+    spark = data[data.setup_id == SEED0]
+    assert set(spark.part) == {"named tasks"} and "1,221.4 tok/s" in set(spark.value_text)
+    assert data.value.max() < 5000  # the axis is not stretched by the test model
+    picked = run("pages/2_Scaling_curves.py", setups=[REAL, SEED])  # still there when picked
+    assert REAL in picked.multiselect(key="setups").value
 
 
 def test_quality_page_has_one_row_per_test_and_formatted_tooltips():
@@ -642,3 +657,36 @@ def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, mo
 
         shutil.rmtree(broken)
         common._CHECKED.clear()
+
+
+# --------------------------------------------------------------------------- analysis
+
+def test_analysis_tables_format_every_figure_like_the_rest_of_the_site():
+    at = run("pages/7_Analysis.py")
+    answer = table_with(at, "Time (s)")
+    seed = answer[answer.Setup == SEED_TITLE].iloc[0]
+    assert re.fullmatch(r"\d[\d,]*\.\d", seed["Time (s)"])  # one decimal always ("9.0", never "9")
+    assert re.fullmatch(r"[\d,.]+ – [\d,.]+", seed["± range (s)"])
+    # first token: the decimals of the registry's "ttft", as on the overview and the card
+    assert re.fullmatch(r"\d+\.\d", seed["First token (s)"])
+    assert seed["Prefill (tok/s)"] == "988.4" and seed["Decode (tok/s)"] != ""
+    for col in ("Time (s)", "Prefill (tok/s)", "Answer tokens"):
+        for v in answer[col]:
+            assert v == "—" or re.fullmatch(r"\d{1,3}(,\d{3})*(\.\d+)?", v), (col, v)  # thousands separators
+    tp = table_with(at, "Total (tok/s)")
+    assert set(tp["Requests at once"]) >= {"1", "2", "4", "8"} and "65.6" in set(tp["Total (tok/s)"])
+    assert "57.3 % ± 4.8" in set(table_with(at, "Result (95 % margin)")["Result (95 % margin)"])
+
+
+def test_analysis_leaves_out_method_tests_unless_asked():
+    at = run("pages/7_Analysis.py")
+    answer = table_with(at, "Time (s)")
+    assert not any("Tiny random-weight" in s for s in answer.Setup)  # 511 tokens per word: not ranked
+    assert "Left out: Tiny random-weight model" in page_text(at)
+    spec = specs(at)[0]
+    assert all(v < 1000 for v in chart_data(at, 0)[0].total_s.dropna())  # the axis is not stretched
+    assert spec
+    asked = run("pages/7_Analysis.py", tests="true")
+    assert any("Tiny random-weight" in s for s in table_with(asked, "Time (s)").Setup)
+    ov = run("app.py")
+    assert "method test" in page_text(ov)  # its own badge on the overview
