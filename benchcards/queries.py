@@ -142,6 +142,7 @@ def overview(store: Store) -> pd.DataFrame:
                    coalesce(s.engine_version, '') AS engine_version, s.engine_build, s.model, s.quant,
                    s.model_bytes, s.params_total_b, s.thinking, s.synthetic, s.summary_only,
                    {method_test_sql()} AS method_test,
+                   json_extract_string(s.setup_json, '$.server.argv') AS argv_json,
                    s.measured_last AS measured, s.ctx, s.slots, s.kv_type,
                    max(CASE WHEN m.metric = 'decode' AND m.prompt IS NULL AND m.level IS NULL THEN m.value END)
                        AS decode_tps,
@@ -176,9 +177,23 @@ def overview(store: Store) -> pd.DataFrame:
     quant = base.quant.fillna("").astype(str)
     base["name"] = (base.model.fillna("model?").astype(str) + quant.where(quant == "", " · " + quant) + " · "
                     + engine + version.where(version == "", " " + version).where(version != "", " (build not given)"))
+    base["offload"] = [_offload(a) for a in base.pop("argv_json")]
     base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t})
                       for a, b, t in zip(base.synthetic, base.summary_only, base.method_test)]
     return base
+
+
+def _offload(argv_json: object) -> str | None:
+    """``flags.system_ram_offload`` of a setup's stored argv (JSON text), or None."""
+    import json
+
+    from benchcards import flags
+
+    try:
+        argv = json.loads(str(argv_json)) if not fmt.missing(argv_json) else None
+    except ValueError:
+        return None
+    return flags.system_ram_offload([str(a) for a in argv]) if isinstance(argv, list) and argv else None
 
 
 def short_name(row: object) -> str:
@@ -393,6 +408,7 @@ class OverviewFilter:
     kinds: tuple[str, ...] = ()  # badges: synthetic / method test / summary only / verified raw
     tiers: tuple[str, ...] = ()  # VRAM tiers (benchcards.tiers)
     fits_gib: float | None = None  # only setups whose ``need_gib`` is at most this
+    gpu_only: bool = False  # only setups that keep no weights in system RAM (``offload`` empty)
     model_gb: tuple[float, float] | None = None  # model file size range, GB
     bpw: tuple[float, float] | None = None  # bits per weight range
 
@@ -410,6 +426,8 @@ class OverviewFilter:
                 keep &= pd.to_numeric(df[col], errors="coerce").between(lo, hi)
         if self.fits_gib is not None:
             keep &= pd.to_numeric(df.need_gib, errors="coerce") <= self.fits_gib
+        if self.gpu_only and "offload" in df.columns:
+            keep &= df.offload.isna()
         if self.thinking is not None:
             keep &= df.thinking.fillna(False) == self.thinking
         return df[keep]

@@ -690,3 +690,15 @@ def test_analysis_leaves_out_method_tests_unless_asked():
     assert any("Tiny random-weight" in s for s in table_with(asked, "Time (s)").Setup)
     ov = run("app.py")
     assert "method test" in page_text(ov)  # its own badge on the overview
+
+
+def test_fits_in_my_gpu_memory_marks_setups_that_keep_experts_in_system_ram():
+    at = run("app.py", fits="24")
+    text = page_text(at)
+    ov = next(t for t in tables(at) if "Hardware" in t.columns)
+    q8 = ov[ov.Setup.str.startswith("Qwen3.5-35B-A3B · Q8_0")].iloc[0]
+    assert "needs system RAM: expert weights of 23 layers (--n-cpu-moe 23)" in q8.Hardware
+    assert "fit in 24 GiB only because their server keeps expert weights in system RAM" in text
+    strict = run("app.py", fits="24", gpuonly="true")
+    names = list(next(t for t in tables(strict) if "Hardware" in t.columns).Setup)
+    assert names and not any(n.startswith("Qwen3.5-35B-A3B · Q8_0") for n in names)
