@@ -702,3 +702,31 @@ def test_fits_in_my_gpu_memory_marks_setups_that_keep_experts_in_system_ram():
     strict = run("app.py", fits="24", gpuonly="true")
     names = list(next(t for t in tables(strict) if "Hardware" in t.columns).Setup)
     assert names and not any(n.startswith("Qwen3.5-35B-A3B · Q8_0") for n in names)
+
+
+def test_compare_spreads_in_points_long_answers_by_length_and_memory_with_verdicts():
+    at = run("pages/4_Compare.py", setups=[SEED, SYN1])
+    vs = f"{'Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860'}, vs the first"
+    speed = table_with(at, "Figure")
+    cv = speed[speed.Figure == "Spread of the decode runs (CV) (%)"].iloc[0]
+    assert re.fullmatch(r"([+−]\d+\.\d|0\.0) pts, (better|worse|same)", cv[vs])  # points, never a % of a %
+    wall = speed[speed.Figure == "Long answer, wall time (s)"].iloc[0]
+    assert wall[vs] == "not comparable: answers of 3,348 tokens vs 4,879 tokens (see the rate)"
+    rate = speed[speed.Figure == "Long answer, tokens / wall time (tok/s)"].iloc[0]
+    assert rate[vs].endswith(("better", "worse"))
+    fit = next(t for t in tables(at) if "Peak memory (GiB)" in set(t.get("Figure", [])))
+    assert vs in fit.columns  # a verdict column like the other tables
+    largest = fit[fit.Figure == "Largest context that answered (tokens)"].iloc[0]
+    assert largest[vs] == "0.0 %, same"
+    ram = fit[fit.Figure == "Weights kept in system RAM"].iloc[0]
+    assert ram.iloc[2] == "expert weights of 23 layers (--n-cpu-moe 23)"
+    cells = fit.attrs["cells"][1][3]["class"]
+    assert "worse" in cells  # 21.42 GiB vs 11.34 GiB, coloured
+
+
+@pytest.mark.unit
+def test_change_of_a_percentage_is_in_points():
+    from benchcards import fmt
+
+    assert fmt.change("decode_cv", 0.8, 1.4) == ("−0.6 pts, better", "better")
+    assert fmt.change("decode", 50, 40) == ("+25.0 %, better", "better")
