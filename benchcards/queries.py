@@ -118,6 +118,13 @@ def method_test_sql(alias: str = "s") -> str:
             f"OR coalesce({a}.params_total_b < {TINY_MODEL_PARAMS_B}, false))")
 
 
+def is_method_test(setup: Setup) -> bool:
+    """``method_test_sql`` for one parsed setup."""
+    m = setup.model
+    return bool(setup.method_test or (m.file_bytes is not None and m.file_bytes < TINY_MODEL_BYTES)
+                or (m.params_total_b is not None and m.params_total_b < TINY_MODEL_PARAMS_B))
+
+
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
     if TRACE is not None:
         TRACE.append((sql, list(params or [])))
@@ -555,3 +562,12 @@ def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
             GROUP BY r.setup_id ORDER BY r.setup_id""", id_params)
     quality = quality_table(store, ids)
     return AnalysisData(setups=setups, metrics=metrics, spreads=spreads, decode_depths=depths, quality=quality)
+
+
+def decode_prompt_tokens(store: Store, run_id: str) -> float | None:
+    """Median prompt tokens of the decode requests of one run (warm-ups and failed requests left out), or None
+    when the run has no raw request records."""
+    rows = store.df("SELECT median(prompt_tokens) AS t FROM requests WHERE run_id = ? AND part = 'decode' "
+                    "AND NOT warmup AND error IS NULL AND prompt_tokens > 0", [run_id])
+    v = rows.t.iloc[0] if not rows.empty else None
+    return None if fmt.missing(v) else float(v)

@@ -306,7 +306,8 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
                     add("metrics", (sid, rid, "fit_server_start", None, fs.ctx, fs.server_start_s, 1,
                                     "summary" if c.summary_only else "raw", ro))
             n_records = len(c.steps)
-            method = json.dumps({"fill_target_pct": c.fill_target_pct})
+            method = json.dumps({"fill_target_pct": c.fill_target_pct,
+                                 **({"peak_memory_method": c.peak_memory_method} if c.peak_memory_method else {})})
         add("runs", (rid, sid, c.kind, c.summary_only, c.started_at, c.finished_at, c.tool, c.command,
                      c.engine_version, c.supplement_of, c.notes, c.source, run.file.rel, run.file.sha256,
                      method, n_records))

@@ -483,6 +483,9 @@ class FitContract(RunBase):
 
     kind: Literal["fit"] = Field(description="Contract kind.")
     fill_target_pct: NonNeg = Field(95.0, description="Target share of each context the prompt fills, %.")
+    peak_memory_method: Text | None = Field(
+        None, description="How peak GPU memory was read, e.g. 'nvidia-smi --query-gpu=memory.used every 0.5 s, "
+                          "the maximum over the step, all GPUs summed'; shown on the card ('not recorded' when absent).")
     steps: list[FitStep] = Field(min_length=1, fail_fast=True, description="One record per context size.")
     stated: FitStated | None = Field(None, description="Headline as stated by the tool or page.")
 

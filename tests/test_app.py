@@ -273,12 +273,13 @@ def test_seed_000_card_shows_its_named_task_table_as_published():
     at = run("pages/1_Setup_card.py", setup=SEED0)
     t = table_with(at, "Task")
     assert list(t.columns) == ["Task", "Prompt tokens", "Output tokens", "Prefill (tok/s)", "Decode (tok/s)",
-                               "First token (ms)", "Wall time (ms)"]
+                               "First token (ms)", "Wall time (ms)", "Runs (n)"]
+    assert set(t["Runs (n)"]) == {"2"}  # the n behind every ± SD
     shown = {r.Task: r for r in t.itertuples(index=False)}
     figures = 0
     for task, (pt, out, out_sd, pre, pre_sd, gen, gen_sd, ttft, ttft_sd, wall, wall_sd) in SEED_000_TASKS.items():
         r = shown[task]
-        assert tuple(r)[1:] == (pt, f"{out} ± {out_sd}", f"{pre} ± {pre_sd}", f"{gen} ± {gen_sd}",
+        assert tuple(r)[1:-1] == (pt, f"{out} ± {out_sd}", f"{pre} ± {pre_sd}", f"{gen} ± {gen_sd}",
                                 f"{ttft} ± {ttft_sd}", f"{wall} ± {wall_sd}"), task
         figures += 11 + 6  # the task's table (its prompt tokens have no stdev) and its summary-table row
     overall = table_with(at, "Figure")
@@ -730,3 +731,70 @@ def test_change_of_a_percentage_is_in_points():
 
     assert fmt.change("decode_cv", 0.8, 1.4) == ("−0.6 pts, better", "better")
     assert fmt.change("decode", 50, 40) == ("+25.0 %, better", "better")
+
+
+# --------------------------------------------------------------------------- card: reproduce, sources, methods
+
+def _steps(at) -> dict[str, str]:
+    """Reproduce steps: number -> the heading's text as shown."""
+    out = {}
+    for m in at.markdown:
+        got = re.match(r"\*\*(\d)\. (.+?)\*\* — (.*)", unescape(m.value))
+        if got:
+            out[got.group(1)] = f"{got.group(2)} — {got.group(3)}"
+    return out
+
+
+def test_reproduce_steps_say_what_is_missing_and_paths_agree():
+    at = run("pages/1_Setup_card.py", setup=SEED)
+    steps = _steps(at)
+    assert steps["1"].startswith("Get the model file — Into models/: at the exact revision b1f9d1dcc3de; then check")
+    code = [c.value for c in at.code]
+    download = next(c for c in code if c.startswith("hf download"))
+    assert "--local-dir models" in download and "models/Qwen3.8-35B-A3B-Q4_K_M.gguf' | sha256sum" in download
+    server = next(c for c in code if "llama-server" in c)
+    assert "-m models/Qwen3.8-35B-A3B-Q4_K_M.gguf" in server  # where step 1 put the file
+    assert "the measured command read Qwen3.8-35B-A3B-Q4_K_M.gguf" in steps["2"]
+
+    spark = _steps(run("pages/1_Setup_card.py", setup=SEED0))
+    assert "no revision is recorded" in spark["1"] and "no SHA-256 is recorded" in spark["1"]
+    assert "then check its SHA-256" not in spark["1"]
+
+    live = run("pages/1_Setup_card.py", setup=REAL)
+    steps = _steps(live)
+    assert steps["1"].startswith("Get the model file — Not possible from this card: the model's repository is not")
+    assert not any(c.value.startswith("hf download") for c in live.code)
+    assert steps["2"].startswith("Start the server — With the exact command") and steps["3"].startswith("Measure it")
+
+
+def test_card_says_where_headline_figures_come_from_and_how_decode_was_measured():
+    at = run("pages/1_Setup_card.py", setup=SEED)
+    text = page_text(at)
+    assert "Headline figures from run qwen38-35b-distill-0911-speed-r2" in text
+    assert "The figures of the parts of run distill-ctx-1111-speed-r0" in text and "parts: long prompts" in text
+    assert "Decode: short code and prose prompts (length not recorded), answers of 512 tokens, 2 runs per prompt" in text
+    assert "Peak memory measured with: not recorded." in text
+    real = page_text(run("pages/1_Setup_card.py", setup=REAL))
+    assert re.search(r"Decode: code and prose prompts of about \d+ tokens, answers of 512 tokens", real)
+    assert "Method test:" in real
+    spark = page_text(run("pages/1_Setup_card.py", setup=SEED0))
+    assert "mean ± standard deviation over n = 2 runs per task" in spark
+    assert "A forum post of llama-server's own timings" in spark and "seed 000" not in spark
+
+
+def test_card_states_how_peak_memory_was_measured_when_the_contract_records_it(tmp_path, monkeypatch):
+    import shutil
+
+    from ingest import ingest_paths
+
+    folder = tmp_path / "raw" / SEED
+    shutil.copytree(ROOT / "data" / "raw" / SEED, folder)
+    contract = next(folder.glob("fit/*/contract.json"))
+    doc = json.loads(contract.read_text())
+    doc["peak_memory_method"] = "nvidia-smi memory.used every 0.5 s, the maximum over the step"
+    contract.write_text(json.dumps(doc))
+    db = tmp_path / "site.duckdb"
+    ingest_paths([tmp_path / "raw"], db)
+    monkeypatch.setenv("BENCHCARDS_DB", str(db))
+    text = page_text(run("pages/1_Setup_card.py", setup=SEED))
+    assert "Peak memory measured with: nvidia-smi memory.used every 0.5 s, the maximum over the step." in text
