@@ -373,8 +373,13 @@ def compare_quality(store: Store, a: str, b: str) -> list[QualityComparison]:
 
     When both have per-item records over the same item ids, the comparison is
     paired (McNemar's exact test); otherwise Newcombe's interval for independent
-    proportions.
+    proportions. Raises NotFound naming every id that is not a setup (as ``card`` does); two setups without a
+    test in common give an empty list.
     """
+    known = {sid for sid, _ in setup_ids(store)}
+    unknown = [s for s in dict.fromkeys((a, b)) if s not in known]
+    if unknown:
+        raise NotFound(", ".join(unknown))
     q = quality_table(store, [a, b])
     out: list[QualityComparison] = []
     with db.reading(store.path) as con:
