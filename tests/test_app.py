@@ -526,6 +526,9 @@ def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypa
     at.button[0].click().run()
     assert not at.exception
     assert at.success[0].value.startswith("Added: 1 new, 0 replaced, 0 unchanged setup")
+    assert "1 warning(s), listed below and on each setup's card" in at.success[0].value
+    listed = unescape(at.warning[0].value)  # the warning itself, not only its count
+    assert "hand-3090, run hand-speed: decode runs spread 20.2 % (CV), above 5 %" in listed
     assert (local / "hand-3090" / "setup.json").exists()
     at = run("app.py")
     titles = [c["link_title"] for row in table_with(at, "Decode (tok/s)").attrs["cells"] for c in row[:1]]
@@ -643,6 +646,7 @@ def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, mo
     try:
         at = run("app.py")
         assert at.warning[0].value.startswith("The raw folders changed after the database was built")
+        assert "setup folders **new**: broken-upload." in unescape(at.warning[0].value)  # says what changed
         assert len(table_with(at, "Decode (tok/s)")) == demo_count()  # still served
         before = hashlib.sha256(path.read_bytes()).hexdigest()
         at.button(key="bc-build").click().run()
@@ -798,3 +802,74 @@ def test_card_states_how_peak_memory_was_measured_when_the_contract_records_it(t
     monkeypatch.setenv("BENCHCARDS_DB", str(db))
     text = page_text(run("pages/1_Setup_card.py", setup=SEED))
     assert "Peak memory measured with: nvidia-smi memory.used every 0.5 s, the maximum over the step." in text
+
+
+def test_stale_database_names_new_changed_and_removed_setup_folders(tmp_path):
+    import os
+    import shutil
+    import time
+
+    from benchcards.sources import freshness
+    from ingest import ingest_paths
+
+    root = tmp_path / "mine"
+    for sid in (SYN1, SYN2):
+        shutil.copytree(ROOT / "data" / "raw" / sid, root / sid)
+    db = tmp_path / "site.duckdb"
+    ingest_paths([root], db)
+    shutil.rmtree(root / SYN2)
+    shutil.copytree(ROOT / "data" / "raw" / SEED0, root / SEED0)
+    later = time.time() + 5
+    os.utime(root / SYN1 / "setup.json", (later, later))
+    fr = freshness(db, local=tmp_path / "no-local")
+    assert fr.state == "stale"
+    assert SEED0 in fr.new and fr.changed == (SYN1,) and fr.removed == (SYN2,)
+    assert f"changed: {SYN1}; removed: {SYN2}" in fr.detail
+
+
+def test_upload_and_build_clis_list_their_warnings(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import make_setup
+
+    folder = make_setup(tmp_path / "src")
+    archive = tmp_path / "mine.zip"
+    archive.write_bytes(_zip(_folder_entries(folder, "hand-3090")))
+    env = {**os.environ, "BENCHCARDS_LOCAL": str(tmp_path / "local")}
+    db = tmp_path / "site.duckdb"
+    up = subprocess.run([sys.executable, "-m", "ingest.upload", str(archive), "--db", str(db)], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    assert "1 warning(s), listed below and on each setup's card" in up.stdout
+    assert "warning: hand-3090, run hand-speed: decode runs spread 20.2 % (CV)" in up.stdout
+    built = subprocess.run([sys.executable, "-m", "ingest.build", "--db", str(db), "--force"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    lines = [ln.strip() for ln in built.stdout.splitlines() if ln.strip().startswith("warning: ")]
+    assert any(ln.startswith("warning: synthetic-00001-qwen35-35b-a3b-q8_0, run ") and "below the minimum of 256"
+               in ln for ln in lines)
+    assert "warning: hand-3090, run hand-speed" in built.stdout
+    helptext = subprocess.run([sys.executable, "-m", "ingest.upload", "--help"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60).stdout
+    from ingest.limits import LIMITS
+    assert LIMITS.upload_text() in " ".join(helptext.split())
+
+
+def test_upload_limits_have_one_source_and_every_text_agrees():
+    import tomllib
+
+    from ingest.limits import LIMITS, MiB
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == LIMITS.upload_mib() == LIMITS.upload_bytes // MiB
+    at = run("pages/5_Upload.py")
+    text = page_text(at)
+    assert f"Limits: {LIMITS.upload_text()}" in text
+    assert at.file_uploader(key="zip").proto.max_upload_size_mb == LIMITS.upload_mib()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert LIMITS.upload_text() in readme
+    assert "How to make a setup folder" in [e.label for e in at.expander]
+    assert "python -m live measure --help" in text and "Raw folders" in text
+    assert {b.label for b in at.get("download_button")} >= {"setup.schema.json", "speed.schema.json"}
