@@ -52,6 +52,6 @@ def test_unknown_ids_raise_not_found_in_card_and_compare_quality(demo_db):
         queries.card(store, "no-such-setup")
     with pytest.raises(queries.NotFound, match="no-such-setup, nor-this"):
         queries.compare_quality(store, "no-such-setup", "nor-this")
-    with pytest.raises(queries.NotFound, match="^no-such-setup$"):
+    with pytest.raises(queries.NotFound, match=r"^no-such-setup$"):
         queries.compare_quality(store, SEED, "no-such-setup")
     assert queries.compare_quality(store, SEED, "qwen35-35b-a3b-udq4kxl-dgx-spark") == []  # known, no test in common
