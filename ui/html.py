@@ -9,6 +9,7 @@ for better / worse.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
@@ -17,7 +18,16 @@ import pandas as pd
 PHONE_MAX_PX = 720
 
 CSS = f"""
-.bc-scroll {{ overflow-x: auto; max-width: 100%; }}
+:root {{ --bc-bg: #ffffff; }}
+@media (prefers-color-scheme: dark) {{ :root {{ --bc-bg: #0e1117; }} }}
+.bc-scroll {{ overflow-x: auto; max-width: 100%;
+  /* scroll shadows: a soft edge shows on the side where more columns are hidden (they scroll with the content) */
+  background: linear-gradient(to right, var(--bc-bg) 30%, rgba(128, 128, 128, 0)) left / 2.5rem 100%,
+    linear-gradient(to left, var(--bc-bg) 30%, rgba(128, 128, 128, 0)) right / 2.5rem 100%,
+    radial-gradient(farthest-side at 0 50%, rgba(128, 128, 128, 0.45), rgba(128, 128, 128, 0)) left / 0.9rem 100%,
+    radial-gradient(farthest-side at 100% 50%, rgba(128, 128, 128, 0.45), rgba(128, 128, 128, 0)) right / 0.9rem 100%;
+  background-repeat: no-repeat; background-attachment: local, local, scroll, scroll; }}
+.bc-scroll-hint {{ display: none; font-size: 0.75rem; opacity: 0.72; margin: 0 0 0.2rem; }}
 table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; line-height: 1.35; }}
 .bc-table th, .bc-table td {{ padding: 0.35rem 0.5rem; text-align: left; vertical-align: top;
   border-bottom: 1px solid rgba(128, 128, 128, 0.25); overflow-wrap: break-word; }}
@@ -46,6 +56,7 @@ table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; l
 .bc-tile-label {{ font-size: 0.85rem; opacity: 0.8; }}
 .bc-tile-value {{ font-size: 1.9rem; line-height: 1.25; font-weight: 400; }}
 @media (max-width: {PHONE_MAX_PX}px) {{
+  .bc-scroll-hint {{ display: block; }}
   .bc-ov-wide {{ display: none; }}
   .bc-ov-cards {{ display: block; }}
   .bc-tiles {{ grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 0.5rem; }}
@@ -59,14 +70,22 @@ def esc(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+#: a figure as the formatter writes it: a number (or 'n / n', a range 'a – b') with at most a short unit;
+#: such a cell never breaks inside ('%' or '/ 400' alone on a line reads as a different value)
+_FIGURE = re.compile(r"^[≈+−\-]?\s?\d[\d,.]*(\s?(–|/|to)\s?[+−\-]?\d[\d,.]*)?(\s[^\s\d]{1,8}){0,2}$")
+
+
 def cell_text(value: object) -> str:
-    """An escaped cell ('—' when missing); a 'result ± margin' figure may wrap only before its '±'."""
+    """An escaped cell ('—' when missing). A figure ('2,546.8 s', '52.4 – 62.0 %', '229 / 400') never wraps
+    inside; a 'result ± margin' figure may wrap only before its '±'."""
     from benchcards import fmt
 
     text = fmt.text(value)
     if " ± " in text:
         return " ".join(f'<span class="bc-nw">{esc(p)}</span>'
                         for p in [text.split(" ± ", 1)[0], "± " + text.split(" ± ", 1)[1]])
+    if len(text) <= 40 and _FIGURE.match(text):
+        return f'<span class="bc-nw">{esc(text)}</span>'
     return esc(text)
 
 
@@ -100,7 +119,10 @@ def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None 
             cells.append(f"<td{' ' + ' '.join(attrs) if attrs else ''}>{inner}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     aria = f' aria-label="{esc(label)}"' if label else ""
-    return (f'<div class="bc-scroll"><table class="bc-table"{aria}><thead><tr>{head}</tr></thead>'
+    # on a phone a table of more than three columns may be wider than the screen: say it scrolls
+    hint = ('<div class="bc-scroll-hint" aria-hidden="true">Swipe sideways for more columns →</div>'
+            if len(df.columns) > 3 else "")
+    return (f'{hint}<div class="bc-scroll"><table class="bc-table"{aria}><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
