@@ -271,9 +271,9 @@ def ttft_gap_table(card: Card) -> pd.DataFrame:
     for r in ttft_gap_rows(card):
         rows.append({
             "Prompt": f"{depth_with_count(card, r['part'], r['level'])} ({'prefill' if r['part'] == 'prefill' else 'long prompt'})",
-            "Time to first token (client)": fmt.with_unit(fmt.number(r["ttft"], 3), "s"),
-            "Prompt time (server)": fmt.with_unit(fmt.number(r["server"], 3), "s"),
-            "Gap": fmt.with_unit(fmt.number(r["gap"], 3), "s"),
+            "Time to first token (client)": fmt.metric("server_prompt_time", r["ttft"]),
+            "Prompt time (server)": fmt.metric("server_prompt_time", r["server"]),
+            "Gap": fmt.metric("server_prompt_time", r["gap"]),
             "Share of the TTFT outside prompt processing": fmt.with_unit(fmt.number(r["share"], 0), "%"),
             "Prefill from TTFT": fmt.metric("prefill", r["prefill"]),
             "Prefill (server)": fmt.metric("server_prefill", r["server_prefill"]),
@@ -479,7 +479,7 @@ def quality_table(card: Card) -> pd.DataFrame:
             "Result (95 % margin)": fmt.quality(r.pct, r.margin_pp),
             "Right / n": fmt.right_of(r.right, r.n),
             "Cut off (counted wrong)": fmt.number(r.cut_off, 0),
-            "Token limit": fmt.number(r.token_limit, 0),
+            "Token limit": fmt.value("token_limit", r.token_limit),
             "Median answer": ", ".join(m for m in median if m) or fmt.DASH,
             "Thinking": fmt.on_off(r.thinking),
             "From": "items" if r.from_items else "published summary",

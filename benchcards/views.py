@@ -113,7 +113,7 @@ def quality_table(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.Da
         "Interval": [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)],
         "Right / n": [fmt.right_of(r, n) for r, n in zip(df.right, df.n)],
         "Cut off": [fmt.number(c, 0) for c in df.cut_off],
-        "Token limit": [fmt.number(t, 0) for t in df.token_limit],
+        "Token limit": [fmt.value("token_limit", t) for t in df.token_limit],
         "Thinking": [fmt.on_off(t) for t in df.thinking],
         "From": df.from_items.map({True: "items", False: "summary only"}).fillna(fmt.DASH),
     })

@@ -251,6 +251,8 @@ def test_seed_002_card_shows_every_published_figure():
     assert longp.iloc[-1].tolist() == ["128K tokens", "795.7 tok/s", "164.7 s", "44.2 tok/s", "44.4 tok/s"]
     memory = table_with(at, "Context size")
     assert "First token (s)" not in memory.columns  # nobody measured it: no always-empty column
+    prefill = [v for v in memory["Prefill, server (tok/s)"] if v != "—"]
+    assert prefill and all(re.fullmatch(r"\d{1,3}(,\d{3})*\.\d", v) for v in prefill)  # tok/s: one decimal
     runs = table_with(at, "Failed / repeated / skipped")
     assert "Long prompts: repeated" in " ".join(runs["Failed / repeated / skipped"])
     assert not BAD_TEXT.search(text), BAD_TEXT.search(text)
