@@ -575,4 +575,4 @@ def decode_prompt_tokens(store: Store, run_id: str) -> float | None:
     rows = store.df("SELECT median(prompt_tokens) AS t FROM requests WHERE run_id = ? AND part = 'decode' "
                     "AND NOT warmup AND error IS NULL AND prompt_tokens > 0", [run_id])
     v = rows.t.iloc[0] if not rows.empty else None
-    return None if fmt.missing(v) else float(v)
+    return None if v is None or fmt.missing(v) else float(v)
