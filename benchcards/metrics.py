@@ -170,10 +170,10 @@ _DEFS: list[MetricDef] = [
        "Seconds from the first token to the end of the answer."),
     _m("answer_tokens", "Answer tokens", "tokens", 0, None, "analysis",
        "Words of the answer × tokens per word."),
-    _m("tokens_per_word", "Tokens / word", "", 2, None, "analysis",
+    _m("tokens_per_word", "Tokens per word", "tokens/word", 2, None, "analysis",
        "Tokens per word of the setup's own decode answers (decode rate / words per second)."),
-    _m("conc_level", "Requests at once", "", 0, None, "conc", "Requests sent at the same time."),
-    _m("quality_n", "n", "", 0, None, "quality", "Items of the test."),
+    _m("conc_level", "Requests at once", "requests", 0, None, "conc", "Requests sent at the same time."),
+    _m("quality_n", "Items", "items", 0, None, "quality", "Items of the test."),
     # ---------------------------------------------------------------- setup
     _m("vram_gib", "VRAM", "GiB", 0, None, "setup", "GPU memory of the setup (all GPUs)."),
     _m("ram_gib", "System RAM", "GiB", 0, None, "setup", "System memory."),
