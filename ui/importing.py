@@ -86,7 +86,7 @@ def section(save: Save) -> None:
         "carried over is listed on the card. The original files are kept with their SHA-256.")
     as_folder = st.toggle("A whole folder of result files (files no importer recognises are skipped)", key="imp-dir")
     picked = st.file_uploader("Result files", accept_multiple_files="directory" if as_folder else True,
-                              key="imp-folder" if as_folder else "imp-files")
+                              key="imp-folder" if as_folder else "imp-files", max_upload_size=LIMITS.file_mib())
     sources, size_errors = _sources(list(picked or []), bool(as_folder))
     if sources:
         common.table(detected(sources), "import-detected", download=False)  # escaped: names are data
