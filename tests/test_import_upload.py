@@ -51,7 +51,7 @@ def test_upload_page_imports_result_files(site):
         page.get_by_role("button", name="Import and add").click()
         page.get_by_text("Not imported").first.wait_for(timeout=60_000)
         page.wait_for_selector(READY, timeout=60_000)
-        assert "fill in “GPU name” (and “VRAM per GPU”)" in page.locator("[data-testid=stCode]").first.inner_text()
+        assert "fill in “GPU name” (and “VRAM per GPU”)" in page.locator("[data-testid=stCode]", has_text="GPU name").first.inner_text()
         page.get_by_label("GPU name").fill("NVIDIA L40S")
         page.get_by_role("button", name="Import and add").click()
         page.get_by_text("Imported:").first.wait_for(timeout=60_000)
