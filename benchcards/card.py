@@ -310,7 +310,8 @@ _SPEED_METHOD: tuple[tuple[str, str, object], ...] = (
     ("thinking", "Thinking", fmt.on_off),
     ("sampling", "Sampling sent", _sampling_text),
     ("server_slots", "Server slots", lambda v: fmt.number(v, 0)),
-    ("server_ctx", "Server context", fmt.tokens),
+    ("server_ctx", "Server context, all slots", fmt.tokens),
+    ("server_ctx_per_slot", "Server context per slot", fmt.tokens),
 )
 
 
