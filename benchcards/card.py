@@ -564,6 +564,8 @@ def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
     if hw.gpus:
         g = hw.gpus[0]
         args += ["--gpu", g.name, "--gpu-count", str(g.count), "--vram-gib", f"{g.vram_gib:g}"]
+    else:
+        args += ["--gpu", "cpu"]  # the live client needs it said: no GPU is never assumed
     if hw.cpu:
         args += ["--cpu", hw.cpu]
     if hw.ram_gib:

@@ -127,9 +127,11 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {run_dir}")
+    from benchcards.card import step_name
+
     for p in contract.parts:
         if p.status != "ok":
-            print(f"{p.part} {p.status}: {p.reason}", file=sys.stderr)
+            print(f"{step_name(p.part)}: {p.status} — {p.reason}", file=sys.stderr)
     if args.ingest:
         from benchcards.db import DatabaseError
         from ingest import IngestError, ingest_paths

@@ -103,7 +103,7 @@ if start and not running:
                           vram_gib=None if is_cpu_only(gpu) else vram, quant=quant or None,
                           server_cmd=server_cmd or None)
         try:
-            job = LiveJob(cfg, user, LOCAL, common.db_path(), owner="another visitor of this site").start()
+            job = LiveJob(cfg, user, LOCAL, common.db_path()).start()
         except ServerBusy as exc:  # another tab started one in the meantime
             st.error(md(str(exc)))
         else:
