@@ -45,6 +45,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     from live.measure import (
         Event,
         MeasureConfig,
+        ServerLocked,
         SetupInput,
         build_setup,
         figures_text,
@@ -98,7 +99,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     stop = threading.Event()
     try:
         contract, info, log = measure(cfg, progress, stop)
-    except NotLoopback as exc:
+    except (NotLoopback, ServerLocked) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

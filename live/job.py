@@ -10,15 +10,23 @@ site sees the running jobs through ``running_jobs()``.
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlparse
 
-from live.measure import Event, MeasureConfig, SetupInput, build_setup, hardware_problems, measure, write_folder
+from live.measure import (
+    Event,
+    MeasureConfig,
+    ServerLocked,
+    SetupInput,
+    build_setup,
+    hardware_problems,
+    measure,
+    server_key,
+    write_folder,
+)
 
 _LOCK = threading.Lock()
 _JOBS: dict[str, LiveJob] = {}  # server key -> the newest job against it (running or ended)
@@ -31,18 +39,6 @@ class ServerBusy(RuntimeError):
         self.job = job
         super().__init__(f"a measurement of {job.cfg.base_url} is already running ({job.describe()}); "
                          "wait for it to finish or stop it before starting another against the same server")
-
-
-def server_key(base_url: str) -> str:
-    """One key per server: loopback names (localhost, 127.0.0.1, ::1) are the same machine, and a
-    trailing /v1 or slash is the same server."""
-    u = urlparse(base_url)
-    host = (u.hostname or "127.0.0.1").lower()
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    return f"{'loopback' if loopback else host}:{u.port or 80}"
 
 
 def running_jobs() -> list[LiveJob]:
@@ -134,6 +130,8 @@ class LiveJob:
                 self.report = report.text()
             elif self.error is None:
                 self.error = "no request produced any output: nothing to save"
+        except ServerLocked as exc:  # another process (a `python -m live measure`) is measuring it
+            self.error = str(exc)
         except IngestError as exc:
             self.error = "the run could not be stored: " + "; ".join(exc.errors[:5])
         except Exception as exc:  # shown on the page, never a traceback

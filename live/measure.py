@@ -11,15 +11,21 @@ method's lists; a run stopped by the user records the parts it cut short as "sto
 
 from __future__ import annotations
 
+import fcntl
+import ipaddress
+import os
 import re
 import shlex
+import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
+from urllib.parse import urlparse
 
 import httpx
 from pydantic import TypeAdapter
@@ -534,11 +540,64 @@ class Runner:
         )
 
 
+class ServerLocked(RuntimeError):
+    """Another process of this machine is measuring the same server."""
+
+
+def server_key(base_url: str) -> str:
+    """One key per server: loopback names (localhost, 127.0.0.1, ::1) are the same machine, and a
+    trailing /v1 or slash is the same server."""
+    u = urlparse(base_url)
+    host = (u.hostname or "127.0.0.1").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    return f"{'loopback' if loopback else host}:{u.port or 80}"
+
+
+@contextmanager
+def server_lock(base_url: str) -> Iterator[None]:
+    """Hold this machine's lock for measuring ``base_url``'s server (a file lock, so separate processes —
+    the site and a ``python -m live measure`` — see each other; the kernel frees it if a process dies).
+
+    Raises ServerLocked, naming the holder, when another run holds it. Side effect: a small lock file
+    under the temporary folder (benchcards-live-<uid>/), holding the holder's pid and start time.
+    """
+    folder = Path(tempfile.gettempdir()) / f"benchcards-live-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / (re.sub(r"[^A-Za-z0-9._-]", "_", server_key(base_url)) + ".lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise ServerLocked(f"{base_url} is already being measured by another run ({holder}); two runs against "
+                           "one server measure each other's load: wait for it to finish or stop it") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, started {datetime.now(UTC).strftime('%H:%M:%S UTC')}".encode(), 0)
+        yield
+    finally:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def measure(cfg: MeasureConfig, on_event: Callable[[Event], None] | None = None,
             stop: threading.Event | None = None) -> tuple[SpeedContract, ServerInfo, list[str]]:
-    """Run a measurement; returns (contract, what the server said, the client log)."""
+    """Run a measurement; returns (contract, what the server said, the client log).
+
+    Raises ServerLocked when another run of this machine is measuring the same server (nothing is sent).
+    """
     runner = Runner(cfg, on_event, stop)
-    contract = runner.run()
+    try:
+        with server_lock(cfg.base_url):
+            contract = runner.run()
+    except ServerLocked:
+        runner.client.close()
+        raise
     assert runner.info is not None
     return contract, runner.info, runner.log
 

@@ -89,3 +89,17 @@ def test_cpu_only_is_said_and_the_title_agrees(demo, tmp_path):
     # 8K + 16 output tokens do not fit a 4,096-token slot (8,192 over 2 slots): the message says why
     assert ("Prefill at depth, 8K: skipped — 8,192 prompt tokens + 16 output tokens = 8,208 tokens, more than the server's "
             "context per slot of 4,096 tokens (2 slots)") in r.stderr
+
+
+def test_a_second_run_against_the_same_server_is_refused_across_processes(demo, tmp_path):
+    """The site and the command line are separate processes: the per-server lock makes them see each other."""
+    import os
+
+    from live.measure import server_lock
+
+    with server_lock(demo.url.replace("127.0.0.1", "localhost") + "/v1"):  # the same server, written another way
+        r = cli("--base-url", demo.url, "--gpu", "cpu", "--out", str(tmp_path / "out"), *QUICK)
+    assert r.returncode == 2 and not (tmp_path / "out").exists()
+    assert f"is already being measured by another run (pid {os.getpid()}, started " in r.stderr, r.stderr
+    r = cli("--base-url", demo.url, "--parts", "decode", "--gpu", "cpu", "--out", str(tmp_path / "out"), *QUICK)
+    assert r.returncode == 0, r.stderr  # free again once that run ends
