@@ -94,6 +94,8 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
     return cfg, []
 
 
+# a Start pressed on a page drawn before another tab's run began starts nothing: the rerun draws Start
+# disabled (so it reads as not pressed) and the note above names the running run
 if start and not running:
     cfg, problems = read_settings()
     if cfg is None:

@@ -80,6 +80,7 @@ def test_enter_does_not_start_and_a_gpu_needs_its_memory(site):
 def test_one_run_per_server_shown_in_every_session_with_an_honest_status(site):
     s = demo_server(decode_tps=100, prefill_tps=20000, slots=2)
     try:
+        b = run("pages/6_Run_live.py")  # another tab, open before the run starts
         a = run("pages/6_Run_live.py")
         fill(a, s.url)
         start_button(a).click().run()
@@ -90,8 +91,11 @@ def test_one_run_per_server_shown_in_every_session_with_an_honest_status(site):
         a.run()
         assert start_button(a).disabled
         assert a.status[0].state == "running" and not a.status[0].label.startswith(("Finished", "Stopped"))
-        # ... and in another tab, which sees the run, its server and when it started
-        b = run("pages/6_Run_live.py")
+        # ... and in the other tab: its Start (drawn before the run began) starts nothing, and the tab shows the
+        # run, its server and when it started
+        fill(b, s.url)
+        start_button(b).click().run()
+        assert "live_job" not in b.session_state and len(running_jobs()) == 1
         assert start_button(b).disabled
         assert f"A measurement of {s.url} is running (started " in unescape(page_text(b)).replace("\u2060", "")
         assert b.status[0].state == "running" and s.url in b.status[0].label
