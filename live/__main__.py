@@ -51,12 +51,14 @@ def cmd_measure(args: argparse.Namespace) -> int:
         figures_text,
         hardware_problems,
         measure,
+        name_problem,
         write_folder,
     )
     from live.progress import InputError, parse_counts, parse_tokens
     from schemas.models import Setup
 
     problems = [] if args.setup_file else hardware_problems(args.gpu, args.vram_gib)
+    problems += [p for p in (name_problem(args.title, "--title"),) if p]
     try:
         depths = parse_tokens(args.prefill_depths, "--prefill-depths")
         levels = parse_counts(args.conc_levels, "--conc-levels")

@@ -46,6 +46,8 @@ from live.client import (
 )
 from live.prompts import TASKS, BuiltPrompt, PromptBuilder
 from schemas.models import (
+    NAME_MAX,
+    ONE_LINE,
     SCHEMA_VERSION,
     Attachment,
     Engine,
@@ -632,6 +634,22 @@ def is_cpu_only(gpu: str | None) -> bool:
     return gpu is not None and gpu.strip().lower() in CPU_WORDS
 
 
+#: what a one-line name may not hold (the contract's ONE_LINE): control characters and line separators
+_LINE_BREAKING = re.compile("[\u0000-\u001f\u007f\u2028\u2029]")
+
+
+def name_problem(text: str | None, field: str) -> str | None:
+    """Why ``text`` cannot be a name or title of a setup (the contract's limit: one line, at most
+    NAME_MAX characters), naming ``field``; None when it can (or is not given)."""
+    if text is None:
+        return None
+    if len(text) > NAME_MAX:
+        return f"{field}: at most {NAME_MAX} characters (this one has {len(text):,})"
+    if not re.fullmatch(ONE_LINE, text):
+        return f"{field}: one line of text, without control characters"
+    return None
+
+
 def hardware_problems(gpu: str | None, vram_gib: float | None, *, gpu_field: str = "--gpu",
                       vram_field: str = "--vram-gib") -> list[str]:
     """What is missing or contradictory in the GPU a person stated; each problem names its option/field.
@@ -639,6 +657,9 @@ def hardware_problems(gpu: str | None, vram_gib: float | None, *, gpu_field: str
     A GPU needs its memory (the hardware tier comes from it: a GPU with 0 GiB would be filed as "CPU only"),
     and a machine without a GPU must be said so explicitly (``cpu``): nothing is assumed.
     """
+    bad = name_problem(gpu, gpu_field)
+    if bad:
+        return [bad]
     if gpu is None or not gpu.strip():
         return [f"{gpu_field}: name the GPU (and give {vram_field}), or say 'cpu' for a machine without a GPU"]
     if is_cpu_only(gpu):
@@ -693,6 +714,8 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     title = user.title or f"{model_name} {user.quant or ''} on {gpu_name}, {engine} {version or ''}".replace("  ", " ")
     if info.demo and "demo" not in title.lower():
         title = f"{title} (demo server)"
+    if not user.title:  # built from what the server said: keep it within the contract's limit
+        title = _LINE_BREAKING.sub(" ", title)[:NAME_MAX]
     argv = shlex.split(user.server_cmd) if user.server_cmd else [f"{engine} (command not given)"]
     provenance = (f"measured live with benchcards against the benchcards demo server at {cfg.base_url}: a simulated "
                   "engine, not a real measurement" if info.demo else

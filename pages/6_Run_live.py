@@ -7,7 +7,15 @@ from benchcards import charts, fmt, metrics
 from benchcards.paths import LOCAL
 from live.client import NotLoopback, check_target
 from live.job import LiveJob, ServerBusy, running_jobs
-from live.measure import PARTS, MeasureConfig, SetupInput, figures_text, hardware_problems, is_cpu_only
+from live.measure import (
+    PARTS,
+    MeasureConfig,
+    SetupInput,
+    figures_text,
+    hardware_problems,
+    is_cpu_only,
+    name_problem,
+)
 from live.progress import InputError, estimate, parse_counts, parse_tokens, plan
 from ui import common
 from ui.common import md
@@ -77,6 +85,7 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
     if not parts:
         problems.append("Parts: choose at least one part to measure")
     problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    problems += [p for p in (name_problem(title or None, "Title"),) if p]
     try:
         check_target(base_url, allow_remote)
     except NotLoopback as exc:

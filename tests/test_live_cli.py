@@ -43,6 +43,8 @@ def test_help_says_the_defaults():
     ((), "error: --gpu: name the GPU (and give --vram-gib), or say 'cpu' for a machine without a GPU"),
     (("--gpu", "cpu", "--vram-gib", "24"), "error: --vram-gib: a CPU-only setup has no GPU memory"),
     (("--gpu", "cpu", "--prefill-depths", "2K,lots"), "error: --prefill-depths: “lots” is not a number of tokens"),
+    (("--gpu", "G" * 201, "--vram-gib", "24"), "error: --gpu: at most 200 characters (this one has 201)"),
+    (("--gpu", "cpu", "--title", "two\nlines"), "error: --title: one line of text"),
 ])
 def test_bad_setup_input_is_refused_before_measuring(demo, tmp_path, args, message):
     r = cli("--base-url", demo.url, "--out", str(tmp_path / "out"), *args)
