@@ -240,6 +240,11 @@ class Setup(Strict):
     setup_id: Slug = Field(description="Unique id of the setup.")
     title: Name = Field(description="Short human title of the setup.")
     synthetic: bool = Field(False, description="True for generated demo/test data, never real measurements.")
+    method_test: bool = Field(
+        False,
+        description="True for a real measurement that tests the measuring method rather than a model (a tiny "
+                    "random-weight model, a test engine): shown with a 'method test' badge and left out of default "
+                    "selections and ranking charts unless picked.")
     provenance: str | None = Field(None, description="Where the data comes from (own run, a published page, ...).")
     hardware: Hardware = Field(description="The machine.")
     engine: Engine = Field(description="Engine that served the model.")
@@ -501,6 +506,9 @@ class FitContract(RunBase):
 
     kind: Literal["fit"] = Field(description="Contract kind.")
     fill_target_pct: NonNeg = Field(95.0, description="Target share of each context the prompt fills, %.")
+    peak_memory_method: Text | None = Field(
+        None, description="How peak GPU memory was read, e.g. 'nvidia-smi --query-gpu=memory.used every 0.5 s, "
+                          "the maximum over the step, all GPUs summed'; shown on the card ('not recorded' when absent).")
     steps: list[FitStep] = Field(min_length=1, fail_fast=True, description="One record per context size.")
     stated: FitStated | None = Field(None, description="Headline as stated by the tool or page.")
 
