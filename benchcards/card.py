@@ -428,7 +428,8 @@ _SPEED_METHOD: tuple[tuple[str, str, object], ...] = (
     ("thinking", "Thinking", fmt.on_off),
     ("sampling", "Sampling sent", _sampling_text),
     ("server_slots", "Server slots", lambda v: fmt.number(v, 0)),
-    ("server_ctx", "Server context", fmt.tokens),
+    ("server_ctx", "Server context, all slots", fmt.tokens),
+    ("server_ctx_per_slot", "Server context per slot", fmt.tokens),
 )
 
 
@@ -727,6 +728,8 @@ def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
     if hw.gpus:
         g = hw.gpus[0]
         args += ["--gpu", g.name, "--gpu-count", str(g.count), "--vram-gib", f"{g.vram_gib:g}"]
+    else:
+        args += ["--gpu", "cpu"]  # the live client needs it said: no GPU is never assumed
     if hw.cpu:
         args += ["--cpu", hw.cpu]
     if hw.ram_gib:

@@ -125,8 +125,17 @@ class PartSkipped(Strict):
     reason: Text = Field(description="Why it was skipped (e.g. server context too small).")
 
 
+class PartStopped(Strict):
+    """A part cut short when the person measuring stopped the run; the steps that finished are kept, but
+    figures that need the whole part (the headline decode needs every prompt) are not computed from it."""
+
+    part: Text = Field(description="Part or test name.")
+    status: Literal["stopped"] = Field(description="The run was stopped before this part finished.")
+    reason: Text = Field(description="What finished and what did not.")
+
+
 PartStatus = Annotated[
-    PartOk | PartFailed | PartRepeated | PartSkipped,
+    PartOk | PartFailed | PartRepeated | PartSkipped | PartStopped,
     Field(discriminator="status", description="Status of one part of a run."),
 ]
 
@@ -461,7 +470,11 @@ class SpeedMethod(Strict):
     thinking: bool | None = Field(None, description="Thinking on in the requests.")
     sampling: Sampling | None = Field(None, description="Sampling sent with the requests.")
     server_slots: Positive | None = Field(None, description="Server slots (from /props or stated).")
-    server_ctx: Count | None = Field(None, description="Server context size (from /props or stated).")
+    server_ctx: Count | None = Field(None, description="Server context size over all slots, tokens (as stated, "
+                                                       "e.g. llama-server's -c).")
+    server_ctx_per_slot: Count | None = Field(None, description="Context of one server slot, tokens (llama-server's "
+                                                                "/props n_ctx): the longest prompt plus answer one "
+                                                                "request can have.")
     bench_settings: dict[str, str] = Field(
         default_factory=dict, description="Settings of the engine benchmark tool, column -> value as printed.")
 

@@ -574,6 +574,7 @@ def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypat
         at.number_input(key="live_runs").set_value(1)
         at.number_input(key="live_max_tokens").set_value(300)
         at.text_input(key="live_gpu").set_value("Demo GPU")
+        at.number_input(key="live_vram").set_value(24.0)
         at.button[0].click().run()
         assert not at.error, [e.value for e in at.error]
         job: LiveJob = at.session_state["live_job"]

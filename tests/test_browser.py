@@ -348,6 +348,7 @@ def test_run_live_page_measures_the_demo_server(demo_db, browser, tmp_path):
         page.get_by_role("textbox", name="Prefill depths").fill("1k, 2K")
         page.get_by_role("textbox", name="Requests at once").fill("1,2")
         page.get_by_label("GPU", exact=True).fill("Demo GPU")
+        page.get_by_role("spinbutton", name="VRAM per GPU (GiB)").fill("24")
         page.get_by_role("button", name="Start").click()
         progress = page.get_by_text(re.compile(r"\d+ of 18 requests · (about .+ left|estimating)")).first
         progress.wait_for(timeout=60_000)  # progress per request, with the time left, while it runs
