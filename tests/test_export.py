@@ -67,13 +67,23 @@ def test_raw_files_are_copied_and_linked_as_downloads(site):
     assert {p.suffix for p in (site / "raw").iterdir()} == {".bin"}  # nothing a browser would render
 
 
-def test_export_replaces_the_folder_whole(demo_db, tmp_path):
+def test_export_refuses_a_folder_it_did_not_write(demo_db, tmp_path):
+    from benchcards.sitewrite import ExportFolderError
+
     out = tmp_path / "site"
     out.mkdir()
-    (out / "stale.html").write_text("old")
+    (out / "notes.txt").write_text("someone's file")
+    with pytest.raises(ExportFolderError, match="notes.txt"):
+        export(demo_db, out, with_raw=False)
+    assert (out / "notes.txt").read_text() == "someone's file" and not (out / "index.html").exists()
+
+
+def test_reexport_removes_what_the_site_no_longer_has(demo_db, tmp_path):
+    out = tmp_path / "site"
     export(demo_db, out, with_raw=False)
-    assert not (out / "stale.html").exists() and (out / "index.html").exists()
-    assert not (tmp_path / "site.partial").exists() and not (tmp_path / "site.old").exists()
+    (out / "setups" / "gone.html").write_text("a setup deleted since")
+    export(demo_db, out, with_raw=False)
+    assert not (out / "setups" / "gone.html").exists() and (out / "index.html").exists()
 
 
 @pytest.mark.browser
