@@ -149,23 +149,33 @@ def depth_points(series: pd.DataFrame, kind: str, names: dict[str, str] | None =
     df["setup"] = _names(df, names)
     if "tokens" not in df.columns:
         df["tokens"] = df.level
+    # grouped in plain Python (the export draws thousands of these): one group per setup, metric and depth
+    col = {c: df[c].tolist() for c in ("setup_id", "setup", "metric", "level", "tokens", "value", "n", "provenance",
+                                       "prompt")}
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip(col["setup_id"], col["setup"], col["metric"], col["level"])):
+        if not fmt.missing(key[3]):
+            groups.setdefault(key, []).append(i)
     rows = []
-    for (sid, setup, metric, level), grp in df.groupby(["setup_id", "setup", "metric", "level"], sort=True):
-        value = float(grp.value.mean())
+    for (sid, setup, metric, level), idx in sorted(groups.items(), key=lambda kv: kv[0]):
+        values = [float(col["value"][i]) for i in idx if not fmt.missing(col["value"][i])]
+        value = sum(values) / len(values) if values else float("nan")
         # x is the prompt length the server counted for this step (the requested depth when none was recorded)
-        counted = pd.to_numeric(grp.tokens, errors="coerce").dropna()
-        tokens = float(counted.iloc[0]) if not counted.empty else float(level)
-        per_prompt = [(p, v) for p, v in zip(grp.prompt, grp.value) if not fmt.missing(p)]
-        n = pd.to_numeric(grp.n, errors="coerce").sum(min_count=1)
+        counted = [float(col["tokens"][i]) for i in idx if not fmt.missing(col["tokens"][i])]
+        tokens = counted[0] if counted else float(level)
+        per_prompt = [(col["prompt"][i], col["value"][i]) for i in idx if not fmt.missing(col["prompt"][i])]
+        runs = [float(col["n"][i]) for i in idx if not fmt.missing(col["n"][i])]
+        n: float | int | None = (int(sum(runs)) if all(r.is_integer() for r in runs) else sum(runs)) if runs else None
+        prov = col["provenance"][idx[0]]
         rows.append({
             "setup_id": sid, "setup": setup, "metric": metric,
             "part": PART_NAMES["ctx" if str(metric).startswith("ctx_") else "prefill"],
-            "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": grp.provenance.iloc[0],
+            "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": prov,
             "depth_text": f"{fmt.depth(level)} ({fmt.tokens(tokens)}{'' if round(tokens) == level else ' counted'})",
             "value_text": fmt.metric(str(metric), value),
             "prompts_text": " · ".join(f"{p} {fmt.metric(str(metric), v)}" for p, v in per_prompt) or fmt.DASH,
             "runs_text": fmt.number(n, 0),
-            "from_text": "raw records" if grp.provenance.iloc[0] == "raw" else "published summary",
+            "from_text": "raw records" if prov == "raw" else "published summary",
         })
     return pd.DataFrame(rows, columns=cols).sort_values(["setup", "level", "part"]).reset_index(drop=True)
 
@@ -184,8 +194,11 @@ def depth_knee_points(points: pd.DataFrame, knees: pd.DataFrame | None, kind: st
     k = knees[(knees.kind == want) & knees["at"].notna() & knees.setup_id.isin(set(points.setup_id))]
     if k.empty:
         return pd.DataFrame(columns=KNEE_TEXT_COLUMNS)
-    span = points.groupby("setup_id").tokens.agg(["min", "max"])
-    k = k[[span.loc[s, "min"] <= a <= span.loc[s, "max"] for s, a in zip(k.setup_id, k["at"])]]
+    span: dict[str, tuple[float, float]] = {}
+    for s, t in zip(points.setup_id.tolist(), points.tokens.tolist()):
+        lo, hi = span.get(s, (t, t))
+        span[s] = (min(lo, t), max(hi, t))
+    k = k[[span[s][0] <= a <= span[s][1] for s, a in zip(k.setup_id.tolist(), k["at"].tolist())]]
     setup = dict(zip(points.setup_id, points.setup))
     key = "prefill" if kind == "prefill" else "decode_at_depth"
     return pd.DataFrame({

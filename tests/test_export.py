@@ -73,7 +73,7 @@ def test_export_refuses_a_folder_it_did_not_write(demo_db, tmp_path):
     out = tmp_path / "site"
     out.mkdir()
     (out / "notes.txt").write_text("someone's file")
-    with pytest.raises(ExportFolderError, match="notes.txt"):
+    with pytest.raises(ExportFolderError, match=r"notes\.txt"):
         export(demo_db, out, with_raw=False)
     assert (out / "notes.txt").read_text() == "someone's file" and not (out / "index.html").exists()
 
