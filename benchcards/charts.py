@@ -482,7 +482,9 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
         rows.assign(part=ANSWER_PARTS[1], start=rows.ttft_s, end=rows.total_s),
     ], ignore_index=True)
     order = rows.title.tolist()
-    y = alt.Y("title:N", title=None, sort=order, axis=alt.Axis(labelLimit=320))
+    # long setup names are cut (the tooltip has them whole) so that a phone keeps room for the bars
+    y = alt.Y("title:N", title=None, sort=order,
+              axis=alt.Axis(labelLimit=alt.ExprRef("containerSize()[0] < 600 ? 120 : 320")))
     tooltip = [alt.Tooltip("rank:Q"), alt.Tooltip("title:N", title="setup"), alt.Tooltip("tier:N"),
                alt.Tooltip("total_s:Q", title="time (s)", format=",.1f"), alt.Tooltip("range:N", title="± range"),
                alt.Tooltip("ttft_s:Q", title="first token (s)", format=",.2f"),
@@ -493,7 +495,9 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
         x=alt.X("start:Q", title="Seconds to the end of the answer"), x2="end:Q", y=y,
         color=alt.Color("part:N", title="Part", scale=alt.Scale(domain=list(ANSWER_PARTS),
                                                                  range=[PALETTE[1], PALETTE[0]])),
-        opacity=alt.Opacity("measured:N", title="Curves", scale=alt.Scale(
+        # pale: held beyond the measured depths; said under the chart (a second legend beside the first
+        # would not fit a phone)
+        opacity=alt.Opacity("measured:N", legend=None, scale=alt.Scale(
             domain=["within measured depths", "held beyond measured depths"], range=[1.0, 0.4])),
         tooltip=tooltip)
     spread = alt.Chart(rows[rows.low_s.notna()]).mark_rule(color=GREY, strokeWidth=2).encode(
@@ -534,7 +538,8 @@ def pareto_chart(df: pd.DataFrame) -> alt.TopLevelMixin:
 
 def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str] | None = None) -> alt.TopLevelMixin:
     """Quality result (with its Wilson 95 % interval as an error bar) against a speed, one panel per
-    hardware tier (rows of ``analysis.speed_quality``); the best trade-offs of each tier highlighted."""
+    hardware tier (rows of ``analysis.speed_quality``); the best trade-offs of each tier highlighted. Rows of
+    one tier give one panel as wide as its container (what the app and the export draw, tier by tier)."""
     data = df.copy()
     data["trade_off"] = data.frontier.map({True: "best trade-off in tier", False: "other"})
     data["result"] = [result_text(p, m) for p, m in zip(data.pct, data.margin_pp)]
@@ -550,6 +555,10 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
         x=x, y=alt.Y("lo_pct:Q", title=f"{label} (%)", scale=alt.Scale(zero=False)), y2="hi_pct:Q", color=color)
     points = base.mark_point().encode(x=x, y="pct:Q", color=color, tooltip=tooltip)
     order = tier_order or sorted(data.tier.unique().tolist())
+    if data.tier.nunique() <= 1:  # one tier: one panel as wide as its container (a phone too)
+        tier = str(data.tier.iloc[0]) if not data.empty else ""
+        return themed((bars + points).properties(
+            title=f"{label} vs speed: {tier} tier (bars: Wilson 95 % intervals)", width="container", height=260))
     chart = (bars + points).properties(width=260, height=220).facet(
         facet=alt.Facet("tier:N", title=None, sort=order,
                         header=alt.Header(labelColor=GREY, labelFont=FONT, labelFontSize=13)),

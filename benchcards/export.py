@@ -440,8 +440,8 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
         paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
             f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer, from each "
             "setup's measured prefill and decode curves: rates between measured depths are interpolated on a "
-            "log-depth line; outside them the nearest measured rate is held and the notes say so (Within measured "
-            "range: no). ± range: one standard deviation from the spread of the runs. The chart shows the 25 "
+            "log-depth line; outside them the nearest measured rate is held, the notes say so (Within measured "
+            "range: no) and the chart draws the bar pale. ± range: one standard deviation from the spread of the runs. The chart shows the 25 "
             "fastest."], links={"Setup": "href"}, before=chart)
     # throughput vs per-request speed, per tier
     tp_links = []
