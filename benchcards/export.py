@@ -20,7 +20,8 @@ The site (addresses in ``benchcards.site``):
 Speed: the cards are read with one query per table for many setups at once and rendered in
 worker processes; chart specs are filled into one template spec per chart shape
 (``benchcards.specs``). Re-exporting rewrites only files whose content changed
-(``benchcards.sitewrite``).
+(``benchcards.sitewrite``), and does not even render a card whose data (``queries.card_digests``),
+knees, linked raw files and rendering code (``code_stamp``) are those of the last export.
 
 Safety: the pages are rendered from Jinja2 templates (``benchcards/templates``: a base layout
 and one template per page) with autoescaping on, so no text from the data is ever markup. Chart
@@ -35,6 +36,7 @@ their hash with a neutral ``.bin`` extension and linked with ``download``, so an
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -187,7 +189,7 @@ HOME = site.Crumb("Home", "index.html")
 def tier_of(row: dict) -> str:
     """The hardware tier of a setups row."""
     v = row.get("vram_gib")
-    return tiers.vram_tier(None if fmt.missing(v) else float(v), bool(row.get("unified_memory") or False))
+    return tiers.vram_tier(None if v is None or fmt.missing(v) else float(v), bool(row.get("unified_memory") or False))
 
 
 # --------------------------------------------------------------------------- setup cards
@@ -456,7 +458,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
         tp_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": tp.setup_id.nunique()})
         on_chart = _chart_setups(tp, "total_tps")
 
-        def chart(page: int, page_charts: Charts, tp: pd.DataFrame = tp, on_chart: list[str] = on_chart) -> dict:
+        def tp_chart(page: int, page_charts: Charts, tp: pd.DataFrame = tp, on_chart: list[str] = on_chart) -> dict:
             if page == 1:
                 n = tp.setup_id.nunique()
                 page_charts.add(charts.pareto_chart(tp[tp.setup_id.isin(on_chart)]),
@@ -469,7 +471,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
             "Each point is one setup at one number of requests at once: total output rate against the rate each "
             "request sees. A point is on the frontier when no other setup of the tier is at least as good on "
             "both and better on one. Queued: more requests than server slots."], links={"Setup": "href"},
-            before=chart)
+            before=tp_chart)
     # speed vs quality per tier, one page per test
     sq_links = []
     speed_label = analysis.SPEED_MEASURES["decode"][0]
@@ -507,7 +509,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
         knee_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
         pick = _knee_chart_setups(data, ids)
 
-        def chart(page: int, page_charts: Charts, pick: list[str] = pick, k: pd.DataFrame = k) -> dict:
+        def knee_charts(page: int, page_charts: Charts, pick: list[str] = pick, k: pd.DataFrame = k) -> dict:
             if page > 1 or not pick:
                 return {}
             sub = data.only(pick)
@@ -530,7 +532,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
             "the shortest measured prompt and stays below, placed on the log-depth line between the two measured "
             "depths around it. Requests at once: the smallest number from which each further step adds less than "
             f"{analysis.CONC_MIN_GAIN * 100:.0f} % total throughput per doubling of requests. Each setup's card "
-            "marks its knees on its curves."], links={"Setup": "href"}, before=chart)
+            "marks its knees on its curves."], links={"Setup": "href"}, before=knee_charts)
     write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
                                   crumbs=[HOME, site.Crumb("Analysis")], answers=answers, throughput=tp_links,
                                   speed_quality=sq_links, knees=knee_links, n_setups=len(setups)))
@@ -560,9 +562,12 @@ class ExportResult:
     removed: list[str]
     seconds: float
     raw_missing: list[str] = field(default_factory=list)
+    #: the setups whose card was rendered (the others were unchanged since the last export)
+    rendered: list[str] = field(default_factory=list)
 
     def text(self) -> str:
-        return (f"{len(self.pages)} pages; {len(self.written)} files written, {self.kept} unchanged, "
+        return (f"{len(self.pages)} pages ({len(self.rendered)} cards rendered); {len(self.written)} files written, "
+                f"{self.kept} unchanged, "
                 f"{len(self.removed)} removed in {self.seconds:.1f} s"
                 + (f"; {len(self.raw_missing)} raw files no longer readable (not linked)" if self.raw_missing else ""))
 
@@ -646,7 +651,12 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         env = environment()
         ov = queries.overview(store)
         ids = ov.setup_id.tolist()
-        n_workers = _workers(workers, len(ids))
+        code = code_stamp()
+        digests = queries.card_digests(store)
+        early = {s: f"{code}:{digests.get(s, '')}" for s in ids}
+        # cards whose data or code changed (raw files and knees are checked once known)
+        candidates = [s for s in ids if not previous_stamps.get(site.setup_path(s), "").startswith(early[s] + ":")]
+        n_workers = _workers(workers, len(candidates)) if candidates else 1
         pool = ProcessPoolExecutor(n_workers, mp_context=_spawn()) if n_workers > 1 else None
         try:
             if pool is not None:
@@ -655,8 +665,16 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             raw, raw_missing = _raw_files(store, writer) if with_raw else (frozenset(), [])
             data = queries.analysis_data(store)
             kn = analysis.knees(data)
+            todo = []
+            extras = _card_extras(store, kn, raw)
+            for sid in ids:
+                rel = site.setup_path(sid)
+                stamp = stamps[rel] = f"{early[sid]}:{extras.get(sid, '')}"
+                old = previous.get(rel)
+                if old is None or previous_stamps.get(rel) != stamp or not writer.keep_if_present(rel, old.sha256):
+                    todo.append(sid)
             jobs: list[Future] = []
-            chunks = [ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)]
+            chunks = [todo[i:i + CHUNK] for i in range(0, len(todo), CHUNK)]
             for chunk in chunks:
                 prev = {p: e for p in (site.setup_path(s) for s in chunk) if (e := previous.get(p)) is not None}
                 job = CardJob(db_path, out, chunk, prev, raw, kn[kn.setup_id.isin(set(chunk))])
@@ -678,7 +696,42 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
     db.forget(db_path)
     return ExportResult(pages=[out / p for p in html], written=writer.written,
                         kept=len(writer.entries) - len(set(writer.written)), removed=removed,
-                        seconds=time.perf_counter() - start, raw_missing=raw_missing)
+                        seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+
+
+def code_stamp() -> str:
+    """A digest of the code and templates that render the site and of the libraries that shape it: a card
+    is re-rendered when any of them changed, even if its data did not."""
+    import importlib.metadata as md
+
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for f in sorted([*here.glob("*.py"), *TEMPLATES.rglob("*"), here.parent / "schemas" / "models.py"]):
+        if f.is_file():
+            h.update(f.relative_to(here.parent).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    for dist in ("altair", "pandas", "jinja2", "vl-convert-python"):
+        try:
+            h.update(f"{dist}={md.version(dist)}".encode())
+        except md.PackageNotFoundError:
+            h.update(dist.encode())
+    return h.hexdigest()[:16]
+
+
+def _card_extras(store: queries.Store, kn: pd.DataFrame, raw: frozenset[str]) -> dict[str, str]:
+    """Per setup, a digest of what its card shows besides its own rows: its knees and which of its raw files
+    the site has (a card links only those)."""
+    files = store.df("SELECT DISTINCT setup_id, sha256 FROM files ORDER BY setup_id, sha256")
+    linked: dict[str, list[str]] = {}
+    for sid, sha in zip(files.setup_id.tolist(), files.sha256.tolist()):
+        if sha in raw:
+            linked.setdefault(str(sid), []).append(str(sha))
+    knees: dict[str, list[str]] = {}
+    cols = [kn[c].tolist() for c in kn.columns]
+    for row in zip(*cols):
+        knees.setdefault(str(row[list(kn.columns).index("setup_id")]), []).append(repr(row))
+    ids = store.df("SELECT setup_id FROM setups ORDER BY setup_id").setup_id.tolist()
+    return {str(s): sitewrite.sha256(("\n".join(knees.get(str(s), [])) + "\0" + ",".join(linked.get(str(s), [])))
+                                     .encode())[:16] for s in ids}
 
 
 def _spawn() -> Any:

@@ -7,6 +7,7 @@ Where several setups ran the same metric in several runs, the latest run wins.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -330,6 +331,21 @@ def cards(store: Store, ids: list[str]) -> list[Card]:
     return [_make_card(rows[sid], fits.get(sid), {name: per[sid] if sid in per else empty[name]
                                                   for name, per in parts.items()})
             for sid in ids if sid in rows]
+
+
+def card_digests(store: Store) -> dict[str, str]:
+    """A digest of everything ``cards`` reads for each setup (every row of every table of its card), in one
+    query per table: two equal digests mean the same card data. The static export skips re-rendering a card
+    whose digest (with the code's) is unchanged."""
+    out: dict[str, list[str]] = {}
+    with db.reading(store.path) as con:
+        for name, sql, _ in _CARD_SQL:
+            text = sql.format(sel="TRUE", metrics=latest_metrics(), quality=latest_quality(), fit=latest_fit())
+            rows = con.execute(f"SELECT setup_id, md5(string_agg(CAST(x AS VARCHAR), chr(30) "
+                               f"ORDER BY CAST(x AS VARCHAR))) FROM ({text}) x GROUP BY setup_id").fetchall()
+            for sid, digest in rows:
+                out.setdefault(str(sid), []).append(f"{name}:{digest}")
+    return {sid: hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest() for sid, parts in out.items()}
 
 
 def setup_ids(store: Store) -> list[tuple[str, str]]:

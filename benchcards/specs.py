@@ -63,6 +63,7 @@ def records(df: pd.DataFrame) -> list[dict]:
     cols: dict[str, list] = {}
     for name in df.columns:
         s = df[name]
+        values: list[Any]
         if pd.api.types.is_bool_dtype(s.dtype) and not s.isna().any():
             values = [bool(v) for v in s.tolist()]
         elif pd.api.types.is_datetime64_any_dtype(s.dtype):
