@@ -185,9 +185,10 @@ KNEE_TEXT_COLUMNS = ["setup", "at", "threshold", "y", "at_text", "threshold_text
 
 
 def depth_knee_points(points: pd.DataFrame, knees: pd.DataFrame | None, kind: str,
-                      names: dict[str, str] | None = None) -> pd.DataFrame:
+                      names: dict[str, str] | None = None, with_ids: bool = False) -> pd.DataFrame:
     """Knees (rows of ``analysis.knees``) of one depth chart's setups that fall within their measured points:
-    setup (the chart's name), at (tokens), threshold (the rate the curve falls below), texts for the tooltip."""
+    setup (the chart's name), at (tokens), threshold (the rate the curve falls below), texts for the tooltip
+    (and first the setup_id when ``with_ids``: the export computes many cards' knees at once and splits them)."""
     want = {"prefill": "prefill", "decode": "decode"}.get(kind)
     if knees is None or want is None or points.empty:
         return pd.DataFrame(columns=KNEE_TEXT_COLUMNS)
@@ -201,11 +202,14 @@ def depth_knee_points(points: pd.DataFrame, knees: pd.DataFrame | None, kind: st
     k = k[[span[s][0] <= a <= span[s][1] for s, a in zip(k.setup_id.tolist(), k["at"].tolist())]]
     setup = dict(zip(points.setup_id, points.setup))
     key = "prefill" if kind == "prefill" else "decode_at_depth"
-    return pd.DataFrame({
+    out = pd.DataFrame({
         "setup": [setup[s] for s in k.setup_id], "at": k["at"].astype(float).tolist(),
         "threshold": k.threshold.astype(float).tolist(), "y": k.threshold.astype(float).tolist(),
         "at_text": [fmt.tokens(a) for a in k["at"]], "threshold_text": [fmt.metric(key, t) for t in k.threshold],
         "text": k.text.astype(str).tolist()}, columns=KNEE_TEXT_COLUMNS)
+    if with_ids:
+        out.insert(0, "setup_id", k.setup_id.tolist())
+    return out
 
 
 def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = None,
@@ -297,14 +301,17 @@ def conc_settings(points: pd.DataFrame, rate: str) -> dict:
     return {"rate": rate, "levels": levels}
 
 
-def conc_knee_points(points: pd.DataFrame, knees: pd.DataFrame) -> pd.DataFrame:
-    """Requests-at-once knees (rows of ``analysis.knees``) of the chart's setups, at a measured level."""
+def conc_knee_points(points: pd.DataFrame, knees: pd.DataFrame, with_ids: bool = False) -> pd.DataFrame:
+    """Requests-at-once knees (rows of ``analysis.knees``) of the chart's setups, at a measured level (first
+    the setup_id when ``with_ids``)."""
     k = knees[(knees.kind == "requests at once") & knees["at"].notna() & knees.setup_id.isin(set(points.setup_id))]
     at = {(s, float(lv)): v for s, lv, v in zip(points.setup_id, points.level, points.value)}
     setup = dict(zip(points.setup_id, points.setup))
-    rows = [(setup[s], float(a), at[(s, float(a))], fmt.number(a, 0), fmt.metric("conc_total", at[(s, float(a))]),
-             str(t)) for s, a, t in zip(k.setup_id, k["at"], k.text) if (s, float(a)) in at]
-    return pd.DataFrame(rows, columns=["setup", "at", "y", "at_text", "threshold_text", "text"])
+    rows = [(s, setup[s], float(a), at[(s, float(a))], fmt.number(a, 0),
+             fmt.metric("conc_total", at[(s, float(a))]), str(t))
+            for s, a, t in zip(k.setup_id, k["at"], k.text) if (s, float(a)) in at]
+    out = pd.DataFrame(rows, columns=["setup_id", "setup", "at", "y", "at_text", "threshold_text", "text"])
+    return out if with_ids else out.drop(columns="setup_id")
 
 
 def conc_builder(points: Any, rate: str, levels: tuple[int, ...], knees: Any = None) -> alt.TopLevelMixin:

@@ -207,10 +207,17 @@ class CardJob:
     knees: pd.DataFrame
 
 
-def _split(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {str(sid): g.reset_index(drop=True) for sid, g in df.groupby("setup_id", sort=False)} \
-        if not df.empty else {}
+def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
+    if df.empty:
+        return {}
+    return {str(sid): (g.drop(columns="setup_id") if drop_id else g).reset_index(drop=True)
+            for sid, g in df.groupby("setup_id", sort=False)}
 
+
+#: the knee marks of a card without knees (the columns the charts' knee layers read)
+EMPTY_KNEES = {"prefill": pd.DataFrame(columns=charts.KNEE_TEXT_COLUMNS),
+               "decode": pd.DataFrame(columns=charts.KNEE_TEXT_COLUMNS),
+               "conc": pd.DataFrame(columns=["setup", "at", "y", "at_text", "threshold_text", "text"])}
 
 SERIES_METRICS = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "conc_total",
                   "conc_per_request"]
@@ -224,8 +231,13 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     writer = sitewrite.Writer(job.out, job.previous)
     cards = queries.cards(store, job.ids)
     series = queries.series(store, job.ids, SERIES_METRICS)
-    depth = {kind: _split(charts.depth_points(series, kind)) for kind in ("prefill", "decode", "ttft")}
-    conc = _split(charts.conc_points(series, "total"))
+    points = {kind: charts.depth_points(series, kind) for kind in ("prefill", "decode", "ttft")}
+    depth = {kind: _split(df) for kind, df in points.items()}
+    knee_points = {kind: _split(charts.depth_knee_points(points[kind], job.knees, kind, with_ids=True), drop_id=True)
+                   for kind in ("prefill", "decode")}
+    conc_all = charts.conc_points(series, "total")
+    conc = _split(conc_all)
+    knee_points["conc"] = _split(charts.conc_knee_points(conc_all, job.knees, with_ids=True), drop_id=True)
     steps = [c.fit_steps for c in cards if c.fit is not None and not c.fit_steps.empty]
     fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
     knees = _split(job.knees)
@@ -233,6 +245,7 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
         path = site.setup_path(c.setup_id)
         html = card_page(env, c, path, depth={k: v.get(c.setup_id) for k, v in depth.items()},
                          conc=conc.get(c.setup_id), fit=fit.get(c.setup_id), knees=knees.get(c.setup_id),
+                         knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
                          raw=job.raw)
         writer.write(path, html)
     db.forget(job.db_path)
@@ -241,8 +254,8 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
 
 def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dict[str, pd.DataFrame | None],
               conc: pd.DataFrame | None, fit: pd.DataFrame | None, knees: pd.DataFrame | None,
-              raw: frozenset[str]) -> str:
-    """The card of one setup (its chart points and knees computed for many setups at once)."""
+              knee_points: dict[str, pd.DataFrame], raw: frozenset[str]) -> str:
+    """The card of one setup (its chart points, knees and knee marks computed for many setups at once)."""
     s = c.setup
     page = Charts()
     up = site.up(path)
@@ -252,7 +265,6 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         ("Time to first token vs the server's prompt time", cardmod.ttft_gap_table(c), gap_notes),
         ("Long prompts", cardmod.long_prompt_table(c), None), ("Requests at once", cardmod.conc_table(c), None))
         if not df.empty]
-    kn = knees if knees is not None else pd.DataFrame(columns=["setup_id", "kind", "at"])
     speed_charts = []
     for kind in ("prefill", "decode", "ttft"):
         pts = depth.get(kind)
@@ -260,12 +272,12 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
             continue
         frames = {"points": pts}
         if kind != "ttft":
-            frames["knees"] = charts.depth_knee_points(pts, kn, kind)
+            frames["knees"] = knee_points[kind]
         speed_charts.append(page.add_json(specs.spec_json(charts.depth_builder, frames,
                                                           charts.depth_settings(pts, kind))))
     if conc is not None and not conc.empty:
         speed_charts.append(page.add_json(specs.spec_json(
-            charts.conc_builder, {"points": conc, "knees": charts.conc_knee_points(conc, kn)},
+            charts.conc_builder, {"points": conc, "knees": knee_points["conc"]},
             charts.conc_settings(conc, "total"))))
     fit_charts = []
     if c.fit is not None and fit is not None and not fit.empty:
