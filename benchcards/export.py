@@ -128,6 +128,18 @@ def cell_text(v: Any, decimals: int | None = None) -> str:
     return fmt.number(f, decimals)
 
 
+def _decimals(col: pd.Series, limit: int = 3) -> int:
+    """The decimals a rounded float column shows: as many as its most precise value needs (at most ``limit``),
+    so that 75.0 and 74.3 in one column read 75.0 and 74.3."""
+    most = 0
+    for v in col.tolist():
+        if v is None or v != v or v in (float("inf"), float("-inf")):
+            continue
+        text = f"{round(float(v), limit):.{limit}f}".rstrip("0")
+        most = max(most, len(text.split(".")[1]))
+    return most
+
+
 def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
           downloads: dict[str, str] | None = None, up: str = "") -> Table:
     """A display table as a Table. ``links`` maps a column to a column of addresses for it (from the site
@@ -137,7 +149,8 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
         return Table([], [])
     hidden = set((links or {}).values()) | set((downloads or {}).values())
     cols = [c for c in df.columns if c not in hidden]
-    decimals: dict[str, int] = df.attrs.get("decimals", {})
+    decimals: dict[str, int] = {**{c: _decimals(df[c]) for c in cols if pd.api.types.is_float_dtype(df[c].dtype)},
+                                **df.attrs.get("decimals", {})}
     numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)
                for c in cols]
     values = {c: df[c].tolist() for c in df.columns}
