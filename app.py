@@ -36,6 +36,9 @@ with st.sidebar:
     fits = st.number_input("Fits in my GPU memory (GiB)", min_value=0.0, max_value=1024.0, value=None, step=1.0,
                            key="fits", bind="query-params", placeholder="any",
                            help=metrics.get("need_gib").description)
+    gpu_only = st.toggle("Only setups without weights in system RAM", key="gpuonly", bind="query-params",
+                         help="Leave out setups whose server keeps expert weights in system RAM (--n-cpu-moe, "
+                              "--cpu-moe, -ot …=CPU): their peak GPU memory is only part of what they need.")
     lo, hi = span("model_gb", 5.0)
     size = st.slider("Model file (GB)", lo, hi, (lo, hi), step=1.0, key="size", bind="query-params")
     blo, bhi = span("bpw", 1.0)
@@ -47,7 +50,7 @@ with st.sidebar:
     quant = st.multiselect("Quantisation", sorted(df.quant.dropna().unique()), key="quant", bind="query-params")
     thinking = st.segmented_control("Thinking", ["any", "on", "off"], default="any", key="thinking",
                                     bind="query-params")
-    kinds = st.multiselect("Data", ["verified raw", "summary only", "synthetic"], key="data",
+    kinds = st.multiselect("Data", ["verified raw", "summary only", "synthetic", "method test"], key="data",
                            bind="query-params")
     sort = st.selectbox("Sort by", list(queries.SORTS), format_func=lambda k: queries.SORTS[k][0], key="sort",
                         bind="query-params")
@@ -56,12 +59,17 @@ whole = lambda rng, full: None if tuple(rng) == full else tuple(rng)  # an untou
 flt = queries.OverviewFilter(
     gpu=tuple(gpu), engine=tuple(engine), model=tuple(model), quant=tuple(quant),
     thinking={"on": True, "off": False}.get(thinking or "any"), kinds=tuple(kinds), tiers=tuple(tier),
-    fits_gib=fits, model_gb=whole(size, (lo, hi)), bpw=whole(bpw, (blo, bhi)))
+    fits_gib=fits, gpu_only=bool(gpu_only), model_gb=whole(size, (lo, hi)), bpw=whole(bpw, (blo, bhi)))
 shown = queries.sort_overview(flt.apply(df), sort or queries.DEFAULT_SORT)
 st.write(f"**{len(shown):,}** of {len(df):,} setups")
 if shown.empty:
     st.info("No setup matches these filters. Widen them in the sidebar.")
     st.stop()
+if fits is not None and shown.offload.notna().any():
+    st.warning(f"{int(shown.offload.notna().sum()):,} of these setups fit in {fmt.number(fits, 0)} GiB only because "
+               "their server keeps expert weights in system RAM (marked ⚠ below; their peak GPU memory was measured "
+               "that way). Switch on *Only setups without weights in system RAM* to leave them out.",
+               icon=":material/memory:")
 
 PAGE_ROWS = 100
 if len(shown) > PAGE_ROWS:
@@ -78,4 +86,5 @@ with st.container(key="overview"):
 common.downloads(lambda: views.overview_table(shown, lambda sid: f"Setup_card?setup={sid}"), "overview")
 st.caption(f"Quality: result ± half-width of the Wilson 95 % interval, in points; {fmt.DASH} where a setup was not "
            "measured that way. *summary only*: published figures without raw records, not recomputable. "
-           "*synthetic*: generated demo data, not a measurement. Hover a name for the full title.")
+           "*synthetic*: generated demo data, not a measurement. *method test*: a real measurement of a tiny or "
+           "random-weight model that shows the method, not a model's speed. Hover a name for the full title.")

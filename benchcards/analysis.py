@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from benchcards import fmt, tiers
+from benchcards import fmt, metrics, tiers
 from benchcards.queries import HEADLINE_TESTS, AnalysisData
 
 #: tokens per word when a setup's runs do not tell (plain English prose with a BPE tokenizer)
@@ -257,6 +257,19 @@ def filter_tiers(data: AnalysisData, wanted: Sequence[str]) -> AnalysisData:
         return data
     s = with_tiers(data.setups)
     return data.only(set(s[s.tier.isin(list(wanted))].setup_id))
+
+
+def without_method_tests(data: AnalysisData) -> tuple[AnalysisData, list[str]]:
+    """``data`` without its method tests (``queries.method_test_sql``: tiny or random-weight models, test
+    engines), and the titles left out. Their figures show how benchcards measures, not how fast a model runs,
+    so the rankings and charts leave them out unless a reader asks for them."""
+    s = data.setups
+    if "method_test" not in s.columns:
+        return data, []
+    flagged = s.method_test.fillna(False).astype(bool)
+    if not flagged.any():
+        return data, []
+    return data.only(set(s[~flagged].setup_id)), sorted(s[flagged].title.astype(str))
 
 
 def headline_values(metrics: pd.DataFrame) -> dict[str, dict[str, float]]:
@@ -691,76 +704,80 @@ def _conc_knee_text(k: Knee, min_gain: float, slots: int | None, top: float) -> 
 
 
 # --------------------------------------------------------------------------- display tables
-# Every figure of these views shown to readers is rounded/formatted here, in one place (tables, chart
-# tooltips and the export use these helpers; switch ``_f`` to the project's formatter when it lands).
+# Every figure of these views shown to readers is text from the one formatter (``benchcards.fmt``) with the
+# metric registry's unit and decimals: the tables, chart tooltips and the export show one figure one way.
 
 
-def _r(s: pd.Series, digits: int) -> pd.Series:
-    return pd.to_numeric(s, errors="coerce").round(digits)
+def _v(key: str, s: pd.Series) -> list[str]:
+    """A column of figures as text (registry decimals, thousands separators, '—' when missing)."""
+    return [fmt.value(key, x) for x in s]
 
 
-def _f(x: float | None, digits: int = 1) -> str:
-    return fmt.number(x, digits)
-
-
-def range_text(lo: float | None, hi: float | None, unit: str = "") -> str:
-    """'12.0 – 12.3' (+ unit) or '' when unknown."""
+def range_text(lo: float | None, hi: float | None, unit: str = "", key: str | None = None) -> str:
+    """'12.0 – 12.3' (+ unit) with the decimals of ``key`` (1 without one), or '' when unknown."""
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
         return ""
-    return f"{_f(lo)} – {_f(hi)}{unit}"
+    digits = metrics.get(key).decimals if key else 1
+    return f"{fmt.number(lo, digits)} – {fmt.number(hi, digits)}{unit}"
 
 
 def result_text(pct: float | None, margin: float | None) -> str:
     """'57.3 % ± 4.8' or '' for a missing result."""
     if pct is None or pd.isna(pct):
         return ""
-    return f"{_f(pct)} % ± {_f(margin)}"
+    return fmt.quality(pct, margin)
+
+
+#: columns of the analysis tables that hold figures (right-aligned)
+NUMERIC_COLUMNS = ("Rank", "Time (s)", "± range (s)", "First token (s)", "Answer (s)", "Prefill (tok/s)",
+                   "Decode (tok/s)", "Tokens / word", "Answer tokens", "Requests at once", "Total (tok/s)",
+                   "Per request (tok/s)", "Slots", "n", "Knee")
 
 
 def answer_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows of ``time_to_answer`` as shown: numbers stay numbers (sortable), ranges and notes as text."""
+    """Rows of ``time_to_answer`` as shown: every figure as text from the formatter."""
     return pd.DataFrame({
-        "Rank": df["rank"],
-        "Setup": df.title,
-        "Tier": df.tier,
-        "Time (s)": _r(df.total_s, 1),
-        "± range (s)": [range_text(lo, hi) for lo, hi in zip(df.low_s, df.high_s)],
-        "First token (s)": _r(df.ttft_s, 2),
-        "Answer (s)": _r(df.decode_s, 1),
-        "Prefill (tok/s)": _r(df.prefill_tps, 1),
-        "Decode (tok/s)": _r(df.decode_tps, 1),
-        "Tokens / word": _r(df.tokens_per_word, 2),
-        "Tokens / word from": df.tokens_per_word_from,
-        "Answer tokens": df.answer_tokens,
-        "Within measured range": df.in_range.map({True: "yes", False: "no"}),
-        "Notes": df.notes,
+        "Rank": [fmt.number(r, 0) for r in df["rank"]],
+        "Setup": df.title.astype(str),
+        "Tier": df.tier.astype(str),
+        "Time (s)": _v("answer_s", df.total_s),
+        "± range (s)": [range_text(lo, hi, key="answer_s") or fmt.DASH for lo, hi in zip(df.low_s, df.high_s)],
+        "First token (s)": _v("ttft", df.ttft_s),
+        "Answer (s)": _v("answer_decode_s", df.decode_s),
+        "Prefill (tok/s)": _v("prefill", df.prefill_tps),
+        "Decode (tok/s)": _v("decode", df.decode_tps),
+        "Tokens / word": _v("tokens_per_word", df.tokens_per_word),
+        "Tokens / word from": df.tokens_per_word_from.astype(str),
+        "Answer tokens": _v("answer_tokens", df.answer_tokens),
+        "Within measured range": df.in_range.map({True: "yes", False: "no"}).astype(str),
+        "Notes": [fmt.text(n) for n in df.notes],
     })
 
 
 def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of ``throughput`` as shown."""
     return pd.DataFrame({
-        "Setup": df.title,
-        "Tier": df.tier,
-        "Requests at once": df.level,
-        "Total (tok/s)": _r(df.total_tps, 1),
-        "Per request (tok/s)": _r(df.per_request_tps, 1),
-        "Slots": df.slots,
-        "Queued": df.queued.map({True: "yes", False: "no"}),
-        "On the frontier": df.frontier.map({True: "yes", False: ""}),
+        "Setup": df.title.astype(str),
+        "Tier": df.tier.astype(str),
+        "Requests at once": _v("conc_level", df.level),
+        "Total (tok/s)": _v("conc_total", df.total_tps),
+        "Per request (tok/s)": _v("conc_per_request", df.per_request_tps),
+        "Slots": _v("slots", df.slots),
+        "Queued": df.queued.map({True: "yes", False: "no"}).astype(str),
+        "On the frontier": df.frontier.map({True: "yes", False: ""}).astype(str),
     })
 
 
-def speed_quality_table(df: pd.DataFrame, speed_label: str) -> pd.DataFrame:
-    """Rows of ``speed_quality`` as shown."""
+def speed_quality_table(df: pd.DataFrame, speed_label: str, speed_key: str = "decode") -> pd.DataFrame:
+    """Rows of ``speed_quality`` as shown (``speed_key``: the registry key of the speed measure)."""
     return pd.DataFrame({
-        "Tier": df.tier,
-        "Setup": df.title,
-        speed_label: _r(df.speed_tps, 1),
-        "Result (95 % margin)": [result_text(p, m) for p, m in zip(df.pct, df.margin_pp)],
-        "Interval": [range_text(lo, hi, " %") for lo, hi in zip(df.lo_pct, df.hi_pct)],
-        "n": df.n,
-        "Best trade-off in tier": df.frontier.map({True: "yes", False: ""}),
+        "Tier": df.tier.astype(str),
+        "Setup": df.title.astype(str),
+        speed_label: _v(speed_key, df.speed_tps),
+        "Result (95 % margin)": [result_text(p, m) or fmt.DASH for p, m in zip(df.pct, df.margin_pp)],
+        "Interval": [range_text(lo, hi, " %", key="quality") or fmt.DASH for lo, hi in zip(df.lo_pct, df.hi_pct)],
+        "n": _v("quality_n", df.n),
+        "Best trade-off in tier": df.frontier.map({True: "yes", False: ""}).astype(str),
     })
 
 
@@ -768,11 +785,11 @@ def knee_table(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of ``knees`` as shown."""
     unit = {PREFILL: "tokens", DECODE: "tokens", CONC: "requests"}
     return pd.DataFrame({
-        "Setup": df.title,
-        "Tier": df.tier,
-        "Curve": df.kind,
+        "Setup": df.title.astype(str),
+        "Tier": df.tier.astype(str),
+        "Curve": df.kind.astype(str),
         "Knee": [f"{_depth_text(a) if k != CONC else int(a)} {unit[k]}" if pd.notna(a) else ""
                  for a, k in zip(df["at"], df.kind)],
-        "Status": df.status,
-        "What it means": df.text,
+        "Status": df.status.astype(str),
+        "What it means": df.text.astype(str),
     })

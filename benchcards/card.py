@@ -69,6 +69,68 @@ def headline_tiles(card: Card) -> list[Tile]:
     ]
 
 
+def _run_of(card: Card, metric: str, prompt: str | None = None, level: int | None = None) -> str | None:
+    """The run a figure of the card comes from."""
+    m = card.metrics
+    hit = m[(m.metric == metric) & (m.prompt.isna() if prompt is None else m.prompt == prompt)
+            & (m.level.isna() if level is None else m.level == level)]
+    return None if hit.empty or "run_id" not in hit.columns else str(hit.run_id.iloc[0])
+
+
+def _run_words(card: Card, run_id: str) -> str:
+    """'run X (started …; parts: decode, prefill at depth)'."""
+    r = card.runs[card.runs.run_id == run_id]
+    if r.empty:
+        return f"run {run_id}"
+    row = r.iloc[0]
+    bits = [] if fmt.missing(row.started_at) else [f"started {row.started_at}"]
+    parts = _method(row.get("method_json")).get("parts") or []
+    if parts:
+        bits.append("parts: " + ", ".join(metrics.part_label(p).lower() for p in parts))
+    return f"run {run_id}" + (f" ({'; '.join(bits)})" if bits else "")
+
+
+def headline_source(card: Card) -> str | None:
+    """Which speed run the headline figures (the tiles) come from, and which other speed runs the card holds."""
+    tiles = [("decode", None, None), ("prefill", None, 8192), ("ttft", None, 2048)]
+    used = list(dict.fromkeys(r for r in (_run_of(card, *k) for k in tiles) if r))
+    if not used:
+        return None
+    speed = [str(r) for r in card.runs[card.runs.kind == "speed"].run_id]
+    others = [r for r in speed if r not in used]
+    text = "Headline figures from " + " and ".join(_run_words(card, r) for r in used) + "."
+    for r in others:
+        text += f" The figures of the parts of {_run_words(card, r)} come from that run."
+    return text
+
+
+def decode_context(card: Card, prompt_tokens: float | None = None) -> str | None:
+    """How the headline decode was measured: the prompts and their length, the answer length, the runs.
+    ``prompt_tokens`` is the median prompt length of the decode requests when raw records tell it."""
+    rid = _run_of(card, "decode")
+    if rid is None:
+        return None
+    r = card.runs[card.runs.run_id == rid]
+    method = _method(r.iloc[0].get("method_json")) if not r.empty else {}
+    if "decode" not in (method.get("parts") or []):
+        if "task" in (method.get("parts") or []):
+            return ("Decode: the mean generation rate over the tool's named tasks, as it reported it (prompts of "
+                    "their own lengths, see Named tasks).")
+        return None
+    prompts = " and ".join(str(p) for p in method.get("prompt_ids") or [])
+    bits = [f"Decode: {prompts + ' ' if prompts else ''}prompts of about {fmt.tokens(prompt_tokens)}"
+            if prompt_tokens else f"Decode: short {prompts + ' ' if prompts else ''}prompts (length not recorded)"]
+    if method.get("max_tokens"):
+        bits.append(f"answers of {fmt.tokens(method['max_tokens'])}")
+    if method.get("runs"):
+        warm = method.get("warmups")
+        bits.append(f"{fmt.number(method['runs'], 0)} runs per prompt"
+                    + (f" after {fmt.number(warm, 0)} warm-up" if warm else ""))
+    if method.get("min_decode_tokens"):
+        bits.append(f"runs under {fmt.tokens(method['min_decode_tokens'])} do not count")
+    return ", ".join(bits) + "."
+
+
 #: figures of the speed table, in this order (every prompt and level the card has)
 SPEED_TABLE: tuple[str, ...] = (
     "decode", "words_per_s", "chars_per_s", "s_per_500_words", "decode_cv", "decode_window", "decode_pooled",
@@ -123,8 +185,20 @@ def task_table(card: Card) -> pd.DataFrame:
             if key == "task_prompt_tokens" and mean is None:
                 mean = lv  # older contracts keep the prompt tokens only as the level
             row[fmt.header(key)] = fmt.mean_sd(key, mean, card.value(metrics.sd_key(key), task, lv))
+        row["Runs (n)"] = fmt.number(task_runs(card), 0)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def task_runs(card: Card) -> int | None:
+    """Runs per task behind the named-task means and standard deviations (the n of each ± SD), or None."""
+    rid = _run_of(card, "task_decode") or _run_of(card, "task_prefill")
+    if rid is None:
+        m = card.metrics[card.metrics.metric.isin(TASK_COLUMNS)]
+        rid = None if m.empty or "run_id" not in m.columns else str(m.run_id.iloc[0])
+    r = card.runs[card.runs.run_id == rid] if rid else card.runs.iloc[0:0]
+    runs = _method(r.iloc[0].get("method_json")).get("runs") if not r.empty else None
+    return int(runs) if isinstance(runs, int | float) and runs > 0 else None
 
 
 def task_overall(card: Card) -> pd.DataFrame:
@@ -197,9 +271,9 @@ def ttft_gap_table(card: Card) -> pd.DataFrame:
     for r in ttft_gap_rows(card):
         rows.append({
             "Prompt": f"{depth_with_count(card, r['part'], r['level'])} ({'prefill' if r['part'] == 'prefill' else 'long prompt'})",
-            "Time to first token (client)": fmt.with_unit(fmt.number(r["ttft"], 3), "s"),
-            "Prompt time (server)": fmt.with_unit(fmt.number(r["server"], 3), "s"),
-            "Gap": fmt.with_unit(fmt.number(r["gap"], 3), "s"),
+            "Time to first token (client)": fmt.metric("server_prompt_time", r["ttft"]),
+            "Prompt time (server)": fmt.metric("server_prompt_time", r["server"]),
+            "Gap": fmt.metric("server_prompt_time", r["gap"]),
             "Share of the TTFT outside prompt processing": fmt.with_unit(fmt.number(r["share"], 0), "%"),
             "Prefill from TTFT": fmt.metric("prefill", r["prefill"]),
             "Prefill (server)": fmt.metric("server_prefill", r["server_prefill"]),
@@ -310,7 +384,8 @@ _SPEED_METHOD: tuple[tuple[str, str, object], ...] = (
     ("thinking", "Thinking", fmt.on_off),
     ("sampling", "Sampling sent", _sampling_text),
     ("server_slots", "Server slots", lambda v: fmt.number(v, 0)),
-    ("server_ctx", "Server context", fmt.tokens),
+    ("server_ctx", "Server context, all slots", fmt.tokens),
+    ("server_ctx_per_slot", "Server context per slot", fmt.tokens),
 )
 
 
@@ -362,6 +437,7 @@ def method_table(card: Card) -> pd.DataFrame:
                              ", ".join(b for b in bits if b) or fmt.DASH))
         elif r.kind == "fit" and "fill_target_pct" in method:
             rows.append((r.run_id, "Prompt fills about", f"{fmt.percent(method['fill_target_pct'])} of each context"))
+            rows.append((r.run_id, "Peak memory measured with", peak_method(card)))
         if not fmt.missing(r.tool):
             rows.append((r.run_id, "Measured with", str(r.tool)))
         if not fmt.missing(r.command):
@@ -404,7 +480,7 @@ def quality_table(card: Card) -> pd.DataFrame:
             "Result (95 % margin)": fmt.quality(r.pct, r.margin_pp),
             "Right / n": fmt.right_of(r.right, r.n),
             "Cut off (counted wrong)": fmt.number(r.cut_off, 0),
-            "Token limit": fmt.number(r.token_limit, 0),
+            "Token limit": fmt.value("token_limit", r.token_limit),
             "Median answer": ", ".join(m for m in median if m) or fmt.DASH,
             "Thinking": fmt.on_off(r.thinking),
             "From": "items" if r.from_items else "published summary",
@@ -439,6 +515,15 @@ def fit_tiles(card: Card) -> list[Tile]:
         Tile("Peak memory", fmt.metric("fit_peak_gib", f.get("peak_gib")), metrics.get("fit_peak_gib").description),
         Tile("Decode at that size", fmt.metric("fit_decode", f.get("decode_tps")), metrics.get("fit_decode").description),
     ]
+
+
+def peak_method(card: Card) -> str:
+    """How the memory test read its peak GPU memory, as its contract records it, else 'not recorded'."""
+    if card.fit is None:
+        return "not recorded"
+    r = card.runs[card.runs.run_id == card.fit.get("run_id")]
+    how = _method(r.iloc[0].get("method_json")).get("peak_memory_method") if not r.empty else None
+    return str(how) if how else "not recorded"
 
 
 def fit_table(card: Card) -> pd.DataFrame:
@@ -489,6 +574,15 @@ def flags_table(card: Card) -> pd.DataFrame:
 
 
 @dataclass
+class Step:
+    """One step of the Reproduce section: a heading that says up front what is missing, the command(s)."""
+
+    title: str  # e.g. '1. Get the model file'
+    detail: str  # what the step does, or what is not recorded
+    commands: list[tuple[str, str]] = field(default_factory=list)  # (caption, shell text)
+
+
+@dataclass
 class Reproduce:
     """How to measure this setup again: get the model, start the server, run the measurement."""
 
@@ -496,6 +590,7 @@ class Reproduce:
     server: str | None
     measure: dict[str, str] = field(default_factory=dict)  # run id -> command
     notes: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
 
 
 #: what ``python -m live measure`` sends unless told otherwise (see live.measure.MeasureConfig)
@@ -503,19 +598,45 @@ LIVE_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42}
 LIVE_PARTS = ("decode", "prefill", "conc", "l1", "ctx")
 
 
+#: where the download line puts the model file; the server command of the Reproduce section reads it there
+MODEL_DIR = "models"
+_MODEL_FLAGS = ("-m", "--model")
+
+
 def download_command(card: Card) -> str | None:
-    """Lines that fetch the exact model file (repo, file, revision) and check its SHA-256, or None."""
+    """Lines that fetch the exact model file (repo, file, revision) into ``MODEL_DIR`` and check its SHA-256,
+    or None."""
     m = card.setup.model
     if not m.repo or not m.file:
         return None
     cmd = ["hf", "download", m.repo, m.file]
     if m.revision:
         cmd += ["--revision", m.revision]
-    cmd += ["--local-dir", "models"]
+    cmd += ["--local-dir", MODEL_DIR]
     lines = [shlex.join(cmd)]
     if m.sha256:
-        lines.append(f"echo {shlex.quote(m.sha256 + '  models/' + m.file)} | sha256sum --check")
+        lines.append(f"echo {shlex.quote(m.sha256 + '  ' + MODEL_DIR + '/' + m.file)} | sha256sum --check")
     return "\n".join(lines)
+
+
+def local_model_argv(argv: list[str], file: str) -> tuple[list[str], str | None]:
+    """``argv`` with its model path (-m / --model / --model=) pointing at ``MODEL_DIR/file``, where the download
+    line puts the file, and the path it had (None when it already pointed there or names no model file)."""
+    out = list(argv)
+    target = f"{MODEL_DIR}/{file}"
+    for i, word in enumerate(out):
+        if word in _MODEL_FLAGS and i + 1 < len(out):
+            if out[i + 1] == target:
+                return out, None
+            was, out[i + 1] = out[i + 1], target
+            return out, was
+        if word.startswith("--model="):
+            was = word.split("=", 1)[1]
+            if was == target:
+                return out, None
+            out[i] = f"--model={target}"
+            return out, was
+    return out, None
 
 
 def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
@@ -563,6 +684,8 @@ def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
     if hw.gpus:
         g = hw.gpus[0]
         args += ["--gpu", g.name, "--gpu-count", str(g.count), "--vram-gib", f"{g.vram_gib:g}"]
+    else:
+        args += ["--gpu", "cpu"]  # the live client needs it said: no GPU is never assumed
     if hw.cpu:
         args += ["--cpu", hw.cpu]
     if hw.ram_gib:
@@ -598,23 +721,52 @@ def _shell_lines(args: list[str]) -> str:
     return " \\\n".join(lines)
 
 
+def _download_step(card: Card, download: str | None) -> Step:
+    """Step 1, its heading saying first what is not recorded (repository, file, revision, SHA-256)."""
+    m = card.setup.model
+    if download is None:
+        lacking = [w for w, v in (("repository", m.repo), ("file name", m.file)) if not v]
+        return Step("1. Get the model file",
+                    f"Not possible from this card: the model's {' and '.join(lacking)} "
+                    f"{'is' if len(lacking) == 1 else 'are'} not recorded. Get {m.file or m.name} yourself"
+                    + (f" (SHA-256 {m.sha256})" if m.sha256 else "") + ".")
+    said = [f"at the exact revision {m.revision[:12]}" if m.revision else
+            "no revision is recorded, so this gets the newest file, which may differ from the one measured",
+            "then check its SHA-256" if m.sha256 else "no SHA-256 is recorded, so the file cannot be checked"]
+    return Step("1. Get the model file", f"Into {MODEL_DIR}/: " + "; ".join(said) + ".", [("", download)])
+
+
 def reproduce(card: Card) -> Reproduce:
-    """Everything needed to measure this setup again."""
+    """Everything needed to measure this setup again, as numbered steps whose headings say what is missing."""
     s = card.setup
     out = Reproduce(download=download_command(card), server=None)
-    if out.download is None:
-        out.notes.append("The model's repository or file name is not recorded, so there is no download line: "
-                         f"get {s.model.file or s.model.name} yourself.")
-    elif not s.model.revision:
-        out.notes.append("No repository revision is recorded: the download gets the newest file, which may differ.")
+    out.steps.append(_download_step(card, out.download))
     if not s.server.argv[0].endswith("(command not given)"):
-        out.server = flags.shell_join(s.server.argv, s.server.env)
+        argv, was = (local_model_argv(s.server.argv, s.model.file) if out.download and s.model.file
+                     else (s.server.argv, None))
+        out.server = flags.shell_join(argv, s.server.env)
+        detail = "With the exact command of the measurement"
+        if was is not None:
+            detail += (f"; the model path reads {MODEL_DIR}/{s.model.file}, where step 1 puts the file "
+                       f"(the measured command read {was})")
+        out.steps.append(Step("2. Start the server", detail + ".", [("", out.server)]))
     else:
         out.notes.append("The exact server command was not recorded.")
-    for r in card.runs[card.runs.kind == "speed"].itertuples():
+        out.steps.append(Step("2. Start the server", "Not possible from this card: the exact server command was "
+                                                     "not recorded."))
+    speed_runs = card.runs[card.runs.kind == "speed"]
+    for r in speed_runs.itertuples():
         cmd, notes = measure_command(card, _relevant(_method(getattr(r, "method_json", None))))
         out.measure[r.run_id] = cmd
         out.notes.extend(f"{r.run_id}: {n}" for n in notes)
+    if out.measure:
+        many = len(out.measure) > 1
+        out.steps.append(Step("3. Measure it", f"With the settings of this setup's speed run{'s' if many else ''}"
+                                               + (", one command per run." if many else "."),
+                              [(f"Run {rid}", cmd) for rid, cmd in out.measure.items()]))
+    else:
+        out.steps.append(Step("3. Measure it", "No speed run is recorded for this setup, so there are no settings "
+                                               "to repeat: `python -m live measure --help` lists the defaults."))
     return out
 
 

@@ -26,9 +26,9 @@ FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 HEIGHT = 260
 
 DEPTH_METRICS = {
-    "prefill": ("prefill", "ctx_prefill"),
-    "decode": ("decode_at_depth", "ctx_decode"),
-    "ttft": ("ttft", "ctx_ttft"),
+    "prefill": ("prefill", "ctx_prefill", "task_prefill"),
+    "decode": ("decode_at_depth", "ctx_decode", "task_decode"),
+    "ttft": ("ttft", "ctx_ttft", "task_ttft"),
 }
 CHART_LABELS = {
     "prefill": ("Prefill (tok/s)", "Prefill vs prompt depth"),
@@ -38,7 +38,7 @@ CHART_LABELS = {
     "conc_total": ("Total output (tok/s)", "Total throughput vs requests at once"),
     "conc_per_request": ("Per request (tok/s)", "Speed of one request vs requests at once"),
 }
-PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps"}
+PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps", "task": "named tasks"}
 #: a legend label too long for the plot's width is written one ' · ' part per line (model, quant, build, GPU)
 WRAP_LABEL = "length(datum.label) * 6.6 > width - 30 ? split(datum.label, ' · ') : datum.label"
 POW2_LABEL = "datum.value >= 1024 ? format(datum.value / 1024, ',') + 'K' : format(datum.value, ',')"
@@ -169,7 +169,7 @@ def depth_points(series: pd.DataFrame, kind: str, names: dict[str, str] | None =
         prov = col["provenance"][idx[0]]
         rows.append({
             "setup_id": sid, "setup": setup, "metric": metric,
-            "part": PART_NAMES["ctx" if str(metric).startswith("ctx_") else "prefill"],
+            "part": PART_NAMES[str(metric).split("_")[0] if str(metric).startswith(("ctx_", "task_")) else "prefill"],
             "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": prov,
             "depth_text": f"{fmt.depth(level)} ({fmt.tokens(tokens)}{'' if round(tokens) == level else ' counted'})",
             "value_text": fmt.metric(str(metric), value),
@@ -250,7 +250,7 @@ def depth_builder(points: Any, kind: str, ticks: tuple[int, ...], knees: Any = N
         x=x, y=y, color=color, tooltip=tooltip,
         # the shapes are explained beside the chart: a second legend would not fit beside the first on a phone
         shape=alt.Shape("part:N", legend=None, scale=alt.Scale(domain=list(PART_NAMES.values()),
-                                                                range=["circle", "square"])))
+                                                                range=["circle", "square", "triangle-up"])))
     layers = [lines, marks]
     if knees is not None:
         layers += _knee_layers(knees, DEPTH_X_TITLE, y_title, color)
@@ -483,7 +483,10 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
     p = int(rows.prompt_tokens.iloc[0]) if not rows.empty else 0
     w = rows.answer_words.iloc[0] if not rows.empty else 0
     rows["measured"] = rows.in_range.map({True: "within measured depths", False: "held beyond measured depths"})
-    rows["range"] = [range_text(lo, hi, " s") or "unknown" for lo, hi in zip(rows.low_s, rows.high_s)]
+    rows["range"] = [range_text(lo, hi, " s", key="answer_s") or "unknown" for lo, hi in zip(rows.low_s, rows.high_s)]
+    for col, key in (("total_s", "answer_s"), ("ttft_s", "ttft"), ("decode_s", "answer_decode_s"),
+                     ("answer_tokens", "answer_tokens")):  # tooltips: the tables' text, not Vega's rounding
+        rows[f"{col}_text"] = [fmt.metric(key, v) for v in rows[col]]
     parts = pd.concat([
         rows.assign(part=ANSWER_PARTS[0], start=0.0, end=rows.ttft_s),
         rows.assign(part=ANSWER_PARTS[1], start=rows.ttft_s, end=rows.total_s),
@@ -493,10 +496,9 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
     y = alt.Y("title:N", title=None, sort=order,
               axis=alt.Axis(labelLimit=alt.ExprRef("containerSize()[0] < 600 ? 120 : 320")))
     tooltip = [alt.Tooltip("rank:Q"), alt.Tooltip("title:N", title="setup"), alt.Tooltip("tier:N"),
-               alt.Tooltip("total_s:Q", title="time (s)", format=",.1f"), alt.Tooltip("range:N", title="± range"),
-               alt.Tooltip("ttft_s:Q", title="first token (s)", format=",.2f"),
-               alt.Tooltip("decode_s:Q", title="answer (s)", format=",.1f"),
-               alt.Tooltip("answer_tokens:Q", title="answer tokens"), alt.Tooltip("measured:N", title="curves"),
+               alt.Tooltip("total_s_text:N", title="time"), alt.Tooltip("range:N", title="± range"),
+               alt.Tooltip("ttft_s_text:N", title="first token"), alt.Tooltip("decode_s_text:N", title="answer"),
+               alt.Tooltip("answer_tokens_text:N", title="answer tokens"), alt.Tooltip("measured:N", title="curves"),
                alt.Tooltip("notes:N")]
     bars = alt.Chart(parts).mark_bar(height={"band": 0.7}).encode(
         x=alt.X("start:Q", title="Seconds to the end of the answer"), x2="end:Q", y=y,
@@ -519,12 +521,13 @@ def pareto_chart(df: pd.DataFrame) -> alt.TopLevelMixin:
     data = df.copy()
     data["queued_txt"] = data.queued.map({True: "queued (more requests than slots)", False: "within slots"})
     data["series"] = data.setup_id
+    data["total_text"] = [fmt.metric("conc_total", v) for v in data.total_tps]
+    data["per_request_text"] = [fmt.metric("conc_per_request", v) for v in data.per_request_tps]
     x = alt.X("per_request_tps:Q", title="Per request (tok/s)", scale=_scale(wants_log(data.per_request_tps)))
     y = alt.Y("total_tps:Q", title="Total (tok/s)", scale=_scale(wants_log(data.total_tps)))
     tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("tier:N"),
                alt.Tooltip("level:Q", title="requests at once"),
-               alt.Tooltip("total_tps:Q", title="total tok/s", format=",.1f"),
-               alt.Tooltip("per_request_tps:Q", title="per request tok/s", format=",.1f"),
+               alt.Tooltip("total_text:N", title="total"), alt.Tooltip("per_request_text:N", title="per request"),
                alt.Tooltip("slots:Q"), alt.Tooltip("queued_txt:N", title="queue"),
                alt.Tooltip("frontier:N", title="on the frontier")]
     color = alt.Color("tier:N", title="Hardware tier")
@@ -550,12 +553,13 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
     data = df.copy()
     data["trade_off"] = data.frontier.map({True: "best trade-off in tier", False: "other"})
     data["result"] = [result_text(p, m) for p, m in zip(data.pct, data.margin_pp)]
+    data["speed_text"] = [fmt.metric("decode", v) for v in data.speed_tps]
     label = str(data.label.iloc[0]) if not data.empty else ""
     x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)))
     color = alt.Color("trade_off:N", title="Within its tier",
                       scale=alt.Scale(domain=["best trade-off in tier", "other"], range=[PALETTE[0], GREY]))
     tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("tier:N"),
-               alt.Tooltip("speed_tps:Q", title=speed_label, format=",.1f"), alt.Tooltip("result:N"),
+               alt.Tooltip("speed_text:N", title=speed_label.split(" (")[0]), alt.Tooltip("result:N"),
                alt.Tooltip("n:Q"), alt.Tooltip("trade_off:N", title="within its tier")]
     base = alt.Chart(data)
     bars = base.mark_rule(strokeWidth=2).encode(

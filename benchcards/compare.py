@@ -151,8 +151,10 @@ ROWS: list[tuple[str, str | None]] = [
     ("decode", None), ("decode", "code"), ("decode", "prose"), ("decode_cv", None), ("words_per_s", None),
     ("s_per_500_words", None), ("prefill", None), ("ttft", None), ("ctx_prefill", None), ("ctx_ttft", None),
     ("ctx_decode", "code"), ("ctx_decode", "prose"), ("conc_total", None), ("conc_per_request", None),
-    ("l1_wall", None), ("task_decode", None), ("task_prefill", None),
+    ("l1_wall", None), ("l1_tokens", None), ("task_decode", None), ("task_prefill", None),
 ]
+#: figures that only compare between runs of the same length: figure -> the length figure
+SAME_LENGTH: dict[str, str] = {"l1_wall": "l1_tokens"}
 
 
 def vs_first(name: str) -> str:
@@ -179,15 +181,33 @@ def metrics_side_by_side(cards: list[Card], shown: list[str] | None = None) -> S
         if sum(v is not None for v in vals) < 2:
             continue
         unit = metrics.get(metric).unit
-        row = {"Figure": f"{fmt.label(metric, prompt, lv)} ({unit})"}
+        label = fmt.label(metric, prompt, lv)
+        row = {"Figure": label if unit in label.lower().split() else f"{label} ({unit})"}
         for name, v in zip(cols, vals):
             row[name] = fmt.value(metric, v)
-        for name, v in zip(cols[1:], vals[1:]):
+        length = SAME_LENGTH.get(metric)
+        lengths = [c.value(length) for c in cards] if length else []
+        for i, (name, v) in enumerate(zip(cols[1:], vals[1:]), start=1):
             text, verdict = fmt.change(metric, v, vals[0])
+            if length and v is not None and vals[0] is not None and lengths[i] != lengths[0]:
+                # a longer answer takes longer: different lengths are not a speed difference
+                text, verdict = (f"not comparable: answers of {fmt.metric(length, lengths[i])} vs "
+                                 f"{fmt.metric(length, lengths[0])} (see the rate)", None)
             col = vs_first(name)
             row[col] = text
             verdicts[col].append(verdict)
         rows.append(row)
+        if metric == "l1_tokens":  # the long answer's own rate compares across lengths
+            rates = [None if t is None or not w else t / w for t, w in
+                     zip(vals, [c.value("l1_wall") for c in cards])]
+            if sum(r is not None for r in rates) >= 2:
+                row = {"Figure": "Long answer, tokens / wall time (tok/s)"}
+                for name, r in zip(cols, rates):
+                    row[name] = fmt.value("decode", r)
+                for name, r in zip(cols[1:], rates[1:]):
+                    row[vs_first(name)], verdict = fmt.change("decode", r, rates[0])
+                    verdicts[vs_first(name)].append(verdict)
+                rows.append(row)
     return Styled(pd.DataFrame(rows), verdicts if rows else {})
 
 
@@ -238,15 +258,36 @@ def quality_side_by_side(cards: list[Card], compare: Callable[[str, str], list[Q
     return Styled(pd.DataFrame(rows), verdicts if rows else {})
 
 
-def fit_side_by_side(cards: list[Card], shown: list[str] | None = None) -> pd.DataFrame:
-    """Memory-test headline per setup."""
+def fit_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Styled:
+    """Memory-test headline per setup, each setup after the first compared with the first in words.
+
+    Peak memory and decode are measured at each setup's own largest context: at different sizes they are
+    said to be not comparable. A last row names what each server keeps in system RAM (``--n-cpu-moe`` and
+    the like): its peak GPU memory is then only part of what the setup needs."""
     if not any(c.fit for c in cards):
-        return pd.DataFrame()
+        return Styled(pd.DataFrame())
     cols = shown or names(cards)
-    rows = []
+    fits = [c.fit or {} for c in cards]
+    rows: list[dict] = []
+    verdicts: dict[str, list[str | None]] = {vs_first(n): [] for n in cols[1:]}
     for key, col in (("fit_ctx", "largest_ctx"), ("fit_peak_gib", "peak_gib"), ("fit_decode", "decode_tps")):
         row = {"Figure": fmt.header(key)}
-        for name, c in zip(cols, cards):
-            row[name] = fmt.value(key, c.fit.get(col) if c.fit else None)
+        for name, f in zip(cols, fits):
+            row[name] = fmt.value(key, f.get(col))
+        for name, f in zip(cols[1:], fits[1:]):
+            text, verdict = fmt.change(key, f.get(col), fits[0].get(col))
+            if key != "fit_ctx" and text != fmt.DASH and f.get("largest_ctx") != fits[0].get("largest_ctx"):
+                text, verdict = "not comparable: measured at another context size", None
+            row[vs_first(name)] = text
+            verdicts[vs_first(name)].append(verdict)
         rows.append(row)
-    return pd.DataFrame(rows)
+    offload = [flags.system_ram_offload(c.setup.server.argv) for c in cards]
+    if any(offload):
+        row = {"Figure": "Weights kept in system RAM"}
+        for name, o in zip(cols, offload):
+            row[name] = o or "none"
+        for name in cols[1:]:
+            row[vs_first(name)] = ""
+            verdicts[vs_first(name)].append(None)
+        rows.append(row)
+    return Styled(pd.DataFrame(rows), verdicts)

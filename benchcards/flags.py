@@ -237,3 +237,22 @@ def shell_join(argv: list[str], env: dict[str, str] | None = None) -> str:
     for a in args:
         lines.append(f"  {shlex.quote(a.flag)}" + (f" {shlex.quote(a.value)}" if a.value is not None else ""))
     return " \\\n".join(lines)
+
+
+def system_ram_offload(argv: list[str]) -> str | None:
+    """What a server command keeps in system RAM instead of GPU memory, in words, or None.
+
+    '--n-cpu-moe 23' -> 'expert weights of 23 layers (--n-cpu-moe 23)'; '--cpu-moe' -> all
+    expert weights; an '-ot' / '--override-tensor' rule that sends tensors to the CPU -> that rule. A peak
+    GPU memory measured with such a command is only what the GPU holds: the setup needs the system RAM too.
+    """
+    s = settings(argv)
+    n = as_int(s.get("n_cpu_moe")) if isinstance(s.get("n_cpu_moe"), str) else None
+    if n:
+        return f"expert weights of {n:,} layers (--n-cpu-moe {n})"
+    if s.get("cpu_moe") is True:
+        return "all expert weights (--cpu-moe)"
+    rule = s.get("override_tensor")
+    if isinstance(rule, str) and "cpu" in rule.lower():
+        return f"tensors matching {rule} (--override-tensor)"
+    return None

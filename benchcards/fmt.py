@@ -210,14 +210,24 @@ def change(key: str, new: object, base: object) -> tuple[str, str | None]:
     """How ``new`` compares with ``base`` for a registered figure, in words.
 
     Returns (text, verdict) where verdict is 'better', 'worse', 'same' or None (no
-    direction known or a value missing): ('+12.3 %, better', 'better').
+    direction known or a value missing): ('+12.3 %, better', 'better'). A figure that is itself a
+    percentage (a spread) differs in points: 1.4 % -> 0.8 % is ('−0.6 pts, better', 'better').
     """
-    if missing(new) or missing(base) or float(base) == 0:  # type: ignore[arg-type]
+    if missing(new) or missing(base):
         return DASH, None
-    d = (float(new) / float(base) - 1.0) * 100.0  # type: ignore[arg-type]
-    text = f"{number(d, 1, sign=True)} %"
-    better = metrics.get(key).better
-    if number(d, 1) == "0.0":
+    d_ = metrics.get(key)
+    if d_.unit == "%":  # a difference of two percentages is in percentage points, never a % of a %
+        d = (float(new) - float(base)) * d_.scale  # type: ignore[arg-type]
+        text = points(d)
+        zero = number(d, d_.decimals) == number(0, d_.decimals)
+    else:
+        if float(base) == 0:  # type: ignore[arg-type]
+            return DASH, None
+        d = (float(new) / float(base) - 1.0) * 100.0  # type: ignore[arg-type]
+        text = f"{number(d, 1, sign=True)} %"
+        zero = number(d, 1) == "0.0"
+    better = d_.better
+    if zero:
         return f"{text}, same", "same"
     if better is None:
         return text, None

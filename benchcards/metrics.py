@@ -155,13 +155,25 @@ _DEFS: list[MetricDef] = [
     _m("fit_step_prompt_tokens", "Prompt", "tokens", 0, None, "fit", "Prompt tokens sent at this size."),
     _m("fit_step_filled", "Filled", "%", 1, None, "fit", "Share of the context the prompt filled."),
     _m("fit_step_ttft", "First token", "s", 1, "lower", "fit", "Time to first token of the prompt."),
-    _m("fit_step_prefill", "Prefill, as the server reports it", "tok/s", 0, "higher", "fit",
+    _m("fit_step_prefill", "Prefill, as the server reports it", "tok/s", 1, "higher", "fit",
        "Prefill rate the server reported for the one request.", short="Prefill, server"),
     _m("fit_step_decode", "Decode", "tok/s", 1, "higher", "fit", "Decode of the short answer."),
     _m("fit_step_answer_tokens", "Answer", "tokens", 0, None, "fit", "Tokens of the answer."),
     _m("fit_step_peak", "Peak memory", "GiB", 2, "lower", "fit", "Peak GPU memory in use at this size."),
     _m("fit_server_start", "Server start", "s", 1, "lower", "fit",
        "Seconds from starting the server with this context until it was ready.", qualified="Server start at {depth}"),
+    # ---------------------------------------------------------------- analysis (benchcards.analysis)
+    _m("answer_s", "Time to answer", "s", 1, "lower", "analysis",
+       "Expected seconds from sending the prompt to the end of the answer: first token plus the answer's "
+       "tokens at the decode rate of the depths they are generated at.", short="Time"),
+    _m("answer_decode_s", "Answer", "s", 1, "lower", "analysis",
+       "Seconds from the first token to the end of the answer."),
+    _m("answer_tokens", "Answer tokens", "tokens", 0, None, "analysis",
+       "Words of the answer × tokens per word."),
+    _m("tokens_per_word", "Tokens per word", "tokens/word", 2, None, "analysis",
+       "Tokens per word of the setup's own decode answers (decode rate / words per second)."),
+    _m("conc_level", "Requests at once", "requests", 0, None, "conc", "Requests sent at the same time."),
+    _m("quality_n", "Items", "items", 0, None, "quality", "Items of the test."),
     # ---------------------------------------------------------------- setup
     _m("vram_gib", "VRAM", "GiB", 0, None, "setup", "GPU memory of the setup (all GPUs)."),
     _m("ram_gib", "System RAM", "GiB", 0, None, "setup", "System memory."),
@@ -171,7 +183,8 @@ _DEFS: list[MetricDef] = [
     _m("ctx", "Context window", "tokens", 0, None, "setup", "Context of the server (-c), over all slots."),
     _m("need_gib", "GPU memory needed", "GiB", 1, "lower", "setup",
        "Peak GPU memory of the memory test at its largest context that answered; without a memory test the "
-       "model file size (or the GPU memory it ran on, when smaller)."),
+       "model file size (or the GPU memory it ran on, when smaller). A setup whose server keeps expert weights "
+       "in system RAM (--n-cpu-moe, --cpu-moe) needs that RAM as well: it is marked."),
 ]
 
 #: standard deviations of the named-task figures: same unit and decimals as the figure itself

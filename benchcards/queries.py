@@ -124,6 +124,30 @@ class RawFileError(LookupError):
 TRACE: list[tuple[str, list]] | None = None
 
 
+#: smallest model that is ranked as a model: a setup whose weights are smaller (file or parameters) is a
+#: method test however its setup.json is marked (see ``METHOD_TEST_SQL``)
+TINY_MODEL_BYTES = 500_000_000
+TINY_MODEL_PARAMS_B = 0.5
+
+
+def method_test_sql(alias: str = "s") -> str:
+    """SQL (over the ``setups`` table as ``alias``) that is true for a method test: a real measurement that shows
+    how benchcards measures rather than how fast a model runs. The rule (docs/definitions.md): the setup says so
+    (``method_test`` in setup.json), or its model file is under 500 MB, or it has under 0.5 B parameters.
+    Method tests get their own badge and stay out of default selections and ranking charts unless picked."""
+    a = alias
+    return (f"(coalesce(json_extract_string({a}.setup_json, '$.method_test'), 'false') = 'true' "
+            f"OR coalesce({a}.model_bytes < {TINY_MODEL_BYTES}, false) "
+            f"OR coalesce({a}.params_total_b < {TINY_MODEL_PARAMS_B}, false))")
+
+
+def is_method_test(setup: Setup) -> bool:
+    """``method_test_sql`` for one parsed setup."""
+    m = setup.model
+    return bool(setup.method_test or (m.file_bytes is not None and m.file_bytes < TINY_MODEL_BYTES)
+                or (m.params_total_b is not None and m.params_total_b < TINY_MODEL_PARAMS_B))
+
+
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
     if TRACE is not None:
         TRACE.append((sql, list(params or [])))
@@ -147,6 +171,8 @@ def overview(store: Store) -> pd.DataFrame:
                    coalesce(s.unified_memory, false) AS unified_memory, s.engine,
                    coalesce(s.engine_version, '') AS engine_version, s.engine_build, s.model, s.quant,
                    s.model_bytes, s.params_total_b, s.thinking, s.synthetic, s.summary_only,
+                   {method_test_sql()} AS method_test,
+                   json_extract_string(s.setup_json, '$.server.argv') AS argv_json,
                    s.measured_last AS measured, s.ctx, s.slots, s.kv_type,
                    max(CASE WHEN m.metric = 'decode' AND m.prompt IS NULL AND m.level IS NULL THEN m.value END)
                        AS decode_tps,
@@ -181,8 +207,23 @@ def overview(store: Store) -> pd.DataFrame:
     quant = base.quant.fillna("").astype(str)
     base["name"] = (base.model.fillna("model?").astype(str) + quant.where(quant == "", " · " + quant) + " · "
                     + engine + version.where(version == "", " " + version).where(version != "", " (build not given)"))
-    base["badges"] = [badges({"synthetic": a, "summary_only": b}) for a, b in zip(base.synthetic, base.summary_only)]
+    base["offload"] = [_offload(a) for a in base.pop("argv_json")]
+    base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t})
+                      for a, b, t in zip(base.synthetic, base.summary_only, base.method_test)]
     return base
+
+
+def _offload(argv_json: object) -> str | None:
+    """``flags.system_ram_offload`` of a setup's stored argv (JSON text), or None."""
+    import json
+
+    from benchcards import flags
+
+    try:
+        argv = json.loads(str(argv_json)) if not fmt.missing(argv_json) else None
+    except ValueError:
+        return None
+    return flags.system_ram_offload([str(a) for a in argv]) if isinstance(argv, list) and argv else None
 
 
 def short_name(row: object) -> str:
@@ -197,9 +238,11 @@ def short_name(row: object) -> str:
 
 
 def badges(row: pd.Series | dict) -> str:
-    """Badges of an overview row: synthetic, summary only or verified raw."""
+    """Badges of an overview row: synthetic, method test, summary only or verified raw."""
     if row.get("synthetic"):
         return "synthetic"
+    if row.get("method_test") and not fmt.missing(row.get("method_test")):
+        return "method test"
     if row.get("summary_only"):
         return "summary only"
     return "verified raw"
@@ -421,8 +464,13 @@ def compare_quality(store: Store, a: str, b: str) -> list[QualityComparison]:
 
     When both have per-item records over the same item ids, the comparison is
     paired (McNemar's exact test); otherwise Newcombe's interval for independent
-    proportions.
+    proportions. Raises NotFound naming every id that is not a setup (as ``card`` does); two setups without a
+    test in common give an empty list.
     """
+    known = {sid for sid, _ in setup_ids(store)}
+    unknown = [s for s in dict.fromkeys((a, b)) if s not in known]
+    if unknown:
+        raise NotFound(", ".join(unknown))
     q = quality_table(store, [a, b])
     out: list[QualityComparison] = []
     with db.reading(store.path) as con:
@@ -460,9 +508,10 @@ class OverviewFilter:
     model: tuple[str, ...] = ()
     quant: tuple[str, ...] = ()
     thinking: bool | None = None
-    kinds: tuple[str, ...] = ()  # badges: synthetic / summary only / verified raw
+    kinds: tuple[str, ...] = ()  # badges: synthetic / method test / summary only / verified raw
     tiers: tuple[str, ...] = ()  # VRAM tiers (benchcards.tiers)
     fits_gib: float | None = None  # only setups whose ``need_gib`` is at most this
+    gpu_only: bool = False  # only setups that keep no weights in system RAM (``offload`` empty)
     model_gb: tuple[float, float] | None = None  # model file size range, GB
     bpw: tuple[float, float] | None = None  # bits per weight range
 
@@ -480,6 +529,8 @@ class OverviewFilter:
                 keep &= pd.to_numeric(df[col], errors="coerce").between(lo, hi)
         if self.fits_gib is not None:
             keep &= pd.to_numeric(df.need_gib, errors="coerce") <= self.fits_gib
+        if self.gpu_only and "offload" in df.columns:
+            keep &= df.offload.isna()
         if self.thinking is not None:
             keep &= df.thinking.fillna(False) == self.thinking
         return df[keep]
@@ -513,18 +564,26 @@ def sort_overview(df: pd.DataFrame, by: str = DEFAULT_SORT) -> pd.DataFrame:
 
 
 def curve_setups(store: Store, limit: int = 3) -> list[str]:
-    """Setups to show on the scaling curves when none is chosen: those with prefill or long-prompt points,
-    measured (not synthetic) ones first, then the fastest decode."""
+    """Setups to show on the scaling curves when none is chosen: those with points at prompt depths (prefill,
+    long-prompt or named-task steps). Real measurements of real models come first (published ones before
+    synthetic demo data, the most depth points first, then the fastest decode); method tests
+    (``method_test_sql``) are never chosen by default."""
     rows = store.df(f"""
         SELECT s.setup_id FROM setups s
         JOIN (SELECT setup_id, count(*) AS n FROM ({LATEST_METRICS})
-              WHERE metric IN ('prefill', 'ctx_prefill') GROUP BY setup_id) p USING (setup_id)
+              WHERE metric IN ('prefill', 'ctx_prefill', 'task_prefill') GROUP BY setup_id) p USING (setup_id)
         LEFT JOIN (SELECT setup_id, value FROM ({LATEST_METRICS})
                    WHERE metric = 'decode' AND prompt IS NULL AND level IS NULL) d USING (setup_id)
+        WHERE NOT {method_test_sql()}
         ORDER BY s.synthetic, p.n DESC, d.value DESC NULLS LAST, s.setup_id
         LIMIT ?
     """, [limit])
     return list(rows.setup_id)
+
+
+def method_test_ids(store: Store) -> set[str]:
+    """Ids of the setups that are method tests (``method_test_sql``)."""
+    return set(store.df(f"SELECT setup_id FROM setups s WHERE {method_test_sql()}").setup_id)
 
 
 # --------------------------------------------------------------------------- inputs of benchcards.analysis
@@ -545,7 +604,7 @@ class AnalysisData:
     """The frames ``benchcards.analysis`` works on (build one with ``analysis_data``).
 
     - setups: setup_id, title, gpu, gpu_count, vram_gib, unified_memory, engine, engine_version, model, quant,
-      slots, thinking, synthetic, summary_only
+      slots, thinking, synthetic, summary_only, method_test
     - metrics: setup_id, metric, prompt, level, value, n, provenance (latest run per metric)
     - spreads: setup_id, part ('prefill' or 'ctx'), depth, n, cv_pct: spread of the prefill rates of the
       runs behind each prefill figure (needs raw records)
@@ -577,7 +636,7 @@ def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
         setups = _fetch(con, f"""
             SELECT setup_id, title, gpu, gpu_count, vram_gib, coalesce(unified_memory, false) AS unified_memory,
                    engine, coalesce(engine_version, '') AS engine_version, model, quant, slots, thinking,
-                   synthetic, summary_only
+                   synthetic, summary_only, {method_test_sql('setups')} AS method_test
             FROM setups {('WHERE ' + sel) if ids is not None else ''} ORDER BY setup_id""", id_params)
         metrics = _fetch(con, f"""
             SELECT setup_id, metric, prompt, level, value, n, provenance
@@ -599,3 +658,12 @@ def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
             GROUP BY r.setup_id ORDER BY r.setup_id""", id_params)
     quality = quality_table(store, ids)
     return AnalysisData(setups=setups, metrics=metrics, spreads=spreads, decode_depths=depths, quality=quality)
+
+
+def decode_prompt_tokens(store: Store, run_id: str) -> float | None:
+    """Median prompt tokens of the decode requests of one run (warm-ups and failed requests left out), or None
+    when the run has no raw request records."""
+    rows = store.df("SELECT median(prompt_tokens) AS t FROM requests WHERE run_id = ? AND part = 'decode' "
+                    "AND NOT warmup AND error IS NULL AND prompt_tokens > 0", [run_id])
+    v = rows.t.iloc[0] if not rows.empty else None
+    return None if v is None or fmt.missing(v) else float(v)

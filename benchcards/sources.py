@@ -30,6 +30,14 @@ class Freshness:
     detail: str  # one sentence for people
     roots: tuple[Path, ...] = field(default=())
     newest: Path | None = None  # the most recent change among the sources (when stale)
+    new: tuple[str, ...] = ()  # setup folders not in the database (when stale)
+    changed: tuple[str, ...] = ()  # setup folders changed after the build
+    removed: tuple[str, ...] = ()  # setup folders of the database that are gone
+
+    def changes(self) -> str:
+        """'new: a, b; changed: c; removed: d' (empty when nothing is known)."""
+        return "; ".join(f"{what}: {', '.join(names)}" for what, names in
+                         (("new", self.new), ("changed", self.changed), ("removed", self.removed)) if names)
 
 
 def recorded_roots(db_path: Path) -> list[Path]:
@@ -89,6 +97,47 @@ def newest_change(roots: list[Path]) -> tuple[int, Path | None]:
     return newest, where
 
 
+#: folder levels searched for setup folders below a source root (as the build's limit)
+SETUP_DEPTH = 16
+
+
+def setup_folders(roots: list[Path]) -> list[Path]:
+    """Folders holding a setup.json under ``roots`` (hidden entries skipped, links not followed)."""
+    out: list[Path] = []
+    stack = [(r, 0) for r in roots]
+    while stack:
+        folder, depth = stack.pop()
+        if (folder / "setup.json").is_file() and not (folder / "setup.json").is_symlink():
+            out.append(folder)
+            continue
+        if depth >= SETUP_DEPTH:
+            continue
+        try:
+            with os.scandir(folder) as it:
+                stack += [(Path(e.path), depth + 1) for e in it
+                          if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+    return sorted(out)
+
+
+def folder_changes(db_path: Path, roots: list[Path], built_ns: int) -> tuple[list[str], list[str], list[str]]:
+    """(new, changed, removed) setup folders relative to the database ``db_path`` built at ``built_ns``:
+    on disk but not in it, changed after it was built, in it but gone from disk. Names as people know them
+    (the folder's name)."""
+    try:
+        with db.reading(db_path) as con:
+            stored = {Path(f) for (f,) in con.execute("SELECT folder FROM setups").fetchall() if f}
+    except (db.DatabaseError, duckdb.Error):
+        stored = set()
+    on_disk = set(setup_folders(roots))
+    new = sorted(f.name for f in on_disk - stored)
+    changed = sorted(f.name for f in on_disk & stored if newest_change([f])[0] > built_ns)
+    removed = sorted(f.name for f in stored - on_disk
+                     if any(r == f or r in f.parents for r in roots) and not f.exists())
+    return new, changed, removed
+
+
 def freshness(db_path: Path, local: Path | None = None) -> Freshness:
     """Missing, unreadable, stale or fresh: what the site should say about ``db_path``."""
     roots = tuple(source_roots(db_path, local))
@@ -101,6 +150,9 @@ def freshness(db_path: Path, local: Path | None = None) -> Freshness:
     built = os.stat(db_path).st_mtime_ns
     newest, where = newest_change(list(roots))
     if newest > built:
-        return Freshness("stale", f"The raw folders changed after the database was built ({where}).", roots,
-                         where)
+        new, changed, removed = folder_changes(db_path, list(roots), built)
+        fr = Freshness("stale", "", roots, where, tuple(new), tuple(changed), tuple(removed))
+        said = fr.changes() or f"the newest change is {where}"
+        return Freshness("stale", f"The raw folders changed after the database was built ({said}).", roots,
+                         where, tuple(new), tuple(changed), tuple(removed))
     return Freshness("fresh", "The database is up to date with the raw folders.", roots)

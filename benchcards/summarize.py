@@ -219,7 +219,11 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
                   if r.timings and r.timings.predicted_per_second and (r.timings.predicted_n or 0) > 1]
         if server:
             metrics.append(Metric("server_decode", stats.median(server) or 0.0, prompt, None, len(server)))
-    if medians and len(medians) == len(by_prompt):
+    # the headline needs every prompt: each one asked for has a valid median, and the part was not cut short
+    asked = set(method.prompt_ids) if "decode" in method.parts else set()
+    stopped = any(p.part == "decode" and p.status == "stopped" for p in contract.parts)
+    complete = not stopped and len(medians) == len(by_prompt) and asked <= set(by_prompt)
+    if medians and complete:
         metrics.append(Metric("decode", sum(medians) / len(medians), None, None, len(all_rates)))
         cv = stats.cv_pct(all_rates)
         if cv is not None:

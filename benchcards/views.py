@@ -59,6 +59,8 @@ def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
                                                                                ov[f"{test}_margin"])]
     out["GPU"] = [short_gpu(g) for g in ov.gpu]
     out["VRAM tier"] = ov.tier.astype(str)
+    out["offload"] = [None if fmt.missing(o) else f"needs system RAM: {o}"
+                      for o in (ov.offload if "offload" in ov.columns else [None] * len(ov))]
     return out.reset_index(drop=True)
 
 
@@ -67,7 +69,8 @@ def overview_table(ov: pd.DataFrame, link: Callable[[str], str]) -> pd.DataFrame
     shown = overview_display(ov)
     table = pd.DataFrame({"Card": [link(s) for s in ov.setup_id], "Setup": list(ov.title), "Short name": shown.Setup})
     for col in shown.columns[4:]:
-        table[col] = list(shown[col])
+        if col != "offload":
+            table[col] = list(shown[col])
     table["GPU"] = list(ov.gpu.map(fmt.text))
     table["VRAM (GiB)"] = [fmt.value("vram_gib", v) for v in ov.vram_gib]
     table["Engine"] = [fmt.text(f"{e} {v}".strip()) for e, v in zip(ov.engine, ov.engine_version)]
@@ -76,6 +79,8 @@ def overview_table(ov: pd.DataFrame, link: Callable[[str], str]) -> pd.DataFrame
     table["Model file (GB)"] = [fmt.value("model_gb", v) for v in ov.model_gb]
     table["Bits per weight"] = [fmt.value("bpw", v) for v in ov.bpw]
     table["GPU memory needed (GiB)"] = [fmt.value("need_gib", v) for v in ov.need_gib]
+    table["Also needs system RAM for"] = [fmt.text(o) for o in (ov.offload if "offload" in ov.columns
+                                                                  else [None] * len(ov))]
     table["Thinking"] = list(ov.thinking.map(fmt.on_off))
     table["Measured"] = list(ov.measured.map(fmt.text))
     table["Data"] = list(ov.badges)
@@ -108,7 +113,7 @@ def quality_table(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.Da
         "Interval": [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)],
         "Right / n": [fmt.right_of(r, n) for r, n in zip(df.right, df.n)],
         "Cut off": [fmt.number(c, 0) for c in df.cut_off],
-        "Token limit": [fmt.number(t, 0) for t in df.token_limit],
+        "Token limit": [fmt.value("token_limit", t) for t in df.token_limit],
         "Thinking": [fmt.on_off(t) for t in df.thinking],
         "From": df.from_items.map({True: "items", False: "summary only"}).fillna(fmt.DASH),
     })

@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{report.text()} -> {safe(args.db)} ({time.perf_counter() - start:.2f} s)")
     for s in report.skipped:
         print(f"  skipped: {safe(s)}")
+    for line in report.warning_lines():
+        print(f"  {safe(line)}")
     return 0
 
 

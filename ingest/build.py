@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  forgot {safe(f)}")
     for s in result.report.skipped[:50]:
         print(f"  skipped: {safe(s)}")
+    for line in result.report.warning_lines():
+        print(f"  {safe(line)}")
     return 0
 
 

@@ -51,5 +51,21 @@ class Limits:
     zip_directory_bytes: int = 8 * MiB
 
 
+    def upload_mib(self) -> int:
+        """The archive limit in whole MiB: the Upload page's widget and ``server.maxUploadSize`` in
+        .streamlit/config.toml use this number (Streamlit writes it 'MB')."""
+        return self.upload_bytes // MiB
+
+    def file_mib(self) -> int:
+        """The limit of one file of a folder upload (and of one archive entry, unpacked) in whole MiB."""
+        return self.inflated_file // MiB
+
+    def upload_text(self) -> str:
+        """The upload limits in one sentence, as the Upload page, the upload CLI and the README say them."""
+        return (f"a zip archive up to {self.upload_mib()} MiB; unpacked (or picked as a folder) each file up to "
+                f"{self.file_mib()} MiB and {self.inflated_total // MiB} MiB in all, at most "
+                f"{self.zip_entries:,} files; a contract up to {self.contract_bytes // MiB} MiB")
+
+
 #: the bounds in force
 LIMITS = Limits()

@@ -51,12 +51,22 @@ class Report:
     items: int = 0
     warnings: int = 0
     skipped: list[str] = field(default_factory=list)  # 'path: why' of entries not read (hidden, ...)
+    warning_list: list[str] = field(default_factory=list)  # 'setup_id, run ...: message' of every warning
 
     def text(self) -> str:
         """One line: setups new/replaced/unchanged and what was loaded."""
+        said = (f"{self.warnings} warning(s), listed below and on each setup's card" if self.warnings
+                else "no warnings")
         return (f"{len(self.new)} new, {len(self.replaced)} replaced, {len(self.unchanged)} unchanged setup(s); "
-                f"{self.runs} run(s), {self.requests} request record(s), {self.items} quality item(s), "
-                f"{self.warnings} warning(s)")
+                f"{self.runs} run(s), {self.requests} request record(s), {self.items} quality item(s), {said}")
+
+    def warning_lines(self, limit: int = 50) -> list[str]:
+        """The warnings to print, one a line (at most ``limit``, then how many more and where to see them)."""
+        lines = [f"warning: {w}" for w in self.warning_list[:limit]]
+        if len(self.warning_list) > limit:
+            lines.append(f"... and {len(self.warning_list) - limit:,} more: see the Warnings section of each "
+                         "setup's card")
+        return lines
 
 
 @dataclass
@@ -267,6 +277,7 @@ def ingest_paths(paths: list[Path], db_path: Path, *, rebuild: bool = False, lim
                 report.requests += p.n_requests
                 report.items += p.n_items
                 report.warnings += p.n_warnings
+                report.warning_list.extend(p.warnings)
             if log or refused or not to_load:
                 return  # the ingest will be refused (or this batch holds nothing new): load nothing more
             everything = len(to_load) == len(preps)

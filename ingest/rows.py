@@ -109,6 +109,7 @@ class Prepared:
     n_items: int
     n_warnings: int
     skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # 'setup_id, run: message' of every warning
 
 
 def _run_order(runs: list[Run]) -> dict[str, int]:
@@ -234,14 +235,17 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
                       str(f.path)))
     order = _run_order(sf.runs)
     n_req = n_items = n_warn = 0
+    warn_texts: list[str] = []
 
     def warn(run_id: str, w: summarize.Warn) -> None:
         nonlocal n_warn
         n_warn += 1
+        warn_texts.append(f"{sid}, run {run_id}: {w.message}")
         add("warnings", (sid, run_id, w.kind, w.message, w.stated, w.computed))
 
     for problem in flags.problems(s.server.argv):
         n_warn += 1
+        warn_texts.append(f"{sid}, server command: {problem}")
         add("warnings", (sid, None, "server_command", problem, None, None))
     runs: list[tuple[str, str, Path]] = []
     for run in sf.runs:
@@ -306,10 +310,11 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
                     add("metrics", (sid, rid, "fit_server_start", None, fs.ctx, fs.server_start_s, 1,
                                     "summary" if c.summary_only else "raw", ro))
             n_records = len(c.steps)
-            method = json.dumps({"fill_target_pct": c.fill_target_pct})
+            method = json.dumps({"fill_target_pct": c.fill_target_pct,
+                                 **({"peak_memory_method": c.peak_memory_method} if c.peak_memory_method else {})})
         add("runs", (rid, sid, c.kind, c.summary_only, c.started_at, c.finished_at, c.tool, c.command,
                      c.engine_version, c.supplement_of, c.notes, c.source, run.file.rel, run.file.sha256,
                      method, n_records))
     return Prepared(folder=sf.folder, setup_id=sid, content_sha256=sf.content_sha256, rows=dict(rows),
                     bulk=dict(bulk), runs=runs,
-                    n_requests=n_req, n_items=n_items, n_warnings=n_warn, skipped=sf.skipped)
+                    n_requests=n_req, n_items=n_items, n_warnings=n_warn, skipped=sf.skipped, warnings=warn_texts)

@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m ingest.upload",
         description="Add a zip of raw setup folders to the site the way the Upload page does: unpack it with "
                     "every size bounded, validate it, move it into the local folder and update the database.",
-        epilog="example:\n  python -m ingest.upload my-setup.zip --db data/benchcards.duckdb",
+        epilog=f"limits: {LIMITS.upload_text()}\n\nexample:\n  python -m ingest.upload my-setup.zip --db data/benchcards.duckdb",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("archive", type=Path, help="the .zip file")
     parser.add_argument("--db", type=Path, default=paths.DEFAULT_DB, help=f"database (default {paths.DEFAULT_DB})")
@@ -384,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {sid}: {what}")
     for s in result.skipped:
         print(f"  skipped: {safe(s)}")
+    if result.report is not None:
+        for line in result.report.warning_lines():
+            print(f"  {safe(line)}")
     return 0
 
 

@@ -253,9 +253,12 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
                 log.add(where, f"{at}.path: {att.path!r} is listed but not in the folder")
             else:
                 if att.sha256 is not None and att.sha256 != got.sha256:
-                    log.add(where, f"{at}.sha256: expected {att.sha256}, the file has {got.sha256}")
+                    log.add(where, f"{at}.sha256: the file {got.rel} has SHA-256 {got.sha256}, not the "
+                                   f"{att.sha256} listed here (the file changed after the contract was written, "
+                                   "or the listed hash is wrong)")
                 if att.bytes is not None and att.bytes != got.size:
-                    log.add(where, f"{at}.bytes: expected {att.bytes}, the file has {got.size}")
+                    log.add(where, f"{at}.bytes: the file {got.rel} has {got.size:,} bytes, not the "
+                                   f"{att.bytes:,} listed here")
         runs.append(Run(contract=model, file=raw, attachments=attach, document=document))
     if setup is None or log:
         return None, log

@@ -22,45 +22,78 @@ examples:
 
   # a real llama-server: give its command so the card can explain every flag
   python -m live measure --base-url http://127.0.0.1:8080 --parts decode,prefill,conc,l1,ctx \\
-      --server-cmd "llama-server -m model.gguf -c 65536 -np 4 -fa on" --out results
+      --gpu "RTX 4090" --vram-gib 24 --server-cmd "llama-server -m model.gguf -c 65536 -np 4 -fa on" \
+      --out results
+
+  # a machine without a GPU says so
+  python -m live measure --base-url http://127.0.0.1:8080 --gpu cpu
 """
 
 
-def ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split(",") if x.strip())
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Examples kept as written, and every option's default said (unless it has none)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or "(default" in text or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
     from live.client import NotLoopback
-    from live.measure import Event, MeasureConfig, SetupInput, build_setup, measure, write_folder
+    from live.measure import (
+        Event,
+        MeasureConfig,
+        ServerLocked,
+        SetupInput,
+        build_setup,
+        figures_text,
+        hardware_problems,
+        measure,
+        name_problem,
+        write_folder,
+    )
+    from live.progress import InputError, parse_counts, parse_tokens
     from schemas.models import Setup
 
+    problems = [] if args.setup_file else hardware_problems(args.gpu, args.vram_gib)
+    problems += [p for p in (name_problem(args.title, "--title"),) if p]
+    try:
+        depths = parse_tokens(args.prefill_depths, "--prefill-depths")
+        levels = parse_counts(args.conc_levels, "--conc-levels")
+        ctx_depths = parse_tokens(args.ctx_depths, "--ctx-depths")
+    except InputError as exc:
+        problems.append(str(exc))
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         cfg = MeasureConfig(
             base_url=args.base_url, model=args.model, parts=tuple(p.strip() for p in args.parts.split(",")),
             prompt_ids=tuple(args.prompts.split(",")), runs=args.runs, warmups=args.warmups,
             max_tokens=args.max_tokens, min_decode_tokens=args.min_decode_tokens,
-            prefill_depths=ints(args.prefill_depths), prefill_runs=args.prefill_runs,
-            conc_levels=ints(args.conc_levels), conc_rounds=args.conc_rounds, conc_max_tokens=args.conc_max_tokens,
-            l1_max_tokens=args.l1_max_tokens, ctx_depths=ints(args.ctx_depths), ctx_runs=args.ctx_runs,
+            prefill_depths=depths, prefill_runs=args.prefill_runs,
+            conc_levels=levels, conc_rounds=args.conc_rounds, conc_max_tokens=args.conc_max_tokens,
+            l1_max_tokens=args.l1_max_tokens, ctx_depths=ctx_depths, ctx_runs=args.ctx_runs,
             ctx_max_tokens=args.ctx_max_tokens, thinking={"on": True, "off": False, "auto": None}[args.thinking],
             read_timeout=args.timeout, allow_remote=args.allow_remote)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from benchcards import fmt
+
     width = 30
 
     def progress(e: Event) -> None:
         if e.kind != "step":
             return
         filled = int(width * e.done / max(1, e.total))
-        rate = ""
-        if e.decode_tps:
-            rate += f" decode {e.decode_tps:.1f} tok/s"
-        if e.prefill_tps:
-            rate += f" prefill {e.prefill_tps:.0f} tok/s"
+        # the step's figures named and defined as on the card (benchcards.metrics), plus the server's own
+        rate = f" {figures_text(e.figures)}" if e.figures else ""
         if e.server_decode_tps:
-            rate += f" (server {e.server_decode_tps:.1f})"
+            rate += f" (server's own decode {fmt.metric('server_decode', e.server_decode_tps)})"
         why = f" — {e.reason}" if e.reason else ""
         print(f"[{'#' * filled}{'.' * (width - filled)}] {e.done}/{e.total} {e.label}: {e.status}{rate}{why}",
               file=sys.stderr, flush=True)
@@ -68,12 +101,20 @@ def cmd_measure(args: argparse.Namespace) -> int:
     stop = threading.Event()
     try:
         contract, info, log = measure(cfg, progress, stop)
-    except NotLoopback as exc:
+    except (NotLoopback, ServerLocked) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
         return 130
+    if not any(r.output_tokens for r in contract.requests):
+        # nothing was measured: write nothing (an empty folder would become a setup with no figures)
+        print(f"error: nothing measured, nothing written: {info.error or 'no request produced any output'}",
+              file=sys.stderr)
+        for p in contract.parts:
+            if p.status != "ok" and p.reason:
+                print(f"part {p.part} {p.status}: {p.reason}", file=sys.stderr)
+        return 1
     base = Setup.model_validate_json(Path(args.setup_file).read_text()) if args.setup_file else None
     setup = build_setup(SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, gpu_count=args.gpu_count,
                                    vram_gib=args.vram_gib, cpu=args.cpu, ram_gib=args.ram_gib,
@@ -89,9 +130,11 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {run_dir}")
-    failed = [p for p in contract.parts if p.status == "failed"]
-    for p in failed:
-        print(f"part {p.part} failed: {p.reason}", file=sys.stderr)
+    from benchcards.card import step_name
+
+    for p in contract.parts:
+        if p.status != "ok":
+            print(f"{step_name(p.part)}: {p.status} — {p.reason}", file=sys.stderr)
     if args.ingest:
         from benchcards.db import DatabaseError
         from ingest import IngestError, ingest_paths
@@ -149,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("measure", help="measure a running server and write a raw setup folder",
                        description="Measure decode, prefill at depth, requests at once, a long answer and long "
                        "prompts of a running server; write a raw setup folder that `python -m ingest` accepts.",
-                       epilog=MEASURE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=MEASURE_EPILOG, formatter_class=HelpFormatter)
     m.add_argument("--base-url", default=d.base_url, help=f"server address (default {d.base_url})")
     m.add_argument("--model", help="model id to send (default: the server's first model)")
     m.add_argument("--parts", default=",".join(d.parts), help="comma list of decode,prefill,conc,l1,ctx")
@@ -159,13 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--max-tokens", type=int, default=d.max_tokens, help="output tokens per decode run")
     m.add_argument("--min-decode-tokens", type=int, default=d.min_decode_tokens,
                    help="a decode run shorter than this is invalid and fails its step")
-    m.add_argument("--prefill-depths", default=",".join(map(str, d.prefill_depths)), help="prompt tokens")
+    m.add_argument("--prefill-depths", default=",".join(map(str, d.prefill_depths)),
+                   help="prompt tokens per prefill step, e.g. 2048,8192 or 2K,8K (K = 1,024)")
     m.add_argument("--prefill-runs", type=int, default=d.prefill_runs, help="requests per prefill depth")
     m.add_argument("--conc-levels", default=",".join(map(str, d.conc_levels)), help="requests at once")
     m.add_argument("--conc-rounds", type=int, default=d.conc_rounds, help="rounds per level")
     m.add_argument("--conc-max-tokens", type=int, default=d.conc_max_tokens, help="tokens per concurrent request")
     m.add_argument("--l1-max-tokens", type=int, default=d.l1_max_tokens, help="limit of the long answer")
-    m.add_argument("--ctx-depths", default=",".join(map(str, d.ctx_depths)), help="long-prompt depths")
+    m.add_argument("--ctx-depths", default=",".join(map(str, d.ctx_depths)),
+                   help="long-prompt depths in tokens, e.g. 16K,32K (K = 1,024)")
     m.add_argument("--ctx-runs", type=int, default=d.ctx_runs, help="runs per prompt per long-prompt depth")
     m.add_argument("--ctx-max-tokens", type=int, default=d.ctx_max_tokens, help="tokens per long-prompt run")
     m.add_argument("--thinking", choices=["on", "off", "auto"], default="off",
@@ -179,9 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--setup-file", help="a setup.json to use as is")
     g.add_argument("--setup-id", help="setup id (default: from the title)")
     g.add_argument("--title", help="title of the setup")
-    g.add_argument("--gpu", help="GPU name")
+    g.add_argument("--gpu", help="GPU name, e.g. \"RTX 4090\" (needs --vram-gib); 'cpu' for a machine without "
+                   "a GPU. Required unless --setup-file is given")
     g.add_argument("--gpu-count", type=int, default=1, help="number of GPUs")
-    g.add_argument("--vram-gib", type=float, help="VRAM of one GPU, GiB")
+    g.add_argument("--vram-gib", type=float, help="memory of one GPU, GiB (required with a GPU name: the "
+                   "hardware tier comes from it)")
     g.add_argument("--cpu", help="CPU model")
     g.add_argument("--ram-gib", type=float, help="system RAM, GiB")
     g.add_argument("--engine", help="engine name (default: llama.cpp for llama-server)")
@@ -202,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                        description="An OpenAI-compatible streaming server that behaves like llama-server, with "
                        "exact configured rates. For trying the Run live page without a GPU, and for tests.",
                        epilog="example:\n  python -m live demo-server --port 8089 --decode-tps 80 --prefill-tps 3000",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=HelpFormatter)
     s.add_argument("--host", default=dd.host, help=f"address (default {dd.host})")
     s.add_argument("--port", type=int, default=dd.port, help=f"port (default {dd.port})")
     s.add_argument("--model", default=dd.model, help="model id")
@@ -234,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                        "or Qwen tokenizer copied from llama.cpp's vocab files.",
                        epilog="examples:\n  python -m live tiny-gguf /tmp/tiny.gguf\n"
                        "  python -m live tiny-gguf /tmp/tiny-llama3.gguf --vocab llama-bpe",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=HelpFormatter)
     t.add_argument("out", help="file to write")
     t.add_argument("--seed", type=int, default=0, help="random seed")
     t.add_argument("--vocab", choices=["llama-bpe", "qwen35"],

@@ -1,6 +1,11 @@
 """A live measurement running in a background thread (what the Run live page drives).
 
 No Streamlit here: the page polls ``LiveJob`` for progress; tests drive it directly.
+
+One job per server, process-wide: two runs against one server measure each other's load (five
+overlapping runs against a server at 80 tok/s published 39 tok/s), so ``LiveJob.start`` refuses a
+second job for a server that already has one running and names the running job. Every session of the
+site sees the running jobs through ``running_jobs()``.
 """
 
 from __future__ import annotations
@@ -8,9 +13,44 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
-from live.measure import Event, MeasureConfig, SetupInput, build_setup, measure, write_folder
+from live.measure import (
+    Event,
+    MeasureConfig,
+    ServerLocked,
+    SetupInput,
+    build_setup,
+    hardware_problems,
+    measure,
+    server_key,
+    write_folder,
+)
+
+_LOCK = threading.Lock()
+_JOBS: dict[str, LiveJob] = {}  # server key -> the newest job against it (running or ended)
+
+
+class ServerBusy(RuntimeError):
+    """A job is already measuring this server; ``job`` is the running one."""
+
+    def __init__(self, job: LiveJob):
+        self.job = job
+        super().__init__(f"a measurement of {job.cfg.base_url} is already running ({job.describe()}); "
+                         "wait for it to finish or stop it before starting another against the same server")
+
+
+def running_jobs() -> list[LiveJob]:
+    """Jobs still measuring, in this process (every session of the site), oldest first."""
+    with _LOCK:
+        return sorted((j for j in _JOBS.values() if not j.done), key=lambda j: j.started)
+
+
+def latest_job(base_url: str) -> LiveJob | None:
+    """The newest job against ``base_url``'s server, running or ended."""
+    with _LOCK:
+        return _JOBS.get(server_key(base_url))
 
 
 @dataclass
@@ -32,14 +72,34 @@ class LiveJob:
     run_dir: Path | None = None
     report: str | None = None
     started: float = field(default_factory=time.time)
+    owner: str | None = None  # who started it, for the message to others (e.g. "another browser tab")
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def start(self) -> LiveJob:
-        """Start the measurement thread (returns self)."""
-        self._thread = threading.Thread(target=self._run, name="benchcards-live", daemon=True)
-        self._thread.start()
+        """Register the job as its server's one job and start the measurement thread (returns self).
+
+        Raises ``ServerBusy`` (naming the running job) when another job of this process is measuring
+        the same server, ValueError when the GPU is not stated properly; nothing is started then.
+        """
+        problems = hardware_problems(self.setup.gpu, self.setup.vram_gib, gpu_field="GPU",
+                                     vram_field="VRAM per GPU")
+        if problems:  # checked before measuring: build_setup would refuse it only after the whole run
+            raise ValueError("; ".join(problems))
+        key = server_key(self.cfg.base_url)
+        with _LOCK:
+            other = _JOBS.get(key)
+            if other is not None and not other.done:
+                raise ServerBusy(other)
+            _JOBS[key] = self
+            self._thread = threading.Thread(target=self._run, name="benchcards-live", daemon=True)
+            self._thread.start()
         return self
+
+    def describe(self) -> str:
+        """'started 07:41:02 UTC by another browser tab' — which job this is, for people."""
+        at = datetime.fromtimestamp(self.started, UTC).strftime("%H:%M:%S UTC")
+        return f"started {at}" + (f" by {self.owner}" if self.owner else "")
 
     def stop(self) -> None:
         """Ask the run to stop after the request in flight; finished steps are kept and saved."""
@@ -70,6 +130,8 @@ class LiveJob:
                 self.report = report.text()
             elif self.error is None:
                 self.error = "no request produced any output: nothing to save"
+        except ServerLocked as exc:  # another process (a `python -m live measure`) is measuring it
+            self.error = str(exc)
         except IngestError as exc:
             self.error = "the run could not be stored: " + "; ".join(exc.errors[:5])
         except Exception as exc:  # shown on the page, never a traceback

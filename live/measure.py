@@ -4,20 +4,28 @@
 ctx) and returns a ``SpeedContract`` whose request records follow the contract
 schema exactly, so the folder ``write_folder`` produces is accepted unchanged by
 ``python -m ingest``. A failing step is recorded as failed with its reason and the
-run goes on; nothing waits longer than its timeout.
+run goes on; nothing waits longer than its timeout. A step that cannot run (its prompt and answer do
+not fit a server slot) is recorded as skipped under its own key ("prefill/32768") and left out of the
+method's lists; a run stopped by the user records the parts it cut short as "stopped".
 """
 
 from __future__ import annotations
 
+import fcntl
+import ipaddress
+import os
 import re
 import shlex
+import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
+from urllib.parse import urlparse
 
 import httpx
 from pydantic import TypeAdapter
@@ -38,6 +46,8 @@ from live.client import (
 )
 from live.prompts import TASKS, BuiltPrompt, PromptBuilder
 from schemas.models import (
+    NAME_MAX,
+    ONE_LINE,
     SCHEMA_VERSION,
     Attachment,
     Engine,
@@ -132,6 +142,24 @@ class Event:
     prompt_tokens: int | None = None  # request events: what the request sent and got, and how long it took
     output_tokens: int | None = None
     seconds: float | None = None
+    #: step events: the step's figures as the card will show them — (metric key, prompt, level, value),
+    #: computed by the same code as the card (benchcards.summarize) and named by the metric registry
+    figures: list[tuple[str, str | None, int | None, float]] = field(default_factory=list)
+
+
+#: the figures a step event reports, per part (metric keys of benchcards.metrics)
+STEP_FIGURES: dict[str, tuple[str, ...]] = {
+    "decode": ("decode",), "prefill": ("prefill", "ttft"), "conc": ("conc_per_request", "conc_total"),
+    "l1": ("l1_wall", "l1_tokens"), "ctx": ("ctx_prefill", "ctx_decode"),
+}
+
+
+def figures_text(figures: list[tuple[str, str | None, int | None, float]]) -> str:
+    """'4 at once (per request) 29.2 tok/s · 4 at once (total) 110.3 tok/s' — labels and units from the
+    metric registry, so the progress says what the card says."""
+    from benchcards import fmt
+
+    return " · ".join(f"{fmt.label(k, p, lv)} {fmt.metric(k, v)}" for k, p, lv, v in figures)
 
 
 def probe(client: httpx.Client, base: str) -> ServerInfo:
@@ -186,6 +214,7 @@ class Runner:
         self.parts: list[dict] = []
         self.log: list[str] = []
         self.info: ServerInfo | None = None
+        self.ran: set[str] = set()  # keys of the steps that sent requests (not skipped, not stopped before)
         self.builder = PromptBuilder(self.count_tokens, self.server_prompt_tokens, log=self.say)
 
     # ------------------------------------------------------------------ helpers
@@ -283,58 +312,84 @@ class Runner:
         self.say(f"server: {self.info}")
         steps = self.plan()
         total = len(steps)
-        part_failures: dict[str, list[str]] = {p: [] for p in cfg.parts}
-        part_skips: dict[str, list[str]] = {p: [] for p in cfg.parts}
-        for i, (part, label, fn) in enumerate(steps):
+        outcome: dict[str, tuple[str, str | None]] = {}  # step key -> (status, reason) of every step
+        for i, (part, label, key, fn) in enumerate(steps):
             if self.stop.is_set():
-                part_skips[part].append(f"{label}: stopped by the user")
-                self.on_event(Event("step", part, label, i + 1, total, "skipped", "stopped by the user"))
+                outcome[key] = ("stopped", "stopped by the user before it started")
+                self.on_event(Event("step", part, label, i + 1, total, "stopped", outcome[key][1]))
                 continue
             reason: str | None
             if not self.info.reachable:
                 reason = self.info.error or "server not reachable"
-                part_failures[part].append(f"{label}: {reason}")
+                outcome[key] = ("failed", reason)
                 self.on_event(Event("step", part, label, i + 1, total, "failed", reason))
                 continue
+            before = len(self.records)
             try:
                 status, reason, extra = fn()
             except Exception as exc:  # a bug must not lose the steps that finished
                 status, reason, extra = "failed", f"{exc.__class__.__name__}: {exc}", {}
-            if status == "failed":
-                part_failures[part].append(f"{label}: {reason}")
-            elif status == "skipped":
-                part_skips[part].append(f"{label}: {reason}")
-            self.on_event(Event("step", part, label, i + 1, total, status, reason, **extra))
+            if status == "stopped" and len(self.records) == before:
+                reason = "stopped by the user before it started"
+            outcome[key] = (status, reason)
+            figures = self.step_figures(part, self.records[before:])
+            self.on_event(Event("step", part, label, i + 1, total, status, reason, figures=figures, **extra))
+        self.ran = {key for key, (status, reason) in outcome.items()
+                    if status not in ("skipped",) and reason != "stopped by the user before it started"}
         for p in cfg.parts:
-            if part_failures[p]:
-                self.parts.append({"part": p, "status": "failed", "reason": "; ".join(part_failures[p])[:2000]})
-            elif part_skips[p] and len(part_skips[p]) == sum(1 for s in steps if s[0] == p):
-                self.parts.append({"part": p, "status": "skipped", "reason": "; ".join(part_skips[p])[:2000]})
+            mine = [(key, label, outcome[key]) for part, label, key, _ in steps if part == p]
+            failed = [f"{label}: {r}" for _, label, (st, r) in mine if st == "failed"]
+            stopped = [label for _, label, (st, _r) in mine if st == "stopped"]
+            skipped = [(key, label, r or "") for key, label, (st, r) in mine if st == "skipped"]
+            ran = [key for key, _, _ in mine if key in self.ran]
+            if failed:
+                self.parts.append({"part": p, "status": "failed", "reason": "; ".join(failed)[:2000]})
+            elif stopped and not ran:
+                self.parts.append({"part": p, "status": "skipped", "reason": "stopped by the user before it started"})
+            elif stopped:
+                self.parts.append({"part": p, "status": "stopped", "reason": (
+                    f"stopped by the user: {len(mine) - len(stopped) - len(skipped)} of {len(mine)} steps finished; "
+                    f"not finished: {', '.join(stopped)}")[:2000]})
+            elif skipped and not ran:
+                self.parts.append({"part": p, "status": "skipped",
+                                   "reason": "; ".join(f"{label}: {r}" for _, label, r in skipped)[:2000]})
             else:
-                note = "; ".join(part_skips[p]) or None
-                self.parts.append({"part": p, "status": "ok", **({"reason": note} if note else {})})
+                self.parts.append({"part": p, "status": "ok"})
+            # each skipped step on its own line, under the key the card and summaries use ("prefill/32768")
+            self.parts.extend({"part": key, "status": "skipped", "reason": r[:2000]} for key, _, r in skipped
+                              if ran)
         self.info.template_tokens = self.builder.overhead
         self.client.close()
         return self.contract(started)
 
-    def plan(self) -> list[tuple[str, str, Callable[[], tuple[str, str | None, dict]]]]:
+    def plan(self) -> list[tuple[str, str, str, Callable[[], tuple[str, str | None, dict]]]]:
+        """(part, label for people and progress, key as summaries name steps — 'prefill/8192', function)."""
         cfg = self.cfg
         steps: list = []
         if "decode" in cfg.parts:
             for pid in cfg.prompt_ids:
-                steps.append(("decode", f"decode {pid}", lambda pid=pid: self.step_decode(pid)))
+                steps.append(("decode", f"decode {pid}", f"decode/{pid}", lambda pid=pid: self.step_decode(pid)))
         if "prefill" in cfg.parts:
             for d in cfg.prefill_depths:
-                steps.append(("prefill", f"prefill {d}", lambda d=d: self.step_prefill(d)))
+                steps.append(("prefill", f"prefill {d}", f"prefill/{d}", lambda d=d: self.step_prefill(d)))
         if "conc" in cfg.parts:
             for c in cfg.conc_levels:
-                steps.append(("conc", f"{c} at once", lambda c=c: self.step_conc(c)))
+                steps.append(("conc", f"{c} at once", f"conc/{c}", lambda c=c: self.step_conc(c)))
         if "l1" in cfg.parts:
-            steps.append(("l1", "long answer", self.step_l1))
+            steps.append(("l1", "long answer", "l1", self.step_l1))
         if "ctx" in cfg.parts:
             for d in cfg.ctx_depths:
-                steps.append(("ctx", f"long prompt {d}", lambda d=d: self.step_ctx(d)))
+                steps.append(("ctx", f"long prompt {d}", f"ctx/{d}", lambda d=d: self.step_ctx(d)))
         return steps
+
+    def too_long(self, depth: int, output_tokens: int) -> str | None:
+        """Why a prompt of ``depth`` tokens plus ``output_tokens`` cannot run in one server slot, or None."""
+        info = self.info
+        if not info or not info.n_ctx or depth + output_tokens <= info.n_ctx:
+            return None
+        slots = f" ({info.slots} slots)" if info.slots else ""
+        return (f"{depth:,} prompt tokens + {output_tokens:,} output tokens = {depth + output_tokens:,} tokens, "
+                f"more than the server's context per slot of {info.n_ctx:,} tokens{slots}")
 
     def _rates(self, recs: list[RequestRecord], decode: bool = True, prefill: bool = False) -> dict:
         """Step figures for the progress view: decode pooled Σ(n-1)/Σt, prefill median, server's own."""
@@ -351,6 +406,20 @@ class Runner:
             out["server_prefill_tps"] = stats.median(
                 r.timings.prompt_per_second for r in recs if r.timings and r.timings.prompt_per_second)
         return out
+
+    def step_figures(self, part: str, recs: list[RequestRecord]) -> list[tuple[str, str | None, int | None, float]]:
+        """The card's figures of one step's records (benchcards.summarize, the code the card runs)."""
+        from benchcards.summarize import speed_from_records
+
+        if not recs:
+            return []
+        cfg = self.cfg
+        method = SpeedMethod(parts=[cast(SpeedPart, part)], min_decode_tokens=cfg.min_decode_tokens)
+        one = SpeedContract.model_construct(schema_version=SCHEMA_VERSION, kind="speed", run_id="step",
+                                            setup_id="step", method=method, requests=recs, parts=[])
+        keys = STEP_FIGURES.get(part, ())
+        return [(m.metric, m.prompt, m.level, m.value) for m in speed_from_records(one).metrics
+                if m.metric in keys and not (m.metric == "decode" and m.prompt is None)]  # no headline of one prompt
 
     def _verdict(self, recs: list[RequestRecord], min_tokens: int | None) -> tuple[str, str | None]:
         errors = [r.error for r in recs if r.error]
@@ -372,22 +441,29 @@ class Runner:
         cfg = self.cfg
         recs = []
         for w in range(cfg.warmups):
+            if self.stop.is_set():
+                break
             self.record(self.one(self.prompt(pid, None), cfg.max_tokens), "decode", pid, rnd=w, warmup=True)
         for r in range(cfg.runs):
             if self.stop.is_set():
                 break
             recs.append(self.record(self.one(self.prompt(pid, None), cfg.max_tokens), "decode", pid, rnd=r))
         status, reason = self._verdict(recs, cfg.min_decode_tokens)
+        if status == "ok" and len(recs) < cfg.runs:
+            status, reason = "stopped", f"stopped by the user after {len(recs)} of {cfg.runs} runs"
         return status, reason, self._rates(recs)
 
     def step_prefill(self, depth: int) -> tuple[str, str | None, dict]:
         cfg = self.cfg
-        if self.info and self.info.n_ctx and depth + cfg.prefill_max_tokens > self.info.n_ctx:
-            return "skipped", f"the server's context per slot ({self.info.n_ctx}) is smaller than {depth}", {}
+        why = self.too_long(depth, cfg.prefill_max_tokens)
+        if why:
+            return "skipped", why, {}
         recs = [self.record(self.one(self.prompt("prose", depth), cfg.prefill_max_tokens, need_prompt_tokens=True),
                             "prefill", "prose",
                             depth=depth, rnd=r) for r in range(cfg.prefill_runs) if not self.stop.is_set()]
         status, reason = self._verdict(recs, None)
+        if status == "ok" and len(recs) < cfg.prefill_runs:
+            status, reason = "stopped", f"stopped by the user after {len(recs)} of {cfg.prefill_runs} requests"
         return status, reason, {**self._rates(recs, decode=False, prefill=True), "level": depth}
 
     def step_conc(self, level: int) -> tuple[str, str | None, dict]:
@@ -403,6 +479,9 @@ class Runner:
             for raw in raws:
                 recs.append(self.record(parse_stream(raw), "conc", "prose", conc=level, rnd=rnd))
         status, reason = self._verdict(recs, None)
+        if status == "ok" and len(recs) < level * cfg.conc_rounds:
+            status, reason = "stopped", (f"stopped by the user after {len(recs) // level} of {cfg.conc_rounds} "
+                                         "rounds")
         extra = self._rates(recs)
         extra["level"] = level
         return status, reason, extra
@@ -415,9 +494,9 @@ class Runner:
 
     def step_ctx(self, depth: int) -> tuple[str, str | None, dict]:
         cfg = self.cfg
-        if self.info and self.info.n_ctx and depth + cfg.ctx_max_tokens > self.info.n_ctx:
-            return "skipped", (f"the server's context per slot ({self.info.n_ctx}) is smaller than {depth} + "
-                               f"{cfg.ctx_max_tokens} answer tokens"), {}
+        why = self.too_long(depth, cfg.ctx_max_tokens)
+        if why:
+            return "skipped", why, {}
         recs = []
         for pid in cfg.prompt_ids:
             for r in range(cfg.ctx_runs):
@@ -426,6 +505,9 @@ class Runner:
                                                      need_prompt_tokens=True), "ctx", pid,
                                             depth=depth, rnd=r))
         status, reason = self._verdict(recs, cfg.min_decode_tokens)
+        if status == "ok" and len(recs) < len(cfg.prompt_ids) * cfg.ctx_runs:
+            status, reason = "stopped", (f"stopped by the user after {len(recs)} of "
+                                         f"{len(cfg.prompt_ids) * cfg.ctx_runs} requests")
         return status, reason, {**self._rates(recs, prefill=True), "level": depth}
 
     # ------------------------------------------------------------------ output
@@ -441,15 +523,16 @@ class Runner:
             method=SpeedMethod(
                 parts=[cast(SpeedPart, p) for p in cfg.parts], prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
                 max_tokens=cfg.max_tokens, min_decode_tokens=cfg.min_decode_tokens,
-                prefill_depths=list(cfg.prefill_depths) if "prefill" in cfg.parts else [],
+                prefill_depths=[d for d in cfg.prefill_depths if f"prefill/{d}" in self.ran],
                 prefill_runs=cfg.prefill_runs, prefill_max_tokens=cfg.prefill_max_tokens,
-                conc_levels=list(cfg.conc_levels) if "conc" in cfg.parts else [],
+                conc_levels=[c for c in cfg.conc_levels if f"conc/{c}" in self.ran],
                 conc_rounds=cfg.conc_rounds, conc_max_tokens=cfg.conc_max_tokens, l1_max_tokens=cfg.l1_max_tokens,
-                ctx_depths=list(cfg.ctx_depths) if "ctx" in cfg.parts else [], ctx_runs=cfg.ctx_runs,
+                ctx_depths=[d for d in cfg.ctx_depths if f"ctx/{d}" in self.ran], ctx_runs=cfg.ctx_runs,
                 ctx_max_tokens=cfg.ctx_max_tokens,
                 cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
                 sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
-                server_slots=info.slots if info else None, server_ctx=info.n_ctx if info else None),
+                server_slots=info.slots if info else None,
+                server_ctx_per_slot=info.n_ctx if info else None),
             parts=TypeAdapter(list[PartStatus]).validate_python(self.parts), requests=self.records,
             notes=None if not info or info.kind == "llama-server" else
             "The server has no llama-server timings/cache_prompt; token counts come from usage"
@@ -459,11 +542,64 @@ class Runner:
         )
 
 
+class ServerLocked(RuntimeError):
+    """Another process of this machine is measuring the same server."""
+
+
+def server_key(base_url: str) -> str:
+    """One key per server: loopback names (localhost, 127.0.0.1, ::1) are the same machine, and a
+    trailing /v1 or slash is the same server."""
+    u = urlparse(base_url)
+    host = (u.hostname or "127.0.0.1").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    return f"{'loopback' if loopback else host}:{u.port or 80}"
+
+
+@contextmanager
+def server_lock(base_url: str) -> Iterator[None]:
+    """Hold this machine's lock for measuring ``base_url``'s server (a file lock, so separate processes —
+    the site and a ``python -m live measure`` — see each other; the kernel frees it if a process dies).
+
+    Raises ServerLocked, naming the holder, when another run holds it. Side effect: a small lock file
+    under the temporary folder (benchcards-live-<uid>/), holding the holder's pid and start time.
+    """
+    folder = Path(tempfile.gettempdir()) / f"benchcards-live-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / (re.sub(r"[^A-Za-z0-9._-]", "_", server_key(base_url)) + ".lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise ServerLocked(f"{base_url} is already being measured by another run ({holder}); two runs against "
+                           "one server measure each other's load: wait for it to finish or stop it") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, started {datetime.now(UTC).strftime('%H:%M:%S UTC')}".encode(), 0)
+        yield
+    finally:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def measure(cfg: MeasureConfig, on_event: Callable[[Event], None] | None = None,
             stop: threading.Event | None = None) -> tuple[SpeedContract, ServerInfo, list[str]]:
-    """Run a measurement; returns (contract, what the server said, the client log)."""
+    """Run a measurement; returns (contract, what the server said, the client log).
+
+    Raises ServerLocked when another run of this machine is measuring the same server (nothing is sent).
+    """
     runner = Runner(cfg, on_event, stop)
-    contract = runner.run()
+    try:
+        with server_lock(cfg.base_url):
+            contract = runner.run()
+    except ServerLocked:
+        runner.client.close()
+        raise
     assert runner.info is not None
     return contract, runner.info, runner.log
 
@@ -487,6 +623,51 @@ class SetupInput:
     server_cmd: str | None = None
     notes: str | None = None
     measured_by: str | None = None
+
+
+#: what a person types for a machine without a GPU (``--gpu cpu``)
+CPU_WORDS = frozenset({"cpu", "cpu only", "cpu-only", "none", "no gpu"})
+
+
+def is_cpu_only(gpu: str | None) -> bool:
+    """True when ``gpu`` says the machine measured has no GPU ("cpu", "CPU only", "none")."""
+    return gpu is not None and gpu.strip().lower() in CPU_WORDS
+
+
+#: what a one-line name may not hold (the contract's ONE_LINE): control characters and line separators
+_LINE_BREAKING = re.compile("[\u0000-\u001f\u007f\u2028\u2029]")
+
+
+def name_problem(text: str | None, field: str) -> str | None:
+    """Why ``text`` cannot be a name or title of a setup (the contract's limit: one line, at most
+    NAME_MAX characters), naming ``field``; None when it can (or is not given)."""
+    if text is None:
+        return None
+    if len(text) > NAME_MAX:
+        return f"{field}: at most {NAME_MAX} characters (this one has {len(text):,})"
+    if not re.fullmatch(ONE_LINE, text):
+        return f"{field}: one line of text, without control characters"
+    return None
+
+
+def hardware_problems(gpu: str | None, vram_gib: float | None, *, gpu_field: str = "--gpu",
+                      vram_field: str = "--vram-gib") -> list[str]:
+    """What is missing or contradictory in the GPU a person stated; each problem names its option/field.
+
+    A GPU needs its memory (the hardware tier comes from it: a GPU with 0 GiB would be filed as "CPU only"),
+    and a machine without a GPU must be said so explicitly (``cpu``): nothing is assumed.
+    """
+    bad = name_problem(gpu, gpu_field)
+    if bad:
+        return [bad]
+    if gpu is None or not gpu.strip():
+        return [f"{gpu_field}: name the GPU (and give {vram_field}), or say 'cpu' for a machine without a GPU"]
+    if is_cpu_only(gpu):
+        return [f"{vram_field}: a CPU-only setup has no GPU memory; leave it out"] if vram_gib else []
+    if vram_gib is None or vram_gib <= 0:
+        return [f"{vram_field}: give the memory of one {gpu.strip()} in GiB (e.g. 24); the hardware tier comes "
+                "from it"]
+    return []
 
 
 def slug(text: str) -> str:
@@ -513,19 +694,28 @@ def parse_build(build: str | None) -> tuple[int | None, str | None]:
 def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Setup | None = None) -> Setup:
     """The Setup of a live run: a given setup file, or the user's answers plus what the server said.
 
+    Raises ValueError (naming the option) when the GPU is not stated, or stated without its memory
+    (``hardware_problems``): title and tier then always agree.
+
     A run against the demo server is labelled for what it is: engine "demo", synthetic (never a real
     measurement), whatever the user typed as engine.
     """
     if base is not None:
         return base
+    problems = hardware_problems(user.gpu, user.vram_gib)
+    if problems:
+        raise ValueError("; ".join(problems))
+    cpu_only = is_cpu_only(user.gpu)
     model_name = user.model_name or (info.model_path and Path(info.model_path).stem) or info.model or "unknown model"
     engine: str = "demo" if info.demo else (user.engine or info.engine or "unknown engine")
     number, commit = (None, None) if info.demo else parse_build(info.build)
     version = user.engine_version or (f"b{number}" if number else info.build or None)
-    gpu_name = user.gpu or "unknown GPU"
+    gpu_name = "CPU only" if cpu_only else (user.gpu or "").strip()
     title = user.title or f"{model_name} {user.quant or ''} on {gpu_name}, {engine} {version or ''}".replace("  ", " ")
     if info.demo and "demo" not in title.lower():
         title = f"{title} (demo server)"
+    if not user.title:  # built from what the server said: keep it within the contract's limit
+        title = _LINE_BREAKING.sub(" ", title)[:NAME_MAX]
     argv = shlex.split(user.server_cmd) if user.server_cmd else [f"{engine} (command not given)"]
     provenance = (f"measured live with benchcards against the benchcards demo server at {cfg.base_url}: a simulated "
                   "engine, not a real measurement" if info.demo else
@@ -533,8 +723,8 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     return Setup(
         schema_version=SCHEMA_VERSION, setup_id=user.setup_id or slug(f"live-{title}"), title=title.strip(),
         synthetic=info.demo, provenance=provenance,
-        hardware=Hardware(gpus=[Gpu(name=gpu_name, count=user.gpu_count, vram_gib=user.vram_gib or 0.0)]
-                          if user.gpu or user.vram_gib else [],
+        hardware=Hardware(gpus=[] if cpu_only else [Gpu(name=gpu_name, count=user.gpu_count,
+                                                         vram_gib=float(user.vram_gib or 0.0))],
                           cpu=user.cpu, ram_gib=user.ram_gib),
         engine=Engine(name=engine, version=version, build_number=number, commit=commit),
         model=Model(name=model_name, quant=user.quant, repo=user.model_repo, file=info.model_path and

@@ -94,8 +94,8 @@ def plan(cfg: MeasureConfig) -> list[Step]:
 class Progress:
     """Where a run stands."""
 
-    done: int  # requests sent and answered (or given up: skipped and failed steps count whole)
-    total: int
+    done: int  # requests sent and answered (failed ones too)
+    total: int  # done + the requests still planned (a skipped or stopped step takes its requests off)
     left_s: float | None  # about how long is left; None until something can be estimated
     now: str  # the step in flight, in words
 
@@ -131,22 +131,48 @@ def _step_seconds(step: Step, prefill: float, decode: float) -> float:
     return step.requests * per
 
 
+#: prompts at least this long measure prefill; shorter ones are mostly fixed overhead (and, sent together,
+#: queueing), so their prompt tokens / TTFT says little about prefill speed
+PREFILL_PROMPT_TOKENS = 1024
+#: answers at least this long measure decode
+DECODE_OUTPUT_TOKENS = 64
+
+
+def rates(events: list[Event]) -> tuple[float | None, float | None]:
+    """(prefill, decode) tok/s to plan the rest of a run with, from the finished requests so far.
+
+    Prefill comes from prompts of at least ``PREFILL_PROMPT_TOKENS`` (prefill and long-prompt steps);
+    before one has run, the fastest short prompt sent alone stands in (its TTFT includes the fixed
+    overhead, so it is a lower bound of the true rate, never the queue-inflated rate of requests sent
+    together). Decode comes from requests sent alone with answers of at least ``DECODE_OUTPUT_TOKENS``.
+    """
+    ok = [e for e in events if e.kind == "request" and e.status == "ok"]
+    alone = [e for e in ok if e.part != "conc"]
+    prefill = stats.median(e.prefill_tps for e in alone
+                           if e.prefill_tps and (e.prompt_tokens or 0) >= PREFILL_PROMPT_TOKENS)
+    if prefill is None:
+        prefill = max((e.prefill_tps for e in alone if e.prefill_tps), default=None)
+    decode = stats.median(e.decode_tps for e in alone
+                          if e.decode_tps and (e.output_tokens or 0) >= DECODE_OUTPUT_TOKENS)
+    if decode is None:
+        decode = stats.median(e.decode_tps for e in ok if e.decode_tps)
+    return prefill, decode
+
+
 def estimate(steps: list[Step], events: list[Event]) -> Progress:
     """Progress after ``events`` (the run's events so far, in order) of a run planned as ``steps``.
 
-    The time left comes from the rates measured so far (median prefill and decode of the
-    finished requests) applied to the requests still to send.
+    ``done`` counts the requests actually answered (a skipped or stopped step adds none); the time left
+    comes from ``rates`` applied to the requests still to send.
     """
-    total = sum(s.requests for s in steps)
     finished = {e.label for e in events if e.kind == "step"}
     last_step = max((i for i, e in enumerate(events) if e.kind == "step"), default=-1)
     sent_now = sum(1 for e in events[last_step + 1:] if e.kind == "request")
-    done_steps = [s for s in steps if s.label in finished]
     todo = [s for s in steps if s.label not in finished]
-    done = sum(s.requests for s in done_steps) + min(sent_now, todo[0].requests if todo else 0)
-    reqs = [e for e in events if e.kind == "request" and e.status == "ok"]
-    prefill = stats.median(e.prefill_tps for e in reqs if e.prefill_tps)
-    decode = stats.median(e.decode_tps for e in reqs if e.decode_tps)
+    done = sum(1 for e in events if e.kind == "request")
+    # a step that ended without its requests (skipped, stopped) leaves the plan: the total shrinks
+    total = done + sum(s.requests for s in todo) - min(sent_now, todo[0].requests if todo else 0)
+    prefill, decode = rates(events)
     left: float | None = None
     if todo and prefill and decode:
         first = todo[0]
@@ -155,4 +181,4 @@ def estimate(steps: list[Step], events: list[Event]) -> Progress:
                                                                    for s in todo[1:])
     elif not todo:
         left = 0.0
-    return Progress(done=done, total=total, left_s=left, now=todo[0].words if todo else "")
+    return Progress(done=done, total=max(total, done), left_s=left, now=todo[0].words if todo else "")

@@ -19,11 +19,14 @@ store = common.store()
 def header(c: Card) -> None:
     s, row = c.setup, c.row
     st.title(md(s.title), anchor=False)
-    badge = queries.badges(row)
-    colour = {"synthetic": "orange", "summary only": "blue"}.get(badge, "green")
+    badge = queries.badges({**row, "method_test": queries.is_method_test(s)})
+    colour = {"synthetic": "orange", "summary only": "blue", "method test": "violet"}.get(badge, "green")
     st.markdown(f":{colour}-badge[{badge}]" + (f" &nbsp; {md(s.provenance)}" if s.provenance else ""))
     st.caption(md(f"{queries.short_name(row)} · {row['gpu']} · measured "
                   f"{', '.join(s.measured_at) or 'date unknown'}" + (f" by {s.measured_by}" if s.measured_by else "")))
+    if badge == "method test":
+        st.info("Method test: a real measurement made to show how benchcards measures (a tiny or random-weight "
+                "model), not how fast a model runs. Rankings and default selections leave it out.")
     if badge == "summary only":
         st.info("Summary only: these figures were published without their raw records, so benchcards cannot "
                 "recompute them. Quality margins are still computed from right / n.")
@@ -35,6 +38,12 @@ def speed(c: Card) -> None:
     if c.metrics.empty:
         st.caption("No speed run for this setup.")
         return
+    decode_run = c.metrics[(c.metrics.metric == "decode") & c.metrics.prompt.isna() & c.metrics.level.isna()]
+    prompt_tokens = (queries.decode_prompt_tokens(store, str(decode_run.run_id.iloc[0]))
+                     if not decode_run.empty else None)
+    for note in (cardmod.decode_context(c, prompt_tokens), cardmod.headline_source(c)):
+        if note:
+            st.caption(md(note))
     table = cardmod.speed_table(c)
     if not table.empty:
         slots = c.value("slots") or c.row.get("slots")
@@ -50,8 +59,11 @@ def named_tasks(c: Card) -> None:
     if tasks.empty:
         return
     st.subheader("Named tasks")
-    st.caption("Figures of a tool that measures named tasks, not prompt depths: mean ± standard deviation over its "
-               "runs, as it reported them (its rates come from the server's own timings).")
+    n = cardmod.task_runs(c)
+    st.caption("Figures of a tool that measures named tasks, not prompt depths: mean ± standard deviation over "
+               + (f"n = {n} runs per task" if n else "its runs (how many is not recorded)")
+               + ", as it reported them (its rates come from the server's own timings)."
+               + (" With so few runs the standard deviation is a rough guide only." if n and n < 5 else ""))
     common.table(tasks, f"{c.setup_id}-tasks", numeric=list(tasks.columns[1:]))
     common.table(cardmod.task_overall(c), f"{c.setup_id}-tasks-overall")
 
@@ -114,6 +126,7 @@ def memory(c: Card) -> None:
         st.caption(md(f"First size that failed: {fmt.depth(f['first_failed_ctx'])} "
                       f"({fmt.tokens(f['first_failed_ctx'])}) — {f['first_failed_error']}"))
     common.table(cardmod.fit_table(c), f"{c.setup_id}-memory")
+    st.caption(md(f"Peak memory measured with: {cardmod.peak_method(c)}."))
     vram = c.row.get("vram_gib")
     common.chart(charts.fit_chart(c.fit_steps, vram_gib=None if fmt.missing(vram) else float(vram)), key="fit-chart")
 
@@ -135,23 +148,18 @@ def reproduce(c: Card) -> None:
     s = c.setup
     st.header("Reproduce", anchor="reproduce")
     r = cardmod.reproduce(c)
-    st.markdown("**1. Get the model file** (the exact revision, then check its SHA-256)")
-    if r.download:
-        st.code(r.download, language="bash", wrap_lines=True)
-    st.markdown("**2. Start the server** with the exact command of the measurement")
-    if r.server:
-        st.code(r.server, language="bash")
-    with st.expander("What each part of the server command means"):
-        common.table(cardmod.flags_table(c), f"{c.setup_id}-flags")
-    for label, value in (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)):
-        if value:
-            st.caption(md(f"{label}: {value}"))
-    if r.measure:
-        st.markdown("**3. Measure it** with the settings of this setup's speed run"
-                    + ("s" if len(r.measure) > 1 else ""))
-        for run_id, cmd in r.measure.items():
-            st.caption(md(f"Run {run_id}"))
+    for step in r.steps:
+        st.markdown(f"**{md(step.title)}** — {md(step.detail)}")
+        for caption, cmd in step.commands:
+            if caption:
+                st.caption(md(caption))
             st.code(cmd, language="bash", wrap_lines=True)
+        if step.title.startswith("2.") and step.commands:
+            with st.expander("What each part of the server command means"):
+                common.table(cardmod.flags_table(c), f"{c.setup_id}-flags")
+            for label, value in (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)):
+                if value:
+                    st.caption(md(f"{label}: {value}"))
     for note in r.notes:
         st.caption(md(note))
 

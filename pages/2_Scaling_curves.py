@@ -21,8 +21,8 @@ if not ids:
     st.stop()
 cards = [queries.card(store, s) for s in ids]
 names = dict(zip(ids, compare.names(cards)))
-metrics = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "conc_total",
-           "conc_per_request"]
+metrics = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "task_prefill",
+           "task_decode", "task_ttft", "conc_total", "conc_per_request"]
 data = queries.series(store, ids, metrics)
 
 
@@ -36,7 +36,9 @@ def missing_note(have: set[str], what: str) -> None:
 st.header("Prompt depth")
 st.caption("Each line joins a setup's prefill steps (2K to 32K prompts, circles) and its long-prompt steps (16K to "
            "128K, a filler then the task, squares): both measure the same thing, the long-prompt steps go deeper. "
-           "Decode at depth is the mean of the prompts' medians, as the headline decode.")
+           "Triangles: named tasks of another tool, at their own prompt lengths. Decode at depth is the mean of the "
+           "prompts' medians, as the headline decode. Setups that only test the method (a tiny random-weight "
+           "model) are not chosen by default.")
 for kind in ("prefill", "decode", "ttft"):
     pts = charts.depth_points(data, kind, names)
     if pts.empty:
@@ -54,7 +56,8 @@ for rate, metric in (("total", "conc_total"), ("per_request", "conc_per_request"
         st.caption("No requests-at-once measurements for these setups.")
         break
     common.chart(charts.conc_chart(data, rate, names), key=f"chart-{metric}")
-    missing_note(set(pts.setup_id), "requests-at-once measurements")
+    if rate == "total":  # one note for both charts
+        missing_note(set(pts.setup_id), "requests-at-once measurements")
 with st.expander("The measured points"):
     table = data.assign(
         Setup=[names[s] for s in data.setup_id], Figure=[fmt.label(m, p, lv) for m, p, lv in

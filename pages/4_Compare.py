@@ -39,5 +39,10 @@ st.caption("Significant: McNemar's exact test (p < 0.05) when both answered the 
            "interval of the difference (Newcombe) excludes 0.")
 
 st.header("Memory test")
-common.table(compare.fit_side_by_side(cards, names), "compare-fit", empty="No memory test among these setups.",
+fit = compare.fit_side_by_side(cards, names)
+common.table(fit.table, "compare-fit", empty="No memory test among these setups.", classes=fit.verdicts,
              numeric=names)
+if not fit.empty:
+    st.caption("Peak GPU memory and decode at each setup's largest context that answered. A server that keeps "
+               "expert weights in system RAM (--n-cpu-moe and the like) needs that RAM too: its peak is only "
+               "what the GPU held.")

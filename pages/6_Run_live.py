@@ -6,8 +6,16 @@ import streamlit as st
 from benchcards import charts, fmt, metrics
 from benchcards.paths import LOCAL
 from live.client import NotLoopback, check_target
-from live.job import LiveJob
-from live.measure import PARTS, MeasureConfig, SetupInput
+from live.job import LiveJob, ServerBusy, running_jobs
+from live.measure import (
+    PARTS,
+    MeasureConfig,
+    SetupInput,
+    figures_text,
+    hardware_problems,
+    is_cpu_only,
+    name_problem,
+)
 from live.progress import InputError, estimate, parse_counts, parse_tokens, plan
 from ui import common
 from ui.common import md
@@ -21,9 +29,17 @@ st.markdown("Measure a server running on this machine the same way as every card
 st.caption("Only addresses on this machine (127.0.0.1, localhost, ::1) are measured unless you allow others below.")
 
 job: LiveJob | None = st.session_state.get("live_job")
-running = job is not None and not job.done
+# one run at a time on this site: a second run against a busy server measures both runs' load, so Start
+# stays disabled while any run (from this or any other tab or visitor) is measuring
+busy = running_jobs()
+running = bool(busy)
+for other in busy:
+    if other is not job:
+        st.info(f"A measurement of {md(other.cfg.base_url)} is running ({md(other.describe())}); its progress is "
+                "shown below. Start is available again when it ends or is stopped.")
 
-with st.form("live"):
+# Enter in a field must not start a measurement: only the Start button does
+with st.form("live", enter_to_submit=False):
     c1, c2 = st.columns(2)
     base_url = c1.text_input("Server address", "http://127.0.0.1:8089", key="live_base_url")
     model = c2.text_input("Model id (empty: the server's first model)", key="live_model")
@@ -44,8 +60,11 @@ with st.form("live"):
     st.markdown("**The setup** (what the server cannot tell)")
     a, b, c, d = st.columns(4)
     title = a.text_input("Title (optional)", key="live_title")
-    gpu = b.text_input("GPU", key="live_gpu")
-    vram = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, 0.0, key="live_vram")
+    gpu = b.text_input("GPU", key="live_gpu", placeholder="e.g. RTX 4090, or cpu",
+                       help="The GPU's name, with its memory in the next field; write cpu for a machine without a "
+                       "GPU.")
+    vram = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="live_vram", placeholder="e.g. 24",
+                          help="Memory of one GPU: the hardware tier comes from it. Leave empty for cpu.")
     quant = d.text_input("Quantisation", key="live_quant")
     server_cmd = st.text_input("Exact server command (so the card can explain every flag)", key="live_server_cmd")
     allow_remote = st.checkbox("Allow a server on another machine", key="live_allow_remote")
@@ -65,6 +84,8 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
             problems.append(str(exc))
     if not parts:
         problems.append("Parts: choose at least one part to measure")
+    problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    problems += [p for p in (name_problem(title or None, "Title"),) if p]
     try:
         check_target(base_url, allow_remote)
     except NotLoopback as exc:
@@ -82,65 +103,91 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
     return cfg, []
 
 
+# a Start pressed on a page drawn before another tab's run began starts nothing: the rerun draws Start
+# disabled (so it reads as not pressed) and the note above names the running run
 if start and not running:
     cfg, problems = read_settings()
     if cfg is None:
         st.error("Check the settings:\n\n" + "\n".join(f"- {md(p)}" for p in problems))
     else:
-        user = SetupInput(title=title or None, gpu=gpu or None, vram_gib=vram or None, quant=quant or None,
+        user = SetupInput(title=title or None, gpu=gpu or None,
+                          vram_gib=None if is_cpu_only(gpu) else vram, quant=quant or None,
                           server_cmd=server_cmd or None)
-        job = LiveJob(cfg, user, LOCAL, common.db_path()).start()
-        st.session_state["live_job"] = job
-        running = True
+        try:
+            job = LiveJob(cfg, user, LOCAL, common.db_path()).start()
+        except ServerBusy as exc:  # another tab started one in the meantime
+            st.error(md(str(exc)))
+        else:
+            st.session_state["live_job"] = job
+            running = True
 
 
 def step_words(job: LiveJob) -> dict[str, str]:
     return {s.label: s.words for s in plan(job.cfg)}
 
 
-@st.fragment(run_every=1.0 if running else None)
-def progress() -> None:
-    job: LiveJob | None = st.session_state.get("live_job")
-    if job is None:
-        return
+def shown_jobs() -> list[LiveJob]:
+    """This session's run and every run still measuring (from any tab), oldest first."""
+    mine: LiveJob | None = st.session_state.get("live_job")
+    jobs = running_jobs()
+    if mine is not None and mine not in jobs:
+        jobs.append(mine)
+    return jobs
+
+
+def panel(job: LiveJob, mine: bool) -> None:
     steps = [e for e in job.events if e.kind == "step"]
     now = estimate(plan(job.cfg), list(job.events))
+    # steps that sent requests: not skipped, not stopped before they started
+    ran = sum(1 for e in steps if e.status in ("ok", "failed") or
+              (e.status == "stopped" and "before it started" not in (e.reason or "")))
+    where = "" if mine else f" of {job.cfg.base_url}"
     if not job.done:
-        label = "Connecting to the server…" if not job.events else f"Measuring… {now.text()}"
+        label = f"Connecting to the server{where}…" if not job.events else f"Measuring{where}… {now.text()}"
         state = "running"
     elif job.error:
-        label, state = f"Stopped: {job.error}", "error"
+        label, state = f"Ended{where}: {job.error}", "error"
     else:
-        label, state = f"Finished: {len(steps)} steps, {now.total:,} requests", "complete"
-    with st.status(label, state=state, expanded=True):
+        how = "Stopped" if job.stopping else "Finished"
+        label = f"{how}{where}: {ran} of {len(plan(job.cfg))} steps ran, {now.done:,} requests"
+        state = "complete"
+    # no ``with`` on the status: leaving its block marks it complete (a ✓) while the run still measures
+    box = st.status(label, state=state, expanded=True)
+    with box.container():
         st.progress(now.fraction if not job.done else 1.0, text=now.text() if not job.done else None)
         if steps:
             words = step_words(job)
             table = pd.DataFrame([{"Step": words.get(e.label, e.label), "Part": metrics.part_label(e.part),
-                                   "Status": e.status, "Decode (tok/s)": e.decode_tps,
-                                   "Server decode": e.server_decode_tps, "Prefill (tok/s)": e.prefill_tps,
+                                   "Status": e.status, "Result": figures_text(e.figures) or fmt.DASH,
+                                   "Decode (tok/s)": e.decode_tps, "Server decode": e.server_decode_tps,
                                    "Server prefill": e.server_prefill_tps, "Reason": e.reason}
                                   for e in steps])
             shown = table.assign(**{col: [fmt.value("decode", v) for v in table[col]]
-                                    for col in ("Decode (tok/s)", "Server decode", "Prefill (tok/s)",
-                                                "Server prefill")},
+                                    for col in ("Server decode", "Server prefill")},
                                  Reason=[fmt.text(r) for r in table.Reason])
-            common.table(shown.rename(columns={"Server decode": "Server decode (tok/s)",
-                                               "Server prefill": "Server prefill (tok/s)"}),
-                         f"live-steps-{len(steps)}", download=False)
+            common.table(shown.drop(columns=["Decode (tok/s)"]).rename(columns={
+                "Server decode": "Server's own decode (tok/s)", "Server prefill": "Server's own prefill (tok/s)"}),
+                f"live-steps-{id(job)}-{len(steps)}", download=False)
             if table["Decode (tok/s)"].notna().any():
-                common.chart(charts.live_steps_chart(table), key=f"live-chart-{len(steps)}")
+                common.chart(charts.live_steps_chart(table), key=f"live-chart-{id(job)}-{len(steps)}")
     if not job.done:
-        if st.button("Stop", disabled=job.stopping, key="stop"):
+        if st.button("Stop", disabled=job.stopping, key=f"stop-{id(job)}"):
             job.stop()
             st.toast("Stopping after the request in flight; finished steps will be saved.")
-    elif job.run_dir is not None:
+    elif mine and job.run_dir is not None:
         st.success(f"Saved and added to the site: {job.report}")
         st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
                      icon=":material/arrow_forward:")
-        if job.done and st.session_state.get("live_finished") != id(job):
-            st.session_state["live_finished"] = id(job)
-            st.rerun(scope="app")  # re-enable the form
+
+
+@st.fragment(run_every=1.0 if running else None)
+def progress() -> None:
+    mine: LiveJob | None = st.session_state.get("live_job")
+    jobs = shown_jobs()
+    for job in jobs:
+        panel(job, job is mine)
+    if running and not running_jobs():
+        st.rerun(scope="app")  # the run ended: re-enable the form
 
 
 progress()

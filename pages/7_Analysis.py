@@ -4,6 +4,7 @@ import streamlit as st
 
 from benchcards import analysis, charts, queries
 from ui import common
+from ui.common import md
 
 common.page("Analysis", "🧭")
 store = common.store()
@@ -20,8 +21,17 @@ with st.sidebar:
     st.header("Filters")
     tiers = st.multiselect("Hardware tier", analysis.tiers_present(everything), key="tier", bind="query-params",
                            placeholder="all tiers")
+    include_tests = st.toggle("Include method tests", key="tests", bind="query-params",
+                              help="Real measurements made to test the method (a tiny random-weight model, a test "
+                                   "engine): their figures say nothing about a model's speed.")
 data = analysis.filter_tiers(everything, tiers)
+left_out: list[str] = []
+if not include_tests:
+    data, left_out = analysis.without_method_tests(data)
 st.write(f"**{len(data.setups)}** of {len(everything.setups)} setups" + (f" · {', '.join(tiers)}" if tiers else ""))
+if left_out:
+    st.caption("Left out: " + "; ".join(md(t) for t in left_out) + " (method test: shows how benchcards "
+               "measures, not how fast a model runs). Switch on *Include method tests* in the sidebar to rank it too.")
 
 answer_tab, tp_tab, quality_tab, knee_tab = st.tabs(["Time to answer", "Throughput vs per-request speed",
                                                      "Speed vs quality", "Knees"])
@@ -43,7 +53,7 @@ with answer_tab:
         common.chart(charts.answer_time_chart(answers), key="chart-answer")
     else:
         st.info("No setup has both prefill and decode measurements at these sizes.")
-    common.table(analysis.answer_table(answers), "time-to-answer")
+    common.table(analysis.answer_table(answers), "time-to-answer", numeric=analysis.NUMERIC_COLUMNS)
     st.caption(f"Pale bars: setups whose curves do not reach these sizes (their nearest measured rate is held). "
                f"First token: prompt / prefill rate at the prompt's depth. Answer: words × tokens per word (from the "
                f"setup's own decode runs, else {analysis.DEFAULT_TOKENS_PER_WORD:g}), each token after the first at "
@@ -57,7 +67,7 @@ with tp_tab:
         st.info("None of these setups measured several requests at once.")
     else:
         common.chart(charts.pareto_chart(tp), key="chart-pareto")
-        common.table(analysis.throughput_table(tp), "throughput-vs-per-request")
+        common.table(analysis.throughput_table(tp), "throughput-vs-per-request", numeric=analysis.NUMERIC_COLUMNS)
         st.caption("Each point is one setup at one number of requests at once: total output rate against the rate "
                    "each request sees. A point is on the frontier when no other point is at least as good on both "
                    "and better on one. *Queued*: more requests than server slots.")
@@ -83,14 +93,15 @@ with quality_tab:
             for i, t in enumerate(order):  # one chart per tier: each fits the width of a phone
                 common.chart(charts.speed_quality_chart(sq[sq.tier == t], speed_label, [t]),
                              key=f"chart-speed-quality-{i}")
-            common.table(analysis.speed_quality_table(sq, speed_label), "speed-vs-quality")
+            common.table(analysis.speed_quality_table(sq, speed_label), "speed-vs-quality",
+                         numeric=(*analysis.NUMERIC_COLUMNS, speed_label))
             st.caption("Bars: Wilson 95 % intervals of the result. *Best trade-off in tier*: no other setup of "
                        "the same tier is at least as fast and as good, and better in one of them. Overlapping bars "
                        "mean the difference in quality is not established.")
 
 with knee_tab:
     kn = analysis.knees(data)
-    ids = data.setups.setup_id.tolist()
+    ids = data.setups.sort_values(["synthetic", "setup_id"], kind="stable").setup_id.tolist()  # real ones first
     picked = common.setup_picker(store, "Setups on the charts", key="setups", multi=True, options=ids)
     shown = picked or ids[:5]
     if not picked and len(ids) > 5:
@@ -106,7 +117,7 @@ with knee_tab:
     tp_shown = analysis.throughput(data.only(shown))
     if not tp_shown.empty:
         common.chart(charts.knee_conc_chart(tp_shown, kn_shown, colours), key="chart-knee-conc")
-    common.table(analysis.knee_table(kn), "knees", grid=True)
+    common.table(analysis.knee_table(kn), "knees", numeric=analysis.NUMERIC_COLUMNS)
     st.caption(f"Depth knee: where prefill or decode falls below {analysis.KNEE_FRACTION * 100:.0f} % of its value at the "
                "shortest measured prompt and stays below, placed on the log-depth line between the two measured "
                "depths around it. Requests at once: the smallest number from which each further step adds less "

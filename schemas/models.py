@@ -125,8 +125,17 @@ class PartSkipped(Strict):
     reason: Text = Field(description="Why it was skipped (e.g. server context too small).")
 
 
+class PartStopped(Strict):
+    """A part cut short when the person measuring stopped the run; the steps that finished are kept, but
+    figures that need the whole part (the headline decode needs every prompt) are not computed from it."""
+
+    part: Text = Field(description="Part or test name.")
+    status: Literal["stopped"] = Field(description="The run was stopped before this part finished.")
+    reason: Text = Field(description="What finished and what did not.")
+
+
 PartStatus = Annotated[
-    PartOk | PartFailed | PartRepeated | PartSkipped,
+    PartOk | PartFailed | PartRepeated | PartSkipped | PartStopped,
     Field(discriminator="status", description="Status of one part of a run."),
 ]
 
@@ -231,6 +240,11 @@ class Setup(Strict):
     setup_id: Slug = Field(description="Unique id of the setup.")
     title: Name = Field(description="Short human title of the setup.")
     synthetic: bool = Field(False, description="True for generated demo/test data, never real measurements.")
+    method_test: bool = Field(
+        False,
+        description="True for a real measurement that tests the measuring method rather than a model (a tiny "
+                    "random-weight model, a test engine): shown with a 'method test' badge and left out of default "
+                    "selections and ranking charts unless picked.")
     provenance: str | None = Field(None, description="Where the data comes from (own run, a published page, ...).")
     hardware: Hardware = Field(description="The machine.")
     engine: Engine = Field(description="Engine that served the model.")
@@ -381,7 +395,11 @@ class SpeedMethod(Strict):
     thinking: bool | None = Field(None, description="Thinking on in the requests.")
     sampling: Sampling | None = Field(None, description="Sampling sent with the requests.")
     server_slots: Positive | None = Field(None, description="Server slots (from /props or stated).")
-    server_ctx: Count | None = Field(None, description="Server context size (from /props or stated).")
+    server_ctx: Count | None = Field(None, description="Server context size over all slots, tokens (as stated, "
+                                                       "e.g. llama-server's -c).")
+    server_ctx_per_slot: Count | None = Field(None, description="Context of one server slot, tokens (llama-server's "
+                                                                "/props n_ctx): the longest prompt plus answer one "
+                                                                "request can have.")
 
 
 class SpeedContract(RunBase):
@@ -488,6 +506,9 @@ class FitContract(RunBase):
 
     kind: Literal["fit"] = Field(description="Contract kind.")
     fill_target_pct: NonNeg = Field(95.0, description="Target share of each context the prompt fills, %.")
+    peak_memory_method: Text | None = Field(
+        None, description="How peak GPU memory was read, e.g. 'nvidia-smi --query-gpu=memory.used every 0.5 s, "
+                          "the maximum over the step, all GPUs summed'; shown on the card ('not recorded' when absent).")
     steps: list[FitStep] = Field(min_length=1, fail_fast=True, description="One record per context size.")
     stated: FitStated | None = Field(None, description="Headline as stated by the tool or page.")
 

@@ -39,7 +39,7 @@ $py -m live measure --base-url "http://127.0.0.1:$port" --parts decode,prefill,c
   --ctx-depths 16384 --ctx-runs 1 --ctx-max-tokens 256 --timeout 300 \
   --setup-id real-llama-server-cpu-tiny-random-qwen-vocab \
   --title "Tiny random-weight model with Qwen's vocabulary on CPU, llama.cpp 0c1e570 (shows the method, not a model's speed)" \
-  --cpu "$cpu" --ram-gib "$ram" --engine llama.cpp --engine-version "0c1e570 (own CPU build)" \
+  --gpu cpu --cpu "$cpu" --ram-gib "$ram" --engine llama.cpp --engine-version "0c1e570 (own CPU build)" \
   --model-name "benchcards tiny random model (Qwen vocabulary)" --quant F16 \
   --server-cmd "$shown" --server-log "$work/server.log" --measured-by "benchcards (scripts/measure_real_demo.sh)" \
   --notes "A real measurement of a real engine: llama-server built from llama.cpp 0c1e570 (CPU only, GGML_NATIVE) serving a 1-layer, 32-wide model with random weights and the real Qwen tokenizer (file ${bytes} bytes, sha256 ${sha}, written by python -m live tiny-gguf --vocab qwen35). Every figure is verified from raw records, but it shows how benchcards measures, not how fast any real model runs: real models are thousands of times larger." \

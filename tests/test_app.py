@@ -251,6 +251,8 @@ def test_seed_002_card_shows_every_published_figure():
     assert longp.iloc[-1].tolist() == ["128K tokens", "795.7 tok/s", "164.7 s", "44.2 tok/s", "44.4 tok/s"]
     memory = table_with(at, "Context size")
     assert "First token (s)" not in memory.columns  # nobody measured it: no always-empty column
+    prefill = [v for v in memory["Prefill, server (tok/s)"] if v != "—"]
+    assert prefill and all(re.fullmatch(r"\d{1,3}(,\d{3})*\.\d", v) for v in prefill)  # tok/s: one decimal
     runs = table_with(at, "Failed / repeated / skipped")
     assert "Long prompts: repeated" in " ".join(runs["Failed / repeated / skipped"])
     assert not BAD_TEXT.search(text), BAD_TEXT.search(text)
@@ -273,12 +275,13 @@ def test_seed_000_card_shows_its_named_task_table_as_published():
     at = run("pages/1_Setup_card.py", setup=SEED0)
     t = table_with(at, "Task")
     assert list(t.columns) == ["Task", "Prompt tokens", "Output tokens", "Prefill (tok/s)", "Decode (tok/s)",
-                               "First token (ms)", "Wall time (ms)"]
+                               "First token (ms)", "Wall time (ms)", "Runs (n)"]
+    assert set(t["Runs (n)"]) == {"2"}  # the n behind every ± SD
     shown = {r.Task: r for r in t.itertuples(index=False)}
     figures = 0
     for task, (pt, out, out_sd, pre, pre_sd, gen, gen_sd, ttft, ttft_sd, wall, wall_sd) in SEED_000_TASKS.items():
         r = shown[task]
-        assert tuple(r)[1:] == (pt, f"{out} ± {out_sd}", f"{pre} ± {pre_sd}", f"{gen} ± {gen_sd}",
+        assert tuple(r)[1:-1] == (pt, f"{out} ± {out_sd}", f"{pre} ± {pre_sd}", f"{gen} ± {gen_sd}",
                                 f"{ttft} ± {ttft_sd}", f"{wall} ± {wall_sd}"), task
         figures += 11 + 6  # the task's table (its prompt tokens have no stdev) and its summary-table row
     overall = table_with(at, "Figure")
@@ -367,7 +370,9 @@ def test_scaling_curves_show_a_default_selection_with_readable_axes():
         y = s["layer"][1]["encoding"]["y"]
         assert y["scale"].get("zero") is True and "type" not in y["scale"]  # linear, from zero
     x = ss[0]["layer"][0]["encoding"]["x"]
-    assert x["axis"]["values"] == [2048, 4096, 8192, 16384, 32768, 65536, 131072]  # powers of two
+    ticks = x["axis"]["values"]
+    assert all(t & (t - 1) == 0 for t in ticks) and ticks[-1] == 131072  # powers of two
+    assert {2048, 8192, 32768} <= set(ticks)
     data = chart_data(at, 0)[0]
     pts = data[(data.setup_id == SEED) & (data.metric == "prefill")]
     assert sorted(zip(pts.level, pts.value_text)) == [(2048, "961.9 tok/s"), (8192, "988.4 tok/s"),
@@ -379,7 +384,20 @@ def test_scaling_curves_show_a_default_selection_with_readable_axes():
 def test_scaling_curves_name_setups_without_data():
     at = run("pages/2_Scaling_curves.py", setups=[SEED0, SYN1])
     notes = unescape(" ".join(c.value for c in at.caption))
-    assert "No prefill vs prompt depth for: Qwen3.5-35B-A3B · UD-Q4_K_XL" in notes
+    assert notes.count("No requests-at-once measurements for: Qwen3.5-35B-A3B · UD-Q4_K_XL") == 1
+
+
+def test_scaling_curves_default_prefers_real_published_setups_and_leaves_out_method_tests():
+    at = run("pages/2_Scaling_curves.py")
+    chosen = at.multiselect(key="setups").value
+    assert chosen[:2] == [SEED, SEED0] or chosen[:2] == [SEED0, SEED]  # both published setups, before demo data
+    assert REAL not in chosen  # the tiny random-weight model (20,000 tok/s prefill) is not chosen by default
+    data = chart_data(at, 0)[0]
+    spark = data[data.setup_id == SEED0]
+    assert set(spark.part) == {"named tasks"} and "1,221.4 tok/s" in set(spark.value_text)
+    assert data.value.max() < 5000  # the axis is not stretched by the test model
+    picked = run("pages/2_Scaling_curves.py", setups=[REAL, SEED])  # still there when picked
+    assert REAL in picked.multiselect(key="setups").value
 
 
 def test_quality_page_has_one_row_per_test_and_formatted_tooltips():
@@ -510,6 +528,9 @@ def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypa
     at.button[0].click().run()
     assert not at.exception
     assert at.success[0].value.startswith("Added: 1 new, 0 replaced, 0 unchanged setup")
+    assert "1 warning(s), listed below and on each setup's card" in at.success[0].value
+    listed = unescape(at.warning[0].value)  # the warning itself, not only its count
+    assert "hand-3090, run hand-speed: decode runs spread 20.2 % (CV), above 5 %" in listed
     assert (local / "hand-3090" / "setup.json").exists()
     at = run("app.py")
     titles = [c["link_title"] for row in table_with(at, "Decode (tok/s)").attrs["cells"] for c in row[:1]]
@@ -550,6 +571,7 @@ def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypat
         at.number_input(key="live_runs").set_value(1)
         at.number_input(key="live_max_tokens").set_value(300)
         at.text_input(key="live_gpu").set_value("Demo GPU")
+        at.number_input(key="live_vram").set_value(24.0)
         at.button[0].click().run()
         assert not at.error, [e.value for e in at.error]
         job: LiveJob = at.session_state["live_job"]
@@ -627,6 +649,7 @@ def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, mo
     try:
         at = run("app.py")
         assert at.warning[0].value.startswith("The raw folders changed after the database was built")
+        assert "setup folders **new**: broken-upload." in unescape(at.warning[0].value)  # says what changed
         assert len(table_with(at, "Decode (tok/s)")) == demo_count()  # still served
         before = hashlib.sha256(path.read_bytes()).hexdigest()
         at.button(key="bc-build").click().run()
@@ -642,3 +665,214 @@ def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, mo
 
         shutil.rmtree(broken)
         common._CHECKED.clear()
+
+
+# --------------------------------------------------------------------------- analysis
+
+def test_analysis_tables_format_every_figure_like_the_rest_of_the_site():
+    at = run("pages/7_Analysis.py")
+    answer = table_with(at, "Time (s)")
+    seed = answer[answer.Setup == SEED_TITLE].iloc[0]
+    assert re.fullmatch(r"\d[\d,]*\.\d", seed["Time (s)"])  # one decimal always ("9.0", never "9")
+    assert re.fullmatch(r"[\d,.]+ – [\d,.]+", seed["± range (s)"])
+    # first token: the decimals of the registry's "ttft", as on the overview and the card
+    assert re.fullmatch(r"\d+\.\d", seed["First token (s)"])
+    assert seed["Prefill (tok/s)"] == "988.4" and seed["Decode (tok/s)"] != ""
+    for col in ("Time (s)", "Prefill (tok/s)", "Answer tokens"):
+        for v in answer[col]:
+            assert v == "—" or re.fullmatch(r"\d{1,3}(,\d{3})*(\.\d+)?", v), (col, v)  # thousands separators
+    tp = table_with(at, "Total (tok/s)")
+    assert set(tp["Requests at once"]) >= {"1", "2", "4", "8"} and "65.6" in set(tp["Total (tok/s)"])
+    assert "57.3 % ± 4.8" in set(table_with(at, "Result (95 % margin)")["Result (95 % margin)"])
+
+
+def test_analysis_leaves_out_method_tests_unless_asked():
+    at = run("pages/7_Analysis.py")
+    answer = table_with(at, "Time (s)")
+    assert not any("Tiny random-weight" in s for s in answer.Setup)  # 511 tokens per word: not ranked
+    assert "Left out: Tiny random-weight model" in page_text(at)
+    spec = specs(at)[0]
+    assert all(v < 1000 for v in chart_data(at, 0)[0].total_s.dropna())  # the axis is not stretched
+    assert spec
+    asked = run("pages/7_Analysis.py", tests="true")
+    assert any("Tiny random-weight" in s for s in table_with(asked, "Time (s)").Setup)
+    ov = run("app.py")
+    assert "method test" in page_text(ov)  # its own badge on the overview
+
+
+def test_fits_in_my_gpu_memory_marks_setups_that_keep_experts_in_system_ram():
+    at = run("app.py", fits="24")
+    text = page_text(at)
+    ov = next(t for t in tables(at) if "Hardware" in t.columns)
+    q8 = ov[ov.Setup.str.startswith("Qwen3.5-35B-A3B · Q8_0")].iloc[0]
+    assert "needs system RAM: expert weights of 23 layers (--n-cpu-moe 23)" in q8.Hardware
+    assert "fit in 24 GiB only because their server keeps expert weights in system RAM" in text
+    strict = run("app.py", fits="24", gpuonly="true")
+    names = list(next(t for t in tables(strict) if "Hardware" in t.columns).Setup)
+    assert names and not any(n.startswith("Qwen3.5-35B-A3B · Q8_0") for n in names)
+
+
+def test_compare_spreads_in_points_long_answers_by_length_and_memory_with_verdicts():
+    at = run("pages/4_Compare.py", setups=[SEED, SYN1])
+    vs = f"{'Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860'}, vs the first"
+    speed = table_with(at, "Figure")
+    cv = speed[speed.Figure == "Spread of the decode runs (CV) (%)"].iloc[0]
+    assert re.fullmatch(r"([+−]\d+\.\d|0\.0) pts, (better|worse|same)", cv[vs])  # points, never a % of a %
+    wall = speed[speed.Figure == "Long answer, wall time (s)"].iloc[0]
+    assert wall[vs] == "not comparable: answers of 3,348 tokens vs 4,879 tokens (see the rate)"
+    rate = speed[speed.Figure == "Long answer, tokens / wall time (tok/s)"].iloc[0]
+    assert rate[vs].endswith(("better", "worse"))
+    fit = next(t for t in tables(at) if "Peak memory (GiB)" in set(t.get("Figure", [])))
+    assert vs in fit.columns  # a verdict column like the other tables
+    largest = fit[fit.Figure == "Largest context that answered (tokens)"].iloc[0]
+    assert largest[vs] == "0.0 %, same"
+    ram = fit[fit.Figure == "Weights kept in system RAM"].iloc[0]
+    assert ram.iloc[2] == "expert weights of 23 layers (--n-cpu-moe 23)"
+    cells = fit.attrs["cells"][1][3]["class"]
+    assert "worse" in cells  # 21.42 GiB vs 11.34 GiB, coloured
+
+
+@pytest.mark.unit
+def test_change_of_a_percentage_is_in_points():
+    from benchcards import fmt
+
+    assert fmt.change("decode_cv", 0.8, 1.4) == ("−0.6 pts, better", "better")
+    assert fmt.change("decode", 50, 40) == ("+25.0 %, better", "better")
+
+
+# --------------------------------------------------------------------------- card: reproduce, sources, methods
+
+def _steps(at) -> dict[str, str]:
+    """Reproduce steps: number -> the heading's text as shown."""
+    out = {}
+    for m in at.markdown:
+        got = re.match(r"\*\*(\d)\. (.+?)\*\* — (.*)", unescape(m.value))
+        if got:
+            out[got.group(1)] = f"{got.group(2)} — {got.group(3)}"
+    return out
+
+
+def test_reproduce_steps_say_what_is_missing_and_paths_agree():
+    at = run("pages/1_Setup_card.py", setup=SEED)
+    steps = _steps(at)
+    assert steps["1"].startswith("Get the model file — Into models/: at the exact revision b1f9d1dcc3de; then check")
+    code = [c.value for c in at.code]
+    download = next(c for c in code if c.startswith("hf download"))
+    assert "--local-dir models" in download and "models/Qwen3.8-35B-A3B-Q4_K_M.gguf' | sha256sum" in download
+    server = next(c for c in code if "llama-server" in c)
+    assert "-m models/Qwen3.8-35B-A3B-Q4_K_M.gguf" in server  # where step 1 put the file
+    assert "the measured command read Qwen3.8-35B-A3B-Q4_K_M.gguf" in steps["2"]
+
+    spark = _steps(run("pages/1_Setup_card.py", setup=SEED0))
+    assert "no revision is recorded" in spark["1"] and "no SHA-256 is recorded" in spark["1"]
+    assert "then check its SHA-256" not in spark["1"]
+
+    live = run("pages/1_Setup_card.py", setup=REAL)
+    steps = _steps(live)
+    assert steps["1"].startswith("Get the model file — Not possible from this card: the model's repository is not")
+    assert not any(c.value.startswith("hf download") for c in live.code)
+    assert steps["2"].startswith("Start the server — With the exact command") and steps["3"].startswith("Measure it")
+
+
+def test_card_says_where_headline_figures_come_from_and_how_decode_was_measured():
+    at = run("pages/1_Setup_card.py", setup=SEED)
+    text = page_text(at)
+    assert "Headline figures from run qwen38-35b-distill-0911-speed-r2" in text
+    assert "The figures of the parts of run distill-ctx-1111-speed-r0" in text and "parts: long prompts" in text
+    assert "Decode: short code and prose prompts (length not recorded), answers of 512 tokens, 2 runs per prompt" in text
+    assert "Peak memory measured with: not recorded." in text
+    real = page_text(run("pages/1_Setup_card.py", setup=REAL))
+    assert re.search(r"Decode: code and prose prompts of about \d+ tokens, answers of 512 tokens", real)
+    assert "Method test:" in real
+    spark = page_text(run("pages/1_Setup_card.py", setup=SEED0))
+    assert "mean ± standard deviation over n = 2 runs per task" in spark
+    assert "A forum post of llama-server's own timings" in spark and "seed 000" not in spark
+
+
+def test_card_states_how_peak_memory_was_measured_when_the_contract_records_it(tmp_path, monkeypatch):
+    import shutil
+
+    from ingest import ingest_paths
+
+    folder = tmp_path / "raw" / SEED
+    shutil.copytree(ROOT / "data" / "raw" / SEED, folder)
+    contract = next(folder.glob("fit/*/contract.json"))
+    doc = json.loads(contract.read_text())
+    doc["peak_memory_method"] = "nvidia-smi memory.used every 0.5 s, the maximum over the step"
+    contract.write_text(json.dumps(doc))
+    db = tmp_path / "site.duckdb"
+    ingest_paths([tmp_path / "raw"], db)
+    monkeypatch.setenv("BENCHCARDS_DB", str(db))
+    text = page_text(run("pages/1_Setup_card.py", setup=SEED))
+    assert "Peak memory measured with: nvidia-smi memory.used every 0.5 s, the maximum over the step." in text
+
+
+def test_stale_database_names_new_changed_and_removed_setup_folders(tmp_path):
+    import os
+    import shutil
+    import time
+
+    from benchcards.sources import freshness
+    from ingest import ingest_paths
+
+    root = tmp_path / "mine"
+    for sid in (SYN1, SYN2):
+        shutil.copytree(ROOT / "data" / "raw" / sid, root / sid)
+    db = tmp_path / "site.duckdb"
+    ingest_paths([root], db)
+    shutil.rmtree(root / SYN2)
+    shutil.copytree(ROOT / "data" / "raw" / SEED0, root / SEED0)
+    later = time.time() + 5
+    os.utime(root / SYN1 / "setup.json", (later, later))
+    fr = freshness(db, local=tmp_path / "no-local")
+    assert fr.state == "stale"
+    assert SEED0 in fr.new and fr.changed == (SYN1,) and fr.removed == (SYN2,)
+    assert f"changed: {SYN1}; removed: {SYN2}" in fr.detail
+
+
+def test_upload_and_build_clis_list_their_warnings(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import make_setup
+
+    folder = make_setup(tmp_path / "src")
+    archive = tmp_path / "mine.zip"
+    archive.write_bytes(_zip(_folder_entries(folder, "hand-3090")))
+    env = {**os.environ, "BENCHCARDS_LOCAL": str(tmp_path / "local")}
+    db = tmp_path / "site.duckdb"
+    up = subprocess.run([sys.executable, "-m", "ingest.upload", str(archive), "--db", str(db)], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    assert "1 warning(s), listed below and on each setup's card" in up.stdout
+    assert "warning: hand-3090, run hand-speed: decode runs spread 20.2 % (CV)" in up.stdout
+    built = subprocess.run([sys.executable, "-m", "ingest.build", "--db", str(db), "--force"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    lines = [ln.strip() for ln in built.stdout.splitlines() if ln.strip().startswith("warning: ")]
+    assert any(ln.startswith("warning: synthetic-00001-qwen35-35b-a3b-q8_0, run ") and "below the minimum of 256"
+               in ln for ln in lines)
+    assert "warning: hand-3090, run hand-speed" in built.stdout
+    helptext = subprocess.run([sys.executable, "-m", "ingest.upload", "--help"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60).stdout
+    from ingest.limits import LIMITS
+    assert LIMITS.upload_text() in " ".join(helptext.split())
+
+
+def test_upload_limits_have_one_source_and_every_text_agrees():
+    import tomllib
+
+    from ingest.limits import LIMITS, MiB
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == LIMITS.upload_mib() == LIMITS.upload_bytes // MiB
+    at = run("pages/5_Upload.py")
+    text = page_text(at)
+    assert f"Limits: {LIMITS.upload_text()}" in text
+    assert at.file_uploader(key="zip").proto.max_upload_size_mb == LIMITS.upload_mib()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert LIMITS.upload_text() in readme
+    assert "How to make a setup folder" in [e.label for e in at.expander]
+    assert "python -m live measure --help" in text and "Raw folders" in text
+    assert {b.label for b in at.get("download_button")} >= {"setup.schema.json", "speed.schema.json"}

@@ -344,6 +344,7 @@ def test_run_live_page_measures_the_demo_server(demo_db, browser, tmp_path):
         page.get_by_role("textbox", name="Prefill depths").fill("1k, 2K")
         page.get_by_role("textbox", name="Requests at once").fill("1,2")
         page.get_by_label("GPU", exact=True).fill("Demo GPU")
+        page.get_by_role("spinbutton", name="VRAM per GPU (GiB)").fill("24")
         page.get_by_role("button", name="Start").click()
         progress = page.get_by_text(re.compile(r"\d+ of 18 requests · (about .+ left|estimating)")).first
         progress.wait_for(timeout=60_000)  # progress per request, with the time left, while it runs
@@ -410,3 +411,51 @@ def test_uploading_an_existing_demo_id_is_refused_and_every_page_still_loads(dem
         stop(proc)
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert not (tmp_path / "local" / sid).exists()
+
+
+LINES_PER_CELL = """(col) => { const table = Array.from(document.querySelectorAll('table.bc-table'))
+      .find(t => Array.from(t.querySelectorAll('th')).some(th => th.textContent === col));
+    const i = Array.from(table.querySelectorAll('th')).findIndex(th => th.textContent === col) + 1;
+    return Array.from(table.querySelectorAll(`tbody tr td:nth-child(${i})`)).map(td => {
+      const r = document.createRange(); r.selectNodeContents(td);
+      const tops = new Set(Array.from(r.getClientRects()).filter(b => b.width > 0).map(b => Math.round(b.top)));
+      return [td.textContent, tops.size]; }); }"""
+
+
+def test_quality_figures_never_wrap_inside_at_1440(server, browser):
+    """'52.4 – 62.0 %' and '229 / 400' stay on one line: a lone '%' or '/ 400' reads as another value."""
+    page = open_page(browser, f"{server}/Quality_and_margins")
+    try:
+        for col in ("Interval", "Right / n", "Result (95 % margin)", "Token limit"):
+            cells = page.evaluate(LINES_PER_CELL, col)
+            assert cells, col
+            if col == "Right / n":
+                assert "229 / 400" in [t for t, _ in cells]
+            broken = [t for t, lines in cells if lines != 1 and not (col.startswith("Result") and " ± " in t)]
+            assert not broken, (col, broken)
+    finally:
+        page.context.close()
+
+
+def test_card_tables_on_a_phone_say_they_scroll_sideways(server, browser):
+    page = open_page(browser, f"{server}/Setup_card?setup={SEED}", "phone", "light")
+    try:
+        wide = page.evaluate("""() => Array.from(document.querySelectorAll('.bc-scroll')).filter(d => d.offsetParent)
+            .map(d => ({over: d.scrollWidth > d.clientWidth + 1,
+                        hint: !!(d.previousElementSibling && d.previousElementSibling.classList.contains('bc-scroll-hint')
+                                 && d.previousElementSibling.offsetParent),
+                        shadow: getComputedStyle(d).backgroundImage}))""")
+        cut = [w for w in wide if w["over"]]
+        assert cut, "expected at least one card table wider than a phone"
+        for w in cut:
+            assert w["hint"], w  # 'Swipe sideways for more columns →' above it
+            assert "radial-gradient" in w["shadow"], w  # and a shadow on the edge that hides columns
+        assert page.get_by_text("Swipe sideways for more columns →").first.is_visible()
+        check_no_sideways_scroll(page)  # the page itself never scrolls sideways: only the table does
+    finally:
+        page.context.close()
+    page = open_page(browser, f"{server}/Setup_card?setup={SEED}", "desktop", "light")
+    try:
+        assert not page.get_by_text("Swipe sideways for more columns →").first.is_visible()
+    finally:
+        page.context.close()

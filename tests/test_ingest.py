@@ -172,7 +172,10 @@ def _bad_cases():
         ("right above n", edit(qu, lambda o: o["tests"][0].update(items=[], stated={"n": 4, "right": 5})),
          "more than n"),
         ("attachment hash mismatch", edit(sp, lambda o: o.__setitem__(
-            "attachments", [{"path": "client.log", "sha256": "0" * 64}])), "$.attachments[0].sha256"),
+            "attachments", [{"path": "client.log", "sha256": "0" * 64}])),
+         "$.attachments[0].sha256: the file speed/"),  # names the file, not only the list entry
+        ("attachment hash mismatch names the file", edit(sp, lambda o: o.__setitem__(
+            "attachments", [{"path": "client.log", "sha256": "0" * 64}])), "client.log has SHA-256 "),
         ("attachment missing", edit(sp, lambda o: o.__setitem__("attachments", [{"path": "gone.log"}])),
          "listed but not in the folder"),
         ("contract in wrong folder", lambda f: shutil.move(str(f / "fit"), str(f / "speedy")), "lies under"),

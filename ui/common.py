@@ -154,8 +154,13 @@ def _build_panel(path: Path, fr: Freshness) -> Freshness:
     elif fr.state == "unreadable":
         st.error(md(fr.detail) + " Build it again from the raw folders with the button below or in a shell:")
     else:
-        st.warning("The raw folders changed after the database was built, so the site may be out of date. "
-                   "Build it again with the button below or in a shell:", icon=":material/update:")
+        what = "; ".join(f"**{label}**: " + ", ".join(md(n) for n in names[:20])
+                         + (f" and {len(names) - 20:,} more" if len(names) > 20 else "")
+                         for label, names in (("new", fr.new), ("changed", fr.changed), ("removed", fr.removed))
+                         if names)
+        st.warning("The raw folders changed after the database was built, so the site may be out of date"
+                   + (f" — setup folders {what}." if what else f" (the newest change: {md(fr.newest)}).")
+                   + " Build it again with the button below or in a shell:", icon=":material/update:")
     st.code(_command(path), language="bash")
     if st.button("Build the database now", key="bc-build", icon=":material/build:"):
         background.start(path)

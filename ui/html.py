@@ -9,6 +9,7 @@ for better / worse.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
@@ -17,7 +18,16 @@ import pandas as pd
 PHONE_MAX_PX = 720
 
 CSS = f"""
-.bc-scroll {{ overflow-x: auto; max-width: 100%; }}
+:root {{ --bc-bg: #ffffff; }}
+@media (prefers-color-scheme: dark) {{ :root {{ --bc-bg: #0e1117; }} }}
+.bc-scroll {{ overflow-x: auto; max-width: 100%;
+  /* scroll shadows: a soft edge shows on the side where more columns are hidden (they scroll with the content) */
+  background: linear-gradient(to right, var(--bc-bg) 30%, rgba(128, 128, 128, 0)) left / 2.5rem 100%,
+    linear-gradient(to left, var(--bc-bg) 30%, rgba(128, 128, 128, 0)) right / 2.5rem 100%,
+    radial-gradient(farthest-side at 0 50%, rgba(128, 128, 128, 0.45), rgba(128, 128, 128, 0)) left / 0.9rem 100%,
+    radial-gradient(farthest-side at 100% 50%, rgba(128, 128, 128, 0.45), rgba(128, 128, 128, 0)) right / 0.9rem 100%;
+  background-repeat: no-repeat; background-attachment: local, local, scroll, scroll; }}
+.bc-scroll-hint {{ display: none; font-size: 0.75rem; opacity: 0.72; margin: 0 0 0.2rem; }}
 table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; line-height: 1.35; }}
 .bc-table th, .bc-table td {{ padding: 0.35rem 0.5rem; text-align: left; vertical-align: top;
   border-bottom: 1px solid rgba(128, 128, 128, 0.25); overflow-wrap: break-word; }}
@@ -28,6 +38,7 @@ table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; l
 .bc-table .worse, .bc-card .worse {{ color: #D55E00; font-weight: 600; }}
 .bc-nw {{ white-space: nowrap; }}
 .bc-muted {{ opacity: 0.72; font-size: 0.8rem; }}
+.bc-offload {{ font-size: 0.8rem; color: #D55E00; }}
 .bc-table a, .bc-card a {{ color: inherit; text-decoration: underline; text-underline-offset: 2px;
   text-decoration-color: rgba(128, 128, 128, 0.7); font-weight: 600; }}
 .bc-badge {{ display: inline-block; font-size: 0.72rem; padding: 0 0.4rem; border-radius: 0.6rem;
@@ -45,6 +56,7 @@ table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; l
 .bc-tile-label {{ font-size: 0.85rem; opacity: 0.8; }}
 .bc-tile-value {{ font-size: 1.9rem; line-height: 1.25; font-weight: 400; }}
 @media (max-width: {PHONE_MAX_PX}px) {{
+  .bc-scroll-hint {{ display: block; }}
   .bc-ov-wide {{ display: none; }}
   .bc-ov-cards {{ display: block; }}
   .bc-tiles {{ grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 0.5rem; }}
@@ -58,14 +70,22 @@ def esc(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+#: a figure as the formatter writes it: a number (or 'n / n', a range 'a – b') with at most a short unit;
+#: such a cell never breaks inside ('%' or '/ 400' alone on a line reads as a different value)
+_FIGURE = re.compile(r"^[≈+−\-]?\s?\d[\d,.]*(\s?(–|/|to)\s?[+−\-]?\d[\d,.]*)?(\s[^\s\d]{1,8}){0,2}$")
+
+
 def cell_text(value: object) -> str:
-    """An escaped cell ('—' when missing); a 'result ± margin' figure may wrap only before its '±'."""
+    """An escaped cell ('—' when missing). A figure ('2,546.8 s', '52.4 – 62.0 %', '229 / 400') never wraps
+    inside; a 'result ± margin' figure may wrap only before its '±'."""
     from benchcards import fmt
 
     text = fmt.text(value)
     if " ± " in text:
         return " ".join(f'<span class="bc-nw">{esc(p)}</span>'
                         for p in [text.split(" ± ", 1)[0], "± " + text.split(" ± ", 1)[1]])
+    if len(text) <= 40 and _FIGURE.match(text):
+        return f'<span class="bc-nw">{esc(text)}</span>'
     return esc(text)
 
 
@@ -99,7 +119,10 @@ def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None 
             cells.append(f"<td{' ' + ' '.join(attrs) if attrs else ''}>{inner}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     aria = f' aria-label="{esc(label)}"' if label else ""
-    return (f'<div class="bc-scroll"><table class="bc-table"{aria}><thead><tr>{head}</tr></thead>'
+    # on a phone a table of more than three columns may be wider than the screen: say it scrolls
+    hint = ('<div class="bc-scroll-hint" aria-hidden="true">Swipe sideways for more columns →</div>'
+            if len(df.columns) > 3 else "")
+    return (f'{hint}<div class="bc-scroll"><table class="bc-table"{aria}><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
@@ -123,6 +146,8 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     hrefs = [esc(f"{link}{quote(s, safe='')}") for s in col["setup_id"]]
     names, titles, badges = ([esc(v) for v in col[c]] for c in ("Setup", "title", "badge"))
     gpus, tiers = [esc(v) for v in col["GPU"]], [esc(v) for v in col["VRAM tier"]]
+    offload = [("" if o in ("None", "nan", "") else f'<br><span class="bc-offload">⚠ {esc(o)}</span>')
+               for o in (col["offload"] if "offload" in col else [""] * len(display))]
     cells = {c: [cell_text(v) for v in col[c]] for c in (*figures, *quality)}
     card_figs = {c: [cell_text(_with_unit(v, units.get(c))) for v in col[c]] for c in figures}
     heads = "".join(f'<th scope="col" class="num">{esc(c)}</th>' for c in (*figures, *quality))
@@ -131,12 +156,12 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
         name = f'<a href="{hrefs[i]}" target="_self" title="{titles[i]}">{names[i]}</a>'
         nums = "".join(f'<td class="num">{cells[c][i]}</td>' for c in (*figures, *quality))
         rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span></td>{nums}'
-                    f'<td>{gpus[i]}<br><span class="bc-muted">{tiers[i]} tier</span></td></tr>')
+                    f'<td>{gpus[i]}<br><span class="bc-muted">{tiers[i]} tier</span>{offload[i]}</td></tr>')
         figs = "".join(f"<div><dt>{esc(c.split(' (')[0])}</dt><dd>{card_figs[c][i]}</dd></div>" for c in figures)
         qual = "".join(f"<div><dt>{esc(c)}</dt><dd>{cells[c][i]}</dd></div>" for c in quality)
         cards.append(f'<div class="bc-card"><a class="bc-card-title" href="{hrefs[i]}" target="_self" '
                      f'title="{titles[i]}">{names[i]}</a> <span class="bc-badge">{badges[i]}</span>'
-                     f'<div class="bc-muted">{gpus[i]} · {tiers[i]} tier</div><dl>{figs}{qual}</dl></div>')
+                     f'<div class="bc-muted">{gpus[i]} · {tiers[i]} tier{offload[i]}</div><dl>{figs}{qual}</dl></div>')
     table_html = (f'<div class="bc-ov-wide"><table class="bc-table bc-overview" aria-label="Setups"><thead><tr>'
                   f'<th scope="col">Setup</th>{heads}<th scope="col">Hardware</th></tr></thead>'
                   f'<tbody>{"".join(rows)}</tbody></table></div>')

@@ -1,0 +1,126 @@
+"""The Run live page as people use it (AppTest sessions of the real page against the bundled demo server on
+127.0.0.1): one run per server, shown in every session, no start on Enter, a status that says what is
+going on, and a GPU that needs its memory."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from live.job import LiveJob, ServerBusy, running_jobs
+from live.measure import MeasureConfig, SetupInput
+from tests.live_servers import demo_server
+from tests.test_app import page_text, run, table_with, unescape
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture()
+def site(demo_db, monkeypatch, tmp_path):
+    """A copy of the demo database as the site's, and a local folder in tmp_path for the runs."""
+    import benchcards.paths as paths
+
+    copy = tmp_path / "site.duckdb"
+    copy.write_bytes(Path(demo_db).read_bytes())
+    monkeypatch.setenv("BENCHCARDS_DB", str(copy))
+    monkeypatch.setattr(paths, "LOCAL", tmp_path / "local")
+    yield copy
+    for job in running_jobs():  # never leave a run behind for the next test
+        job.stop()
+        job.wait(60)
+
+
+def fill(at, url: str, gpu: str = "Demo GPU", vram: float | None = 24.0) -> None:
+    at.text_input(key="live_base_url").set_value(url)
+    at.multiselect(key="live_parts").set_value(["decode", "prefill", "conc"])
+    at.text_input(key="live_depths").set_value("1K")
+    at.text_input(key="live_levels").set_value("1, 2")
+    at.number_input(key="live_runs").set_value(2)
+    at.number_input(key="live_max_tokens").set_value(300)
+    at.text_input(key="live_gpu").set_value(gpu)
+    at.number_input(key="live_vram").set_value(vram)
+
+
+def start_button(at):
+    return next(b for b in at.button if b.label == "Start")
+
+
+def form_protos(at) -> list:
+    out = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None and getattr(proto, "DESCRIPTOR", None) is not None \
+                and proto.DESCRIPTOR.name == "Block" and proto.WhichOneof("type") == "form":
+            out.append(proto.form)
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return out
+
+
+def test_enter_does_not_start_and_a_gpu_needs_its_memory(site):
+    at = run("pages/6_Run_live.py")
+    forms = form_protos(at)
+    assert forms and all(not f.enter_to_submit for f in forms)  # Enter in a field never starts a measurement
+    assert at.number_input(key="live_vram").value is None  # no 0.00 GiB default that files a GPU as "CPU only"
+    fill(at, "http://127.0.0.1:9", gpu="RTX 4090", vram=None)
+    start_button(at).click().run()
+    text = unescape(at.error[0].value)
+    assert "VRAM per GPU (GiB): give the memory of one RTX 4090 in GiB" in text and "live_job" not in at.session_state
+    fill(at, "http://127.0.0.1:9", gpu="", vram=None)
+    start_button(at).click().run()
+    assert "GPU: name the GPU" in unescape(at.error[0].value) and "'cpu'" in unescape(at.error[0].value)
+    assert "live_job" not in at.session_state
+
+
+def test_one_run_per_server_shown_in_every_session_with_an_honest_status(site):
+    s = demo_server(decode_tps=100, prefill_tps=20000, slots=2)
+    try:
+        b = run("pages/6_Run_live.py")  # another tab, open before the run starts
+        a = run("pages/6_Run_live.py")
+        fill(a, s.url)
+        start_button(a).click().run()
+        assert not a.error, [e.value for e in a.error]
+        job: LiveJob = a.session_state["live_job"]
+        assert not job.done
+        # while it measures: Start is disabled, and the status is running (no ✓), in this session ...
+        a.run()
+        assert start_button(a).disabled
+        assert a.status[0].state == "running" and not a.status[0].label.startswith(("Finished", "Stopped"))
+        # ... and in the other tab: its Start (drawn before the run began) starts nothing, and the tab shows the
+        # run, its server and when it started
+        fill(b, s.url)
+        start_button(b).click().run()
+        assert "live_job" not in b.session_state and len(running_jobs()) == 1
+        assert start_button(b).disabled
+        assert f"A measurement of {s.url} is running (started " in unescape(page_text(b)).replace("\u2060", "")
+        assert b.status[0].state == "running" and s.url in b.status[0].label
+        # a second start against the same server (written another way) is refused, naming the running job
+        other = MeasureConfig(base_url=s.url.replace("127.0.0.1", "localhost"), parts=("decode",))
+        with pytest.raises(ServerBusy, match=f"a measurement of {s.url} is already running \\(started "):
+            LiveJob(other, SetupInput(gpu="cpu"), site.parent / "x", site).start()
+        # once a step has finished, stop it from the other tab: the panel counts what really ran
+        deadline = time.time() + 60
+        while not any(e.kind == "step" for e in job.events) and time.time() < deadline:
+            time.sleep(0.05)
+        b.run()
+        next(x for x in b.button if x.label == "Stop").click().run()
+        assert job.wait(60)
+        a.run()
+        requests = sum(1 for e in job.events if e.kind == "request")
+        ran = sum(1 for e in job.events if e.kind == "step" and "before it started" not in (e.reason or ""))
+        assert a.status[0].state == "complete"
+        assert a.status[0].label == f"Stopped: {ran} of 5 steps ran, {requests:,} requests"  # 5 planned
+        assert requests < 2 * 3 + 3 + 2 * (1 + 2)  # fewer than planned: not the plan's count
+        steps = table_with(a, "Step")
+        assert "stopped" in set(steps.Status)
+        assert not start_button(a).disabled  # free again
+    finally:
+        for j in running_jobs():
+            j.stop()
+            j.wait(60)
+        s.stop()

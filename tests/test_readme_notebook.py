@@ -1,0 +1,57 @@
+"""The README's notebook section works as written: its snippet runs from outside the repository root, its
+headless command saves the executed notebook, and unknown ids raise the same error everywhere."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchcards import queries
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
+
+
+def _snippet() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Notebooks"):text.index("## Benchmarks")]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.mark.integration
+def test_readme_snippet_runs_outside_the_repository_root(demo_db, tmp_path):
+    code = _snippet()
+    assert 'sys.path.insert(0, "/path/to/benchcards")' in code
+    env = {**os.environ, "BENCHCARDS_DB": str(demo_db), "PYTHONPATH": ""}
+    as_written = subprocess.run([sys.executable, "-c", "import benchcards"], cwd=tmp_path, env=env,
+                                capture_output=True, text=True)
+    assert "ModuleNotFoundError" in as_written.stderr  # the failure the README warns about
+    filled = (code.replace("/path/to/benchcards", str(ROOT))
+              .replace("queries.Store()", f"queries.Store(__import__('pathlib').Path({str(demo_db)!r}))")
+              + "\nprint(card.value('prefill', level=8192))\n")
+    done = subprocess.run([sys.executable, "-c", filled], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "988.4"
+
+
+@pytest.mark.unit
+def test_readme_headless_command_names_where_the_executed_notebook_goes():
+    text = (ROOT / "README.md").read_text()
+    assert ".venv/bin/jupyter-execute notebooks/analysis.ipynb --output analysis-executed" in text
+    assert "notebooks/analysis-executed.ipynb" in text
+
+
+@pytest.mark.integration
+def test_unknown_ids_raise_not_found_in_card_and_compare_quality(demo_db):
+    store = queries.Store(demo_db)
+    with pytest.raises(queries.NotFound, match="no-such-setup"):
+        queries.card(store, "no-such-setup")
+    with pytest.raises(queries.NotFound, match="no-such-setup, nor-this"):
+        queries.compare_quality(store, "no-such-setup", "nor-this")
+    with pytest.raises(queries.NotFound, match=r"^no-such-setup$"):
+        queries.compare_quality(store, SEED, "no-such-setup")
+    assert queries.compare_quality(store, SEED, "qwen35-35b-a3b-udq4kxl-dgx-spark") == []  # known, no test in common
