@@ -12,6 +12,8 @@ join measured points, nothing is interpolated beyond them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import pandas as pd
 
@@ -113,14 +115,15 @@ def powers_of_two(values: pd.Series) -> list[int]:
     return out
 
 
-def _x_pow2(field: str, title: str, values: pd.Series) -> alt.X:
-    ticks = powers_of_two(values)
+def _x_pow2(field: str, title: str, ticks: tuple[int, ...] | list[int]) -> alt.X:
+    """An x axis with ticks at the powers of two ``ticks`` (``powers_of_two`` of the values): log-2 when there
+    are more than two of them."""
     log = len(ticks) > 2
     # a few pixels of padding keep the first and last points (and their marks) inside the plot
     scale = alt.Scale(type="log", base=2, nice=False, padding=12) if log else \
         alt.Scale(zero=False, nice=False, padding=12)
     return alt.X(f"{field}:Q", title=title, scale=scale,
-                 axis=alt.Axis(values=ticks, labelExpr=POW2_LABEL, grid=True) if ticks else
+                 axis=alt.Axis(values=list(ticks), labelExpr=POW2_LABEL, grid=True) if ticks else
                  alt.Axis(labelExpr=POW2_LABEL, grid=True))
 
 
@@ -146,37 +149,95 @@ def depth_points(series: pd.DataFrame, kind: str, names: dict[str, str] | None =
     df["setup"] = _names(df, names)
     if "tokens" not in df.columns:
         df["tokens"] = df.level
+    # grouped in plain Python (the export draws thousands of these): one group per setup, metric and depth
+    col = {c: df[c].tolist() for c in ("setup_id", "setup", "metric", "level", "tokens", "value", "n", "provenance",
+                                       "prompt")}
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip(col["setup_id"], col["setup"], col["metric"], col["level"])):
+        if not fmt.missing(key[3]):
+            groups.setdefault(key, []).append(i)
     rows = []
-    for (sid, setup, metric, level), grp in df.groupby(["setup_id", "setup", "metric", "level"], sort=True):
-        value = float(grp.value.mean())
+    for (sid, setup, metric, level), idx in sorted(groups.items(), key=lambda kv: kv[0]):
+        values = [float(col["value"][i]) for i in idx if not fmt.missing(col["value"][i])]
+        value = sum(values) / len(values) if values else float("nan")
         # x is the prompt length the server counted for this step (the requested depth when none was recorded)
-        counted = pd.to_numeric(grp.tokens, errors="coerce").dropna()
-        tokens = float(counted.iloc[0]) if not counted.empty else float(level)
-        per_prompt = [(p, v) for p, v in zip(grp.prompt, grp.value) if not fmt.missing(p)]
-        n = pd.to_numeric(grp.n, errors="coerce").sum(min_count=1)
+        counted = [float(col["tokens"][i]) for i in idx if not fmt.missing(col["tokens"][i])]
+        tokens = counted[0] if counted else float(level)
+        per_prompt = [(col["prompt"][i], col["value"][i]) for i in idx if not fmt.missing(col["prompt"][i])]
+        runs = [float(col["n"][i]) for i in idx if not fmt.missing(col["n"][i])]
+        n: float | int | None = (int(sum(runs)) if all(r.is_integer() for r in runs) else sum(runs)) if runs else None
+        prov = col["provenance"][idx[0]]
         rows.append({
             "setup_id": sid, "setup": setup, "metric": metric,
             "part": PART_NAMES[str(metric).split("_")[0] if str(metric).startswith(("ctx_", "task_")) else "prefill"],
-            "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": grp.provenance.iloc[0],
+            "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": prov,
             "depth_text": f"{fmt.depth(level)} ({fmt.tokens(tokens)}{'' if round(tokens) == level else ' counted'})",
             "value_text": fmt.metric(str(metric), value),
             "prompts_text": " · ".join(f"{p} {fmt.metric(str(metric), v)}" for p, v in per_prompt) or fmt.DASH,
             "runs_text": fmt.number(n, 0),
-            "from_text": "raw records" if grp.provenance.iloc[0] == "raw" else "published summary",
+            "from_text": "raw records" if prov == "raw" else "published summary",
         })
     return pd.DataFrame(rows, columns=cols).sort_values(["setup", "level", "part"]).reset_index(drop=True)
 
 
-def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = None) -> alt.TopLevelMixin:
+DEPTH_X_TITLE = "Prompt depth (tokens, as the server counted them)"
+KNEE_TEXT_COLUMNS = ["setup", "at", "threshold", "y", "at_text", "threshold_text", "text"]
+
+
+def depth_knee_points(points: pd.DataFrame, knees: pd.DataFrame | None, kind: str,
+                      names: dict[str, str] | None = None, with_ids: bool = False) -> pd.DataFrame:
+    """Knees (rows of ``analysis.knees``) of one depth chart's setups that fall within their measured points:
+    setup (the chart's name), at (tokens), threshold (the rate the curve falls below), texts for the tooltip
+    (and first the setup_id when ``with_ids``: the export computes many cards' knees at once and splits them)."""
+    want = {"prefill": "prefill", "decode": "decode"}.get(kind)
+    if knees is None or want is None or points.empty:
+        return pd.DataFrame(columns=KNEE_TEXT_COLUMNS)
+    k = knees[(knees.kind == want) & knees["at"].notna() & knees.setup_id.isin(set(points.setup_id))]
+    if k.empty:
+        return pd.DataFrame(columns=KNEE_TEXT_COLUMNS)
+    span: dict[str, tuple[float, float]] = {}
+    for s, t in zip(points.setup_id.tolist(), points.tokens.tolist()):
+        lo, hi = span.get(s, (t, t))
+        span[s] = (min(lo, t), max(hi, t))
+    k = k[[span[s][0] <= a <= span[s][1] for s, a in zip(k.setup_id.tolist(), k["at"].tolist())]]
+    setup = dict(zip(points.setup_id, points.setup))
+    key = "prefill" if kind == "prefill" else "decode_at_depth"
+    out = pd.DataFrame({
+        "setup": [setup[s] for s in k.setup_id], "at": k["at"].astype(float).tolist(),
+        "threshold": k.threshold.astype(float).tolist(), "y": k.threshold.astype(float).tolist(),
+        "at_text": [fmt.tokens(a) for a in k["at"]], "threshold_text": [fmt.metric(key, t) for t in k.threshold],
+        "text": k.text.astype(str).tolist()}, columns=KNEE_TEXT_COLUMNS)
+    if with_ids:
+        out.insert(0, "setup_id", k.setup_id.tolist())
+    return out
+
+
+def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = None,
+                knees: pd.DataFrame | None = None) -> alt.TopLevelMixin:
     """A figure vs prompt depth (tokens), one line per setup through the prefill and long-prompt steps.
 
     Both parts measure the same quantity (the long-prompt steps go deeper); the point shape
-    tells them apart. Depth ticks at powers of two, y from zero.
+    tells them apart. Depth ticks at powers of two, y from zero. ``knees`` (rows of
+    ``analysis.knees``) marks each setup's knee within its measured depths: a dashed rule and a
+    cross where the curve falls below the knee's threshold.
     """
-    y_title, title = CHART_LABELS[kind]
     df = depth_points(series, kind, names)
-    base = alt.Chart(df)
-    x = _x_pow2("tokens", "Prompt depth (tokens, as the server counted them)", df.tokens)
+    frames = {"points": df}
+    if knees is not None:
+        frames["knees"] = depth_knee_points(df, knees, kind)
+    return depth_builder(**frames, **depth_settings(df, kind))
+
+
+def depth_settings(points: pd.DataFrame, kind: str) -> dict:
+    """The settings of ``depth_builder`` that depend on the points (the depth ticks)."""
+    return {"kind": kind, "ticks": tuple(powers_of_two(points.tokens))}
+
+
+def depth_builder(points: Any, kind: str, ticks: tuple[int, ...], knees: Any = None) -> alt.TopLevelMixin:
+    """The depth chart of ``depth_points`` frames (or named data with their columns; see benchcards.specs)."""
+    y_title, title = CHART_LABELS[kind]
+    base = alt.Chart(points)
+    x = _x_pow2("tokens", DEPTH_X_TITLE, ticks)
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=True, nice=True))
     tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("part:N", title="Part"),
                alt.Tooltip("depth_text:N", title="Prompt depth"), alt.Tooltip("value_text:N", title=y_title.split(" (")[0])]
@@ -185,12 +246,27 @@ def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = 
     tooltip += [alt.Tooltip("runs_text:N", title="Runs"), alt.Tooltip("from_text:N", title="From")]
     color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
     lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="tokens:Q")
-    points = base.mark_point().encode(
+    marks = base.mark_point().encode(
         x=x, y=y, color=color, tooltip=tooltip,
         # the shapes are explained beside the chart: a second legend would not fit beside the first on a phone
         shape=alt.Shape("part:N", legend=None, scale=alt.Scale(domain=list(PART_NAMES.values()),
                                                                 range=["circle", "square", "triangle-up"])))
-    return themed(alt.layer(lines, points), title=title, width="container", height=HEIGHT)
+    layers = [lines, marks]
+    if knees is not None:
+        layers += _knee_layers(knees, DEPTH_X_TITLE, y_title, color)
+    return themed(alt.layer(*layers), title=title, width="container", height=HEIGHT)
+
+
+def _knee_layers(knees: Any, x_title: str, y_title: str, color: alt.Color) -> list:
+    """A dashed rule at each knee and a cross where the curve meets the knee's threshold (frames with the
+    columns of ``depth_knee_points``)."""
+    tip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("at_text:N", title="Knee"),
+           alt.Tooltip("threshold_text:N", title="Threshold"), alt.Tooltip("text:N", title="What it means")]
+    x = alt.X("at:Q", title=x_title)
+    rule = alt.Chart(knees).mark_rule(strokeDash=[4, 4], strokeWidth=1.5).encode(x=x, color=color, tooltip=tip)
+    cross = alt.Chart(knees).mark_point(shape="cross", size=150, filled=True).encode(
+        x=x, y=alt.Y("y:Q", title=y_title), color=color, tooltip=tip)
+    return [rule, cross]
 
 
 def conc_points(series: pd.DataFrame, rate: str, names: dict[str, str] | None = None) -> pd.DataFrame:
@@ -208,25 +284,62 @@ def conc_points(series: pd.DataFrame, rate: str, names: dict[str, str] | None = 
     return df[cols].sort_values(["setup", "level"]).reset_index(drop=True)
 
 
-def conc_chart(series: pd.DataFrame, rate: str = "total", names: dict[str, str] | None = None) -> alt.TopLevelMixin:
-    """Total output rate (or the rate of one request) vs requests at once, one line per setup."""
+def conc_chart(series: pd.DataFrame, rate: str = "total", names: dict[str, str] | None = None,
+               knees: pd.DataFrame | None = None) -> alt.TopLevelMixin:
+    """Total output rate (or the rate of one request) vs requests at once, one line per setup. ``knees``
+    (rows of ``analysis.knees``) marks, on the total, where each setup's throughput stops growing."""
+    df = conc_points(series, rate, names)
+    frames = {"points": df}
+    if knees is not None and rate == "total":
+        frames["knees"] = conc_knee_points(df, knees)
+    return conc_builder(**frames, **conc_settings(df, rate))
+
+
+def conc_settings(points: pd.DataFrame, rate: str) -> dict:
+    """The settings of ``conc_builder`` that depend on the points (the levels on the axis)."""
+    levels = tuple(sorted(int(v) for v in pd.to_numeric(points.level, errors="coerce").dropna().unique()))
+    return {"rate": rate, "levels": levels}
+
+
+def conc_knee_points(points: pd.DataFrame, knees: pd.DataFrame, with_ids: bool = False) -> pd.DataFrame:
+    """Requests-at-once knees (rows of ``analysis.knees``) of the chart's setups, at a measured level (first
+    the setup_id when ``with_ids``)."""
+    k = knees[(knees.kind == "requests at once") & knees["at"].notna() & knees.setup_id.isin(set(points.setup_id))]
+    at = {(s, float(lv)): v for s, lv, v in zip(points.setup_id, points.level, points.value)}
+    setup = dict(zip(points.setup_id, points.setup))
+    rows = [(s, setup[s], float(a), at[(s, float(a))], fmt.number(a, 0),
+             fmt.metric("conc_total", at[(s, float(a))]), str(t))
+            for s, a, t in zip(k.setup_id, k["at"], k.text) if (s, float(a)) in at]
+    out = pd.DataFrame(rows, columns=["setup_id", "setup", "at", "y", "at_text", "threshold_text", "text"])
+    return out if with_ids else out.drop(columns="setup_id")
+
+
+def conc_builder(points: Any, rate: str, levels: tuple[int, ...], knees: Any = None) -> alt.TopLevelMixin:
+    """The requests-at-once chart of ``conc_points`` frames (or named data; see benchcards.specs)."""
     key = "conc_total" if rate == "total" else "conc_per_request"
     y_title, title = CHART_LABELS[key]
-    df = conc_points(series, rate, names)
-    base = alt.Chart(df)
-    levels = sorted(int(v) for v in pd.to_numeric(df.level, errors="coerce").dropna().unique())
+    base = alt.Chart(points)
     x = alt.X("level:Q", title="Requests at once",
               scale=alt.Scale(type="log", base=2, nice=False, padding=12) if len(levels) > 2
               else alt.Scale(nice=False, padding=12),
-              axis=alt.Axis(values=levels, format="d") if levels else alt.Axis(format="d"))
+              axis=alt.Axis(values=list(levels), format="d") if levels else alt.Axis(format="d"))
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=True, nice=True))
     tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("level_text:N", title="Requests at once"),
                alt.Tooltip("value_text:N", title=y_title.split(" (")[0]), alt.Tooltip("runs_text:N", title="Rounds"),
                alt.Tooltip("from_text:N", title="From")]
     color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
     lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="level:Q")
-    points = base.mark_point().encode(x=x, y=y, color=color, tooltip=tooltip)
-    return themed(alt.layer(lines, points), title=title, width="container", height=HEIGHT)
+    marks = base.mark_point().encode(x=x, y=y, color=color, tooltip=tooltip)
+    layers = [lines, marks]
+    if knees is not None:
+        tip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("at_text:N", title="Knee (requests at once)"),
+               alt.Tooltip("threshold_text:N", title="Total there"), alt.Tooltip("text:N", title="What it means")]
+        kx = alt.X("at:Q", title="Requests at once")
+        layers += [alt.Chart(knees).mark_rule(strokeDash=[4, 4], strokeWidth=1.5).encode(x=kx, color=color,
+                                                                                         tooltip=tip),
+                   alt.Chart(knees).mark_point(size=240, filled=False, strokeWidth=2).encode(
+                       x=kx, y=alt.Y("y:Q", title=y_title), color=color, tooltip=tip)]
+    return themed(alt.layer(*layers), title=title, width="container", height=HEIGHT)
 
 
 def quality_points(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.DataFrame:
@@ -288,10 +401,27 @@ def fit_points(steps: pd.DataFrame, vram_gib: float | None = None) -> pd.DataFra
 def fit_chart(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | None = None) -> alt.TopLevelMixin:
     """Peak GPU memory per context size, failed sizes marked; a dashed line at the GPU's memory when given."""
     df = fit_points(steps, vram_gib)
-    base = alt.Chart(df)
-    x = _x_pow2("ctx", "Context size (tokens)", df.ctx)
-    top = max([float(df.placed.max()) if df.placed.notna().any() else 0.0,
-               float(vram_gib) if vram_gib and not fmt.missing(vram_gib) else 0.0]) * 1.08 or 1.0
+    settings, holes = fit_settings(df, title, vram_gib)
+    return fit_builder(df, **settings, **holes)
+
+
+def fit_settings(points: pd.DataFrame, title: str = "Memory test",
+                 vram_gib: float | None = None) -> tuple[dict, dict]:
+    """(settings, holes) of ``fit_builder`` for the points of ``fit_points``: the context ticks and the GPU
+    memory's label; the top of the memory axis and the GPU memory itself (numbers that differ per chart)."""
+    vram = None if vram_gib is None or fmt.missing(vram_gib) else float(vram_gib)
+    top = max([float(points.placed.max()) if points.placed.notna().any() else 0.0, vram or 0.0]) * 1.08 or 1.0
+    settings = {"title": title, "ticks": tuple(powers_of_two(points.ctx)),
+                "vram_label": None if vram is None else f"GPU memory {fmt.gib(vram, 0)}"}
+    holes = {"top": top} if vram is None else {"top": top, "vram": vram}
+    return settings, holes
+
+
+def fit_builder(points: Any, title: str, ticks: tuple[int, ...], vram_label: str | None, top: float,
+                vram: float | None = None) -> alt.TopLevelMixin:
+    """The memory-test chart of ``fit_points`` frames (or named data; see benchcards.specs)."""
+    base = alt.Chart(points)
+    x = _x_pow2("ctx", "Context size (tokens)", ticks)
     y_scale = alt.Scale(domain=[0, top], zero=True, nice=False)
     y = alt.Y("placed:Q", title="Peak GPU memory (GiB)", scale=y_scale)
     tooltip = [alt.Tooltip("ctx_text:N", title="Context"), alt.Tooltip("outcome:N", title="Result"),
@@ -306,12 +436,11 @@ def fit_chart(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float |
         color=alt.Color("outcome:N", title="Result",
                         scale=alt.Scale(domain=outcomes, range=[PALETTE[2], PALETTE[3], PALETTE[4]])))
     layers: list = [line, pts]
-    if vram_gib is not None and not fmt.missing(vram_gib):
-        label = f"GPU memory {fmt.gib(vram_gib, 0)}"
+    if vram is not None and vram_label is not None:
         layers += [  # constant marks: no data of their own
-            base.mark_rule(strokeDash=[6, 4], color=GREY).encode(y=alt.datum(float(vram_gib), scale=y_scale)),
-            base.mark_text(align="left", dx=4, dy=-7, color=GREY, font=FONT, text=label).encode(
-                y=alt.datum(float(vram_gib), scale=y_scale), x=alt.value(0))]
+            base.mark_rule(strokeDash=[6, 4], color=GREY).encode(y=alt.datum(vram, scale=y_scale)),
+            base.mark_text(align="left", dx=4, dy=-7, color=GREY, font=FONT, text=vram_label).encode(
+                y=alt.datum(vram, scale=y_scale), x=alt.value(0))]
     return themed(alt.layer(*layers), title=title, width="container", height=HEIGHT)
 
 
@@ -363,7 +492,9 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
         rows.assign(part=ANSWER_PARTS[1], start=rows.ttft_s, end=rows.total_s),
     ], ignore_index=True)
     order = rows.title.tolist()
-    y = alt.Y("title:N", title=None, sort=order, axis=alt.Axis(labelLimit=320))
+    # long setup names are cut (the tooltip has them whole) so that a phone keeps room for the bars
+    y = alt.Y("title:N", title=None, sort=order,
+              axis=alt.Axis(labelLimit=alt.ExprRef("containerSize()[0] < 600 ? 120 : 320")))
     tooltip = [alt.Tooltip("rank:Q"), alt.Tooltip("title:N", title="setup"), alt.Tooltip("tier:N"),
                alt.Tooltip("total_s_text:N", title="time"), alt.Tooltip("range:N", title="± range"),
                alt.Tooltip("ttft_s_text:N", title="first token"), alt.Tooltip("decode_s_text:N", title="answer"),
@@ -373,7 +504,9 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
         x=alt.X("start:Q", title="Seconds to the end of the answer"), x2="end:Q", y=y,
         color=alt.Color("part:N", title="Part", scale=alt.Scale(domain=list(ANSWER_PARTS),
                                                                  range=[PALETTE[1], PALETTE[0]])),
-        opacity=alt.Opacity("measured:N", title="Curves", scale=alt.Scale(
+        # pale: held beyond the measured depths; said under the chart (a second legend beside the first
+        # would not fit a phone)
+        opacity=alt.Opacity("measured:N", legend=None, scale=alt.Scale(
             domain=["within measured depths", "held beyond measured depths"], range=[1.0, 0.4])),
         tooltip=tooltip)
     spread = alt.Chart(rows[rows.low_s.notna()]).mark_rule(color=GREY, strokeWidth=2).encode(
@@ -415,7 +548,8 @@ def pareto_chart(df: pd.DataFrame) -> alt.TopLevelMixin:
 
 def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str] | None = None) -> alt.TopLevelMixin:
     """Quality result (with its Wilson 95 % interval as an error bar) against a speed, one panel per
-    hardware tier (rows of ``analysis.speed_quality``); the best trade-offs of each tier highlighted."""
+    hardware tier (rows of ``analysis.speed_quality``); the best trade-offs of each tier highlighted. Rows of
+    one tier give one panel as wide as its container (what the app and the export draw, tier by tier)."""
     data = df.copy()
     data["trade_off"] = data.frontier.map({True: "best trade-off in tier", False: "other"})
     data["result"] = [result_text(p, m) for p, m in zip(data.pct, data.margin_pp)]
@@ -432,6 +566,10 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
         x=x, y=alt.Y("lo_pct:Q", title=f"{label} (%)", scale=alt.Scale(zero=False)), y2="hi_pct:Q", color=color)
     points = base.mark_point().encode(x=x, y="pct:Q", color=color, tooltip=tooltip)
     order = tier_order or sorted(data.tier.unique().tolist())
+    if data.tier.nunique() <= 1:  # one tier: one panel as wide as its container (a phone too)
+        tier = str(data.tier.iloc[0]) if not data.empty else ""
+        return themed((bars + points).properties(
+            title=f"{label} vs speed: {tier} tier (bars: Wilson 95 % intervals)", width="container", height=260))
     chart = (bars + points).properties(width=260, height=220).facet(
         facet=alt.Facet("tier:N", title=None, sort=order,
                         header=alt.Header(labelColor=GREY, labelFont=FONT, labelFontSize=13)),

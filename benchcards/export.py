@@ -1,31 +1,49 @@
 """Static HTML results site, generated from the same database, tables and charts as the app.
 
-Usage: python -m benchcards.export OUT [--db FILE] [--no-raw]
+Usage: python -m benchcards.export OUT [--db FILE] [--no-raw] [--base-url URL] [--workers N]
 
-Writes ``OUT/index.html`` (every setup), ``OUT/quality.html`` (quality across setups
-with margins), ``OUT/builds.html`` (build timelines: setups measured with several engine
-builds), one ``OUT/setups/<id>.html`` card per setup, the raw files under
-``OUT/raw/<sha256>.bin`` and the Vega bundle (from vl-convert, so no network is
-needed to view it) under ``OUT/assets/``. Charts are the very specs of
-``benchcards.charts`` with its theme, so the export looks like the app.
+The site (addresses in ``benchcards.site``):
 
-Safety: the pages are rendered from Jinja2 templates (``benchcards/templates``:
-a base layout and one template per page) with autoescaping on, so no text from
-the data is ever markup. Chart specs travel in ``<script type="application/json">``
-blocks, escaped for that context (``<``, ``>``, ``&``, U+2028, U+2029), and are read
-by the one bundled script (``assets/site.js``). A Content-Security-Policy allows
-only the bundled scripts (no inline script, no eval, no network). Raw files are
-stored under their hash with a neutral ``.bin`` extension and linked with
-``download``, so an uploaded ``report.html`` or ``image.svg`` can never render on
-the site's origin.
+- ``index.html``: the hardware tiers with their fastest setups, the models, links to the rest;
+- ``setups/<setup_id>.html``: one card per setup, a permalink that never changes, with the
+  app's tables and charts (knees marked on the curves);
+- ``tiers/<tier>.html`` and ``models/<model>.html``: every setup of one hardware tier, of one
+  model across GPUs and quants (lists of more than ``site.PAGE_ROWS`` rows are split into pages);
+- ``quality.html`` and ``quality/<test>.html``: quality results with their margins, one test a page;
+- ``builds.html``: build timelines, the setups measured with several engine builds (``benchcards.builds``);
+- ``analysis.html`` and ``analysis/…``: time to answer at fixed sizes, throughput vs per-request
+  speed per tier, speed vs quality per tier, knees: the library functions and display tables of
+  the app's Analysis page (``benchcards.analysis``);
+- ``index.json`` (every setup and figure as plain numbers with units from the metric registry),
+  ``sitemap.xml`` (``--base-url`` makes its addresses absolute), ``assets/search.js`` (the index of
+  the search box), the raw files under ``raw/<sha256>.bin`` and the bundled scripts in ``assets/``.
+
+Speed: the cards are read with one query per table for many setups at once and rendered in
+worker processes; chart specs are filled into one template spec per chart shape
+(``benchcards.specs``). Re-exporting rewrites only files whose content changed
+(``benchcards.sitewrite``), and does not even render a card whose data (``queries.card_digests``),
+knees, linked raw files and rendering code (``code_stamp``) are those of the last export.
+
+Safety: the pages are rendered from Jinja2 templates (``benchcards/templates``: a base layout
+and one template per page) with autoescaping on, so no text from the data is ever markup. Chart
+specs travel in ``<script type="application/json">`` blocks, escaped for that context (``<``,
+``>``, ``&``, U+2028, U+2029), and are read by the one bundled script (``assets/site.js``); the
+search index is a data-only script file escaped the same way. A Content-Security-Policy allows
+only the bundled scripts (no inline script, no eval, no network). Raw files are stored under
+their hash with a neutral ``.bin`` extension and linked with ``download``, so an uploaded
+``report.html`` or ``image.svg`` can never render on the site's origin.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import shutil
+import os
 import sys
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,9 +53,10 @@ import jinja2
 import markupsafe
 import pandas as pd
 
-from benchcards import builds, charts, flags, queries, views
+from benchcards import analysis, builds, charts, db, flags, fmt, metrics, queries, site, sitewrite, specs, tiers, views
 from benchcards import card as cardmod
 from benchcards.paths import DEFAULT_DB
+from benchcards.specs import script_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -46,16 +65,20 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "font-src 'self'; connect-src 'none'; object-src 'none'; frame-src 'none'; base-uri 'none'; "
        "form-action 'none'")
 
-_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+#: the fixed sizes of the exported time-to-answer views: (prompt tokens, answer words)
+ANSWER_SIZES: tuple[tuple[int, int], ...] = ((2048, 500), (32768, 500))
+#: setups of each tier in the home page's tables
+HOME_ROWS = 10
+#: setups on one speed-vs-quality or throughput chart (those on the frontier first)
+CHART_SETUPS = 40
+#: setups on the knee charts of a tier page of the analysis
+KNEE_CHART_SETUPS = 5
+#: cards per task of a worker process
+CHUNK = 50
+#: below this many setups the cards are rendered in this process (starting workers costs more)
+MIN_FOR_WORKERS = 150
 
-
-def script_json(value: Any) -> str:
-    """``value`` as JSON that is safe inside a ``<script>`` element: no '<', '>' or '&' (so no
-    '</script>' or '<!--'), no line or paragraph separators."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    for ch, esc in _SCRIPT_ESCAPES.items():
-        text = text.replace(ch, esc)
-    return text
+__all__ = ["CSP", "ExportResult", "export", "main", "script_json"]
 
 
 def environment() -> jinja2.Environment:
@@ -65,6 +88,9 @@ def environment() -> jinja2.Environment:
     # safe: script_json leaves no character that could end the <script> element or open markup
     env.filters["script_json"] = lambda v: markupsafe.Markup(script_json(v))  # noqa: S704
     return env
+
+
+# --------------------------------------------------------------------------- tables
 
 
 @dataclass(frozen=True)
@@ -78,77 +104,178 @@ class Cell:
 
 @dataclass
 class Table:
-    """A table for the ``table`` macro."""
+    """A table for the ``table`` macro: ``numeric`` marks the columns that sort as numbers."""
 
     columns: list[str]
     rows: list[list[Cell]]
+    numeric: list[bool] = field(default_factory=list)
 
 
-def _text(v: Any) -> str:
-    if v is None or (isinstance(v, float) and pd.isna(v)):
-        return ""
+def cell_text(v: Any, decimals: int | None = None) -> str:
+    """A cell of a display table as text: text as it is, numbers through ``fmt.number`` (``decimals`` as the
+    display table rounded them; whole numbers without decimals), missing values '—'."""
+    if fmt.missing(v):
+        return fmt.DASH
+    if isinstance(v, str):
+        return v
     if isinstance(v, bool):
+        return fmt.yes_no(v)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
         return str(v)
-    if isinstance(v, (int, float)) or hasattr(v, "dtype"):
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            return str(v)
-        if pd.isna(f):
-            return ""
-        return f"{f:,.0f}" if f.is_integer() and abs(f) >= 1000 else f"{f:g}"
-    return str(v)
+    if decimals is None:
+        decimals = 0 if f.is_integer() else 1
+    return fmt.number(f, decimals)
+
+
+def _decimals(col: pd.Series, limit: int = 3) -> int:
+    """The decimals a rounded float column shows: as many as its most precise value needs (at most ``limit``),
+    so that 75.0 and 74.3 in one column read 75.0 and 74.3."""
+    most = 0
+    for v in col.tolist():
+        if v is None or v != v or v in (float("inf"), float("-inf")):
+            continue
+        text = f"{round(float(v), limit):.{limit}f}".rstrip("0")
+        most = max(most, len(text.split(".")[1]))
+    return most
 
 
 def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
-          downloads: dict[str, str] | None = None) -> Table:
-    """A DataFrame as a Table. ``links`` maps a column to a column of URLs for it; ``downloads``
-    maps a column to a column of file names (its links download under that name)."""
+          downloads: dict[str, str] | None = None, up: str = "") -> Table:
+    """A display table as a Table. ``links`` maps a column to a column of addresses for it (from the site
+    root; ``up`` leads there from the page), ``downloads`` a column to a column of file names (its links
+    download under that name). Numbers are formatted with the decimals in ``df.attrs['decimals']``."""
     if df is None or df.empty:
         return Table([], [])
     hidden = set((links or {}).values()) | set((downloads or {}).values())
     cols = [c for c in df.columns if c not in hidden]
+    decimals: dict[str, int] = {**{c: _decimals(df[c]) for c in cols if pd.api.types.is_float_dtype(df[c].dtype)},
+                                **df.attrs.get("decimals", {})}
+    numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)
+               for c in cols]
+    values = {c: df[c].tolist() for c in df.columns}
     rows = []
-    for _, r in df.iterrows():
+    for i in range(len(df)):
         row = []
         for c in cols:
-            href = str(r[links[c]]) if links and c in links and r[links[c]] else None
-            dl = str(r[downloads[c]]) if downloads and c in downloads and href else None
-            row.append(Cell(_text(r[c]), href, dl))
+            target = values[links[c]][i] if links and c in links else None
+            href = f"{up}{target}" if target and not fmt.missing(target) else None
+            dl = str(values[downloads[c]][i]) if downloads and c in downloads and href else None
+            row.append(Cell(cell_text(values[c][i], decimals.get(c)), href, dl))
         rows.append(row)
-    return Table([str(c) for c in cols], rows)
+    return Table([str(c) for c in cols], rows, numeric)
 
 
-def _plain_separators(node: Any) -> Any:
-    """The spec with U+2028/U+2029 in its strings turned into spaces: Vega-Lite copies some data values
-    (custom sort orders) into expressions, which Vega's expression parser refuses with those characters."""
-    if isinstance(node, str):
-        return node.replace("\u2028", " ").replace("\u2029", " ")
-    if isinstance(node, dict):
-        return {_plain_separators(k): _plain_separators(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain_separators(v) for v in node]
-    return node
+# --------------------------------------------------------------------------- pages
 
 
 @dataclass
-class Page:
-    """Charts of one page: each gets an id, a placeholder and a JSON block."""
+class Charts:
+    """The charts of one page: each gets an id, a placeholder and a JSON block."""
 
-    charts: list[dict] = field(default_factory=list)
+    items: list[dict] = field(default_factory=list)
 
-    def chart(self, chart: alt.TopLevelMixin) -> dict:
-        spec = _plain_separators(chart.to_dict())
-        spec["width"] = "container"
-        c = {"id": f"chart{len(self.charts)}", "spec": spec}
-        self.charts.append(c)
+    def add_json(self, text: str, caption: str | None = None) -> dict:
+        """Add a chart from script-safe JSON text (``specs.spec_json``)."""
+        # safe: the text comes from specs.spec_json / script_json, which escape for the script context
+        c = {"id": f"chart{len(self.items)}", "json": markupsafe.Markup(text), "caption": caption}  # noqa: S704
+        self.items.append(c)
         return c
 
+    def add(self, chart: alt.TopLevelMixin, caption: str | None = None) -> dict:
+        """Add an Altair chart (built and validated here: for the few charts of a kind)."""
+        spec = specs.plain_separators(chart.to_dict(validate=False))  # the app draws and validates the same charts
+        spec["width"] = "container"
+        return self.add_json(script_json(spec), caption)
 
-def _card_page(env: jinja2.Environment, store: queries.Store, sid: str, raw_links: dict[str, str]) -> str:
-    c = queries.card(store, sid)
+
+def render(env: jinja2.Environment, template: str, path: str, *, title: str, crumbs: list[site.Crumb] | None = None,
+           charts: Charts | None = None, **ctx: Any) -> str:
+    """One page of the site at ``path`` (from the root)."""
+    return env.get_template(template).render(title=title, up=site.up(path), csp=CSP, crumbs=crumbs or [],
+                                             charts=(charts or Charts()).items, **ctx)
+
+
+HOME = site.Crumb("Home", "index.html")
+
+
+def tier_of(row: dict) -> str:
+    """The hardware tier of a setups row."""
+    v = row.get("vram_gib")
+    return tiers.vram_tier(None if v is None or fmt.missing(v) else float(v), bool(row.get("unified_memory") or False))
+
+
+# --------------------------------------------------------------------------- setup cards
+
+
+@dataclass(frozen=True)
+class CardJob:
+    """What a worker needs to render a chunk of cards."""
+
+    db_path: Path
+    out: Path
+    ids: list[str]
+    previous: dict[str, sitewrite.Entry]
+    raw: frozenset[str]
+    knees: pd.DataFrame
+    #: setups that are builds of one another: a card in a group shows the group's timeline
+    in_build_group: frozenset[str] = frozenset()
+
+
+def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
+    if df.empty:
+        return {}
+    return {str(sid): (g.drop(columns="setup_id") if drop_id else g).reset_index(drop=True)
+            for sid, g in df.groupby("setup_id", sort=False)}
+
+
+#: the knee marks of a card without knees (the columns the charts' knee layers read)
+EMPTY_KNEES = {"prefill": pd.DataFrame(columns=charts.KNEE_TEXT_COLUMNS),
+               "decode": pd.DataFrame(columns=charts.KNEE_TEXT_COLUMNS),
+               "conc": pd.DataFrame(columns=["setup", "at", "y", "at_text", "threshold_text", "text"])}
+
+SERIES_METRICS = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "conc_total",
+                  "conc_per_request"]
+
+
+def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
+    """Render and write the cards of ``job.ids``; returns the written files' entries and which were written.
+    Side effects: writes ``setups/<id>.html`` files under ``job.out`` (unchanged ones are left alone)."""
+    env = environment()
+    store = queries.Store(job.db_path)
+    writer = sitewrite.Writer(job.out, job.previous)
+    cards = queries.cards(store, job.ids)
+    series = queries.series(store, job.ids, SERIES_METRICS)
+    points = {kind: charts.depth_points(series, kind) for kind in ("prefill", "decode", "ttft")}
+    depth = {kind: _split(df) for kind, df in points.items()}
+    knee_points = {kind: _split(charts.depth_knee_points(points[kind], job.knees, kind, with_ids=True), drop_id=True)
+                   for kind in ("prefill", "decode")}
+    conc_all = charts.conc_points(series, "total")
+    conc = _split(conc_all)
+    knee_points["conc"] = _split(charts.conc_knee_points(conc_all, job.knees, with_ids=True), drop_id=True)
+    steps = [c.fit_steps for c in cards if c.fit is not None and not c.fit_steps.empty]
+    fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
+    knees = _split(job.knees)
+    for c in cards:
+        path = site.setup_path(c.setup_id)
+        html = card_page(env, c, path, depth={k: v.get(c.setup_id) for k, v in depth.items()},
+                         conc=conc.get(c.setup_id), fit=fit.get(c.setup_id), knees=knees.get(c.setup_id),
+                         knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
+                         raw=job.raw,
+                         timeline=builds.timeline(store, c.setup_id) if c.setup_id in job.in_build_group else None)
+        writer.write(path, html)
+    db.forget(job.db_path)
+    return writer.entries, writer.written
+
+
+def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dict[str, pd.DataFrame | None],
+              conc: pd.DataFrame | None, fit: pd.DataFrame | None, knees: pd.DataFrame | None,
+              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], timeline: pd.DataFrame | None = None) -> str:
+    """The card of one setup (its chart points, knees and knee marks computed for many setups at once)."""
     s = c.setup
-    page = Page()
+    page = Charts()
+    up = site.up(path)
     gap_notes = (cardmod.TTFT_GAP_EXPLAINED, cardmod.hygiene_notes(c))
     speed_extra = [(title, table(df), notes) for title, df, notes in (
         ("Named tasks", cardmod.task_table(c), None), ("Client vs server", cardmod.client_vs_server(c), None),
@@ -157,133 +284,590 @@ def _card_page(env: jinja2.Environment, store: queries.Store, sid: str, raw_link
         ("Engine benchmark (llama-bench)", cardmod.engine_table(c), None),
         ("From the server's log", cardmod.server_log_table(c), None))
         if not df.empty]
-    timeline = builds.timeline_table(builds.timeline(store, sid))
-    series = queries.series(store, [sid], ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft",
-                                           "ctx_ttft", "conc_total", "conc_per_request"])
-    speed_charts = [page.chart(charts.depth_chart(series, kind)) for kind in ("prefill", "decode", "ttft")
-                    if not charts.depth_points(series, kind).empty]
-    if series.metric.isin(["conc_total", "conc_per_request"]).any():
-        speed_charts.append(page.chart(charts.conc_chart(series)))
-    fit_charts = [page.chart(charts.fit_chart(c.fit_steps))] if c.fit is not None else []
+    speed_charts = []
+    for kind in ("prefill", "decode", "ttft"):
+        pts = depth.get(kind)
+        if pts is None or pts.empty:
+            continue
+        frames = {"points": pts}
+        if kind != "ttft":
+            frames["knees"] = knee_points[kind]
+        speed_charts.append(page.add_json(specs.spec_json(charts.depth_builder, frames,
+                                                          charts.depth_settings(pts, kind))))
+    if conc is not None and not conc.empty:
+        speed_charts.append(page.add_json(specs.spec_json(
+            charts.conc_builder, {"points": conc, "knees": knee_points["conc"]},
+            charts.conc_settings(conc, "total"))))
+    fit_charts = []
+    if c.fit is not None and fit is not None and not fit.empty:
+        settings, holes = charts.fit_settings(fit)
+        fit_charts.append(page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes)))
     files = cardmod.files_table(c)
     if not files.empty:
-        files["href"] = [raw_links.get(h, "") for h in files["SHA-256"]]
+        files["href"] = [f"raw/{h}.bin" if h in raw else None for h in files["SHA-256"]]
         files["name"] = [p.rsplit("/", 1)[-1] for p in files["File"]]
     samp = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.sampling.model_dump().items() if v is not None)
-    return env.get_template("card.html").render(
-        title=s.title, up="../", csp=CSP, charts=page.charts, s=s, badge=queries.badges(c.row), gpu=str(c.row["gpu"]),
+    tier = tier_of(c.row)
+    model = site.model_key(c.row.get("model"))
+    crumbs = [HOME, site.Crumb(f"{tier} tier", site.tier_path(tier)), site.Crumb(model, site.model_path(model)),
+              site.Crumb(s.title)]
+    return render(
+        env, "card.html", path, title=s.title, crumbs=crumbs, charts=page, s=s,
+        badge=queries.badges({**c.row, "method_test": queries.is_method_test(s)}),
+        gpu=str(c.row["gpu"]), tier=tier, tier_href=site.tier_path(tier), model=model,
+        model_href=site.model_path(model),
         tiles=cardmod.headline_tiles(c), speed=table(cardmod.speed_table(c)), speed_extra=speed_extra,
-        speed_charts=speed_charts, timeline=table(timeline), builds_explained=builds.EXPLAINED,
+        speed_charts=speed_charts, knees=table(analysis.knee_table(knees)) if knees is not None else None,
+        timeline=table(builds.timeline_table(timeline) if timeline is not None else None),
+        builds_explained=builds.EXPLAINED,
         quality=table(cardmod.quality_table(c)),
         fit=table(cardmod.fit_table(c)) if c.fit is not None else None, fit_charts=fit_charts,
         command=flags.shell_join(s.server.argv, s.server.env), flags=table(cardmod.flags_table(c)),
         sampling=samp, thinking={True: "on", False: "off", None: "not recorded"}[s.thinking],
         runs=table(cardmod.runs_table(c)), warnings=list(c.warnings.itertuples()),
-        files=table(files, links={"File": "href"}, downloads={"File": "name"}) if not files.empty else None,
+        machine=cardmod.machine_rows(c),
+        files=table(files, links={"File": "href"}, downloads={"File": "name"}, up=up) if not files.empty else None,
     )
 
 
-def _builds_page(env: jinja2.Environment, store: queries.Store) -> str:
+# --------------------------------------------------------------------------- lists: home, tiers, models
+
+
+def _overview_rows(ov: pd.DataFrame) -> pd.DataFrame:
+    """The overview's display columns for list pages, with each setup's address in ``href``."""
+    shown = views.overview_display(ov)
+    out = pd.DataFrame({"Setup": list(ov.title), "href": [site.setup_path(s) for s in ov.setup_id]})
+    for col in shown.columns[4:]:
+        out[col] = list(shown[col])
+    out["Engine"] = [fmt.text(f"{e} {v}".strip()) for e, v in zip(ov.engine, ov.engine_version)]
+    out["Quant"] = list(ov.quant.map(fmt.text))
+    out["Data"] = list(ov.badges)
+    return out
+
+
+def _write_list(env: jinja2.Environment, write: Callable[[str, str], Any], stem: str, rows: pd.DataFrame,
+                title: str, crumbs: list[site.Crumb], intro: Iterable[str] = (), links: dict[str, str] | None = None,
+                before: Callable[[int, Charts], dict] | None = None, heading: str | None = None) -> list[str]:
+    """A sortable, filterable table split into pages of ``site.PAGE_ROWS`` rows at ``stem``(-N).html."""
+    paths = []
+    n = site.pages(len(rows))
+    for page in range(1, n + 1):
+        path = site.paged(stem, page)
+        part = rows.iloc[(page - 1) * site.PAGE_ROWS: page * site.PAGE_ROWS]
+        page_charts = Charts()
+        extra = before(page, page_charts) if before else {}
+        write(path, render(env, "list.html", path, title=title + (f" (page {page} of {n})" if n > 1 else ""),
+                           crumbs=crumbs, charts=page_charts, heading=heading or title, intro=list(intro),
+                           rows=table(part, links=links, up=site.up(path)),
+                           paging=site.pager(stem, page, len(rows)), **extra))
+        paths.append(path)
+    return paths
+
+
+def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tests: int) -> str:
+    ranked = queries.sort_overview(ov, "decode")
+    sections = []
+    for label in sorted(set(ranked.tier), key=tiers.tier_rank):
+        rows = ranked[ranked.tier == label]
+        sections.append({"label": label, "href": site.tier_path(label), "count": len(rows),
+                         "text": site.TIER_TEXT.get(label, ""),
+                         "table": table(_overview_rows(rows.head(HOME_ROWS)), links={"Setup": "href"})})
+    return render(env, "index.html", "index.html", title="All setups", sections=sections,
+                  models=table(models, links={"Model": "href"}), n_setups=len(ov), n_models=len(models),
+                  n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=_answer_links())
+
+
+def _models_table(ov: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for name, g in ov.groupby(ov.model.map(site.model_key), sort=True):
+        best = g.loc[g.decode_tps.astype(float).idxmax()] if g.decode_tps.notna().any() else None
+        rows.append({"Model": name, "href": site.model_path(name), "Setups": len(g),
+                     "GPUs": g.gpu.nunique(), "Quants": ", ".join(sorted({fmt.text(q) for q in g.quant})),
+                     "Fastest decode (tok/s)": fmt.value("decode", None if best is None else best.decode_tps)})
+    return pd.DataFrame(rows, columns=["Model", "href", "Setups", "GPUs", "Quants", "Fastest decode (tok/s)"])
+
+
+# --------------------------------------------------------------------------- quality
+
+
+def _quality_pages(env: jinja2.Environment, write: Callable[[str, str], Any], q: pd.DataFrame) -> list[str]:
+    paths = []
+    tests = []
+    frame = views.quality_frame(q) if not q.empty else q
+    for test, g in (frame.groupby("test", sort=False) if not q.empty else []):
+        label = str(g.test_label.iloc[0])
+        stem = site.quality_path(str(test))[:-5]
+        shown = views.quality_table(g.drop(columns="test_label"))
+        shown.insert(2, "href", [site.setup_path(s) for s in g.setup_id])
+        best = g.iloc[0]
+        tests.append({"Test": label, "href": f"{stem}.html",
+                      "What": fmt.text(metrics.TESTS[test].description if test in metrics.TESTS else None),
+                      "Setups": len(g), "Best result": fmt.quality(best.pct, best.margin_pp),
+                      "Best setup": str(best.title), "best_href": site.setup_path(str(best.setup_id))})
+        top = g.drop(columns="test_label").head(20)
+
+        def chart(page: int, page_charts: Charts, top: pd.DataFrame = top, n: int = len(g)) -> dict:
+            if page == 1:
+                page_charts.add(charts.quality_chart(top),
+                                caption=None if n <= len(top) else f"The {len(top)} best of {n} setups.")
+            return {}
+
+        paths += _write_list(env, write, stem, shown, f"{label}: quality with 95 % margins",
+                             [HOME, site.Crumb("Quality", "quality.html"), site.Crumb(label)],
+                             intro=["Wilson score intervals at 95 %; a cut-off answer counts as wrong."],
+                             links={"Setup": "href"}, before=chart)
+    overview = pd.DataFrame(tests, columns=["Test", "href", "What", "Setups", "Best result", "Best setup",
+                                            "best_href"])
+    write("quality.html", render(env, "quality.html", "quality.html", title="Quality",
+                                 crumbs=[HOME, site.Crumb("Quality")],
+                                 tests=table(overview, links={"Test": "href", "Best setup": "best_href"})))
+    return ["quality.html", *paths]
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def _answer_stem(prompt: int, words: int) -> str:
+    return f"analysis/time-to-answer-{fmt.depth(prompt).lower().replace(',', '')}-{words}-words"
+
+
+def _answer_links() -> list[dict]:
+    return [{"href": f"{_answer_stem(p, w)}.html", "text": f"{fmt.depth(p)} prompt, {w:,} words"}
+            for p, w in ANSWER_SIZES]
+
+
+def _tier_rows(df: pd.DataFrame, ids: Iterable[str]) -> pd.DataFrame:
+    keep = set(ids)
+    return df[df.setup_id.isin(keep)]
+
+
+def _chart_setups(df: pd.DataFrame, order_col: str, limit: int = CHART_SETUPS) -> list[str]:
+    """Setups for a chart with many candidates: those with a point on the frontier first, then by
+    ``order_col`` (largest first), at most ``limit``."""
+    best = df.groupby("setup_id").agg(front=("frontier", "max"), top=(order_col, "max")).reset_index()
+    best = best.sort_values(["front", "top"], ascending=[False, False], kind="stable")
+    return best.setup_id.head(limit).tolist()
+
+
+def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], data: queries.AnalysisData,
+                    kn: pd.DataFrame, tier_order: list[str]) -> list[str]:
+    paths: list[str] = []
+    crumbs = [HOME, site.Crumb("Analysis", "analysis.html")]
+    setups = analysis.with_tiers(data.setups)
+    by_tier = {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order}
+    titles = dict(zip(setups.setup_id, setups.title))
+    # time to answer at fixed sizes
+    answers = []
+    for p, w in ANSWER_SIZES:
+        res = analysis.time_to_answer(data, p, float(w))
+        stem = _answer_stem(p, w)
+        shown = analysis.answer_table(res)
+        shown.insert(2, "href", [site.setup_path(s) for s in res.setup_id])
+        ranked = int(res.total_s.notna().sum())
+        answers.append({"href": f"{stem}.html", "text": f"{fmt.depth(p)}-token prompt, {w:,}-word answer",
+                        "count": ranked})
+
+        def chart(page: int, page_charts: Charts, res: pd.DataFrame = res) -> dict:
+            if page == 1 and res.total_s.notna().any():
+                page_charts.add(charts.answer_time_chart(res))
+            return {}
+
+        title = f"Time to answer: {fmt.depth(p)} prompt, {w:,} words"
+        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
+            f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer, from each "
+            "setup's measured prefill and decode curves: rates between measured depths are interpolated on a "
+            "log-depth line; outside them the nearest measured rate is held, the notes say so (Within measured "
+            "range: no) and the chart draws the bar pale. ± range: one standard deviation from the spread of the runs. The chart shows the 25 "
+            "fastest."], links={"Setup": "href"}, before=chart)
+    # throughput vs per-request speed, per tier
+    tp_links = []
+    tp_all = analysis.throughput(data)
+    for t in tier_order:
+        if not (tp_all.tier == t).any():
+            continue
+        tp = analysis.throughput(data.only(by_tier[t]))
+        stem = f"analysis/throughput-{site.tier_slug(t)}"
+        shown = analysis.throughput_table(tp)
+        shown.insert(1, "href", [site.setup_path(s) for s in tp.setup_id])
+        tp_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": tp.setup_id.nunique()})
+        on_chart = _chart_setups(tp, "total_tps")
+
+        def tp_chart(page: int, page_charts: Charts, tp: pd.DataFrame = tp, on_chart: list[str] = on_chart) -> dict:
+            if page == 1:
+                n = tp.setup_id.nunique()
+                page_charts.add(charts.pareto_chart(tp[tp.setup_id.isin(on_chart)]),
+                                caption=None if n <= len(on_chart) else
+                                f"{len(on_chart)} of {n} setups: those on the frontier, then the highest totals.")
+            return {}
+
+        title = f"Throughput vs per-request speed: {t} tier"
+        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
+            "Each point is one setup at one number of requests at once: total output rate against the rate each "
+            "request sees. A point is on the frontier when no other setup of the tier is at least as good on "
+            "both and better on one. Queued: more requests than server slots."], links={"Setup": "href"},
+            before=tp_chart)
+    # speed vs quality per tier, one page per test
+    sq_links = []
+    speed_label = analysis.SPEED_MEASURES["decode"][0]
+    for test, label in analysis.quality_tests(data):
+        sq = analysis.speed_quality(data, test, "decode")
+        if sq.empty:
+            continue
+        stem = f"analysis/speed-quality-{site.quality_path(test)[len('quality/'):-5]}"
+        sections = []
+        page_charts = Charts()
+        for t in [t for t in tier_order if (sq.tier == t).any()]:
+            rows = sq[sq.tier == t]
+            on_chart = _chart_setups(rows, "speed_tps")
+            c = page_charts.add(charts.speed_quality_chart(rows[rows.setup_id.isin(on_chart)], speed_label, [t]))
+            front = analysis.speed_quality_table(rows[rows.frontier], speed_label)
+            front.insert(2, "href", [site.setup_path(s) for s in rows[rows.frontier].setup_id])
+            sections.append({"tier": t, "chart": c, "count": len(rows), "shown": len(on_chart),
+                             "anchor": site.tier_slug(t), "table": table(front, links={"Setup": "href"}, up="../")})
+        title = f"{label} vs speed per hardware tier"
+        path = f"{stem}.html"
+        write(path, render(env, "speed_quality.html", path, title=title, crumbs=[*crumbs, site.Crumb(title)],
+                           charts=page_charts, sections=sections, label=label, speed_label=speed_label))
+        paths.append(path)
+        sq_links.append({"href": path, "text": label, "count": len(sq)})
+    # knees, per tier
+    knee_links = []
+    for t in tier_order:
+        ids = by_tier[t]
+        k = _tier_rows(kn, ids)
+        if k.empty:
+            continue
+        stem = f"analysis/knees-{site.tier_slug(t)}"
+        shown = analysis.knee_table(k)
+        shown.insert(1, "href", [site.setup_path(s) for s in k.setup_id])
+        knee_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
+        pick = _knee_chart_setups(data, ids)
+
+        def knee_charts(page: int, page_charts: Charts, pick: list[str] = pick, k: pd.DataFrame = k) -> dict:
+            if page > 1 or not pick:
+                return {}
+            sub = data.only(pick)
+            k = k[k.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
+            points = analysis.depth_curves(sub, tasks=False)
+            points["title"] = points.setup_id.map(titles)
+            colours = sorted(titles[s] for s in pick)
+            for kind in (analysis.PREFILL, analysis.DECODE):
+                if (points.kind == kind).any():
+                    page_charts.add(charts.knee_depth_chart(points, k, kind, colours))
+            tp = analysis.throughput(sub)
+            if not tp.empty:
+                page_charts.add(charts.knee_conc_chart(tp, k, colours))
+            return {"chart_note": f"The charts show the tier's {len(pick)} fastest setups (decode); the table "
+                                  "lists every setup's knees."}
+
+        title = f"Knees: {t} tier"
+        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
+            f"Depth knee: where prefill or decode falls below {analysis.KNEE_FRACTION * 100:.0f} % of its value at "
+            "the shortest measured prompt and stays below, placed on the log-depth line between the two measured "
+            "depths around it. Requests at once: the smallest number from which each further step adds less than "
+            f"{analysis.CONC_MIN_GAIN * 100:.0f} % total throughput per doubling of requests. Each setup's card "
+            "marks its knees on its curves."], links={"Setup": "href"}, before=knee_charts)
+    write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
+                                  crumbs=[HOME, site.Crumb("Analysis")], answers=answers, throughput=tp_links,
+                                  speed_quality=sq_links, knees=knee_links, n_setups=len(setups)))
+    return ["analysis.html", *paths]
+
+
+def _knee_chart_setups(data: queries.AnalysisData, ids: list[str]) -> list[str]:
+    """The fastest few setups (headline decode) of ``ids``, for the knee charts."""
+    m = data.metrics
+    dec = m[(m.metric == "decode") & m.prompt.isna() & m.level.isna() & m.setup_id.isin(set(ids))]
+    order = dec.sort_values("value", ascending=False).setup_id.tolist()
+    rest = [s for s in ids if s not in set(order)]
+    return (order + rest)[:KNEE_CHART_SETUPS]
+
+
+# --------------------------------------------------------------------------- the whole site
+
+
+@dataclass
+class ExportResult:
+    """What an export did: every page of the site, the files written (others were unchanged), the files
+    removed, and the seconds it took."""
+
+    pages: list[Path]
+    written: list[str]
+    kept: int
+    removed: list[str]
+    seconds: float
+    raw_missing: list[str] = field(default_factory=list)
+    #: the setups whose card was rendered (the others were unchanged since the last export)
+    rendered: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return (f"{len(self.pages)} pages ({len(self.rendered)} cards rendered); {len(self.written)} files written, "
+                f"{self.kept} unchanged, "
+                f"{len(self.removed)} removed in {self.seconds:.1f} s"
+                + (f"; {len(self.raw_missing)} raw files no longer readable (not linked)" if self.raw_missing else ""))
+
+
+def _vega_bundle() -> tuple[str, str]:
+    """(stamp, loader) of the Vega bundle: the stamp names the vl-convert and Vega-Lite versions."""
+    import vl_convert as vlc
+
+    vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return f"vl-convert {getattr(vlc, '__version__', '?')} vega-lite {vl}", f"v{vl}"
+
+
+def _assets(writer: sitewrite.Writer, stamps: dict[str, str], previous_stamps: dict[str, str]) -> None:
+    for asset in ("style.css", "site.js"):
+        writer.write(f"assets/{asset}", (TEMPLATES / "assets" / asset).read_bytes())
+    stamp, vl = _vega_bundle()
+    rel = "assets/vega.js"
+    old = writer.previous.get(rel)
+    if old is not None and previous_stamps.get(rel) == stamp and writer.keep_if_present(rel, old.sha256):
+        stamps[rel] = stamp
+        return
+    import vl_convert as vlc
+
+    bundle = vlc.javascript_bundle(None, vl_version=vl)  # type: ignore[arg-type]  # None: the default bundle
+    writer.write(rel, bundle)
+    stamps[rel] = stamp
+
+
+def _raw_files(store: queries.Store, writer: sitewrite.Writer) -> tuple[frozenset[str], list[str]]:
+    """Copy every raw file into raw/<sha256>.bin (files already there as written are kept without reading
+    their source). Returns the hashes present and those whose source is gone or changed."""
+    present, missing = set(), []
+    for sha, sources in queries.raw_sources(store).items():
+        rel = f"raw/{sha}.bin"
+        if writer.keep_if_present(rel, sha):
+            present.add(sha)
+            continue
+        data = queries.read_raw(sha, sources)
+        if data is None:
+            missing.append(sha)
+            continue
+        # named by content hash with a neutral extension: never served as HTML/SVG/JS
+        writer.write_hashed(rel, data, sha)
+        present.add(sha)
+    return frozenset(present), missing
+
+
+def _workers(requested: int | None, n_setups: int) -> int:
+    if requested is not None:
+        return max(1, requested)
+    if n_setups < MIN_FOR_WORKERS:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _warm() -> int:
+    """Nothing: a first task that makes a worker import the export's modules while the parent works."""
+    return os.getpid()
+
+
+def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | None = None,
+           workers: int | None = None) -> ExportResult:
+    """Write the static site for every setup of ``db_path`` into ``out``; see the module docstring.
+
+    Side effects: writes into ``out`` only the files whose content changed since the last export into it,
+    removes files the site no longer has, and records every file in ``out/.benchcards-export.json``. Refuses
+    (ExportFolderError) a folder that is neither empty, new, nor an earlier export, and a folder another
+    export is writing. ``workers`` processes render the cards (default: one per core for large sites).
+    Raises ValueError for a base URL that is not an http(s) address.
+    """
+    start = time.perf_counter()
+    base = site.check_base_url(base_url)
+    sitewrite.check_folder(out)
+    db.check(db_path)
+    with sitewrite.locked(out):
+        previous = sitewrite.read_manifest(out)
+        previous_stamps = sitewrite.read_stamps(out)
+        writer = sitewrite.Writer(out, previous)
+        stamps: dict[str, str] = {}
+        store = queries.Store(db_path)
+        env = environment()
+        ov = queries.overview(store)
+        ids = ov.setup_id.tolist()
+        code = code_stamp()
+        digests = queries.card_digests(store)
+        early = {s: f"{code}:{digests.get(s, '')}" for s in ids}
+        # cards whose data or code changed (raw files and knees are checked once known)
+        candidates = [s for s in ids if not previous_stamps.get(site.setup_path(s), "").startswith(early[s] + ":")]
+        n_workers = _workers(workers, len(candidates)) if candidates else 1
+        pool = ProcessPoolExecutor(n_workers, mp_context=_spawn()) if n_workers > 1 else None
+        try:
+            if pool is not None:
+                for _ in range(n_workers):
+                    pool.submit(_warm)
+            raw, raw_missing = _raw_files(store, writer) if with_raw else (frozenset(), [])
+            data = queries.analysis_data(store)
+            kn = analysis.knees(data)
+            todo = []
+            extras = _card_extras(store, kn, raw)
+            # a card in a build group shows the group's timeline: it changes with any member's data
+            build_groups = builds.groups(store)
+            in_group = frozenset(m for g in build_groups for m in g)
+            for g in build_groups:
+                stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]
+                for m in g:
+                    extras[m] = f"{extras.get(m, '')}+{stamp_g}"
+            for sid in ids:
+                rel = site.setup_path(sid)
+                stamp = stamps[rel] = f"{early[sid]}:{extras.get(sid, '')}"
+                old = previous.get(rel)
+                if old is None or previous_stamps.get(rel) != stamp or not writer.keep_if_present(rel, old.sha256):
+                    todo.append(sid)
+            jobs: list[Future] = []
+            chunks = [todo[i:i + CHUNK] for i in range(0, len(todo), CHUNK)]
+            for chunk in chunks:
+                prev = {p: e for p in (site.setup_path(s) for s in chunk) if (e := previous.get(p)) is not None}
+                job = CardJob(db_path, out, chunk, prev, raw, kn[kn.setup_id.isin(set(chunk))], in_group)
+                if pool is not None:
+                    jobs.append(pool.submit(render_cards, job))
+                else:
+                    writer.merge(*render_cards(job))
+            _assets(writer, stamps, previous_stamps)
+            pages = _aggregate_pages(env, writer, store, ov, data, kn, base, build_groups)
+            for fut in jobs:
+                writer.merge(*fut.result())
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+        pages += [site.setup_path(s) for s in ids]
+        html = sorted(p for p in writer.entries if p.endswith(".html"))
+        writer.write("sitemap.xml", site.sitemap(html, base))
+        removed = sitewrite.finish(out, writer.entries, stamps)
+    db.forget(db_path)
+    return ExportResult(pages=[out / p for p in html], written=writer.written,
+                        kept=len(writer.entries) - len(set(writer.written)), removed=removed,
+                        seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+
+
+def code_stamp() -> str:
+    """A digest of the code and templates that render the site and of the libraries that shape it: a card
+    is re-rendered when any of them changed, even if its data did not."""
+    import importlib.metadata as md
+
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for f in sorted([*here.glob("*.py"), *TEMPLATES.rglob("*"), here.parent / "schemas" / "models.py"]):
+        if f.is_file():
+            h.update(f.relative_to(here.parent).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    for dist in ("altair", "pandas", "jinja2", "vl-convert-python"):
+        try:
+            h.update(f"{dist}={md.version(dist)}".encode())
+        except md.PackageNotFoundError:
+            h.update(dist.encode())
+    return h.hexdigest()[:16]
+
+
+def _card_extras(store: queries.Store, kn: pd.DataFrame, raw: frozenset[str]) -> dict[str, str]:
+    """Per setup, a digest of what its card shows besides its own rows: its knees and which of its raw files
+    the site has (a card links only those)."""
+    files = store.df("SELECT DISTINCT setup_id, sha256 FROM files ORDER BY setup_id, sha256")
+    linked: dict[str, list[str]] = {}
+    for sid, sha in zip(files.setup_id.tolist(), files.sha256.tolist()):
+        if sha in raw:
+            linked.setdefault(str(sid), []).append(str(sha))
+    knees: dict[str, list[str]] = {}
+    cols = [kn[c].tolist() for c in kn.columns]
+    for row in zip(*cols):
+        knees.setdefault(str(row[list(kn.columns).index("setup_id")]), []).append(repr(row))
+    ids = store.df("SELECT setup_id FROM setups ORDER BY setup_id").setup_id.tolist()
+    return {str(s): sitewrite.sha256(("\n".join(knees.get(str(s), [])) + "\0" + ",".join(linked.get(str(s), [])))
+                                     .encode())[:16] for s in ids}
+
+
+def _builds_page(env: jinja2.Environment, store: queries.Store, build_groups: list[list[str]]) -> str:
     """Every build timeline: one table per hardware, model and settings measured with several builds."""
     titles = dict(queries.setup_ids(store))
     timelines = []
-    for ids in builds.groups(store):
+    for ids in build_groups:
         tl = builds.timeline(store, ids[-1])
         if tl.empty:
             continue
         sib = builds.siblings(store, ids[-1])
-        links = [Cell(b, f"setups/{sid}.html") for sid, b in zip(sib.setup_id, sib.build)]
+        links = [Cell(b, site.setup_path(sid)) for sid, b in zip(sib.setup_id, sib.build)]
         timelines.append({"title": titles.get(ids[-1], ids[-1]), "builds": links,
                           "table": table(builds.timeline_table(tl))})
-    return env.get_template("builds.html").render(title="Builds over time", up="", csp=CSP, charts=[],
-                                                  explained=builds.EXPLAINED, timelines=timelines)
+    return render(env, "builds.html", "builds.html", title="Builds over time",
+                  crumbs=[HOME, site.Crumb("Builds over time")], explained=builds.EXPLAINED, timelines=timelines)
 
 
-def export(db_path: Path, out: Path, with_raw: bool = True) -> list[Path]:
-    """Write the static site for every setup of ``db_path`` into ``out``; returns the pages written.
+def _spawn() -> Any:
+    import multiprocessing
 
-    Side effects: replaces ``out`` (writes into a sibling folder first, then swaps it in).
-    """
-    import vl_convert as vlc
+    return multiprocessing.get_context("spawn")
 
-    env = environment()
-    store = queries.Store(db_path)
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "assets").mkdir(parents=True)
-    (tmp / "setups").mkdir()
-    vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    bundle = vlc.javascript_bundle(None, vl_version=f"v{vl}")  # type: ignore[arg-type]  # None: the default bundle
-    (tmp / "assets" / "vega.js").write_text(bundle, encoding="utf-8")
-    for asset in ("style.css", "site.js"):
-        shutil.copyfile(TEMPLATES / "assets" / asset, tmp / "assets" / asset)
-    overview = queries.overview(store)
-    raw_links: dict[str, str] = {}
-    if with_raw:
-        files = store.df("SELECT DISTINCT sha256 FROM files")
-        (tmp / "raw").mkdir()
-        for sha in files.sha256:
-            try:
-                data = store.raw_file(sha)
-            except queries.RawFileError:
-                continue
-            # named by content hash with a neutral extension: never served as HTML/SVG/JS
-            (tmp / "raw" / f"{sha}.bin").write_bytes(data)
-            raw_links[sha] = f"../raw/{sha}.bin"
-    written = []
-    for sid in overview.setup_id:
-        page = tmp / "setups" / f"{sid}.html"
-        page.write_text(_card_page(env, store, sid, raw_links), encoding="utf-8")
-        written.append(page)
-    view = views.overview_table(overview, lambda sid: f"setups/{sid}.html")
-    view = view.drop(columns=["Warnings"]).rename(columns={"Card": "href"})
-    index = env.get_template("index.html").render(title="All setups", up="", csp=CSP, charts=[],
-                                                  overview=table(view, links={"Setup": "href"}))
-    (tmp / "index.html").write_text(index, encoding="utf-8")
-    written.append(tmp / "index.html")
+
+def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: queries.Store, ov: pd.DataFrame,
+                     data: queries.AnalysisData, kn: pd.DataFrame, base: str | None,
+                     build_groups: list[list[str]]) -> list[str]:
+    """Every page but the cards, and the machine-readable files."""
+    write = writer.write
+    ranked = queries.sort_overview(ov, "decode")
+    tier_order = sorted(set(ov.tier), key=tiers.tier_rank)
+    models = _models_table(ov)
     q = queries.quality_table(store)
-    qpage = Page()
-    quality = None
-    if not q.empty:
-        qpage.chart(charts.quality_chart(q))
-        qv = views.quality_table(q)
-        qv.insert(2, "href", ["setups/" + sid + ".html" for sid in q.setup_id])
-        quality = table(qv, links={"Setup": "href"})
-    html = env.get_template("quality.html").render(title="Quality", up="", csp=CSP, charts=qpage.charts,
-                                                   quality=quality)
-    (tmp / "quality.html").write_text(html, encoding="utf-8")
-    written.append(tmp / "quality.html")
-    (tmp / "builds.html").write_text(_builds_page(env, store), encoding="utf-8")
-    written.append(tmp / "builds.html")
-    if out.exists():
-        old = out.with_name(out.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(out)
-    return [out / p.relative_to(tmp) for p in written]
+    pages = ["index.html"]
+    write("index.html", _home(env, ov, models, q.test.nunique() if not q.empty else 0))
+    for label in tier_order:
+        rows = ranked[ranked.tier == label]
+        stem = site.tier_path(label)[:-5]
+        crumbs = [HOME, site.Crumb(f"{label} tier")]
+        pages += _write_list(env, write, stem, _overview_rows(rows), f"{label} tier", crumbs,
+                             intro=[site.TIER_TEXT.get(label, ""), f"{len(rows):,} setups, fastest decode first."],
+                             links={"Setup": "href"})
+    write("models/index.html", render(env, "models.html", "models/index.html", title="Models",
+                                      crumbs=[HOME, site.Crumb("Models")],
+                                      models=table(models, links={"Model": "href"}, up="../")))
+    pages.append("models/index.html")
+    for name, rows in ranked.groupby(ranked.model.map(site.model_key), sort=True):
+        stem = site.model_path(name)[:-5]
+        shown = _overview_rows(rows)
+        shown.insert(2, "Tier", list(rows.tier))
+        gpus = rows.gpu.nunique()
+        quants = rows.quant.map(fmt.text).nunique()
+        pages += _write_list(env, write, stem, shown, str(name),
+                             [HOME, site.Crumb("Models", "models/index.html"), site.Crumb(str(name))],
+                             intro=[f"Every setup of {name}: {len(rows):,} on {gpus:,} GPU model"
+                                    f"{'s' if gpus != 1 else ''} in {quants:,} quantisation"
+                                    f"{'s' if quants != 1 else ''}, by hardware tier, fastest decode first."],
+                             links={"Setup": "href"})
+    pages += _quality_pages(env, write, q)
+    write("builds.html", _builds_page(env, store, build_groups))
+    pages.append("builds.html")
+    pages += _analysis_pages(env, write, data, kn, tier_order)
+    write("assets/search.js", site.search_script(site.search_index(ov)))
+    figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({queries.LATEST_METRICS}) "
+                       "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")
+    write("index.json", json.dumps(site.index_json(ov, figures, q, base), ensure_ascii=False, allow_nan=False,
+                                   separators=(",", ":")))
+    return pages
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchcards.export",
-                                     description="Write the static HTML results site from the database.",
-                                     epilog="example:\n  python -m benchcards.export export --db data/benchcards.duckdb",
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("out", type=Path, help="folder to write (replaced as a whole)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchcards.export",
+        description="Write the static HTML results site from the database. Exporting again into the same "
+                    "folder rewrites only the files whose content changed.",
+        epilog="example:\n  python -m benchcards.export export --db data/benchcards.duckdb "
+               "--base-url https://example.org/bench/",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, help="folder to write: new, empty, or an earlier export")
     parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database (default {DEFAULT_DB})")
     parser.add_argument("--no-raw", action="store_true", help="do not copy the raw files")
+    parser.add_argument("--base-url", help="address the site is published at (absolute addresses in "
+                                           "sitemap.xml and index.json); default: relative addresses")
+    parser.add_argument("--workers", type=int, help="processes rendering the setup cards (default: one per "
+                                                    "core for sites of 150 setups or more)")
     args = parser.parse_args(argv)
     try:
-        pages = export(args.db, args.out, with_raw=not args.no_raw)
-    except queries.db.DatabaseError as exc:
+        result = export(args.db, args.out, with_raw=not args.no_raw, base_url=args.base_url, workers=args.workers)
+    except (queries.db.DatabaseError, sitewrite.ExportFolderError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"error: {exc.filename or args.out}: {exc.strerror}", file=sys.stderr)
         return 1
-    print(f"wrote {len(pages)} pages to {args.out}")
+    print(f"wrote {args.out}: {result.text()}")
     return 0
 
 

@@ -7,6 +7,7 @@ Where several setups ran the same metric in several runs, the latest run wins.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,16 +68,34 @@ class Store:
         Only a regular file is read (a link put in its place is not followed), and no
         more bytes than were recorded.
         """
-        import hashlib
-
         rows = self.df("SELECT DISTINCT source, bytes FROM files WHERE sha256 = ?", [sha256])
         if rows.empty:
             raise RawFileError(f"no raw file with sha256 {sha256}")
-        for source, size in zip(rows.source, rows.bytes):
-            data = _read_regular(Path(source), int(size))
-            if data is not None and hashlib.sha256(data).hexdigest() == sha256:
-                return data
-        raise RawFileError(f"the raw file is no longer at {rows.source.iloc[0]} (or it changed since ingest)")
+        data = read_raw(sha256, list(zip(rows.source, rows.bytes)))
+        if data is None:
+            raise RawFileError(f"the raw file is no longer at {rows.source.iloc[0]} (or it changed since ingest)")
+        return data
+
+
+def raw_sources(store: Store) -> dict[str, list[tuple[str, int]]]:
+    """Every raw file of the database: sha256 -> [(where it was ingested from, its size)] (one query)."""
+    rows = store.df("SELECT DISTINCT sha256, source, bytes FROM files ORDER BY sha256, source")
+    out: dict[str, list[tuple[str, int]]] = {}
+    for sha, source, size in zip(rows.sha256.tolist(), rows.source.tolist(), rows.bytes.tolist()):
+        out.setdefault(str(sha), []).append((str(source), int(size)))
+    return out
+
+
+def read_raw(sha256: str, sources: list[tuple[str, int]]) -> bytes | None:
+    """The bytes of the first of ``sources`` that is still a regular file of its size with the hash
+    ``sha256`` (no link is followed), or None."""
+    import hashlib
+
+    for source, size in sources:
+        data = _read_regular(Path(source), int(size))
+        if data is not None and hashlib.sha256(data).hexdigest() == sha256:
+            return data
+    return None
 
 
 def _read_regular(path: Path, size: int) -> bytes | None:
@@ -249,9 +268,9 @@ class Card:
 
     def __post_init__(self) -> None:
         self._index: dict[tuple, tuple[float, int | None, str]] = {}
-        for metric, prompt, level, value, n, prov in zip(self.metrics.metric, self.metrics.prompt,
-                                                         self.metrics.level, self.metrics.value,
-                                                         self.metrics.n, self.metrics.provenance):
+        m = self.metrics
+        for metric, prompt, level, value, n, prov in zip(m.metric.tolist(), m.prompt.tolist(), m.level.tolist(),
+                                                         m.value.tolist(), m.n.tolist(), m.provenance.tolist()):
             key = (metric, None if pd.isna(prompt) else prompt, None if pd.isna(level) else int(level))
             self._index[key] = (float(value), None if pd.isna(n) else int(n), prov)
 
@@ -275,37 +294,105 @@ class NotFound(LookupError):
     """No setup with that id."""
 
 
+#: the queries of a card, one per table: (name, SQL with ``{sel}`` the setup filter, order within a setup)
+_CARD_SQL: tuple[tuple[str, str, str], ...] = (
+    ("row", "SELECT * FROM setups WHERE {sel}", ""),
+    ("metrics", "SELECT * FROM ({metrics})", "metric, level NULLS FIRST, prompt NULLS FIRST"),
+    ("runs", "SELECT * FROM runs WHERE {sel}", "started_at NULLS LAST, run_id"),
+    ("parts", "SELECT setup_id, run_id, part, status, reason, repeat_run_id, origin FROM parts WHERE {sel}",
+     "run_id, part"),
+    ("quality", "SELECT * FROM ({quality})", "run_order, test"),
+    ("tasks", "SELECT t.* FROM quality_tasks t JOIN ({quality}) q USING (setup_id, run_id, test)", "test, task"),
+    ("fit", "SELECT * FROM ({fit})", ""),
+    ("fit_steps", "SELECT s.* FROM fit_steps s JOIN ({fit}) f USING (setup_id, run_id)", "ctx"),
+    ("files", "SELECT setup_id, run_id, path, role, sha256, bytes, source FROM files WHERE {sel}",
+     "run_id NULLS FIRST, path"),
+    ("warnings", "SELECT setup_id, run_id, kind, message, stated, computed FROM warnings WHERE {sel}",
+     "kind, run_id"),
+)
+
+
+def _card_frames(con: duckdb.DuckDBPyConnection, sel: str, params: list) -> dict[str, pd.DataFrame]:
+    """Every table of the cards selected by ``sel``, sorted by setup, then as one card shows them."""
+    out = {}
+    for name, sql, order in _CARD_SQL:
+        text = sql.format(sel=sel, metrics=latest_metrics(sel), quality=latest_quality(sel), fit=latest_fit(sel))
+        out[name] = _fetch(con, f"{text} ORDER BY setup_id{', ' + order if order else ''}", params)
+    return out
+
+
+def _make_card(row: dict, fit: dict | None, f: dict[str, pd.DataFrame]) -> Card:
+    """A Card from the setups row, the fit headline and the other frames of one setup."""
+    r = dict(row)
+    setup = Setup.model_validate_json(r.pop("setup_json"))
+    metrics = f["metrics"]
+    return Card(
+        setup_id=str(r["setup_id"]), row=r, setup=setup, metrics=metrics, runs=f["runs"], parts=f["parts"],
+        quality=f["quality"], quality_tasks=f["tasks"], fit_steps=f["fit_steps"], fit=fit, files=f["files"],
+        warnings=f["warnings"],
+        provenance=dict(zip(metrics.metric.tolist(), metrics.provenance.tolist())),
+    )
+
+
+#: tables whose card frames have no setup_id column (it is only used to split a batch)
+_WITHOUT_SETUP_ID = ("parts", "files", "warnings")
+
+
 def card(store: Store, setup_id: str) -> Card:
     """All data of one setup. Raises NotFound for an unknown id."""
     with db.reading(store.path) as con:
-        row = _fetch(con, "SELECT * FROM setups WHERE setup_id = ?", [setup_id])
-        if row.empty:
-            raise NotFound(setup_id)
-        p = [setup_id]
-        metrics = _fetch(con, f"SELECT * FROM ({latest_metrics('setup_id = ?')}) "
-                              "ORDER BY metric, level NULLS FIRST, prompt NULLS FIRST", p)
-        runs = _fetch(con, "SELECT * FROM runs WHERE setup_id = ? "
-                           "ORDER BY started_at NULLS LAST, run_id", p)
-        parts = _fetch(con, "SELECT run_id, part, status, reason, repeat_run_id, origin FROM parts "
-                            "WHERE setup_id = ? ORDER BY run_id, part", p)
-        quality = _fetch(con, f"SELECT * FROM ({latest_quality('setup_id = ?')}) ORDER BY run_order, test", p)
-        tasks = _fetch(con, "SELECT t.* FROM quality_tasks t JOIN (" + latest_quality("setup_id = ?") + ") q "
-                            "USING (setup_id, run_id, test) ORDER BY test, task", p)
-        fit_head = _fetch(con, f"SELECT * FROM ({latest_fit('setup_id = ?')})", p)
-        fit_run = fit_head.run_id.iloc[0] if not fit_head.empty else None
-        fit_steps = _fetch(con, "SELECT * FROM fit_steps WHERE run_id = ? ORDER BY ctx", [fit_run])
-        files = _fetch(con, "SELECT run_id, path, role, sha256, bytes, source FROM files WHERE setup_id = ? "
-                            "ORDER BY run_id NULLS FIRST, path", p)
-        warns = _fetch(con, "SELECT run_id, kind, message, stated, computed FROM warnings WHERE setup_id = ? "
-                            "ORDER BY kind, run_id", p)
-    r = row.iloc[0].to_dict()
-    setup = Setup.model_validate_json(r.pop("setup_json"))
-    return Card(
-        setup_id=setup_id, row=r, setup=setup, metrics=metrics, runs=runs, parts=parts, quality=quality,
-        quality_tasks=tasks, fit_steps=fit_steps, fit=fit_head.iloc[0].to_dict() if not fit_head.empty else None,
-        files=files, warnings=warns,
-        provenance=dict(zip(metrics.metric, metrics.provenance)),
-    )
+        frames = _card_frames(con, "setup_id = ?", [setup_id])
+    if frames["row"].empty:
+        raise NotFound(setup_id)
+    fit = frames["fit"]
+    return _make_card(frames["row"].iloc[0].to_dict(), fit.iloc[0].to_dict() if not fit.empty else None,
+                      {name: df.drop(columns="setup_id") if name in _WITHOUT_SETUP_ID else df
+                       for name, df in frames.items()})
+
+
+def split_by_setup(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
+    """The rows of ``df`` (sorted by ``setup_id``) per setup, each with a fresh 0-based index
+    (without the setup_id column when ``drop_id``)."""
+    if df.empty:
+        return {}
+    ids = df.setup_id.tolist()
+    starts = [0] + [i for i in range(1, len(ids)) if ids[i] != ids[i - 1]]
+    ends = [*starts[1:], len(ids)]
+    if drop_id:
+        df = df.drop(columns="setup_id")
+    return {str(ids[a]): df.iloc[a:b].reset_index(drop=True) for a, b in zip(starts, ends)}
+
+
+def cards(store: Store, ids: list[str]) -> list[Card]:
+    """The cards of ``ids`` (unknown ids left out), in the order given: the same Cards as ``card``, read
+    with one query per table for all of them (the static export reads a thousand cards this way)."""
+    if not ids:
+        return []
+    with db.reading(store.path) as con:
+        frames = _card_frames(con, "setup_id IN (SELECT unnest(?::VARCHAR[]))", [list(ids)])
+    rows = {r["setup_id"]: r for r in frames.pop("row").to_dict("records")}
+    fits = {r["setup_id"]: r for r in frames.pop("fit").to_dict("records")}
+    parts = {name: split_by_setup(df, name in _WITHOUT_SETUP_ID) for name, df in frames.items()}
+    empty = {name: (df.drop(columns="setup_id") if name in _WITHOUT_SETUP_ID else df).iloc[0:0]
+             for name, df in frames.items()}
+    return [_make_card(rows[sid], fits.get(sid), {name: per[sid] if sid in per else empty[name]
+                                                  for name, per in parts.items()})
+            for sid in ids if sid in rows]
+
+
+def card_digests(store: Store) -> dict[str, str]:
+    """A digest of everything ``cards`` reads for each setup (every row of every table of its card), in one
+    query per table: two equal digests mean the same card data. The static export skips re-rendering a card
+    whose digest (with the code's) is unchanged."""
+    out: dict[str, list[str]] = {}
+    with db.reading(store.path) as con:
+        for name, sql, _ in _CARD_SQL:
+            text = sql.format(sel="TRUE", metrics=latest_metrics(), quality=latest_quality(), fit=latest_fit())
+            rows = con.execute(f"SELECT setup_id, md5(string_agg(CAST(x AS VARCHAR), chr(30) "
+                               f"ORDER BY CAST(x AS VARCHAR))) FROM ({text}) x GROUP BY setup_id").fetchall()
+            for sid, digest in rows:
+                out.setdefault(str(sid), []).append(f"{name}:{digest}")
+    return {sid: hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest() for sid, parts in out.items()}
 
 
 def setup_ids(store: Store) -> list[tuple[str, str]]:
@@ -345,7 +432,7 @@ def quality_table(store: Store, ids: list[str] | None = None) -> pd.DataFrame:
         SELECT q.setup_id, s.title, q.test, q.label, q.n, q."right", q.cut_off, q.pct, q.margin_pp,
                q.lo_pct, q.hi_pct, q.token_limit, q.thinking, q.from_items, q.status, q.run_id
         FROM ({latest_quality(where)}) q JOIN setups s USING (setup_id)
-        ORDER BY q.test, q.pct DESC
+        ORDER BY q.test, q.pct DESC, s.title, q.setup_id
     """, [ids] if ids is not None else [])
 
 

@@ -54,7 +54,8 @@ with answer_tab:
     else:
         st.info("No setup has both prefill and decode measurements at these sizes.")
     common.table(analysis.answer_table(answers), "time-to-answer", numeric=analysis.NUMERIC_COLUMNS)
-    st.caption(f"First token: prompt / prefill rate at the prompt's depth. Answer: words × tokens per word (from the "
+    st.caption(f"Pale bars: setups whose curves do not reach these sizes (their nearest measured rate is held). "
+               f"First token: prompt / prefill rate at the prompt's depth. Answer: words × tokens per word (from the "
                f"setup's own decode runs, else {analysis.DEFAULT_TOKENS_PER_WORD:g}), each token after the first at "
                "the decode rate of the depth it is generated at. Rates between measured depths are interpolated "
                "on a log-depth line; outside them the nearest measured rate is held, and *Notes* says so. "
@@ -89,7 +90,9 @@ with quality_tab:
             st.info("No setup here has both this test and this speed measure.")
         else:
             order = [t for t in analysis.tiers_present(data) if t in set(sq.tier)]
-            common.chart(charts.speed_quality_chart(sq, speed_label, order), key="chart-speed-quality")
+            for i, t in enumerate(order):  # one chart per tier: each fits the width of a phone
+                common.chart(charts.speed_quality_chart(sq[sq.tier == t], speed_label, [t]),
+                             key=f"chart-speed-quality-{i}")
             common.table(analysis.speed_quality_table(sq, speed_label), "speed-vs-quality",
                          numeric=(*analysis.NUMERIC_COLUMNS, speed_label))
             st.caption("Bars: Wilson 95 % intervals of the result. *Best trade-off in tier*: no other setup of "

@@ -182,10 +182,7 @@ PAGES = [
 @pytest.mark.parametrize("theme", ["light", "dark"])
 @pytest.mark.parametrize("size", ["desktop", "phone"])
 @pytest.mark.parametrize("path,shot,heading", PAGES, ids=[p[1] for p in PAGES])
-def test_every_page_at_every_size_and_theme(server, browser, path, shot, heading, size, theme, request):
-    if shot == "analysis" and size == "phone":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="the Analysis page's charts (issue 11) are wider "
-                                              "than a phone: fixed label and facet widths"))
+def test_every_page_at_every_size_and_theme(server, browser, path, shot, heading, size, theme):
     page = open_page(browser, f"{server}/{path}", size, theme)
     try:
         assert page.get_by_role("heading", name=heading).first.is_visible()

@@ -43,7 +43,7 @@ def test_seed_card_has_the_published_figures(site):
 def test_the_real_run_card_shows_ttft_vs_the_server_prompt_time(site):
     page = (site / "setups" / "real-llama-server-cpu-tiny-random-qwen-vocab.html").read_text()
     for text in ("Time to first token vs the server&#39;s prompt time", "Prompt time (server)", "32K (prefill)",
-                 "--cache-ram is not set", "verified raw", "server.log"):
+                 "--cache-ram is not set", "method test", "server.log"):
         assert text in page, text
 
 
@@ -68,13 +68,109 @@ def test_raw_files_are_copied_and_linked_as_downloads(site):
     assert {p.suffix for p in (site / "raw").iterdir()} == {".bin"}  # nothing a browser would render
 
 
-def test_export_replaces_the_folder_whole(demo_db, tmp_path):
+def test_export_refuses_a_folder_it_did_not_write(demo_db, tmp_path):
+    from benchcards.sitewrite import ExportFolderError
+
     out = tmp_path / "site"
     out.mkdir()
-    (out / "stale.html").write_text("old")
+    (out / "notes.txt").write_text("someone's file")
+    with pytest.raises(ExportFolderError, match=r"notes\.txt"):
+        export(demo_db, out, with_raw=False)
+    assert (out / "notes.txt").read_text() == "someone's file" and not (out / "index.html").exists()
+
+
+def test_reexport_removes_what_the_site_no_longer_has(demo_db, tmp_path):
+    out = tmp_path / "site"
     export(demo_db, out, with_raw=False)
-    assert not (out / "stale.html").exists() and (out / "index.html").exists()
-    assert not (tmp_path / "site.partial").exists() and not (tmp_path / "site.old").exists()
+    (out / "setups" / "gone.html").write_text("a setup deleted since")
+    export(demo_db, out, with_raw=False)
+    assert not (out / "setups" / "gone.html").exists() and (out / "index.html").exists()
+
+
+def _rows(html: str) -> list[list[str]]:
+    """The body rows of the (last) table of a page as cell texts."""
+    body = html.rsplit("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    return [[re.sub(r"<[^>]+>", "", c).replace("&#39;", "'").replace("&amp;", "&").strip()
+             for c in re.findall(r"<td>(.*?)</td>", tr, re.S)] for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+
+
+def test_tier_and_model_pages_list_every_setup_with_breadcrumbs(site):
+    index = json.loads((site / "index.json").read_text())
+    assert index["setups_count"] == demo_count() and index["units"]["decode"]["unit"] == "tok/s"
+    by_tier: dict[str, set[str]] = {}
+    by_model: dict[str, set[str]] = {}
+    for s in index["setups"]:
+        assert s["url"] == f"setups/{s['setup_id']}.html" and (site / s["url"]).is_file()  # the permalink
+        by_tier.setdefault(s["tier_url"], set()).add(s["setup_id"])
+        by_model.setdefault(s["model_url"], set()).add(s["setup_id"])
+        assert {f["metric"] for f in s["figures"]} and all(f["unit"] for f in s["figures"] if f["metric"] == "decode")
+    assert "tiers/16-gb.html" in by_tier and "tiers/unified-memory.html" in by_tier
+    for pages in (by_tier, by_model):
+        for url, ids in pages.items():
+            html = (site / url).read_text()
+            assert set(re.findall(r'href="\.\./setups/([^"]+)\.html"', html)) == ids, url
+            assert '<nav class="crumbs"' in html and 'href="../index.html">Home</a>' in html
+    seed = json.loads((site / "index.json").read_text())["setups"]
+    seed_row = next(s for s in seed if s["setup_id"] == SEED)
+    decode = next(f for f in seed_row["figures"] if f["metric"] == "decode" and f["prompt"] is None
+                  and f["level"] is None)
+    assert round(decode["value"], 1) == 63.4 and decode["unit"] == "tok/s"
+    card = (site / "setups" / f"{SEED}.html").read_text()
+    assert 'href="../tiers/16-gb.html">16 GB tier</a>' in card and 'aria-current="page"' in card
+
+
+def test_sitemap_lists_every_page_and_nothing_else(site):
+    locs = re.findall(r"<loc>([^<]+)</loc>", (site / "sitemap.xml").read_text())
+    html = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+    assert sorted(locs) == html and len(html) > 30
+
+
+def test_time_to_answer_page_matches_the_library(site, demo_db):
+    from benchcards import analysis, queries
+
+    data = queries.analysis_data(queries.Store(demo_db))
+    lib = analysis.answer_table(analysis.time_to_answer(data, 2048, 500.0))
+    rows = _rows((site / "analysis" / "time-to-answer-2k-500-words.html").read_text())
+    assert len(rows) == len(lib) > 0
+    for row, (_, want) in zip(rows, lib.iterrows()):
+        r = want["Rank"]
+        assert row[0] == (r if isinstance(r, str) else "—" if r != r else str(int(r)))
+        assert row[1] == want["Setup"] and row[2] == want["Tier"]
+        t = want["Time (s)"]
+        shown = t if isinstance(t, str) else ("—" if t != t else f"{t:,.1f}")  # the library's text, or its number
+        assert row[3] == shown, (row, want.to_dict())
+        assert row[-2] == want["Within measured range"]
+
+
+def test_every_page_is_small_and_charts_load_the_bundle_only_where_drawn(site):
+    for p in site.rglob("*.html"):
+        html = p.read_text()
+        assert len(html.encode()) <= 300 * 1024, p
+        assert ("assets/vega.js" in html) == ('data-chart="' in html), p
+
+
+def test_reexport_after_one_new_setup_rewrites_only_what_shows_it(demo_db, tmp_path):
+    from benchcards import synth
+    from ingest import ingest_paths
+
+    db = tmp_path / "copy.duckdb"
+    db.write_bytes(demo_db.read_bytes())
+    out = tmp_path / "site"
+    first = export(db, out, with_raw=False)
+    assert len(first.rendered) == demo_count()
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.html")}
+    new = synth.generate_setup(4242, tmp_path / "raw")
+    ingest_paths([new.parent], db)
+    second = export(db, out, with_raw=False)
+    assert second.rendered == [new.name]  # no other card is even rendered
+    assert [w for w in second.written if w.startswith("setups/")] == [f"setups/{new.name}.html"]
+    assert "index.json" in second.written and "sitemap.xml" in second.written
+    for p, mtime in before.items():  # files not rewritten keep their bytes and time
+        rel = p.relative_to(out).as_posix()
+        if rel not in second.written:
+            assert p.stat().st_mtime_ns == mtime, rel
+    third = export(db, out, with_raw=False)
+    assert third.written == [] and third.rendered == []
 
 
 @pytest.mark.browser
@@ -102,3 +198,68 @@ def test_export_renders_offline_in_chromium(site):
         assert visible == 1
         b.close()
         assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
+def test_site_search_sort_and_pages_on_a_phone_in_light_and_dark(site):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        for scheme in ("light", "dark"):
+            ctx = b.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme)
+            page = ctx.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+            page.on("request", lambda r, errors=errors: None if r.url.startswith(("file://", "data:", "blob:"))
+                    else errors.append(f"network: {r.url}"))
+            for rel in ("index.html", f"setups/{SEED}.html", "tiers/16-gb.html", "models/index.html",
+                        "quality/mmlu-pro.html", "analysis.html", "analysis/time-to-answer-2k-500-words.html",
+                        "analysis/throughput-16-gb.html", "analysis/speed-quality-mmlu-pro.html",
+                        "analysis/knees-16-gb.html"):
+                page.goto((site / rel).as_uri())
+                if 'data-chart="' in (site / rel).read_text():
+                    page.wait_for_selector(".chart svg", timeout=30_000)
+                    n = (site / rel).read_text().count('data-chart="')
+                    page.wait_for_function(f"document.querySelectorAll('.chart svg').length >= {n}", timeout=30_000)
+                width = page.evaluate("() => document.documentElement.scrollWidth")
+                assert width <= 391, (rel, scheme, width)  # no sideways scroll at 390 px
+                bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+                assert (sum(int(x) for x in re.findall(r"\d+", bg)[:3]) < 200) == (scheme == "dark"), bg
+                (ROOT / "test-artifacts").mkdir(exist_ok=True)
+                page.screenshot(path=str(ROOT / "test-artifacts" / f"export-{rel.replace('/', '-')[:-5]}-{scheme}.png"),
+                                full_page=True)
+            # search: several words, all must match; Enter opens the first result
+            page.goto((site / "index.html").as_uri())
+            page.fill("#search", "qwen3.5 q8_0")
+            page.wait_for_selector("#search-results li a")
+            found = page.locator("#search-results li a").all_inner_texts()
+            assert found and all("Qwen3.5" in t and "Q8_0" in t for t in found), found
+            page.fill("#search", "5060 distill")
+            page.wait_for_selector("#search-results li a")
+            assert page.locator("#search-results li a").all_inner_texts() == [
+                "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB, llama.cpp b12223"]
+            page.press("#search", "Enter")
+            page.wait_for_url(f"**/setups/{SEED}.html")
+            page.fill("#search", "no such words anywhere")
+            page.wait_for_selector("#search-results li.count")
+            assert page.inner_text("#search-results") == "No match"
+            # sort: a click on a numeric column orders the rows by it, a second click reverses
+            page.goto((site / "analysis" / "time-to-answer-2k-500-words.html").as_uri())
+            header = page.locator("table.sortable th", has_text="Time (s)")
+            col = page.locator("table.sortable th").all_inner_texts().index("Time (s)")
+
+            def times() -> list[float]:
+                cells = page.locator(f"table.sortable tbody tr td:nth-child({col + 1})").all_inner_texts()
+                return [float(c.replace(",", "")) for c in cells if c.strip() not in ("—", "")]
+
+            header.click()
+            up = times()
+            assert len(up) >= 3 and up == sorted(up)
+            header.click()
+            assert times() == sorted(up, reverse=True)
+            assert errors == [], errors
+            ctx.close()
+        b.close()

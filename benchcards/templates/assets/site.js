@@ -1,27 +1,98 @@
-// The one script of the static site (with the bundled Vega, assets/vega.js). It reads data only from
-// <script type="application/json"> blocks and never turns data into markup: sorting and filtering move
-// existing rows; charts are rendered by Vega with its expression interpreter (no eval), so the
+// The one script of the static site (with the bundled Vega, assets/vega.js, on pages with charts). It reads
+// data only from <script type="application/json"> blocks and from assets/search.js (a data-only file), and
+// never turns data into markup: sorting and filtering move existing rows, search results are built with
+// textContent; charts are rendered by Vega with its expression interpreter (no eval), so the
 // Content-Security-Policy can forbid inline scripts and eval.
 (() => {
+  const root = document.body.dataset.root || '';
+
+  // ---- sortable tables: a click on a column header sorts by it (numbers as numbers), again reverses
+  const cellValue = (row, i) => {
+    const t = row.cells[i] ? row.cells[i].textContent.trim() : '';
+    const n = parseFloat(t.replace(/,/g, ''));
+    return /^[-+]?[\d.,]+/.test(t) && !isNaN(n) ? [0, n] : [1, t.toLowerCase()];
+  };
+  const compare = (a, b) => (a[0] - b[0]) || (a[1] > b[1] ? 1 : a[1] < b[1] ? -1 : 0);
   document.querySelectorAll('table.sortable th').forEach((th, i) => th.addEventListener('click', () => {
-    const body = th.closest('table').tBodies[0];
-    const rows = Array.from(body.rows);
-    const asc = th.dataset.asc !== '1';
-    th.dataset.asc = asc ? '1' : '0';
-    const val = r => {
-      const t = r.cells[i].textContent.trim();
-      const n = parseFloat(t.replace(/,/g, ''));
-      return isNaN(n) ? t.toLowerCase() : n;
-    };
-    rows.sort((a, b) => (val(a) > val(b) ? 1 : val(a) < val(b) ? -1 : 0) * (asc ? 1 : -1));
-    rows.forEach(r => body.appendChild(r));
+    const table = th.closest('table');
+    const body = table.tBodies[0];
+    const asc = th.dataset.sort !== 'asc';
+    table.querySelectorAll('th').forEach(h => { delete h.dataset.sort; h.removeAttribute('aria-sort'); });
+    th.dataset.sort = asc ? 'asc' : 'desc';
+    th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
+    const rows = Array.from(body.rows).map((r, k) => [cellValue(r, i), k, r]);
+    rows.sort((a, b) => (compare(a[0], b[0]) * (asc ? 1 : -1)) || (a[1] - b[1]));  // stable: ties keep their order
+    rows.forEach(r => body.appendChild(r[2]));
   }));
-  const q = document.getElementById('filter');
-  if (q) {
-    q.addEventListener('input', () => document.querySelectorAll('table.sortable tbody tr').forEach(r => {
-      r.style.display = r.textContent.toLowerCase().includes(q.value.toLowerCase()) ? '' : 'none';
-    }));
+
+  // ---- the filter box of a list: every word typed must occur in the row
+  const words = text => text.toLowerCase().split(/\s+/).filter(Boolean);
+  const filter = document.getElementById('filter');
+  if (filter) {
+    filter.addEventListener('input', () => {
+      const want = words(filter.value);
+      document.querySelectorAll('table.sortable tbody tr').forEach(r => {
+        const text = r.textContent.toLowerCase();
+        r.hidden = !want.every(w => text.includes(w));
+      });
+    });
   }
+
+  // ---- site search over every setup, tier and model (assets/search.js, loaded on first use)
+  const box = document.getElementById('search');
+  const list = document.getElementById('search-results');
+  const LIMIT = 20;
+  let loading = null;
+  const loadIndex = () => {
+    if (window.BENCHCARDS_SEARCH) return Promise.resolve(window.BENCHCARDS_SEARCH);
+    if (!loading) {
+      loading = new Promise((resolve, reject) => {
+        const s = document.createElement('script');
+        s.src = root + 'assets/search.js';
+        s.onload = () => resolve(window.BENCHCARDS_SEARCH || []);
+        s.onerror = reject;
+        document.head.appendChild(s);
+      });
+    }
+    return loading;
+  };
+  const show = (entries, query) => {
+    const want = words(query);
+    list.replaceChildren();
+    if (!want.length) { list.hidden = true; return; }
+    const hits = entries.filter(e => want.every(w => e[3].includes(w)));
+    hits.slice(0, LIMIT).forEach(([href, title, kind]) => {
+      const li = document.createElement('li');
+      const a = document.createElement('a');
+      a.href = root + href;
+      a.textContent = title;
+      const k = document.createElement('span');
+      k.className = 'kind';
+      k.textContent = kind;
+      li.append(a, ' ', k);
+      list.appendChild(li);
+    });
+    const more = document.createElement('li');
+    more.className = 'count';
+    more.textContent = hits.length === 0 ? 'No match' :
+      hits.length > LIMIT ? `${LIMIT} of ${hits.length} matches: type more words` :
+      `${hits.length} match${hits.length === 1 ? '' : 'es'}`;
+    list.appendChild(more);
+    list.hidden = false;
+  };
+  if (box && list) {
+    box.addEventListener('focus', () => { loadIndex().catch(() => {}); });
+    box.addEventListener('input', () => { loadIndex().then(e => show(e, box.value)).catch(() => {}); });
+    box.addEventListener('keydown', ev => {
+      if (ev.key === 'Escape') { box.value = ''; list.hidden = true; }
+      if (ev.key === 'Enter') {
+        const first = list.querySelector('a');
+        if (first) window.location.href = first.href;
+      }
+    });
+  }
+
+  // ---- charts
   document.querySelectorAll('script[type="application/json"][data-chart]').forEach(block => {
     const target = document.getElementById(block.dataset.chart);
     if (!target || typeof vegaEmbed !== 'function') return;

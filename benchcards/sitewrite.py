@@ -1,0 +1,195 @@
+"""Incremental writes of the static site: a file is rewritten only when its content changed.
+
+The export folder keeps a manifest (``.benchcards-export.json``): for every file of the
+site its SHA-256, size and modification time as written. A new export hashes each file
+it would write; when the manifest has the same hash and the file on disk still has the
+recorded size and modification time (nobody touched it), the file is left alone, so its
+bytes and mtime stay as they were. Every write goes to a temporary file in the same
+folder and is renamed over the old one (a reader never sees half a page). After the
+export, files of the folder that the new site does not have are removed and the
+manifest is replaced the same way.
+
+The folder must be empty, new, or an earlier export (it has a manifest): a folder with
+other content is refused, so a wrong path never wipes someone's files. One export at a
+time writes a folder (an exclusive lock on ``.benchcards-export.lock``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MANIFEST = ".benchcards-export.json"
+LOCK = ".benchcards-export.lock"
+FORMAT = 1
+
+
+class ExportFolderError(RuntimeError):
+    """The output folder cannot be used (not an earlier export, or another export is writing it)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of the site as last written: content hash, size, modification time (ns)."""
+
+    sha256: str
+    size: int
+    mtime_ns: int
+
+
+def read_manifest(root: Path) -> dict[str, Entry]:
+    """The manifest of an earlier export of ``root`` (empty when there is none or it is unreadable)."""
+    try:
+        raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        files = raw["files"] if raw.get("format") == FORMAT else {}
+        return {str(k): Entry(str(v[0]), int(v[1]), int(v[2])) for k, v in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return {}
+
+
+def read_stamps(root: Path) -> dict[str, str]:
+    """What made some files of an earlier export (a generator and its version), by path: a file whose stamp
+    is unchanged need not even be generated again (the Vega bundle)."""
+    try:
+        raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        return {str(k): str(v) for k, v in raw.get("stamps", {}).items()} if raw.get("format") == FORMAT else {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def check_folder(root: Path) -> None:
+    """Raise ExportFolderError unless ``root`` is missing, empty or an earlier export."""
+    if root.is_symlink():
+        raise ExportFolderError(f"{root} is a symbolic link; give the real folder")
+    if root.exists() and not root.is_dir():
+        raise ExportFolderError(f"{root} is not a folder")
+    if root.is_dir() and not (root / MANIFEST).is_file():
+        names = sorted(p.name for p in root.iterdir() if p.name != LOCK)
+        if names:
+            shown = ", ".join(names[:5]) + (", …" if len(names) > 5 else "")
+            raise ExportFolderError(f"{root} is not empty and holds no earlier export ({shown}): choose an empty "
+                                    "or new folder, or a folder written by an earlier export")
+
+
+@contextlib.contextmanager
+def locked(root: Path) -> Iterator[None]:
+    """Hold the export lock of ``root`` (created if missing); ExportFolderError when another export holds it."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExportFolderError(f"another export is writing {root}") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> os.stat_result:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return os.stat(path)
+
+
+@dataclass
+class Writer:
+    """Writes files under ``root``, skipping those whose content is unchanged since ``previous``.
+
+    ``entries`` collects every file of the new site (written or kept); ``written`` the ones
+    actually written. Paths are relative, with '/' separators.
+    """
+
+    root: Path
+    previous: dict[str, Entry] = field(default_factory=dict)
+    entries: dict[str, Entry] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)
+
+    def unchanged(self, rel: str, digest: str) -> Entry | None:
+        """The previous entry of ``rel`` when it has the hash ``digest`` and the file is as it was written."""
+        old = self.previous.get(rel)
+        if old is None or old.sha256 != digest:
+            return None
+        try:
+            st = os.stat(self.root / rel, follow_symlinks=False)
+        except OSError:
+            return None
+        if st.st_size != old.size or st.st_mtime_ns != old.mtime_ns:
+            return None
+        return old
+
+    def write(self, rel: str, data: bytes | str) -> bool:
+        """Write ``data`` to ``root/rel`` unless it is unchanged; True when written."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        digest = sha256(raw)
+        return self.write_hashed(rel, raw, digest)
+
+    def write_hashed(self, rel: str, raw: bytes, digest: str) -> bool:
+        """``write`` for bytes whose SHA-256 is known."""
+        kept = self.unchanged(rel, digest)
+        if kept is not None:
+            self.entries[rel] = kept
+            return False
+        st = _atomic_write(self.root / rel, raw)
+        self.entries[rel] = Entry(digest, st.st_size, st.st_mtime_ns)
+        self.written.append(rel)
+        return True
+
+    def keep_if_present(self, rel: str, digest: str) -> bool:
+        """Record ``rel`` as part of the site without reading its content again when the file is there as
+        written with the hash ``digest`` (a raw file named by its hash); False when it must be written."""
+        kept = self.unchanged(rel, digest)
+        if kept is None:
+            return False
+        self.entries[rel] = kept
+        return True
+
+    def merge(self, entries: dict[str, Entry], written: list[str]) -> None:
+        """Add the files another process wrote into the same folder."""
+        self.entries.update(entries)
+        self.written.extend(written)
+
+
+def finish(root: Path, entries: dict[str, Entry], stamps: dict[str, str] | None = None) -> list[str]:
+    """Remove every file and empty folder under ``root`` that is not in ``entries`` (nor the manifest or the
+    lock), then write the new manifest (with ``stamps``, see ``read_stamps``). Returns the removed paths."""
+    removed: list[str] = []
+    keep = set(entries) | {MANIFEST, LOCK}
+    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
+        d = Path(dirpath)
+        for name in filenames:
+            rel = (d / name).relative_to(root).as_posix()
+            if rel not in keep:
+                (d / name).unlink()
+                removed.append(rel)
+        for name in dirnames:
+            sub = d / name
+            if sub.is_symlink():
+                sub.unlink()
+                removed.append(sub.relative_to(root).as_posix())
+            elif not any(sub.iterdir()):
+                sub.rmdir()
+    manifest = {"format": FORMAT, "stamps": dict(sorted((stamps or {}).items())),
+                "files": {k: [e.sha256, e.size, e.mtime_ns] for k, e in sorted(entries.items())}}
+    _atomic_write(root / MANIFEST, json.dumps(manifest, separators=(",", ":")).encode())
+    return sorted(removed)

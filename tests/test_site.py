@@ -1,0 +1,99 @@
+"""The static site's addresses, search index, sitemap and incremental writer, on hand-made inputs."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+from benchcards import site, sitewrite
+
+pytestmark = pytest.mark.unit
+
+
+def test_addresses_are_stable_slugs_and_distinct_for_distinct_names():
+    assert site.setup_path("qwen38-35b-a3b-distill-q4km-5060ti") == "setups/qwen38-35b-a3b-distill-q4km-5060ti.html"
+    assert site.tier_path("80+ GB") == "tiers/80-plus-gb.html" and site.tier_path("16 GB", 3) == "tiers/16-gb-3.html"
+    assert site.tier_path("unified memory") == "tiers/unified-memory.html"
+    a, b = site.model_path("Qwen3.5-35B-A3B"), site.model_path("qwen3.5 35b a3b")
+    assert a.startswith("models/qwen3-5-35b-a3b-") and b.startswith("models/qwen3-5-35b-a3b-") and a != b
+    assert site.model_path("Qwen3.5-35B-A3B") == a  # the same name, the same page, always
+    assert site.model_path("</script>") == site.model_path("</script>") and "<" not in site.model_path("</script>")
+    assert site.model_path(None).startswith("models/model-")
+
+
+def test_pager_splits_a_list_into_pages_of_fixed_size():
+    assert site.pager("tiers/16-gb", 1, site.PAGE_ROWS) is None
+    p = site.pager("tiers/16-gb", 2, 250)
+    assert p is not None and p.current == 2 and (p.first_row, p.last_row, p.total) == (101, 200, 250)
+    assert [path for _, path in p.links] == ["tiers/16-gb.html", "tiers/16-gb-2.html", "tiers/16-gb-3.html"]
+    assert site.pages(0) == 1 and site.pages(101) == 2
+    assert site.up("index.html") == "" and site.up("analysis/knees-16-gb.html") == "../"
+
+
+def _overview() -> pd.DataFrame:
+    return pd.DataFrame({
+        "setup_id": ["a", "b"], "title": ["Qwen3.5 Q8_0 on RTX 4090", "gpt-oss Q4_K_M on RTX 5060 Ti"],
+        "name": ["Qwen3.5 · Q8_0", "gpt-oss · Q4_K_M"], "gpu": ["RTX 4090", "RTX 5060 Ti"],
+        "model": ["Qwen3.5-35B-A3B", "gpt-oss-20b"], "quant": ["Q8_0", "Q4_K_M"], "engine": ["llama.cpp"] * 2,
+        "engine_version": ["b1", None], "tier": ["24 GB", "16 GB"], "badges": ["verified raw", "summary only"]})
+
+
+def test_search_index_matches_every_word_of_a_query():
+    entries = site.search_index(_overview())
+    kinds = [e[2] for e in entries]
+    assert kinds.count("setup") == 2 and kinds.count("tier") == 2 and kinds.count("model") == 2
+
+    def search(q: str) -> list[str]:  # the rule of assets/site.js: every word must occur
+        words = q.lower().split()
+        return [e[1] for e in entries if all(w in e[3] for w in words)]
+
+    assert search("qwen3.5 4090") == ["Qwen3.5 Q8_0 on RTX 4090"]
+    assert search("5060 q4_k_m") == ["gpt-oss Q4_K_M on RTX 5060 Ti"]
+    assert search("4090 q4_k_m") == []
+    assert "16 GB tier" in search("16 gb")
+    text = site.search_script([["setups/x.html", "</script><!--", "setup", "</script>"]])
+    assert "<" not in text and text.startswith("window.BENCHCARDS_SEARCH = ")
+
+
+def test_sitemap_escapes_and_base_url_is_checked():
+    xml = site.sitemap(["index.html", "a&b.html"], "https://example.org/bench/")
+    assert "<loc>https://example.org/bench/a&amp;b.html</loc>" in xml
+    assert site.check_base_url("https://example.org/bench") == "https://example.org/bench/"
+    assert site.check_base_url(None) is None
+    for bad in ("javascript:alert(1)", "https://x.org/\"><script>", "ftp://x.org/", "https://x .org/"):
+        with pytest.raises(ValueError):
+            site.check_base_url(bad)
+
+
+def test_writer_rewrites_only_changed_files_and_removes_the_rest(tmp_path):
+    w = sitewrite.Writer(tmp_path)
+    assert w.write("a.html", "one") and w.write("sub/b.html", "two")
+    sitewrite.finish(tmp_path, w.entries)
+    mtime = (tmp_path / "a.html").stat().st_mtime_ns
+    w2 = sitewrite.Writer(tmp_path, sitewrite.read_manifest(tmp_path))
+    assert not w2.write("a.html", "one") and w2.write("sub/b.html", "changed")
+    removed = sitewrite.finish(tmp_path, {k: v for k, v in w2.entries.items() if k == "a.html"})
+    assert removed == ["sub/b.html"] and not (tmp_path / "sub").exists()
+    assert (tmp_path / "a.html").stat().st_mtime_ns == mtime and w2.written == ["sub/b.html"]
+    # a file someone edited by hand is written again, even when the site's content is the same
+    (tmp_path / "a.html").write_text("edited")
+    os.utime(tmp_path / "a.html", ns=(mtime + 10**9, mtime + 10**9))
+    w3 = sitewrite.Writer(tmp_path, sitewrite.read_manifest(tmp_path))
+    assert w3.write("a.html", "one") and (tmp_path / "a.html").read_text() == "one"
+
+
+def test_a_folder_that_is_no_earlier_export_is_refused(tmp_path):
+    sitewrite.check_folder(tmp_path / "new")
+    sitewrite.check_folder(tmp_path)  # empty
+    (tmp_path / "thesis.tex").write_text("x")
+    with pytest.raises(sitewrite.ExportFolderError, match="thesis"):
+        sitewrite.check_folder(tmp_path)
+    link = tmp_path.parent / f"{tmp_path.name}-link"
+    link.symlink_to(tmp_path)
+    with pytest.raises(sitewrite.ExportFolderError, match="symbolic link"):
+        sitewrite.check_folder(link)
+    with sitewrite.locked(tmp_path / "out"), pytest.raises(sitewrite.ExportFolderError, match="another export"), \
+            sitewrite.locked(tmp_path / "out"):
+        pass
