@@ -32,7 +32,7 @@ def test_real_log_gives_one_record_per_request_with_the_server_rates():
                        "slot": 1, "task": 0, "predicted_ms": 8.46, "predicted_n": 40,
                        "predicted_per_second": 4608.29}
     assert recs[3]["prompt_n"] == 1  # the fourth request reused 60 cached prompt tokens
-    assert c["method"] == {"parts": ["server_log"], "server_slots": 2, "server_ctx": 2048}
+    assert c["method"] == {"parts": ["server_log"], "server_slots": 2, "server_ctx": 2048, "server_ctx_per_slot": 1024}
     argv = res.setups[0].setup["server"]["argv"]
     assert argv[:3] == ["llama-server", "-m", "/tmp/i9/models/tiny-llama-F32.gguf"]
     assert argv[argv.index("-np") + 1] == "2"

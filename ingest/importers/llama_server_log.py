@@ -265,6 +265,7 @@ def _convert_segment(src: Source, seg: Segment, index: int, count: int, opts: Op
     ctx = int(f["n_ctx"]) if f.get("n_ctx") else (int(f["n_ctx_slot"]) * slots if f.get("n_ctx_slot") and slots
                                                    else None)
     ctx = whole(ctx)
+    per_slot = whole(int(f["n_ctx_slot"])) if f.get("n_ctx_slot") else (ctx // slots if ctx and slots else None)
     argv = ["llama-server", "-m", model_path or name]
     for flag, value in (("-c", ctx), ("-np", slots), ("-b", f.get("n_batch")), ("-ub", f.get("n_ubatch")),
                         ("-t", f.get("n_threads"))):
@@ -318,7 +319,8 @@ def _convert_segment(src: Source, seg: Segment, index: int, count: int, opts: Op
                         and engine.get("commit") else engine.get("version") or engine.get("commit")),
         source=f"llama-server log {src.basename}" + (f", server start {index + 1} of {count} (line "
                                                      f"{seg.first_line})" if count > 1 else ""),
-        method={k: v for k, v in {"parts": ["server_log"], "server_slots": slots, "server_ctx": ctx}.items()
+        method={k: v for k, v in {"parts": ["server_log"], "server_slots": slots, "server_ctx": ctx,
+                                        "server_ctx_per_slot": per_slot}.items()
                 if v is not None},
         parts=[{"part": "server_log", "status": "ok"}],
         server_log=records,
