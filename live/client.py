@@ -25,7 +25,8 @@ Every stream is bounded (``Limits``), whatever the server does: at most ``max_by
 response must end before a deadline derived from max_tokens and the slowest rates a measurement accepts
 (``MIN_DECODE_TPS``, ``MIN_PREFILL_TPS``) plus ``DEADLINE_BASE_S``. A stream over a limit is cut and fails
 with a reason that says which limit; nothing else is affected. A ``Cancel`` shared by the requests of a run
-closes every socket in flight at once when the run is stopped.
+closes every socket in flight at once when the run is stopped. The rules: docs/definitions.md#live-limits
+and #plausible-counts.
 """
 
 from __future__ import annotations

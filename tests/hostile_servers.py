@@ -11,6 +11,8 @@ Each is a real HTTP server (a listening socket, one thread per connection) that 
 - ``negative``: 20 token events, then negative usage and timings;
 - ``zero``: 20 token events, then usage and timings of 0 tokens;
 - ``honest``: as many token events as max_tokens asks (one per write), with matching usage and timings.
+
+``after=N`` answers the first N chat requests honestly.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ def _final(n_events: int, usage: dict, timings: dict) -> bytes:
 class HostileServer:
     """A misbehaving server on a free loopback port; ``url`` is its base address. Use as a context manager."""
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: str, after: int = 0):
         self.mode = mode
+        self.after = after  # chat requests answered honestly before the misbehaviour starts
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -90,7 +93,7 @@ class HostileServer:
                 conn.close()
 
     def _stream(self, conn: socket.socket, max_tokens: int) -> None:
-        mode = self.mode
+        mode = self.mode if self.requests > self.after else "honest"
         if mode == "endless":
             while not self.closed.is_set():
                 conn.sendall(_chunk("tok "))
