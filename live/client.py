@@ -784,7 +784,7 @@ def check_timings(t: dict) -> tuple[dict | None, str | None]:
         v = t.get(key)
         if v is None:
             continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 1e300):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 1e15):
             return None, f"the server sent timings.{key} = {_shown(v)}: not a time or rate (a number >= 0)"
         out[key] = float(v)
     return out, None
@@ -909,17 +909,29 @@ def new_client(limit: int = 16) -> httpx.Client:
                         headers={"Connection": "close"}, trust_env=False)
 
 
+#: largest JSON answer read from a server (a /tokenize answer for a 128K-token prompt is about 1 MiB)
+MAX_JSON_BYTES = 32 << 20
+
+
 def request_json(client: httpx.Client, method: str, url: str, payload: dict | None = None,
                  timeout: float = 30.0) -> Any | None:
-    """Send one request and return the decoded JSON answer; None on any failure (network, status, JSON)."""
+    """Send one request and return the decoded JSON answer; None on any failure (network, status, JSON),
+    on an answer larger than ``MAX_JSON_BYTES`` or one that takes longer than ``timeout`` in all (the
+    httpx timeout alone only bounds each wait, so a trickling server could hold a request forever)."""
+    t0 = clock()
     try:
-        r = client.request(method, url, json=payload, timeout=timeout)
+        with client.stream(method, url, json=payload, timeout=timeout) as r:
+            if r.status_code != 200:
+                return None
+            body = bytearray()
+            for chunk in r.iter_bytes():
+                body += chunk
+                if len(body) > MAX_JSON_BYTES or clock() - t0 > timeout:
+                    return None
     except httpx.HTTPError:
         return None
-    if r.status_code != 200:
-        return None
     try:
-        return r.json()
+        return json.loads(body)
     except ValueError:
         return None
 

@@ -249,8 +249,10 @@ class Runner:
         """The server's own prompt-token count of ``content`` (usage of a one-token, non-streamed request)."""
         r = post_json(self.client, f"{self.base}/v1/chat/completions",
                       self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout * 4)
-        used = r.get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
-        return int(used) if used is not None else None
+        usage = r.get("usage") if isinstance(r, dict) else None
+        used = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        # a count only: anything else (negative, text) is as good as no answer
+        return used if isinstance(used, int) and not isinstance(used, bool) and 0 <= used < 2**31 else None
 
     def prompt(self, task_id: str, depth: int | None) -> str:
         """A unique prompt: a fresh prefix (no cache hits), filler up to ``depth`` server tokens, the task last."""
