@@ -12,6 +12,7 @@ Each is a real HTTP server (a listening socket, one thread per connection) that 
 - ``zero``: 20 token events, then usage and timings of 0 tokens;
 - ``honest``: as many token events as max_tokens asks (one per write), with matching usage and timings.
 
+``GET /trickle`` answers with a JSON document that never ends, a few bytes at a time.
 ``after=N`` answers the first N chat requests honestly.
 """
 
@@ -76,6 +77,12 @@ class HostileServer:
                 if k.lower() == "content-length":
                     length = int(v)
             body = json.loads(f.read(length) or b"{}") if length else {}
+            if path == "/trickle":  # a JSON answer that never ends, a byte at a time
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[")
+                while not self.closed.is_set():
+                    conn.sendall(b"1,")
+                    time.sleep(0.05)
+                return
             if "chat/completions" not in path:
                 doc = {"/health": {"status": "ok"}, "/v1/models": {"data": [{"id": "hostile"}]}}.get(path)
                 data = json.dumps(doc).encode()

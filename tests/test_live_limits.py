@@ -178,6 +178,16 @@ def test_ctrl_c_in_the_cli_cuts_the_stream_and_keeps_what_finished(tmp_path):
     assert recs[0]["output_tokens"] == 64
 
 
+def test_a_json_answer_that_never_ends_gives_up_after_its_timeout():
+    """The small JSON requests (probe, tokenize) are bounded too: a server trickling a few bytes every 50 ms
+    (never silent long enough for a per-read timeout) is given up after the request's timeout in all."""
+    from live.client import get_json, new_client
+
+    with HostileServer("honest") as server, new_client() as client:
+        assert get_json(client, f"{server.url}/v1/models") == {"data": [{"id": "hostile"}]}
+        assert get_json(client, f"{server.url}/trickle", timeout=1.0) is None
+
+
 # --------------------------------------------------------------------------- 3: implausible counts
 
 
