@@ -48,6 +48,10 @@ class Store:
 
     path: Path = DEFAULT_DB
 
+    def __post_init__(self) -> None:
+        # Notebooks pass a string; every method below needs a Path.
+        object.__setattr__(self, "path", Path(self.path))
+
     def exists(self) -> bool:
         return self.path.exists()
 

@@ -187,6 +187,17 @@ def setup_ids_on_disk(roots: list[Path], limits: Limits = LIMITS) -> dict[str, P
     return out
 
 
+def _public(path: str | Path) -> str:
+    """How a stored folder is named in an upload's messages, which the Upload page shows to
+    whoever uploads: relative to the repository when inside it, else only its last two
+    parts, so a refusal never reveals the host's directory layout."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(paths.ROOT))
+    except (ValueError, OSError):
+        return "…/" + "/".join(p.parts[-2:]) if len(p.parts) > 2 else str(p)
+
+
 def _owned(db_path: Path) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """(run_id -> setup_id, setup_id -> (content hash, folder)) in the database (empty when unreadable).
 
@@ -218,16 +229,17 @@ def _conflicts(valid: Validated, db_path: Path, local: Path, label: str, stage: 
         where = shown(p.folder / SETUP_NAME)
         owner = setups.get(p.setup_id)
         if owner is not None and Path(owner[1]) != mine:
-            log.add(where, f"$.setup_id: {p.setup_id!r} already belongs to {owner[1]}; an upload can not "
+            log.add(where, f"$.setup_id: {p.setup_id!r} already belongs to {_public(owner[1])}; an upload can not "
                            "replace a setup from another source: give yours its own setup id")
         elif p.setup_id in on_disk:
-            log.add(where, f"$.setup_id: {p.setup_id!r} already belongs to {on_disk[p.setup_id]}; an upload can not "
+            log.add(where, f"$.setup_id: {p.setup_id!r} already belongs to {_public(on_disk[p.setup_id])}; "
+                           "an upload can not "
                            "replace a setup from another source: give yours its own setup id")
         elif mine.exists() and not (mine / SETUP_NAME).is_file():
-            log.add(where, f"$.setup_id: {mine} exists but is not a setup folder; remove it first")
+            log.add(where, f"$.setup_id: {_public(mine)} exists but is not a setup folder; remove it first")
         for rid, _, path in p.runs:
             if runs.get(rid, p.setup_id) != p.setup_id:
-                other = setups.get(runs[rid], ("", "?"))[1]
+                other = _public(setups.get(runs[rid], ("", "?"))[1])
                 log.add(shown(path), f"$.run_id: {rid!r} already belongs to setup {runs[rid]!r} ({other}); "
                                      "give this run its own run id")
     return log

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -34,7 +35,7 @@ from ingest.errors import ErrorLog, IngestError
 from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
 from ingest.limits import LIMITS, Limits
 from schemas import load_schema
-from schemas.models import FitContract, QualityContract, Setup, SpeedContract
+from schemas.models import ONE_LINE, FitContract, QualityContract, Setup, SpeedContract
 
 KINDS = ("speed", "quality", "fit")
 json_path = jsonread.json_path
@@ -119,8 +120,20 @@ def schema_errors(kind: str, obj: Any, limit: int | None = None) -> list[str]:
     for err in itertools.islice(reference_validator(kind).iter_errors(obj), limit):
         deepest = jsonschema.exceptions.best_match([err]) if not err.context else \
             jsonschema.exceptions.best_match(err.context)
-        out.append(f"{json_path(deepest.absolute_path)}: {deepest.message}")
+        out.append(f"{json_path(deepest.absolute_path)}: {_message(deepest)}")
     return out
+
+
+def _message(err: jsonschema.exceptions.ValidationError) -> str:
+    """The error's message; for a string over its length limit, the lengths instead of the
+    string (quoting a 70,000-character value would be cut before saying what is wrong)."""
+    if err.validator == "maxLength" and isinstance(err.instance, str):
+        return f"{len(err.instance):,} characters is too long (at most {err.validator_value:,})"
+    if err.validator == "pattern" and err.validator_value == ONE_LINE and isinstance(err.instance, str):
+        i, ch = next((i, c) for i, c in enumerate(err.instance) if not re.fullmatch(ONE_LINE, c))
+        return (f"must be one line of text; character {i + 1:,} is U+{ord(ch):04X} (control characters and "
+                "line or paragraph separators are not allowed in names)")
+    return err.message
 
 
 def schema_error_count(kind: str, obj: Any) -> int:

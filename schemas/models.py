@@ -48,12 +48,22 @@ Positive = Annotated[int, Field(ge=1, le=INT32_MAX)]
 ByteCount = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Seed = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 Text = Annotated[str, Field(min_length=1)]
+# Names and titles are shown in headings, legends and table cells: long enough for any real
+# name, short enough that one cannot stall a browser's layout (a 100,000-character word did).
+NAME_MAX = 200
+# They are one line of text: no control characters and no line or paragraph separator
+# (Vega copies legend sort orders into expressions, whose parser refuses U+2028/U+2029, so
+# one such name blanked every chart it appeared in).
+ONE_LINE = r"^[^\u0000-\u001f\u007f\u2028\u2029]*$"
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=ONE_LINE)]
+# Every other string (notes, reasons, commands) is bounded too.
+STR_MAX = 65_536
 
 
 class Strict(BaseModel):
     """Base of every contract model: strict types, unknown fields rejected."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, str_max_length=STR_MAX)
 
 
 # --------------------------------------------------------------------------- shared
@@ -150,7 +160,7 @@ class RunBase(Strict):
 class Gpu(Strict):
     """One kind of GPU in the machine."""
 
-    name: Text = Field(description="Marketing name, e.g. 'NVIDIA GeForce RTX 5060 Ti 16 GB'.")
+    name: Name = Field(description="Marketing name, e.g. 'NVIDIA GeForce RTX 5060 Ti 16 GB'.")
     count: int = Field(1, ge=1, le=1024, description="How many of this GPU the setup uses.")
     vram_gib: NonNeg = Field(description="Video memory of one GPU in GiB (unified memory for SoCs).")
     backend: str | None = Field(None, description="Compute backend, e.g. CUDA 13.5, Vulkan, ROCm, Metal.")
@@ -172,7 +182,7 @@ class Hardware(Strict):
 class Engine(Strict):
     """The inference engine."""
 
-    name: Text = Field(description="Engine name, e.g. 'llama.cpp', 'vLLM', 'llama-cpp-python'.")
+    name: Name = Field(description="Engine name, e.g. 'llama.cpp', 'vLLM', 'llama-cpp-python'.")
     version: str | None = Field(None, description="Release or version string, e.g. 'b12223'.")
     build_number: Count | None = Field(None, description="llama.cpp build number.")
     commit: str | None = Field(None, description="Source commit of the build.")
@@ -184,12 +194,12 @@ class Engine(Strict):
 class Model(Strict):
     """The model weights."""
 
-    name: Text = Field(description="Model name, e.g. 'Qwen3.5-35B-A3B'.")
+    name: Name = Field(description="Model name, e.g. 'Qwen3.5-35B-A3B'.")
     maker: str | None = Field(None, description="Who published the weights.")
     repo: str | None = Field(None, description="Repository of the file (e.g. a Hugging Face repo id).")
     revision: str | None = Field(None, description="Repository revision (commit).")
     file: str | None = Field(None, description="Weights file name.")
-    quant: str | None = Field(None, description="Quantisation, e.g. Q4_K_M, UD-Q4_K_XL, FP8.")
+    quant: Name | None = Field(None, description="Quantisation, e.g. Q4_K_M, UD-Q4_K_XL, FP8.")
     file_bytes: ByteCount | None = Field(None, description="File size in bytes.")
     sha256: Sha256 | None = Field(None, description="SHA-256 of the weights file.")
     params_total_b: NonNeg | None = Field(None, description="Total parameters, billions.")
@@ -219,7 +229,7 @@ class Setup(Strict):
 
     schema_version: Literal["1"] = Field(description="Setup schema version; only '1' exists.")
     setup_id: Slug = Field(description="Unique id of the setup.")
-    title: Text = Field(description="Short human title of the setup.")
+    title: Name = Field(description="Short human title of the setup.")
     synthetic: bool = Field(False, description="True for generated demo/test data, never real measurements.")
     provenance: str | None = Field(None, description="Where the data comes from (own run, a published page, ...).")
     hardware: Hardware = Field(description="The machine.")
@@ -429,7 +439,7 @@ class QualityTest(Strict):
     """One test of a quality run."""
 
     test: Slug = Field(description="Test id, e.g. 'mmlu_pro', 'gpqa_diamond', 'ruler_32k'.")
-    label: str | None = Field(None, description="Display name, e.g. 'MMLU-Pro'.")
+    label: Name | None = Field(None, description="Display name, e.g. 'MMLU-Pro'.")
     description: str | None = Field(None, description="What the test is, e.g. '400 fixed questions, letter only'.")
     status: Literal["ok", "failed", "repeated", "skipped"] = Field("ok", description="Status of the test.")
     reason: str | None = Field(None, description="Why it failed / was repeated / skipped.")

@@ -518,3 +518,10 @@ def test_setups_with_few_or_no_figures():
     assert analysis.time_to_answer(empty, 100, 10).total_s.isna().all()
     assert analysis.knees(empty).empty and analysis.quality_tests(empty) == []
     assert analysis.speed_quality(empty, "mmlu").empty
+
+
+@pytest.mark.integration
+def test_a_notebook_may_name_the_database_by_a_string(demo_db):
+    by_path = queries.overview(queries.Store(demo_db))
+    by_str = queries.overview(queries.Store(str(demo_db)))
+    assert list(by_str.setup_id) == list(by_path.setup_id) and len(by_str) > 0

@@ -400,7 +400,8 @@ def test_uploading_an_existing_demo_id_is_refused_and_every_page_still_loads(dem
         page.wait_for_selector(READY, timeout=60_000)
         screenshot(page, "upload-demo-id-refused")
         body = page.inner_text("body")
-        assert f"$.setup_id: '{sid}' already belongs to {folder}" in body
+        assert f"$.setup_id: '{sid}' already belongs to data/raw/{sid}" in body
+        assert str(ROOT) not in body  # the host's directory layout is not shown to an uploader
         assert page.locator("[data-testid=stException]").count() == 0
         page.context.close()
         for path, _shot, heading in PAGES:

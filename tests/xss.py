@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import schemas
+from schemas.models import ONE_LINE
 from tests.helpers import SETUP, fit_contract, quality_contract, speed_contract, write
 
 SID = "xss-setup"
@@ -26,6 +27,15 @@ def payload(field: str) -> str:
             f"&amp; \u2028\u2029 \x1b]0;title\x07 end")
 
 
+def one_line_payload(field: str, limit: int) -> str:
+    """The payload for a name: one line (no control characters or separators, which names refuse), within
+    the field's length limit."""
+    f = field.replace('"', "")
+    text = (f'{f} </script><script>alert("{f}")</script><img src=x onerror=alert(1)> **md** '
+            f"[l](javascript:alert(1)) {{{{7*7}}}} &amp; end")
+    return text[:limit]
+
+
 def _resolve(node: dict, defs: dict) -> dict:
     while "$ref" in node:
         node = defs[node["$ref"].split("/")[-1]]
@@ -35,7 +45,15 @@ def _resolve(node: dict, defs: dict) -> dict:
 def _free_text(node: dict) -> bool:
     t = node.get("type")
     kinds = set(t) if isinstance(t, list) else {t}
+    if node.get("pattern") == ONE_LINE:  # names: markup allowed, only one line
+        return "string" in kinds and not {"enum", "const", "format"} & set(node)
     return "string" in kinds and not {"pattern", "enum", "const", "format"} & set(node)
+
+
+def _text_for(node: dict, path: str) -> str:
+    if node.get("pattern") == ONE_LINE:
+        return one_line_payload(path, node.get("maxLength", 10_000))
+    return payload(path)
 
 
 def fill(obj: Any, node: dict, defs: dict, where: str, skip: set[str]) -> int:
@@ -57,7 +75,7 @@ def fill(obj: Any, node: dict, defs: dict, where: str, skip: set[str]) -> int:
                 continue
             p = _resolve(prop, defs)
             if _free_text(p):
-                obj[name] = payload(path)
+                obj[name] = _text_for(p, path)
                 count += 1
             elif name in obj:
                 count += fill(obj[name], p, defs, path, skip)
