@@ -53,7 +53,7 @@ clock = time.perf_counter  # monotonic, highest resolution
 STOPPED = "stopped by the user"
 
 READ_SIZE = 1 << 18  # bytes asked of one recv_into
-_START_BUFFER = 1 << 16
+_START_BUFFER = 1 << 20
 
 #: bytes of one response allowed before any answer token: the HTTP head, a role chunk, a usage chunk
 RESPONSE_BASE_BYTES = 1 << 20
