@@ -330,7 +330,7 @@ class Runner:
                           connect_timeout=self.cfg.connect_timeout, read_timeout=self.cfg.read_timeout,
                           limits=self.limits(content, max_tokens), cancel=self.cancel)
         res = parse_stream(raw, max_tokens)
-        if need_prompt_tokens and res.ok and res.prompt_tokens is None:
+        if need_prompt_tokens and res.ok and res.prompt_tokens is None and not self.stop.is_set():
             # The stream had no usage (llama-cpp-python): ask the server to count this exact prompt
             # with a one-token request after the timed one, so prefill still uses the real count.
             used = self.server_prompt_tokens(content)
