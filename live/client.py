@@ -351,54 +351,56 @@ def stream_chat(url: str, payload: dict, *, connect_timeout: float = 5.0, read_t
 
 
 def _read_all(sock: socket.socket, raw: RawStream, limits: Limits) -> str | None:
-    """The hot path: read until the server closes, one stamp per read; the name of a passed limit, or None.
+    """The hot path: read until the server closes, one stamp per read; the reason a limit cut it, or None.
 
-    Per read only integer and float comparisons and one ``rfind`` that stops at the read's last line end
-    (for llama-server its last byte) are added to the ``recv_into`` and the stamp.
+    Per read one combined test is added to the ``recv_into`` and the stamp (a few comparisons and whether
+    the read ended a line, as llama-server's reads do); only when it fires is the read looked at closer.
     """
     buf = bytearray(_START_BUFFER)
     view = memoryview(buf)
     pos = 0
-    line_start = 0  # just after the last line end seen
     max_bytes = limits.max_bytes
     max_reads = limits.max_reads
     t_stop = raw.t_send + _deadline(limits)
     ends = raw.ends
     stamps = raw.stamps
     recv_into = sock.recv_into
-    rfind = buf.rfind
     try:
         while True:
             if len(buf) - pos < READ_SIZE:
                 view.release()
                 buf.extend(bytes(len(buf)))
                 view = memoryview(buf)
-                rfind = buf.rfind
             n = recv_into(view[pos:pos + READ_SIZE])
             t = clock()
             if not n:
                 return None
-            end = pos + n
-            ends.append(end)
+            pos += n
+            ends.append(pos)
             stamps.append(t)
-            nl = rfind(b"\n", pos, end)
-            if nl < 0:
-                nl = rfind(b"\r", pos, end)
-            pos = end
-            if nl >= 0:
-                line_start = nl + 1
-            elif pos - line_start > MAX_SSE_LINE:
-                return _limit_error("line", limits)
-            if pos > max_bytes:
-                return _limit_error("bytes", limits)
-            if len(ends) > max_reads:
-                return _limit_error("reads", limits)
-            if t > t_stop:
-                return _limit_error("deadline", limits)
+            if pos > max_bytes or t > t_stop or len(ends) > max_reads or buf[pos - 1] != 10:
+                why = _over_limit(buf, pos, t, t_stop, len(ends), limits)
+                if why:
+                    return why
     finally:
         view.release()
         del buf[pos:]
         raw.data = buf
+
+
+def _over_limit(buf: bytearray, pos: int, t: float, t_stop: float, reads: int, limits: Limits) -> str | None:
+    """Which limit a stream of ``pos`` bytes in ``reads`` reads at time ``t`` passed, as a reason; or None."""
+    if pos > MAX_SSE_LINE and buf[pos - 1] not in (10, 13):
+        lo = pos - MAX_SSE_LINE  # the last MAX_SSE_LINE bytes hold no line end: one line is longer
+        if buf.rfind(b"\n", lo, pos) < 0 and buf.rfind(b"\r", lo, pos) < 0:
+            return _limit_error("line", limits)
+    if pos > limits.max_bytes:
+        return _limit_error("bytes", limits)
+    if reads > limits.max_reads:
+        return _limit_error("reads", limits)
+    if t > t_stop:
+        return _limit_error("deadline", limits)
+    return None
 
 
 def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.0,
@@ -430,7 +432,7 @@ def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.
             raw.t_end = clock()
             socks.append(None)
     sel = selectors.DefaultSelector()
-    state: dict[int, tuple[int, bytearray, int]] = {}  # pos, buffer, start of the current line
+    state: dict[int, tuple[int, bytearray, int]] = {}  # pos, buffer, (unused)
     for i, ((url, payload), sock) in enumerate(zip(requests, socks)):
         if sock is None:
             continue
@@ -477,7 +479,7 @@ def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.
                 i = key.data
                 sock = socks[i]
                 assert sock is not None
-                pos, buf, line_start = state[i]
+                pos, buf, _ = state[i]
                 if len(buf) - pos < READ_SIZE:
                     buf.extend(bytes(len(buf)))
                 try:
@@ -495,18 +497,13 @@ def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.
                 stop = pos + n
                 raws[i].ends.append(stop)
                 raws[i].stamps.append(t)
-                nl = buf.rfind(b"\n", pos, stop)
-                if nl < 0:
-                    nl = buf.rfind(b"\r", pos, stop)
-                if nl >= 0:
-                    line_start = nl + 1
-                state[i] = (stop, buf, line_start)
+                state[i] = (stop, buf, 0)
                 last_seen[i] = t
                 lim = lims[i]
-                why = "line" if stop - line_start > MAX_SSE_LINE else "bytes" if stop > lim.max_bytes else \
-                    "reads" if len(raws[i].ends) > lim.max_reads else "deadline" if t > t_stop[i] else None
-                if why:
-                    end(i, t, _limit_error(why, lim))
+                if stop > lim.max_bytes or t > t_stop[i] or len(raws[i].ends) > lim.max_reads or buf[stop - 1] != 10:
+                    why = _over_limit(buf, stop, t, t_stop[i], len(raws[i].ends), lim)
+                    if why:
+                        end(i, t, why)
             for i in [i for i in state if now - last_seen[i] > read_timeout]:
                 end(i, clock(), f"stalled: no data for {read_timeout:g} s")
             for i in [i for i in state if now > t_stop[i]]:
