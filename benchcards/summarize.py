@@ -34,6 +34,13 @@ DEPTH_TOLERANCE = 0.02
 #: called dominated by time outside prompt processing (hygiene note), at depths of at least TTFT_GAP_DEPTH
 TTFT_GAP_PCT = 20.0
 TTFT_GAP_DEPTH = 8192
+#: tokens a server may count beyond the bytes of text it streamed (docs/definitions.md#plausible-counts): the
+#: end-of-generation token and control tokens that render as no text, a fixed few plus a share of the count
+TOKEN_SLACK = 16
+TOKEN_SLACK_SHARE = 0.05
+#: most text events per counted token: llama-server sends one per token, and a token that ends the reasoning
+#: and starts the answer may come as two chunks; a server that batches tokens sends fewer, never more
+EVENTS_PER_TOKEN_MAX = 2
 
 # Names, units and decimals of every metric live in ``benchcards.metrics`` (the registry).
 
@@ -61,7 +68,7 @@ class Warn:
     """Something a reader must know about a run."""
 
     kind: str  # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request
-    #            | depth_mismatch | depth_unchecked | ttft_gap | imported
+    #            | depth_mismatch | depth_unchecked | ttft_gap | imported | implausible
     message: str
     stated: float | None = None
     computed: float | None = None
@@ -153,15 +160,71 @@ def depth_problem(depth: int | None, prompt_tokens: int | None,
     """Why a request's prompt does not have its requested depth, or None when it does (or has no depth).
 
     The server's own prompt count must be within ``tolerance`` (2 %) of the requested depth; a prompt of
-    another length measures another point of the curve.
+    another length measures another point of the curve. A depth must be positive: a prefill "at depth 0"
+    measures nothing the curve can hold, whatever the server counted.
     """
-    if not depth or prompt_tokens is None:
+    if depth is None:
+        return None
+    if depth <= 0:
+        return f"a requested depth of {depth} tokens: a prefill depth must be at least 1 token"
+    if prompt_tokens is None:
         return None
     off = prompt_tokens / depth - 1
     if abs(off) <= tolerance:
         return None
     return (f"the server counted {prompt_tokens:,} prompt tokens for a requested depth of {depth:,} "
             f"({off * 100:+.1f} %, more than ±{tolerance * 100:g} %): this step measured another depth")
+
+
+def token_count_problem(output_tokens: int | None, *, max_tokens: int | None = None, events: int | None = None,
+                        text_bytes: int | None = None, what: str = "completion tokens") -> str | None:
+    """Why a server's count of generated tokens cannot be true, or None when it is plausible.
+
+    Bounds, not equality (servers may batch several tokens into one event; docs/definitions.md#plausible-counts):
+    - at most ``max_tokens``: the server was asked for no more;
+    - at most the bytes of text it streamed (answer and reasoning) plus ``TOKEN_SLACK`` and
+      ``TOKEN_SLACK_SHARE`` of the count: every token of a byte-level vocabulary decodes to at least one
+      byte, except the end-of-generation token and control tokens, which stream no text;
+    - at least one token for every ``EVENTS_PER_TOKEN_MAX`` text events, less the slack: an event carries
+      at least one token.
+    """
+    if output_tokens is None:
+        return None
+    n = output_tokens
+    if max_tokens is not None and n > max_tokens:
+        return f"the server counted {n:,} {what} for max_tokens {max_tokens:,}: more than it was asked for"
+    slack = TOKEN_SLACK + TOKEN_SLACK_SHARE * n
+    if text_bytes is not None and n > text_bytes + slack:
+        return (f"the server counted {n:,} {what} but streamed only {text_bytes:,} bytes of text"
+                f"{f' in {events:,} events' if events is not None else ''}: a token is at least one byte")
+    if events is not None and events > 0 and (n == 0 or events > EVENTS_PER_TOKEN_MAX * n + TOKEN_SLACK):
+        return f"the server counted {n:,} {what} but streamed {events:,} text events: an event carries a token"
+    return None
+
+
+def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
+    """Why a request record's figures are physically implausible, or None (``token_count_problem`` for its
+    counts, its server timings against its own counts and against the request's wall time)."""
+    why = token_count_problem(r.output_tokens, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes)
+    if why:
+        return why
+    t = r.timings
+    if t is not None:
+        if t.predicted_n is not None and (why := token_count_problem(
+                t.predicted_n, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes,
+                what="tokens in timings.predicted_n")):
+            return why
+        wall = (r.t_end - r.t_send) if r.t_end is not None else None
+        server_s = ((t.prompt_ms or 0.0) + (t.predicted_ms or 0.0)) / 1000
+        if wall is not None and server_s > wall * 1.05 + 0.05:
+            return (f"the server's timings add up to {server_s:.3g} s (prompt_ms + predicted_ms) but the whole "
+                    f"request took {wall:.3g} s on the client's clock")
+    return None
+
+
+def _max_tokens(method, part: str) -> int | None:
+    return {"decode": method.max_tokens, "prefill": method.prefill_max_tokens, "conc": method.conc_max_tokens,
+            "l1": method.l1_max_tokens, "ctx": method.ctx_max_tokens}.get(part)
 
 
 def speed_from_records(contract: SpeedContract) -> SpeedResult:
@@ -175,9 +238,18 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
     metrics: list[Metric] = []
     warns: list[Warn] = []
     failed: list[tuple[str, str]] = []
-    recs = [r for r in contract.requests if _usable(r)]
+    implausible: dict[int, str] = {}
+    for i, r in enumerate(contract.requests):
+        if r.error is None and (why := record_problem(r, _max_tokens(method, r.part))):
+            implausible[i] = why
+    recs = [r for i, r in enumerate(contract.requests) if _usable(r) and i not in implausible]
 
-    for r in contract.requests:
+    for i, r in enumerate(contract.requests):
+        if i in implausible and not r.warmup:
+            label = _label(r.part, r.prompt_id, r.depth or r.concurrency)
+            reason = f"{label} round {r.round}: {implausible[i]}; the request is left out"
+            warns.append(Warn("implausible", reason))
+            failed.append((label, reason))
         if r.error is not None and not r.warmup:
             warns.append(Warn("failed_request", f"{_label(r.part, r.prompt_id, r.depth or r.concurrency)} "
                                                 f"round {r.round}: {r.error}"))

@@ -8,9 +8,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 from pathlib import Path
+from typing import cast
 
 MEASURE_EPILOG = """\
 examples:
@@ -38,6 +40,46 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if "%(default)" in text or "(default" in text or action.default in (None, False, [], argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)"
+
+
+EXIT_CODES = """
+exit status:
+  0    the run finished and at least one part measured (a failed part is reported on stderr)
+  1    nothing was measured (the server did not answer, or every part failed or was skipped), or the
+       results could not be stored (--ingest)
+  2    a usage error: a bad option value, setup id or setup file, or a target that is not on this
+       machine without --allow-remote (reported before anything is sent)
+  130  stopped with Ctrl-C: the requests in flight are cut at once and the steps that finished are
+       written (a second Ctrl-C quits without writing)
+"""
+
+
+def setup_problems(args: argparse.Namespace) -> tuple[object | None, list[str]]:
+    """(the --setup-file's Setup, problems of the setup options, one line each), checked before measuring
+    so that no measurement is lost to a typo."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from schemas.models import Setup, Slug
+
+    problems: list[str] = []
+    if args.setup_id is not None:
+        try:
+            TypeAdapter(Slug).validate_python(args.setup_id)
+        except ValidationError:
+            problems.append(f"--setup-id {args.setup_id!r}: use 1-128 lower-case letters, digits, '.', '_' or '-', "
+                            "starting with a letter or digit")
+    base = None
+    if args.setup_file:
+        try:
+            base = Setup.model_validate_json(Path(args.setup_file).read_text(encoding="utf-8"))
+        except OSError as exc:
+            problems.append(f"--setup-file {args.setup_file}: {exc.strerror or exc}")
+        except (ValidationError, ValueError) as exc:
+            first = exc.errors()[0] if isinstance(exc, ValidationError) and exc.errors() else None
+            where = ".".join(str(x) for x in first["loc"]) if first else ""
+            problems.append(f"--setup-file {args.setup_file}: not a valid setup" +
+                            (f" ({where}: {first['msg']})" if first else ""))
+    return base, problems
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
@@ -78,12 +120,18 @@ def cmd_measure(args: argparse.Namespace) -> int:
             conc_levels=levels, conc_rounds=args.conc_rounds, conc_max_tokens=args.conc_max_tokens,
             l1_max_tokens=args.l1_max_tokens, ctx_depths=ctx_depths, ctx_runs=args.ctx_runs,
             ctx_max_tokens=args.ctx_max_tokens, thinking={"on": True, "off": False, "auto": None}[args.thinking],
-            read_timeout=args.timeout, allow_remote=args.allow_remote)
+            read_timeout=args.timeout, allow_remote=args.allow_remote, min_decode_tps=args.min_decode_tps,
+            min_prefill_tps=args.min_prefill_tps)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from benchcards import fmt
 
+    base, early = setup_problems(args)
+    for problem in early:
+        print(f"error: {problem}", file=sys.stderr)
+    if early:
+        return 2
     width = 30
 
     def progress(e: Event) -> None:
@@ -99,6 +147,18 @@ def cmd_measure(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
 
     stop = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def interrupt(signum: int, frame: object) -> None:  # the first Ctrl-C stops the run like the page's Stop
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print("stopping: cutting the requests in flight and writing what finished (Ctrl-C again to quit "
+              "without writing)", file=sys.stderr, flush=True)
+
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        signal.signal(signal.SIGINT, interrupt)
     try:
         contract, info, log = measure(cfg, progress, stop)
     except (NotLoopback, ServerLocked) as exc:
@@ -107,6 +167,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
         return 130
+    finally:
+        if in_main:
+            signal.signal(signal.SIGINT, previous)
     if not any(r.output_tokens for r in contract.requests):
         # nothing was measured: write nothing (an empty folder would become a setup with no figures)
         print(f"error: nothing measured, nothing written: {info.error or 'no request produced any output'}",
@@ -115,13 +178,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
             if p.status != "ok" and p.reason:
                 print(f"part {p.part} {p.status}: {p.reason}", file=sys.stderr)
         return 1
-    base = Setup.model_validate_json(Path(args.setup_file).read_text()) if args.setup_file else None
     setup = build_setup(SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, gpu_count=args.gpu_count,
                                    vram_gib=args.vram_gib, cpu=args.cpu, ram_gib=args.ram_gib,
                                    engine=args.engine, engine_version=args.engine_version,
                                    model_name=args.model_name, quant=args.quant,
                                    model_repo=args.model_repo, server_cmd=args.server_cmd, notes=args.notes,
-                                   measured_by=args.measured_by), info, cfg, base)
+                                   measured_by=args.measured_by), info, cfg, cast("Setup | None", base))
     extra = [(Path(f), "server log (stdout and stderr of the server during the run)") for f in args.server_log]
     extra += [(Path(f), "file attached by the person measuring") for f in args.attach]
     try:
@@ -148,7 +210,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         print(f"ingested into {args.db}: {report.text()}")
-    return 1 if not info.reachable else 0
+    if stop.is_set():
+        return 130
+    return 0 if info.reachable and any(p.status == "ok" for p in contract.parts) else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -216,6 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--thinking", choices=["on", "off", "auto"], default="off",
                    help="send enable_thinking through the chat template (llama-server); auto sends nothing")
     m.add_argument("--timeout", type=float, default=d.read_timeout, help="longest silence inside a response, s")
+    m.add_argument("--min-decode-tps", type=float, default=d.min_decode_tps,
+                   help="slowest decode accepted, tok/s: a request fails once it has taken 60 s + its prompt at "
+                   "--min-prefill-tps + max_tokens at this rate, so a server that never stops cannot hang the run "
+                   f"(default {d.min_decode_tps:g})")
+    m.add_argument("--min-prefill-tps", type=float, default=d.min_prefill_tps,
+                   help=f"slowest prompt processing accepted, tok/s (default {d.min_prefill_tps:g})")
     m.add_argument("--allow-remote", action="store_true", help="allow a target that is not on this machine")
     m.add_argument("--out", default=str(LOCAL), help=f"folder for the raw setup folder (default {LOCAL})")
     m.add_argument("--ingest", action="store_true", help="load the folder into the database afterwards")
@@ -244,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--attach", action="append", default=[], metavar="FILE",
                    help="any other file to keep with the run (repeatable; at most 16 MiB each)")
     m.set_defaults(func=cmd_measure)
+    m.epilog = (m.epilog or "") + EXIT_CODES
 
     s = sub.add_parser("demo-server", help="run a llama-server look-alike with configurable timing",
                        description="An OpenAI-compatible streaming server that behaves like llama-server, with "

@@ -19,16 +19,26 @@ sends two tokens in one event whenever a token ends in incomplete UTF-8. Where n
 Every request opens a fresh connection and says ``Connection: close``: llama-server closes the connection
 after each streamed response while advertising keep-alive, and a reused dead connection must not turn into
 a failed step. Only ``http://`` targets are streamed (the measured servers run on this machine).
+
+Every stream is bounded (``Limits``), whatever the server does: at most ``max_bytes`` bytes and
+``max_reads`` reads are kept, no line of the event stream may exceed ``MAX_SSE_LINE`` bytes, and the whole
+response must end before a deadline derived from max_tokens and the slowest rates a measurement accepts
+(``MIN_DECODE_TPS``, ``MIN_PREFILL_TPS``) plus ``DEADLINE_BASE_S``. A stream over a limit is cut and fails
+with a reason that says which limit; nothing else is affected. A ``Cancel`` shared by the requests of a run
+closes every socket in flight at once when the run is stopped. The rules: docs/definitions.md#live-limits
+and #plausible-counts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import re
 import selectors
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,8 +49,108 @@ import httpx
 
 clock = time.perf_counter  # monotonic, highest resolution
 
+#: the error of a stream cut because the person measuring stopped the run
+STOPPED = "stopped by the user"
+
 READ_SIZE = 1 << 18  # bytes asked of one recv_into
 _START_BUFFER = 1 << 20
+
+#: bytes of one response allowed before any answer token: the HTTP head, a role chunk, a usage chunk
+RESPONSE_BASE_BYTES = 1 << 20
+#: bytes allowed per requested token: a llama-server event is about 300-400 bytes (its JSON repeats id, model
+#: and fingerprint), so 8 KiB is twenty times that, room for long model ids and per-token extras
+RESPONSE_BYTES_PER_TOKEN = 8 << 10
+#: reads kept per requested token and before any: llama-server's one write per token arrives as about one
+#: read; a server that trickles a byte per write is cut here rather than growing the stamp lists
+READS_PER_TOKEN = 8
+READS_BASE = 1024
+#: longest line of the event stream, bytes (a llama-server event line is under 1 KiB; the longest legitimate
+#: one, a final chunk with usage and timings, under 2 KiB)
+MAX_SSE_LINE = 256 << 10
+#: text events a response may carry beyond max_tokens before it fails (a server may send one empty or final
+#: delta more than it counts; one that ignores max_tokens sends far more)
+EXTRA_EVENTS = 16
+#: the slowest rates a measurement accepts, for the per-request deadline: decode tokens/s and prompt tokens/s
+#: (CPU-only runs of large models reach about 1-3 tok/s decode and tens of tok/s prefill)
+MIN_DECODE_TPS = 1.0
+MIN_PREFILL_TPS = 20.0
+#: fixed part of every deadline, s: connecting, a model waking up, a request waiting for a free slot
+DEADLINE_BASE_S = 60.0
+#: a prompt's tokens are taken as at most one per this many characters for its deadline (real BPE: about 4
+#: characters per token in prose, 2-3 in number-heavy text; a generous estimate gives more time, never less)
+CHARS_PER_PROMPT_TOKEN = 2
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds of one streamed response: bytes and reads kept, and the time it may take in all.
+
+    ``deadline_s`` counts from sending the request; None means no deadline (only the silence timeout).
+    """
+
+    max_bytes: int
+    max_reads: int
+    deadline_s: float | None
+
+    @classmethod
+    def for_request(cls, max_tokens: int, prompt_tokens: int = 0, *, queued: int = 1,
+                    min_decode_tps: float = MIN_DECODE_TPS, min_prefill_tps: float = MIN_PREFILL_TPS,
+                    base_s: float = DEADLINE_BASE_S) -> Limits:
+        """Limits of a request for ``max_tokens`` with a prompt of about ``prompt_tokens``.
+
+        Deadline = ``base_s`` + ``queued`` x (prompt_tokens / min_prefill_tps + max_tokens / min_decode_tps):
+        ``queued`` requests sent together may be served one after another.
+        """
+        tokens = max(1, int(max_tokens))
+        work = max(0, prompt_tokens) / min_prefill_tps + tokens / min_decode_tps
+        return cls(max_bytes=RESPONSE_BASE_BYTES + tokens * RESPONSE_BYTES_PER_TOKEN,
+                   max_reads=READS_BASE + tokens * READS_PER_TOKEN,
+                   deadline_s=base_s + max(1, queued) * work)
+
+    @classmethod
+    def for_payload(cls, payload: dict, queued: int = 1) -> Limits:
+        """Default limits from a chat payload's max_tokens and the length of its messages."""
+        tokens = payload.get("max_tokens") or payload.get("max_completion_tokens") or 4096
+        chars = sum(len(str(m.get("content") or "")) for m in payload.get("messages") or [] if isinstance(m, dict))
+        return cls.for_request(int(tokens), chars // CHARS_PER_PROMPT_TOKEN, queued=queued)
+
+
+class Cancel:
+    """Stops the streams of a run: ``cancel()`` shuts every registered socket, so a blocked read returns
+    at once, and refuses sockets registered afterwards. Thread-safe; one per run."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socks: set[socket.socket] = set()
+        self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.reason is not None
+
+    def cancel(self, reason: str = STOPPED) -> None:
+        """Shut every socket in flight (their streams end with ``reason``); later ones are refused."""
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            socks = list(self._socks)
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def add(self, sock: socket.socket) -> bool:
+        """Register a socket; False (and the socket shut) when the run is already stopped."""
+        with self._lock:
+            if self.reason is None:
+                self._socks.add(sock)
+                return True
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        return False
+
+    def remove(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._socks.discard(sock)
 
 
 class NotLoopback(ValueError):
@@ -116,6 +226,8 @@ class StreamResult:
     error: str | None
     status: int | None
     reads: int = 0
+    text_events: int = 0  # events that carried generated text (answer or reasoning), empty ones included
+    text_bytes: int = 0  # UTF-8 bytes of that text
 
     @property
     def ok(self) -> bool:
@@ -169,40 +281,87 @@ def _net_error(exc: BaseException, read_timeout: float, connected: bool) -> str:
     return f"stream cut: {exc or exc.__class__.__name__}"
 
 
-def stream_chat(url: str, payload: dict, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> RawStream:
+def _timeout_error(exc: BaseException, raw: RawStream, read_timeout: float, limits: Limits) -> str:
+    """A read timed out: the deadline when it is the shorter wait and has passed, else silence."""
+    deadline = limits.deadline_s
+    if deadline is not None and deadline < read_timeout and clock() - raw.t_send >= deadline - 0.05:
+        return _deadline_error(limits)
+    return _net_error(exc, read_timeout, True)
+
+
+def _deadline(limits: Limits) -> float:
+    return limits.deadline_s if limits.deadline_s is not None else float("inf")
+
+
+def _deadline_error(limits: Limits) -> str:
+    return (f"deadline passed: the response was not complete after {limits.deadline_s:,.0f} s, the longest "
+            "this request's prompt and max_tokens may take at the slowest rates a measurement accepts")
+
+
+def _limit_error(kind: str, limits: Limits) -> str:
+    if kind == "bytes":
+        return (f"response cut at {limits.max_bytes:,} bytes: more than a response of this max_tokens can "
+                "need (a server sending without end)")
+    if kind == "reads":
+        return f"response cut after {limits.max_reads:,} reads: far more than the tokens asked for"
+    if kind == "line":
+        return f"response cut: a line of the event stream longer than {MAX_SSE_LINE:,} bytes"
+    return _deadline_error(limits)
+
+
+def stream_chat(url: str, payload: dict, *, connect_timeout: float = 5.0, read_timeout: float = 60.0,
+                limits: Limits | None = None, cancel: Cancel | None = None) -> RawStream:
     """POST one streaming chat request and collect the raw bytes with one stamp per read.
 
-    ``read_timeout`` is the longest silence allowed inside the response. Never raises for network or
-    HTTP problems: they end up in ``RawStream.error`` (HTTP status errors are found by ``parse_stream``).
+    ``read_timeout`` is the longest silence allowed inside the response; ``limits`` (default: from the
+    payload, ``Limits.for_payload``) bound its size and total time; ``cancel`` stops it from another thread.
+    Never raises for network or HTTP problems: they end up in ``RawStream.error`` (HTTP status errors are
+    found by ``parse_stream``).
     """
     target = Target.parse(url)
+    limits = limits or Limits.for_payload(payload)
     raw = RawStream(t_send=clock())
-    connected = False
+    if cancel is not None and cancel.cancelled:
+        raw.error, raw.t_end = cancel.reason, clock()
+        return raw
     try:
-        sock = _connect(target, connect_timeout, read_timeout)
+        sock = _connect(target, connect_timeout, min(read_timeout, limits.deadline_s or read_timeout))
     except OSError as exc:
         raw.error = _net_error(exc, read_timeout, False)
         raw.t_end = clock()
         return raw
-    connected = True
     try:
+        if cancel is not None and not cancel.add(sock):
+            raw.error = cancel.reason
+            return raw
         req = request_bytes(target, payload)
         raw.t_send = clock()
         sock.sendall(req)
-        _read_all(sock, raw)
+        raw.error = _read_all(sock, raw, limits)
     except OSError as exc:
-        raw.error = _net_error(exc, read_timeout, connected)
+        raw.error = _timeout_error(exc, raw, read_timeout, limits)
     finally:
         raw.t_end = clock()
+        if cancel is not None:
+            cancel.remove(sock)
+            if cancel.cancelled:
+                raw.error = cancel.reason  # a read ended by the stop is no server fault
         sock.close()
     return raw
 
 
-def _read_all(sock: socket.socket, raw: RawStream) -> None:
-    """The hot path: read until the server closes, one stamp per read."""
+def _read_all(sock: socket.socket, raw: RawStream, limits: Limits) -> str | None:
+    """The hot path: read until the server closes, one stamp per read; the reason a limit cut it, or None.
+
+    Per read one combined test is added to the ``recv_into`` and the stamp (a few comparisons and whether
+    the read ended a line, as llama-server's reads do); only when it fires is the read looked at closer.
+    """
     buf = bytearray(_START_BUFFER)
     view = memoryview(buf)
     pos = 0
+    max_bytes = limits.max_bytes
+    max_reads = limits.max_reads
+    t_stop = raw.t_send + _deadline(limits)
     ends = raw.ends
     stamps = raw.stamps
     recv_into = sock.recv_into
@@ -215,41 +374,72 @@ def _read_all(sock: socket.socket, raw: RawStream) -> None:
             n = recv_into(view[pos:pos + READ_SIZE])
             t = clock()
             if not n:
-                break
+                return None
             pos += n
             ends.append(pos)
             stamps.append(t)
+            if pos > max_bytes or t > t_stop or len(ends) > max_reads or buf[pos - 1] != 10:
+                why = _over_limit(buf, pos, t, t_stop, len(ends), limits)
+                if why:
+                    return why
     finally:
         view.release()
         del buf[pos:]
         raw.data = buf
 
 
+def _over_limit(buf: bytearray, pos: int, t: float, t_stop: float, reads: int, limits: Limits) -> str | None:
+    """Which limit a stream of ``pos`` bytes in ``reads`` reads at time ``t`` passed, as a reason; or None."""
+    if pos > MAX_SSE_LINE and buf[pos - 1] not in (10, 13):
+        lo = pos - MAX_SSE_LINE  # the last MAX_SSE_LINE bytes hold no line end: one line is longer
+        if buf.rfind(b"\n", lo, pos) < 0 and buf.rfind(b"\r", lo, pos) < 0:
+            return _limit_error("line", limits)
+    if pos > limits.max_bytes:
+        return _limit_error("bytes", limits)
+    if reads > limits.max_reads:
+        return _limit_error("reads", limits)
+    if t > t_stop:
+        return _limit_error("deadline", limits)
+    return None
+
+
 def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.0,
-                read_timeout: float = 60.0) -> list[RawStream]:
+                read_timeout: float = 60.0, limits: Limits | None = None,
+                cancel: Cancel | None = None) -> list[RawStream]:
     """Send several streaming chat requests at once and read them all from one thread.
 
     All connections are opened first, then the requests go out back to back, then one selector loop
-    reads whichever socket has data, stamping each read. Same error rules as ``stream_chat``.
+    reads whichever socket has data, stamping each read. Same error rules and limits as ``stream_chat``
+    (default limits: from each payload, allowing for the requests being served one after another).
     """
     if len(requests) == 1:
         url, payload = requests[0]
-        return [stream_chat(url, payload, connect_timeout=connect_timeout, read_timeout=read_timeout)]
+        return [stream_chat(url, payload, connect_timeout=connect_timeout, read_timeout=read_timeout,
+                            limits=limits, cancel=cancel)]
+    lims = [limits or Limits.for_payload(payload, queued=len(requests)) for _, payload in requests]
     raws: list[RawStream] = []
     socks: list[socket.socket | None] = []
     for url, _ in requests:
         raw = RawStream(t_send=clock())
         raws.append(raw)
         try:
+            if cancel is not None and cancel.cancelled:
+                raise ConnectionAbortedError(cancel.reason)
             socks.append(_connect(Target.parse(url), connect_timeout, read_timeout))
         except OSError as exc:
-            raw.error = _net_error(exc, read_timeout, False)
+            raw.error = cancel.reason if cancel is not None and cancel.cancelled else \
+                _net_error(exc, read_timeout, False)
             raw.t_end = clock()
             socks.append(None)
     sel = selectors.DefaultSelector()
-    state: dict[int, tuple[int, bytearray, list[int]]] = {}
+    state: dict[int, tuple[int, bytearray, int]] = {}  # pos, buffer, (unused)
     for i, ((url, payload), sock) in enumerate(zip(requests, socks)):
         if sock is None:
+            continue
+        if cancel is not None and not cancel.add(sock):
+            raws[i].error, raws[i].t_end = cancel.reason, clock()
+            sock.close()
+            socks[i] = None
             continue
         req = request_bytes(Target.parse(url), payload)
         raws[i].t_send = clock()
@@ -258,13 +448,29 @@ def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.
         except OSError as exc:
             raws[i].error = _net_error(exc, read_timeout, True)
             raws[i].t_end = clock()
+            if cancel is not None:
+                cancel.remove(sock)
             sock.close()
             socks[i] = None
             continue
         sock.setblocking(False)
         sel.register(sock, selectors.EVENT_READ, i)
-        state[i] = (0, bytearray(_START_BUFFER), [0])
+        state[i] = (0, bytearray(_START_BUFFER), 0)
     last_seen = {i: clock() for i in state}
+    t_stop = {i: raws[i].t_send + _deadline(lims[i]) for i in state}
+
+    def end(i: int, t: float, error: str | None = None) -> None:
+        sock = socks[i]
+        assert sock is not None
+        if error is not None and raws[i].error is None:
+            raws[i].error = error
+        if cancel is not None:
+            cancel.remove(sock)
+            if cancel.cancelled:
+                raws[i].error = cancel.reason
+        _finish(raws[i], state[i][1], state[i][0], t, sel, sock)
+        del state[i]
+
     try:
         while state:
             ready = sel.select(timeout=min(1.0, read_timeout))
@@ -286,25 +492,25 @@ def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.
                     raws[i].error = _net_error(exc, read_timeout, True)
                     n, t = 0, clock()
                 if not n:
-                    _finish(raws[i], buf, pos, t, sel, sock)
-                    del state[i]
+                    end(i, t)
                     continue
-                pos += n
-                raws[i].ends.append(pos)
+                stop = pos + n
+                raws[i].ends.append(stop)
                 raws[i].stamps.append(t)
-                state[i] = (pos, buf, state[i][2])
+                state[i] = (stop, buf, 0)
                 last_seen[i] = t
+                lim = lims[i]
+                if stop > lim.max_bytes or t > t_stop[i] or len(raws[i].ends) > lim.max_reads or buf[stop - 1] != 10:
+                    why = _over_limit(buf, stop, t, t_stop[i], len(raws[i].ends), lim)
+                    if why:
+                        end(i, t, why)
             for i in [i for i in state if now - last_seen[i] > read_timeout]:
-                raws[i].error = f"stalled: no data for {read_timeout:g} s"
-                sock = socks[i]
-                assert sock is not None
-                _finish(raws[i], state[i][1], state[i][0], clock(), sel, sock)
-                del state[i]
+                end(i, clock(), f"stalled: no data for {read_timeout:g} s")
+            for i in [i for i in state if now > t_stop[i]]:
+                end(i, clock(), _deadline_error(lims[i]))
     finally:
         for i in list(state):
-            sock = socks[i]
-            if sock is not None:
-                _finish(raws[i], state[i][1], state[i][0], clock(), sel, sock)
+            end(i, clock())
         sel.close()
     return raws
 
@@ -450,6 +656,9 @@ class SseParser:
 
     ``feed(bytes, stamp)`` returns the events dispatched by those bytes. Line ends are CRLF, LF or CR; a
     CR at the end of one feed followed by LF at the start of the next is a single line end.
+
+    A line longer than ``MAX_SSE_LINE`` bytes, or an event whose data lines add up to more, ends the
+    parse: ``overflow`` then says so and every later feed returns nothing.
     """
 
     _EOL = re.compile(rb"\r\n|\r|\n")
@@ -458,10 +667,18 @@ class SseParser:
         self.buf = b""
         self.skip_lf = False
         self.data: list[str] = []
+        self.data_size = 0
         self.event = ""
         self.bom_checked = False
+        self.overflow: str | None = None
 
     def feed(self, chunk: bytes, stamp: float) -> list[SseEvent]:
+        if self.overflow:
+            return []
+        if len(self.buf) + len(chunk) > MAX_SSE_LINE and self._EOL.search(chunk) is None:
+            self.overflow = f"a line of the event stream longer than {MAX_SSE_LINE:,} bytes"
+            self.buf = b""
+            return []
         if self.skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         self.skip_lf = False
@@ -478,9 +695,19 @@ class SseParser:
         for m in self._EOL.finditer(buf):
             if m.group() == b"\r" and m.end() == len(buf):
                 self.skip_lf = True  # a CRLF may be split across reads
+            if m.start() - pos > MAX_SSE_LINE:
+                self.overflow = f"a line of the event stream longer than {MAX_SSE_LINE:,} bytes"
+                self.buf = b""
+                return out
             self._line(buf[pos:m.start()], stamp, out)
+            if self.overflow:
+                self.buf = b""
+                return out
             pos = m.end()
         self.buf = buf[pos:]
+        if len(self.buf) > MAX_SSE_LINE:
+            self.overflow = f"a line of the event stream longer than {MAX_SSE_LINE:,} bytes"
+            self.buf = b""
         return out
 
     def _line(self, line: bytes, stamp: float, out: list[SseEvent]) -> None:
@@ -488,6 +715,7 @@ class SseParser:
             if self.data:
                 out.append(SseEvent("\n".join(self.data), self.event or "message", stamp))
             self.data = []
+            self.data_size = 0
             self.event = ""
             return
         if line[:1] == b":":
@@ -496,23 +724,79 @@ class SseParser:
         if sep and value[:1] == b" ":
             value = value[1:]
         if name == b"data":
+            self.data_size += len(value) + 1
+            if self.data_size > MAX_SSE_LINE:
+                self.overflow = f"an event of the stream larger than {MAX_SSE_LINE:,} bytes"
+                self.data = []
+                return
             self.data.append(value.decode("utf-8", errors="replace"))
         elif name == b"event":
             self.event = value.decode("utf-8", errors="replace")
         # id and retry do not matter here; unknown fields are ignored, as the rules say
 
 
-def sse_events(pieces: Iterable[tuple[float, bytes]]) -> list[SseEvent]:
-    """Every event of a stream given as (stamp, bytes) pieces."""
-    parser = SseParser()
+def sse_events(pieces: Iterable[tuple[float, bytes]], parser: SseParser | None = None) -> list[SseEvent]:
+    """Every event of a stream given as (stamp, bytes) pieces (``parser.overflow`` says if it was cut)."""
+    parser = parser or SseParser()
     out: list[SseEvent] = []
     for stamp, chunk in pieces:
         out.extend(parser.feed(chunk, stamp))
     return out
 
 
-def parse_stream(raw: RawStream) -> StreamResult:
-    """Parse the HTTP response and its events after the fact; each event carries the stamp of its read."""
+_TIMING_COUNTS = ("cache_n", "prompt_n", "predicted_n")
+_TIMING_REALS = ("prompt_ms", "prompt_per_second", "predicted_ms", "predicted_per_second")
+
+
+def _shown(v: object) -> str:
+    """A server's value as it came, on one short line."""
+    try:
+        text = json.dumps(v)
+    except (TypeError, ValueError):
+        text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _count(obj: dict, key: str, where: str) -> tuple[int | None, str | None]:
+    """A whole number >= 0 from a server's object, or a one-line reason naming the field."""
+    v = obj.get(key)
+    if v is None:
+        return None, None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0 or v != int(v) or v > 2**31 - 1:
+        return None, f"the server sent {where}.{key} = {_shown(v)}: not a count of tokens (a whole number >= 0)"
+    return int(v), None
+
+
+def check_timings(t: dict) -> tuple[dict | None, str | None]:
+    """llama-server's ``timings`` with every field a valid number, or (None, a one-line reason naming the
+    first bad field). Unknown fields are kept out."""
+    out: dict = {}
+    for key in _TIMING_COUNTS:
+        v, why = _count(t, key, "timings")
+        if why:
+            return None, why
+        if v is not None:
+            out[key] = v
+    for key in _TIMING_REALS:
+        v = t.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= 1e15):
+            return None, f"the server sent timings.{key} = {_shown(v)}: not a time or rate (a number >= 0)"
+        out[key] = float(v)
+    return out, None
+
+
+def parse_stream(raw: RawStream, max_tokens: int | None = None) -> StreamResult:
+    """Parse the HTTP response and its events after the fact; each event carries the stamp of its read.
+
+    With ``max_tokens`` (what the request asked for) the server's counts are checked too: a stream with
+    more than ``EXTRA_EVENTS`` text events past max_tokens, or a token count that its text and events
+    cannot hold (``benchcards.summarize.token_count_problem``), fails with the reason. Server-sent
+    nonsense (negative or non-numeric usage or timings) fails with a one-line reason naming the field.
+    """
+    from benchcards.summarize import token_count_problem
+
     error = raw.error
     head, pieces, problem = body_pieces(raw)
     status = head.status if head else None
@@ -526,10 +810,11 @@ def parse_stream(raw: RawStream) -> StreamResult:
     usage: dict | None = None
     timings: dict | None = None
     finish = None
-    events = content_events = 0
+    events = content_events = text_events = text_bytes = 0
     done = False
     if status == 200:
-        for ev in sse_events(pieces):
+        parser = SseParser()
+        for ev in sse_events(pieces, parser):
             payload = ev.data.strip()
             if payload == "[DONE]":
                 done = True
@@ -543,25 +828,34 @@ def parse_stream(raw: RawStream) -> StreamResult:
             if not isinstance(obj, dict):
                 continue
             if obj.get("error"):
-                error = error or f"server error in stream: {obj['error']}"
+                error = error or f"server error in stream: {str(obj['error'])[:300]}"
             if obj.get("usage"):
-                usage = obj["usage"]
+                usage = obj["usage"] if isinstance(obj["usage"], dict) else {}
             if obj.get("timings"):
-                timings = obj["timings"]
+                timings = obj["timings"] if isinstance(obj["timings"], dict) else {}
             choices = obj.get("choices") or []
-            if not choices:
+            if not choices or not isinstance(choices, list):
                 continue  # usage-only chunk: choices is []
-            ch = choices[0] or {}
+            ch = choices[0] if isinstance(choices[0], dict) else {}
             delta = ch.get("delta") or {}
+            if not isinstance(delta, dict):
+                delta = {}
             piece = delta.get("content")
-            if piece is not None:  # "" is a token too (a partial UTF-8 sequence); null is the role chunk
+            thought = delta.get("reasoning_content")
+            if isinstance(piece, str) or isinstance(thought, str):
+                text_events += 1
+                text_bytes += len((piece if isinstance(piece, str) else "").encode()) + \
+                    len((thought if isinstance(thought, str) else "").encode())
+            if isinstance(piece, str):  # "" is a token too (a partial UTF-8 sequence); null is the role chunk
                 content_events += 1
                 text.append(piece)
                 if t_first is None:
                     t_first = ev.stamp
                 t_last = ev.stamp
             if ch.get("finish_reason"):
-                finish = ch["finish_reason"]
+                finish = str(ch["finish_reason"])[:40]
+        if parser.overflow and error is None:
+            error = f"response cut: {parser.overflow}"
     if error is None and problem is not None:
         error = problem
     if error is None and status == 200:
@@ -569,23 +863,38 @@ def parse_stream(raw: RawStream) -> StreamResult:
             error = "stream ended without a finish_reason"
         elif not done:
             error = "stream ended without data: [DONE]"
-    out_tokens = None
+    out_tokens = prompt_tokens = None
     estimated = False
-    if usage and usage.get("completion_tokens") is not None:
-        out_tokens = int(usage["completion_tokens"])
+    counts: dict[str, int | None] = {}
+    for obj, keys, where in ((usage or {}, ("completion_tokens", "prompt_tokens"), "usage"),):
+        for key in keys:
+            counts[key], why = _count(obj, key, where)
+            error = error or why
+    if timings is not None:
+        timings, why = check_timings(timings)
+        error = error or why
+    if counts.get("completion_tokens") is not None:
+        out_tokens = counts["completion_tokens"]
     elif timings and timings.get("predicted_n") is not None:
-        out_tokens = int(timings["predicted_n"])
+        out_tokens = timings["predicted_n"]
     elif content_events:
         out_tokens, estimated = content_events, True
-    prompt_tokens = None
-    if usage and usage.get("prompt_tokens") is not None:
-        prompt_tokens = int(usage["prompt_tokens"])
+    if counts.get("prompt_tokens") is not None:
+        prompt_tokens = counts["prompt_tokens"]
     elif timings and timings.get("prompt_n") is not None:
-        prompt_tokens = int(timings["prompt_n"]) + int(timings.get("cache_n") or 0)
+        prompt_tokens = timings["prompt_n"] + (timings.get("cache_n") or 0)
+    if max_tokens is not None and error is None and text_events > max_tokens + EXTRA_EVENTS:
+        error = (f"the server sent {text_events:,} text events for max_tokens {max_tokens:,}: it did not stop at "
+                 "the limit")
+    if error is None and not estimated:
+        error = token_count_problem(out_tokens, max_tokens=max_tokens, events=text_events, text_bytes=text_bytes)
+        if error is None and timings and timings.get("predicted_n") is not None:
+            error = token_count_problem(timings["predicted_n"], max_tokens=max_tokens, events=text_events,
+                                        text_bytes=text_bytes, what="tokens in timings.predicted_n")
     return StreamResult(t_send=raw.t_send, t_first=t_first, t_last=t_last, t_end=raw.t_end, text="".join(text),
                         output_tokens=out_tokens, prompt_tokens=prompt_tokens, tokens_estimated=estimated,
                         finish_reason=finish, timings=timings, events=events, done=done, error=error,
-                        status=status, reads=len(raw.stamps))
+                        status=status, reads=len(raw.stamps), text_events=text_events, text_bytes=text_bytes)
 
 
 # --------------------------------------------------------------------------- small JSON requests
@@ -597,17 +906,29 @@ def new_client(limit: int = 16) -> httpx.Client:
                         headers={"Connection": "close"}, trust_env=False)
 
 
+#: largest JSON answer read from a server (a /tokenize answer for a 128K-token prompt is about 1 MiB)
+MAX_JSON_BYTES = 32 << 20
+
+
 def request_json(client: httpx.Client, method: str, url: str, payload: dict | None = None,
                  timeout: float = 30.0) -> Any | None:
-    """Send one request and return the decoded JSON answer; None on any failure (network, status, JSON)."""
+    """Send one request and return the decoded JSON answer; None on any failure (network, status, JSON),
+    on an answer larger than ``MAX_JSON_BYTES`` or one that takes longer than ``timeout`` in all (the
+    httpx timeout alone only bounds each wait, so a trickling server could hold a request forever)."""
+    t0 = clock()
     try:
-        r = client.request(method, url, json=payload, timeout=timeout)
+        with client.stream(method, url, json=payload, timeout=timeout) as r:
+            if r.status_code != 200:
+                return None
+            body = bytearray()
+            for chunk in r.iter_bytes():
+                body += chunk
+                if len(body) > MAX_JSON_BYTES or clock() - t0 > timeout:
+                    return None
     except httpx.HTTPError:
         return None
-    if r.status_code != 200:
-        return None
     try:
-        return r.json()
+        return json.loads(body)
     except ValueError:
         return None
 

@@ -33,6 +33,12 @@ from pydantic import TypeAdapter
 from benchcards import stats
 from benchcards.summarize import depth_problem
 from live.client import (
+    CHARS_PER_PROMPT_TOKEN,
+    MIN_DECODE_TPS,
+    MIN_PREFILL_TPS,
+    STOPPED,
+    Cancel,
+    Limits,
     StreamResult,
     Target,
     check_target,
@@ -96,12 +102,50 @@ class MeasureConfig:
     connect_timeout: float = 5.0
     read_timeout: float = 60.0  # longest silence allowed inside a response
     allow_remote: bool = False
+    #: the slowest rates accepted: a request gets 60 s + prompt / min_prefill_tps + max_tokens / min_decode_tps
+    #: to finish (live.client.Limits), so a server that streams forever or trickles cannot hang the run
+    min_decode_tps: float = MIN_DECODE_TPS
+    min_prefill_tps: float = MIN_PREFILL_TPS
 
     def __post_init__(self) -> None:
         bad = [p for p in self.parts if p not in PARTS]
         if bad:
             raise ValueError(f"unknown part(s) {bad}; choose from {', '.join(PARTS)}")
         Target.parse(self.base_url)  # http:// only (raises ValueError with the reason)
+        problems = config_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+_POSITIVE = ("runs", "max_tokens", "prefill_runs", "prefill_max_tokens", "conc_rounds", "conc_max_tokens",
+             "l1_max_tokens", "ctx_runs", "ctx_max_tokens")
+_COUNTS = ("warmups", "min_decode_tokens")
+_LISTS = ("prefill_depths", "conc_levels", "ctx_depths")
+_RATES = ("connect_timeout", "read_timeout", "min_decode_tps", "min_prefill_tps")
+
+
+def config_problems(cfg: MeasureConfig) -> list[str]:
+    """What is wrong with a configuration, one line per field (empty when it can run).
+
+    Checked before anything is sent, so no measurement is lost to a bad argument: depths, levels, runs and
+    token limits are whole numbers >= 1 (warm-ups and the decode minimum may be 0), times and rates > 0.
+    """
+    out: list[str] = []
+    for name in _POSITIVE + _COUNTS:
+        v = getattr(cfg, name)
+        low = 1 if name in _POSITIVE else 0
+        if isinstance(v, bool) or not isinstance(v, int) or v < low or v > 2**31 - 1:
+            out.append(f"{name.replace('_', '-')}: {v!r} is not a whole number >= {low}")
+    for name in _LISTS:
+        bad = [v for v in getattr(cfg, name) if isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 2**31]
+        if bad:
+            out.append(f"{name.replace('_', '-')}: {', '.join(map(str, bad))} — every value must be a whole "
+                       "number >= 1")
+    for name in _RATES:
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+            out.append(f"{name.replace('_', '-')}: {v!r} must be a number > 0")
+    return out
 
 
 @dataclass
@@ -207,6 +251,7 @@ class Runner:
             self.base = self.base[:-3]
         self.on_event = on_event or (lambda e: None)
         self.stop = stop or threading.Event()
+        self.cancel = Cancel()  # closes the sockets in flight when ``stop`` is set (see ``watch_stop``)
         self.client = new_client(limit=8)
         self.t0 = clock()
         self.run_tag = uuid.uuid4().hex[:8]
@@ -233,8 +278,10 @@ class Runner:
         """The server's own prompt-token count of ``content`` (usage of a one-token, non-streamed request)."""
         r = post_json(self.client, f"{self.base}/v1/chat/completions",
                       self.payload(content, 1, stream=False, force_length=False), timeout=self.cfg.read_timeout * 4)
-        used = r.get("usage", {}).get("prompt_tokens") if isinstance(r, dict) else None
-        return int(used) if used is not None else None
+        usage = r.get("usage") if isinstance(r, dict) else None
+        used = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        # a count only: anything else (negative, text) is as good as no answer
+        return used if isinstance(used, int) and not isinstance(used, bool) and 0 <= used < 2**31 else None
 
     def prompt(self, task_id: str, depth: int | None) -> str:
         """A unique prompt: a fresh prefix (no cache hits), filler up to ``depth`` server tokens, the task last."""
@@ -265,18 +312,16 @@ class Runner:
     def record(self, res: StreamResult, part: str, prompt_id: str | None, *, depth: int | None = None,
                conc: int | None = None, rnd: int = 0, warmup: bool = False) -> RequestRecord:
         rel = lambda t: None if t is None else max(0.0, t - self.t0)
-        t = res.timings or {}
-        timings = None
-        if t:
-            timings = ServerTimings.model_validate(
-                {k: (int(t[k]) if k in ("cache_n", "prompt_n", "predicted_n") else float(t[k]))
-                 for k in ServerTimings.model_fields if t.get(k) is not None})
+        t = res.timings or {}  # checked by parse_stream: valid numbers only
+        timings = ServerTimings.model_validate({k: t[k] for k in ServerTimings.model_fields if t.get(k) is not None}) \
+            if t else None
         rec = RequestRecord(
             part=cast(SpeedPart, part), prompt_id=prompt_id, depth=depth, concurrency=conc, round=rnd, warmup=warmup,
             prompt_tokens=res.prompt_tokens, output_tokens=res.output_tokens, tokens_estimated=res.tokens_estimated,
             t_send=rel(res.t_send) or 0.0, t_first=rel(res.t_first), t_last=rel(res.t_last), t_end=rel(res.t_end),
             finish_reason=res.finish_reason, chars=len(res.text), words=len(res.text.split()), timings=timings,
-            error=res.error)
+            events=res.text_events if res.status == 200 else None, text_bytes=res.text_bytes if res.status == 200
+            else None, error=res.error)
         self.records.append(rec)
         self.say(f"{part} {prompt_id or '-'} depth={depth} conc={conc} round={rnd} warmup={warmup} "
                  f"out={res.output_tokens} finish={res.finish_reason} error={res.error}")
@@ -290,12 +335,31 @@ class Runner:
             seconds=rec.t_end - rec.t_send if rec.t_end is not None else None))
         return rec
 
+    def limits(self, content: str, max_tokens: int, queued: int = 1) -> Limits:
+        """Size and time bounds of one request (live.client.Limits) at the configured slowest rates."""
+        return Limits.for_request(max_tokens, len(content) // CHARS_PER_PROMPT_TOKEN, queued=queued,
+                                  min_decode_tps=self.cfg.min_decode_tps, min_prefill_tps=self.cfg.min_prefill_tps)
+
+    def watch_stop(self) -> threading.Thread:
+        """Start a thread that closes every socket in flight as soon as ``stop`` is set (the page's Stop,
+        Ctrl-C); it ends when the run does (``self.cancel`` cancelled by ``measure``)."""
+        def watch() -> None:
+            while not self.cancel.cancelled:
+                if self.stop.wait(0.2):
+                    self.cancel.cancel(STOPPED)
+                    return
+
+        thread = threading.Thread(target=watch, name="benchcards-live-stop", daemon=True)
+        thread.start()
+        return thread
+
     def one(self, content: str, max_tokens: int, force_length: bool = True,
             need_prompt_tokens: bool = False) -> StreamResult:
         raw = stream_chat(f"{self.base}/v1/chat/completions", self.payload(content, max_tokens, force_length=force_length),
-                          connect_timeout=self.cfg.connect_timeout, read_timeout=self.cfg.read_timeout)
-        res = parse_stream(raw)
-        if need_prompt_tokens and res.ok and res.prompt_tokens is None:
+                          connect_timeout=self.cfg.connect_timeout, read_timeout=self.cfg.read_timeout,
+                          limits=self.limits(content, max_tokens), cancel=self.cancel)
+        res = parse_stream(raw, max_tokens)
+        if need_prompt_tokens and res.ok and res.prompt_tokens is None and not self.stop.is_set():
             # The stream had no usage (llama-cpp-python): ask the server to count this exact prompt
             # with a one-token request after the timed one, so prefill still uses the real count.
             used = self.server_prompt_tokens(content)
@@ -422,6 +486,8 @@ class Runner:
                 if m.metric in keys and not (m.metric == "decode" and m.prompt is None)]  # no headline of one prompt
 
     def _verdict(self, recs: list[RequestRecord], min_tokens: int | None) -> tuple[str, str | None]:
+        if any(r.error == STOPPED for r in recs):  # a request cut by the stop is no fault of the server
+            return "stopped", f"stopped by the user during a request ({sum(r.error is None for r in recs)} finished)"
         errors = [r.error for r in recs if r.error]
         if errors:
             return "failed", errors[0]
@@ -475,9 +541,12 @@ class Runner:
             url = f"{self.base}/v1/chat/completions"
             reqs = [(url, self.payload(self.prompt("prose", None), cfg.conc_max_tokens)) for _ in range(level)]
             # all requests leave together and one thread reads them all; parsing waits for the round's end
-            raws = stream_many(reqs, connect_timeout=cfg.connect_timeout, read_timeout=cfg.read_timeout)
+            limits = self.limits(reqs[0][1]["messages"][0]["content"], cfg.conc_max_tokens, queued=level)
+            raws = stream_many(reqs, connect_timeout=cfg.connect_timeout, read_timeout=cfg.read_timeout,
+                               limits=limits, cancel=self.cancel)
             for raw in raws:
-                recs.append(self.record(parse_stream(raw), "conc", "prose", conc=level, rnd=rnd))
+                recs.append(self.record(parse_stream(raw, cfg.conc_max_tokens), "conc", "prose", conc=level,
+                                        rnd=rnd))
         status, reason = self._verdict(recs, None)
         if status == "ok" and len(recs) < level * cfg.conc_rounds:
             status, reason = "stopped", (f"stopped by the user after {len(recs) // level} of {cfg.conc_rounds} "
@@ -594,12 +663,15 @@ def measure(cfg: MeasureConfig, on_event: Callable[[Event], None] | None = None,
     Raises ServerLocked when another run of this machine is measuring the same server (nothing is sent).
     """
     runner = Runner(cfg, on_event, stop)
+    runner.watch_stop()
     try:
         with server_lock(cfg.base_url):
             contract = runner.run()
     except ServerLocked:
         runner.client.close()
         raise
+    finally:
+        runner.cancel.cancel("the run ended")  # ends the stop watcher; nothing is in flight any more
     assert runner.info is not None
     return contract, runner.info, runner.log
 

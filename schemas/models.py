@@ -323,6 +323,11 @@ class RequestRecord(Strict):
     finish_reason: str | None = Field(None, description="finish_reason of the response (stop, length, ...).")
     chars: Count | None = Field(None, description="Characters of the answer text.")
     words: Count | None = Field(None, description="Words of the answer text.")
+    events: Count | None = Field(None, description="Stream events that carried generated text (answer or "
+                                                   "reasoning), as the client counted them.")
+    text_bytes: Count | None = Field(None, description="UTF-8 bytes of all generated text the client received "
+                                                       "(answer and reasoning): a bound on the tokens a server "
+                                                       "can have sent.")
     timings: ServerTimings | None = Field(None, description="Server timings, when it sent them.")
     error: str | None = Field(None, description="Error text when the request failed.")
 
