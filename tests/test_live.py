@@ -60,7 +60,7 @@ def ingest_run(tmp_path, contract, info, cfg, log, **setup):
 @pytest.mark.integration
 def test_configured_rates_are_recovered(demo):
     """Each request's client decode rate matches what the server actually emitted (its own log of first
-    and last write) within 3 %, and stays near the configured rate (never more than 5 % above it, at most half below it on a
+    and last write) within 5 %, and stays near the configured rate (never more than 5 % above it, at most half below it on a
     loaded machine); prefill from TTFT likewise, once the server's fixed 3 ms overhead is allowed for. The suite shares two cores
     with browsers and servers, so configured-rate tolerances are loose; bench/live_client.py measures the
     client's accuracy (within 1 %) on quiet, pinned cores."""
@@ -77,7 +77,7 @@ def test_configured_rates_are_recovered(demo):
         if r.part != "decode":
             continue
         rate = (r.output_tokens - 1) / (r.t_last - r.t_first)
-        assert rate == pytest.approx(e["rate"], rel=0.03)
+        assert rate == pytest.approx(e["rate"], rel=0.05)
         # the configured rate is only what the server aims at: on a loaded machine its sleeps overshoot
         configured = DECODE / (1 + r.prompt_tokens / 100_000)
         assert 0.5 * configured <= rate <= 1.05 * configured
