@@ -122,17 +122,23 @@ def within_noise(a: float, sd_a: float | None, n_a: int | None, b: float, sd_b: 
     return abs(b - a) <= NOISE_Z * se
 
 
-def timeline(store: Store, setup_id: str) -> pd.DataFrame:
+def _level(x: Any) -> int | None:
+    """A level as a key: None when missing (a column of levels and gaps holds NaN, which equals nothing)."""
+    return None if x is None or x != x else int(x)
+
+
+def timeline(store: Store, setup_id: str, sib: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each test's figure per build, for the builds of ``setup_id``'s hardware, model and settings.
 
     One row per (test, build), tests in a stable order, builds oldest first. Columns: test, metric,
     prompt, level, unit, setup_id, build, value, spread_pct, n, speedup (value / previous build's
     value of the same test; NaN for the first), within_noise (True/False, None when unknown).
-    Empty when fewer than two builds exist.
+    Empty when fewer than two builds exist. ``sib``: ``siblings(store, setup_id)`` when the caller has it.
     """
     cols = ["test", "metric", "prompt", "level", "unit", "setup_id", "build", "value", "spread_pct", "n",
             "speedup", "within_noise"]
-    sib = siblings(store, setup_id)
+    if sib is None:
+        sib = siblings(store, setup_id)
     if len(sib) < 2:
         return pd.DataFrame(columns=cols)
     ids = list(sib.setup_id)
@@ -149,16 +155,19 @@ def timeline(store: Store, setup_id: str) -> pd.DataFrame:
     main["prompt"] = main.prompt.astype(object).where(main.prompt.notna(), None)
     main["lvl"] = [None if pd.isna(x) else int(x) for x in main.level]
     metric_order = {k: i for i, k in enumerate(TIMELINE_METRICS)}
-    keys = sorted({(r.metric, r.prompt, r.lvl) for r in main.itertuples()},
+    keys = sorted({(r.metric, r.prompt, _level(r.lvl)) for r in main.itertuples()},
                   key=lambda k: (metric_order[k[0]], str(k[1] or ""), -1 if k[2] is None else k[2]))
+    # one pass over the figures (filtering the frame once per test cost ~0.1 s a timeline)
+    buckets: dict[tuple, list] = {}
+    for r in main.itertuples():
+        buckets.setdefault((r.metric, r.prompt, _level(r.lvl)), []).append(r)
     for metric, prompt, lvl in keys:
-        sel = main[(main.metric == metric) & (main.prompt.map(lambda p, q=prompt: p == q))
-                   & (main.lvl.map(lambda x, q=lvl: x == q))]
-        if sel.setup_id.nunique() < 2:
+        sel = buckets[(metric, prompt, lvl)]
+        if len({r.setup_id for r in sel}) < 2:
             continue
-        sel = sel.assign(o=sel.setup_id.map(order)).sort_values("o")
+        sel.sort(key=lambda r: order[r.setup_id])
         prev: tuple[float, float | None, int | None] | None = None
-        for r in sel.itertuples():
+        for r in sel:
             value = float(r.value)
             n = None if pd.isna(r.n) else int(r.n)
             cv_metric = TIMELINE_METRICS[metric]

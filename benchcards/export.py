@@ -780,10 +780,10 @@ def _builds_page(env: jinja2.Environment, store: queries.Store, build_groups: li
     titles = dict(queries.setup_ids(store))
     timelines = []
     for ids in build_groups:
-        tl = builds.timeline(store, ids[-1])
+        sib = builds.siblings(store, ids[-1])
+        tl = builds.timeline(store, ids[-1], sib)
         if tl.empty:
             continue
-        sib = builds.siblings(store, ids[-1])
         links = [Cell(b, site.setup_path(sid)) for sid, b in zip(sib.setup_id, sib.build)]
         timelines.append({"title": titles.get(ids[-1], ids[-1]), "builds": links,
                           "table": table(builds.timeline_table(tl))})
