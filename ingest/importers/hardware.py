@@ -140,3 +140,24 @@ def quant_from_ftype(text: str) -> str | None:
     if not t:
         return None
     return FTYPE.get(t, t.split(" (")[0].replace(" - ", "_").replace(" ", "_"))
+
+
+def model_of(path: str | None, fallback_name: str, ftype: str | None, model_opt: str | None,
+             assumed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The setup's ``model`` from a GGUF path (else ``fallback_name``): name, file and quant (from the
+    file name, else llama.cpp's file-type text ``ftype``); ``--model`` (``model_opt``) names it instead,
+    which is appended to ``assumed``."""
+    if path:
+        name, quant, file_name = split_model_file(path)
+    else:
+        name, quant, file_name = fallback_name, None, None
+    quant = quant or quant_from_ftype(ftype or "")
+    if model_opt:
+        name = model_opt
+        assumed.append({"field": "model.name", "value": name, "source": "--model"})
+    model: dict[str, Any] = {"name": name}
+    if file_name:
+        model["file"] = file_name
+    if quant:
+        model["quant"] = quant
+    return model

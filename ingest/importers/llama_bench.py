@@ -620,19 +620,9 @@ def _convert_file(src: Source, variant: str, rows: list[Row], opts: Options, set
         mtype = str(v.get("model_type") or "")
         arch, _, rest = mtype.partition(" ")
         size_word, _, ftype = rest.partition(" ")
-        if model_file:
-            name, quant, file_name = hw.split_model_file(model_file)
-        else:
-            name, quant, file_name = (f"{arch} {size_word}".strip() or "unknown model"), None, None
-        quant = quant or hw.quant_from_ftype(ftype)
-        if opts.model:
-            name = opts.model
-            assumed.append({"field": "model.name", "value": name, "source": "--model"})
-        model: dict[str, Any] = {"name": name}
-        if file_name:
-            model["file"] = file_name
-        if quant:
-            model["quant"] = quant
+        model = hw.model_of(model_file, f"{arch} {size_word}".strip() or "unknown model", ftype, opts.model,
+                            assumed)
+        name, quant = model["name"], model.get("quant")
         if isinstance(v.get("model_n_params"), int) and v["model_n_params"] > 0:
             model["params_total_b"] = round(v["model_n_params"] / 1e9, 3)
         if arch:

@@ -231,19 +231,9 @@ def _convert_segment(src: Source, seg: Segment, index: int, count: int, opts: Op
     if cpu_dev and cpu_dev[2] and opts.ram_gib is None:
         hardware["ram_gib"] = round(cpu_dev[2] / 1024, 1)
     model_path = f.get("model_path")
-    if model_path:
-        name, quant, file_name = hw.split_model_file(model_path)
-    else:
-        name, quant, file_name = (f.get("general_name") or "unknown model"), None, None
-    quant = quant or (hw.quant_from_ftype(f["file_type"]) if f.get("file_type") else None)
-    if opts.model:
-        name = opts.model
-        assumed.append({"field": "model.name", "value": name, "source": "--model"})
-    model: dict[str, Any] = {"name": name}
-    if file_name:
-        model["file"] = file_name
-    if quant:
-        model["quant"] = quant
+    model = hw.model_of(model_path, f.get("general_name") or "unknown model", f.get("file_type"), opts.model,
+                        assumed)
+    name, quant = model["name"], model.get("quant")
     if f.get("arch"):
         model["architecture"] = f["arch"]
     if f.get("params"):
