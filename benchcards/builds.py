@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -82,11 +83,14 @@ def build_label(row: pd.Series | dict[str, Any]) -> str:
     return str(row.get("setup_id"))
 
 
+SIBLING_COLUMNS = ["setup_id", "title", "engine_version", "engine_build", "engine_commit", "measured_last", "build"]
+
+
 def siblings(store: Store, setup_id: str) -> pd.DataFrame:
     """Setups that are builds of the same hardware, model and settings as ``setup_id`` (itself
     included), oldest build first. Columns: setup_id, title, engine_version, engine_build,
     engine_commit, measured_last, build. Empty when the setup is unknown."""
-    cols = ["setup_id", "title", "engine_version", "engine_build", "engine_commit", "measured_last", "build"]
+    cols = SIBLING_COLUMNS
     with db.reading(store.path) as con:
         me = _fetch(con, "SELECT gpu, model, quant, engine, setup_json FROM setups WHERE setup_id = ?", [setup_id])
         if me.empty:
@@ -123,8 +127,20 @@ def within_noise(a: float, sd_a: float | None, n_a: int | None, b: float, sd_b: 
 
 
 def _level(x: Any) -> int | None:
-    """A level as a key: None when missing (a column of levels and gaps holds NaN, which equals nothing)."""
-    return None if x is None or x != x else int(x)
+    """A level as a key: None when missing (a column of levels and gaps holds NaN or NA, which equal nothing)."""
+    return None if fmt.missing(x) else int(x)
+
+
+TIMELINE_COLUMNS = ["test", "metric", "prompt", "level", "unit", "setup_id", "build", "value", "spread_pct", "n",
+                    "speedup", "within_noise"]
+
+
+def _timeline_metrics(store: Store, ids: list[str]) -> pd.DataFrame:
+    """The latest figures of ``ids`` that a timeline lines up, and their spreads."""
+    wanted = list(TIMELINE_METRICS) + [v for v in TIMELINE_METRICS.values() if v]
+    where = "setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric IN (SELECT unnest(?::VARCHAR[]))"
+    return store.df(f"SELECT setup_id, metric, prompt, level, value, n FROM ({latest_metrics(where)})",
+                    [ids, sorted(set(wanted))])
 
 
 def timeline(store: Store, setup_id: str, sib: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -135,80 +151,89 @@ def timeline(store: Store, setup_id: str, sib: pd.DataFrame | None = None) -> pd
     value of the same test; NaN for the first), within_noise (True/False, None when unknown).
     Empty when fewer than two builds exist. ``sib``: ``siblings(store, setup_id)`` when the caller has it.
     """
-    cols = ["test", "metric", "prompt", "level", "unit", "setup_id", "build", "value", "spread_pct", "n",
-            "speedup", "within_noise"]
     if sib is None:
         sib = siblings(store, setup_id)
     if len(sib) < 2:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=TIMELINE_COLUMNS)
+    return _timeline(sib, _timeline_metrics(store, list(sib.setup_id)))
+
+
+def _timeline(sib: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
+    """The timeline of the builds ``sib`` (oldest first) from their figures ``m`` (other setups' rows ignored)."""
     ids = list(sib.setup_id)
-    wanted = list(TIMELINE_METRICS) + [v for v in TIMELINE_METRICS.values() if v]
-    where = "setup_id IN (SELECT unnest(?::VARCHAR[])) AND metric IN (SELECT unnest(?::VARCHAR[]))"
-    m = store.df(f"SELECT setup_id, metric, prompt, level, value, n FROM ({latest_metrics(where)})",
-                 [ids, sorted(set(wanted))])
-    spread = {(r.setup_id, r.metric, None if pd.isna(r.prompt) else r.prompt,
-               None if pd.isna(r.level) else int(r.level)): float(r.value) for r in m.itertuples()}
     order = {sid: i for i, sid in enumerate(ids)}
     label = dict(zip(sib.setup_id, sib.build))
-    rows = []
-    main = m[m.metric.isin(list(TIMELINE_METRICS))].copy()
-    main["prompt"] = main.prompt.astype(object).where(main.prompt.notna(), None)
-    main["lvl"] = [None if pd.isna(x) else int(x) for x in main.level]
-    metric_order = {k: i for i, k in enumerate(TIMELINE_METRICS)}
-    keys = sorted({(r.metric, r.prompt, _level(r.lvl)) for r in main.itertuples()},
-                  key=lambda k: (metric_order[k[0]], str(k[1] or ""), -1 if k[2] is None else k[2]))
+    spread: dict[tuple, float] = {}
     # one pass over the figures (filtering the frame once per test cost ~0.1 s a timeline)
     buckets: dict[tuple, list] = {}
-    for r in main.itertuples():
-        buckets.setdefault((r.metric, r.prompt, _level(r.lvl)), []).append(r)
+    for sid, metric, prompt, level, value, n in zip(m.setup_id.tolist(), m.metric.tolist(), m.prompt.tolist(),
+                                                     m.level.tolist(), m.value.tolist(), m.n.tolist()):
+        if sid not in order:
+            continue
+        prompt = None if fmt.missing(prompt) else prompt
+        lvl = _level(level)
+        spread[(sid, metric, prompt, lvl)] = float(value)
+        if metric in TIMELINE_METRICS:
+            buckets.setdefault((metric, prompt, lvl), []).append((sid, value, n))
+    metric_order = {k: i for i, k in enumerate(TIMELINE_METRICS)}
+    keys = sorted(buckets, key=lambda k: (metric_order[k[0]], str(k[1] or ""), -1 if k[2] is None else k[2]))
+    rows = []
     for metric, prompt, lvl in keys:
         sel = buckets[(metric, prompt, lvl)]
-        if len({r.setup_id for r in sel}) < 2:
+        if len({sid for sid, _, _ in sel}) < 2:
             continue
-        sel.sort(key=lambda r: order[r.setup_id])
+        sel.sort(key=lambda r: order[r[0]])
+        cv_metric = TIMELINE_METRICS[metric]
+        unit = metrics.get(metric).unit
+        test = _test_label(metric, prompt, lvl)
         prev: tuple[float, float | None, int | None] | None = None
-        for r in sel:
-            value = float(r.value)
-            n = None if pd.isna(r.n) else int(r.n)
-            cv_metric = TIMELINE_METRICS[metric]
-            cv = spread.get((r.setup_id, cv_metric, prompt, lvl)) if cv_metric else None
+        for sid, v, n_ in sel:
+            value = float(v)
+            n = None if fmt.missing(n_) else int(n_)
+            cv = spread.get((sid, cv_metric, prompt, lvl)) if cv_metric else None
             sd = None if cv is None else cv / 100.0 * value
             speedup = value / prev[0] if prev and prev[0] else float("nan")
             noise = within_noise(prev[0], prev[1], prev[2], value, sd, n) if prev else None
-            rows.append((_test_label(metric, prompt, lvl), metric, prompt, lvl, metrics.get(metric).unit,
-                         r.setup_id, label[r.setup_id], value, cv, n, speedup, noise))
+            rows.append((test, metric, prompt, lvl, unit, sid, label[sid], value, cv, n, speedup, noise))
             prev = (value, sd, n)
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
 
 
-def timeline_table(tl: pd.DataFrame) -> pd.DataFrame:
-    """The timeline as compare-llama-bench shows it: one row per test, one column per build with
-    'value' for the first build and 'value ×speedup' after it ('≈' marks a change within noise)."""
-    if tl.empty:
-        return pd.DataFrame()
-    builds = list(dict.fromkeys(tl.sort_values("setup_id", key=lambda s: s.map(
-        {sid: i for i, sid in enumerate(dict.fromkeys(tl.setup_id))})).build))
+@dataclass(frozen=True)
+class Group:
+    """Setups that are builds of one another: ``sib`` as ``siblings`` gives it, and their ``timeline``."""
+
+    sib: pd.DataFrame
+    timeline: pd.DataFrame
+
+    @property
+    def ids(self) -> list[str]:
+        return [str(s) for s in self.sib.setup_id]
+
+
+def timelines(store: Store) -> list[Group]:
+    """Every build group (as ``groups``) with its siblings and timeline, read with two queries in all
+    (``timeline`` per setup queries twice per setup)."""
+    df = store.df("SELECT setup_id, title, engine_version, engine_build, engine_commit, measured_last, setup_json "
+                  "FROM setups")
+    members = _group_rows(df)
+    if not members:
+        return []
+    m = _timeline_metrics(store, [str(df.setup_id.iloc[i]) for idx in members for i in idx])
+    parts = {str(sid): g for sid, g in m.groupby("setup_id", sort=False)} if not m.empty else {}
     out = []
-    for test, grp in tl.groupby("test", sort=False):
-        row: dict[str, str] = {"Test": str(test), "Unit": str(grp.unit.iloc[0])}
-        for b in builds:
-            hit = grp[grp.build == b]
-            if hit.empty:
-                row[b] = fmt.DASH
-                continue
-            r = hit.iloc[0]
-            cell = fmt.value(r.metric, r.value)
-            if pd.notna(r.speedup):
-                cell += f" ×{fmt.number(r.speedup, 2)}" + (" ≈" if r.within_noise is True else "")
-            row[b] = cell
-        out.append(row)
-    return pd.DataFrame(out, columns=["Test", "Unit", *builds])
+    for idx in members:
+        sib = df.iloc[idx].drop(columns=["setup_json"]).reset_index(drop=True)
+        sib["build"] = [build_label(row) for row in sib.to_dict("records")]
+        mine = [parts[s] for s in sib.setup_id if s in parts]
+        m_g = pd.concat(mine, ignore_index=True) if mine else m.iloc[0:0]
+        out.append(Group(sib[SIBLING_COLUMNS], _timeline(sib, m_g)))
+    return out
 
 
-def groups(store: Store) -> list[list[str]]:
-    """Every set of setups that are builds of one another (two builds or more), each oldest first."""
-    df = store.df("SELECT setup_id, gpu, model, quant, engine, engine_version, engine_build, engine_commit, "
-                  "measured_last, setup_json FROM setups")
+def _group_rows(df: pd.DataFrame) -> list[list[int]]:
+    """Row positions of each build group of a setups frame (columns of ``_build_key`` and setup_json),
+    each oldest build first; groups in the order of their ids."""
     by_sig: dict[str, list[int]] = {}
     for i, j in enumerate(df.setup_json):
         by_sig.setdefault(_signature(j), []).append(i)
@@ -216,8 +241,34 @@ def groups(store: Store) -> list[list[str]]:
     for idx in by_sig.values():
         if len(idx) < 2:
             continue
-        sub = df.iloc[idx]
-        ordered = sorted(range(len(sub)), key=lambda k: _build_key(sub.iloc[k]))
-        out.append([str(sub.iloc[k].setup_id) for k in ordered])
-    return sorted(out)
+        out.append(sorted(idx, key=lambda k: _build_key(df.iloc[k])))
+    return sorted(out, key=lambda idx: [str(df.setup_id.iloc[k]) for k in idx])
 
+
+def timeline_table(tl: pd.DataFrame) -> pd.DataFrame:
+    """The timeline as compare-llama-bench shows it: one row per test, one column per build with
+    'value' for the first build and 'value ×speedup' after it ('≈' marks a change within noise)."""
+    if tl.empty:
+        return pd.DataFrame()
+    label = dict(zip(tl.setup_id.tolist(), tl.build.tolist()))
+    builds = list(dict.fromkeys(label[s] for s in dict.fromkeys(tl.setup_id.tolist())))
+    rows: dict[str, tuple[str, dict[str, str]]] = {}
+    for test, metric, unit, build, value, speedup, noise in zip(
+            tl.test.tolist(), tl.metric.tolist(), tl.unit.tolist(), tl.build.tolist(), tl.value.tolist(),
+            tl.speedup.tolist(), tl.within_noise.tolist()):
+        cells = rows.setdefault(str(test), (str(unit), {}))[1]
+        if build in cells:
+            continue  # one figure per test and build: the first
+        cell = fmt.value(metric, value)
+        if not fmt.missing(speedup):
+            cell += f" ×{fmt.number(speedup, 2)}" + (" ≈" if noise is True else "")
+        cells[build] = cell
+    return pd.DataFrame([[test, unit, *(cells.get(b, fmt.DASH) for b in builds)]
+                         for test, (unit, cells) in rows.items()], columns=["Test", "Unit", *builds])
+
+
+def groups(store: Store) -> list[list[str]]:
+    """Every set of setups that are builds of one another (two builds or more), each oldest first."""
+    df = store.df("SELECT setup_id, engine_version, engine_build, engine_commit, measured_last, setup_json "
+                  "FROM setups")
+    return [[str(df.setup_id.iloc[k]) for k in idx] for idx in _group_rows(df)]

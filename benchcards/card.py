@@ -9,11 +9,18 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pandas as pd
 
 from benchcards import flags, fmt, metrics
 from benchcards.queries import Card
+
+
+def rows_of(df: pd.DataFrame) -> list[SimpleNamespace]:
+    """The rows of one card's small frame with attribute access, like ``itertuples`` (which builds a
+    namedtuple class on every call: the larger part of a card's time in the export)."""
+    return [SimpleNamespace(**r) for r in df.to_dict("records")]
 
 
 def depth_label(tokens: object) -> str:
@@ -511,9 +518,7 @@ def quality_table(card: Card) -> pd.DataFrame:
     """Test | What | Result ± margin | Right / n | Cut off | Token limit | Median answer | Thinking | From | Run."""
     rows = []
     order = {t: i for i, t in enumerate(metrics.TESTS)}
-    q = card.quality.assign(_o=[order.get(t, len(order)) for t in card.quality.test]).sort_values(
-        ["_o", "test"], kind="stable")
-    for r in q.itertuples():
+    for r in sorted(rows_of(card.quality), key=lambda r: (order.get(r.test, len(order)), r.test)):
         median = [fmt.tokens(r.median_tokens) if not fmt.missing(r.median_tokens) else None,
                   fmt.metric("median_seconds", r.median_seconds) if not fmt.missing(r.median_seconds) else None]
         known = metrics.TESTS.get(r.test)
@@ -574,7 +579,7 @@ def fit_table(card: Card) -> pd.DataFrame:
     """One row per context size of the memory test; columns nobody filled are left out."""
     results = {"answered": "answered", "no_answer": "did not answer", "no_load": "did not load"}
     rows = []
-    for s in card.fit_steps.itertuples():
+    for s in rows_of(card.fit_steps):
         result = results.get(s.result, str(s.result))
         if s.result == "answered" and not fmt.missing(s.finish_reason):
             result += f" ({s.finish_reason})"
@@ -593,11 +598,10 @@ def fit_table(card: Card) -> pd.DataFrame:
                                                                                       int(s.ctx))),
             "Result": result,
         })
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return df
-    empty = [c for c in df.columns if (df[c] == fmt.DASH).all()]
-    return df.drop(columns=empty)
+    if not rows:
+        return pd.DataFrame()
+    keep = [c for c in rows[0] if any(r[c] != fmt.DASH for r in rows)]
+    return pd.DataFrame([[r[c] for c in keep] for r in rows], columns=keep)
 
 
 # --------------------------------------------------------------------------- server command and reproduction
@@ -819,9 +823,14 @@ def reproduce(card: Card) -> Reproduce:
 def runs_table(card: Card) -> pd.DataFrame:
     """Every run with its parts that did not simply pass (failed, repeated, skipped)."""
     rows = []
-    for r in card.runs.itertuples():
-        parts = card.parts[(card.parts.run_id == r.run_id) & (card.parts.status != "ok")]
-        notes = "; ".join(f"{step_name(p.part)}: {p.status} — {fmt.text(p.reason)}" for p in parts.itertuples())
+    p = card.parts
+    problems: dict[str, list[str]] = {}
+    for run_id, part, status, reason in zip(p.run_id.tolist(), p.part.tolist(), p.status.tolist(),
+                                            p.reason.tolist()):
+        if status != "ok":
+            problems.setdefault(run_id, []).append(f"{step_name(part)}: {status} — {fmt.text(reason)}")
+    for r in rows_of(card.runs):
+        notes = "; ".join(problems.get(r.run_id, []))
         rows.append({"Run": r.run_id, "Kind": {"speed": "speed", "quality": "quality",
                                                "fit": "memory test"}.get(r.kind, r.kind),
                      "Started": fmt.text(r.started_at), "Records": fmt.number(r.n_records, 0),
@@ -846,7 +855,7 @@ def warnings_list(card: Card) -> list[tuple[str, str, str]]:
     """(what, run, message) of every warning of the setup."""
     return [(WARNING_KINDS.get(w.kind, str(w.kind).replace("_", " ")),
              "the setup" if fmt.missing(w.run_id) else str(w.run_id), str(w.message))
-            for w in card.warnings.itertuples()]
+            for w in rows_of(card.warnings)]
 
 
 def machine_rows(card: Card) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ join measured points, nothing is interpolated beyond them.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import altair as alt
@@ -102,11 +103,17 @@ def _scale(log: bool) -> alt.Scale:
 
 def powers_of_two(values: pd.Series) -> list[int]:
     """Powers of two from the smallest to the largest value (tick marks of a depth axis)."""
-    v = pd.to_numeric(values, errors="coerce").dropna()
-    v = v[v > 0]
-    if v.empty:
+    v = []
+    for x in values.tolist() if hasattr(values, "tolist") else values:
+        try:
+            f = float(x)
+        except (TypeError, ValueError):
+            continue
+        if 0 < f < math.inf:
+            v.append(f)
+    if not v:
         return []
-    lo, hi = float(v.min()), float(v.max())
+    lo, hi = min(v), max(v)
     out, p = [], 1
     while p <= hi * 1.0001:
         if p >= lo * 0.9999:

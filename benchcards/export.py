@@ -129,11 +129,11 @@ def cell_text(v: Any, decimals: int | None = None) -> str:
     return fmt.number(f, decimals)
 
 
-def _decimals(col: pd.Series, limit: int = 3) -> int:
+def _decimals(col: list, limit: int = 3) -> int:
     """The decimals a rounded float column shows: as many as its most precise value needs (at most ``limit``),
     so that 75.0 and 74.3 in one column read 75.0 and 74.3."""
     most = 0
-    for v in col.tolist():
+    for v in col:
         if v is None or v != v or v in (float("inf"), float("-inf")):
             continue
         text = f"{round(float(v), limit):.{limit}f}".rstrip("0")
@@ -149,14 +149,21 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
     if df is None or df.empty:
         return Table([], [])
     hidden = set((links or {}).values()) | set((downloads or {}).values())
+    values: dict[Any, list] = {}
+    kinds = {}
+    for c, col in df.items():
+        values[c] = col.tolist()
+        kinds[c] = col.dtype
     cols = [c for c in df.columns if c not in hidden]
-    decimals: dict[str, int] = {**{c: _decimals(df[c]) for c in cols if pd.api.types.is_float_dtype(df[c].dtype)},
+    decimals: dict[str, int] = {**{c: _decimals(values[c]) for c in cols if pd.api.types.is_float_dtype(kinds[c])},
                                 **df.attrs.get("decimals", {})}
-    numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)
-               for c in cols]
-    values = {c: df[c].tolist() for c in df.columns}
+    numeric = [pd.api.types.is_numeric_dtype(kinds[c]) and not pd.api.types.is_bool_dtype(kinds[c]) for c in cols]
     rows = []
+    plain = not links and not downloads
     for i in range(len(df)):
+        if plain:
+            rows.append([Cell(cell_text(values[c][i], decimals.get(c))) for c in cols])
+            continue
         row = []
         for c in cols:
             target = values[links[c]][i] if links and c in links else None
@@ -219,15 +226,15 @@ class CardJob:
     previous: dict[str, sitewrite.Entry]
     raw: frozenset[str]
     knees: pd.DataFrame
-    #: setups that are builds of one another: a card in a group shows the group's timeline
-    in_build_group: frozenset[str] = frozenset()
+    #: the build timeline a card shows (setups that are builds of one another share their group's)
+    timelines: dict[str, Table] = field(default_factory=dict)
 
 
 def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
+    """The rows of ``df`` per setup, in their order (slices of one sort: a groupby cost ~4 ms a card)."""
     if df.empty:
         return {}
-    return {str(sid): (g.drop(columns="setup_id") if drop_id else g).reset_index(drop=True)
-            for sid, g in df.groupby("setup_id", sort=False)}
+    return queries.split_by_setup(df.sort_values("setup_id", kind="stable"), drop_id)
 
 
 #: the knee marks of a card without knees (the columns the charts' knee layers read)
@@ -262,8 +269,7 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
         html = card_page(env, c, path, depth={k: v.get(c.setup_id) for k, v in depth.items()},
                          conc=conc.get(c.setup_id), fit=fit.get(c.setup_id), knees=knees.get(c.setup_id),
                          knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
-                         raw=job.raw,
-                         timeline=builds.timeline(store, c.setup_id) if c.setup_id in job.in_build_group else None)
+                         raw=job.raw, timeline=job.timelines.get(c.setup_id))
         writer.write(path, html)
     db.forget(job.db_path)
     return writer.entries, writer.written
@@ -271,8 +277,9 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
 
 def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dict[str, pd.DataFrame | None],
               conc: pd.DataFrame | None, fit: pd.DataFrame | None, knees: pd.DataFrame | None,
-              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], timeline: pd.DataFrame | None = None) -> str:
-    """The card of one setup (its chart points, knees and knee marks computed for many setups at once)."""
+              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], timeline: Table | None = None) -> str:
+    """The card of one setup (its chart points, knees and knee marks computed for many setups at once;
+    ``timeline``: the table of its build group, computed once per group)."""
     s = c.setup
     page = Charts()
     up = site.up(path)
@@ -318,7 +325,7 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         model_href=site.model_path(model),
         tiles=cardmod.headline_tiles(c), speed=table(cardmod.speed_table(c)), speed_extra=speed_extra,
         speed_charts=speed_charts, knees=table(analysis.knee_table(knees)) if knees is not None else None,
-        timeline=table(builds.timeline_table(timeline) if timeline is not None else None),
+        timeline=timeline or Table([], []),
         builds_explained=builds.EXPLAINED,
         quality=table(cardmod.quality_table(c)),
         fit=table(cardmod.fit_table(c)) if c.fit is not None else None, fit_charts=fit_charts,
@@ -702,9 +709,12 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             todo = []
             extras = _card_extras(store, kn, raw)
             # a card in a build group shows the group's timeline: it changes with any member's data
-            build_groups = builds.groups(store)
-            in_group = frozenset(m for g in build_groups for m in g)
-            for g in build_groups:
+            build_groups = builds.timelines(store)
+            timelines = {}
+            for grp in build_groups:
+                t = table(builds.timeline_table(grp.timeline))
+                timelines.update({m: t for m in grp.ids})
+            for g in (grp.ids for grp in build_groups):
                 stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]
                 for m in g:
                     extras[m] = f"{extras.get(m, '')}+{stamp_g}"
@@ -718,7 +728,8 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             chunks = [todo[i:i + CHUNK] for i in range(0, len(todo), CHUNK)]
             for chunk in chunks:
                 prev = {p: e for p in (site.setup_path(s) for s in chunk) if (e := previous.get(p)) is not None}
-                job = CardJob(db_path, out, chunk, prev, raw, kn[kn.setup_id.isin(set(chunk))], in_group)
+                job = CardJob(db_path, out, chunk, prev, raw, kn[kn.setup_id.isin(set(chunk))],
+                              {s: timelines[s] for s in chunk if s in timelines})
                 if pool is not None:
                     jobs.append(pool.submit(render_cards, job))
                 else:
@@ -775,18 +786,15 @@ def _card_extras(store: queries.Store, kn: pd.DataFrame, raw: frozenset[str]) ->
                                      .encode())[:16] for s in ids}
 
 
-def _builds_page(env: jinja2.Environment, store: queries.Store, build_groups: list[list[str]]) -> str:
+def _builds_page(env: jinja2.Environment, build_groups: list[builds.Group]) -> str:
     """Every build timeline: one table per hardware, model and settings measured with several builds."""
-    titles = dict(queries.setup_ids(store))
     timelines = []
-    for ids in build_groups:
-        sib = builds.siblings(store, ids[-1])
-        tl = builds.timeline(store, ids[-1], sib)
-        if tl.empty:
+    for grp in build_groups:
+        if grp.timeline.empty:
             continue
-        links = [Cell(b, site.setup_path(sid)) for sid, b in zip(sib.setup_id, sib.build)]
-        timelines.append({"title": titles.get(ids[-1], ids[-1]), "builds": links,
-                          "table": table(builds.timeline_table(tl))})
+        links = [Cell(b, site.setup_path(sid)) for sid, b in zip(grp.sib.setup_id, grp.sib.build)]
+        timelines.append({"title": str(grp.sib.title.iloc[-1]), "builds": links,
+                          "table": table(builds.timeline_table(grp.timeline))})
     return render(env, "builds.html", "builds.html", title="Builds over time",
                   crumbs=[HOME, site.Crumb("Builds over time")], explained=builds.EXPLAINED, timelines=timelines)
 
@@ -799,7 +807,7 @@ def _spawn() -> Any:
 
 def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: queries.Store, ov: pd.DataFrame,
                      data: queries.AnalysisData, kn: pd.DataFrame, base: str | None,
-                     build_groups: list[list[str]]) -> list[str]:
+                     build_groups: list[builds.Group]) -> list[str]:
     """Every page but the cards, and the machine-readable files."""
     write = writer.write
     ranked = queries.sort_overview(ov, "decode")
@@ -832,7 +840,7 @@ def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: q
                                     f"{'s' if quants != 1 else ''}, by hardware tier, fastest decode first."],
                              links={"Setup": "href"})
     pages += _quality_pages(env, write, q)
-    write("builds.html", _builds_page(env, store, build_groups))
+    write("builds.html", _builds_page(env, build_groups))
     pages.append("builds.html")
     pages += _analysis_pages(env, write, data, kn, tier_order)
     write("assets/search.js", site.search_script(site.search_index(ov)))

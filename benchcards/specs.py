@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -61,10 +62,13 @@ def records(df: pd.DataFrame) -> list[dict]:
     if df.empty:
         return []
     cols: dict[str, list] = {}
-    for name in df.columns:
-        s = df[name]
+    for name, s in df.items():
         values: list[Any]
-        if pd.api.types.is_bool_dtype(s.dtype) and not s.isna().any():
+        if s.dtype.kind == "f" and isinstance(s.dtype, np.dtype):  # numpy floats: only NaN and inf to mend
+            values = [v if v - v == 0 else None for v in s.tolist()]
+        elif s.dtype.kind in "iu" and isinstance(s.dtype, np.dtype):
+            values = s.tolist()
+        elif pd.api.types.is_bool_dtype(s.dtype) and not s.isna().any():
             values = [bool(v) for v in s.tolist()]
         elif pd.api.types.is_datetime64_any_dtype(s.dtype):
             values = [None if pd.isna(v) else v.isoformat() for v in s]

@@ -210,3 +210,30 @@ def test_the_builds_page_shows_names_from_the_files_as_text(tmp_path):
         assert tab.evaluate(AUDIT) == [] and seen["dialogs"] == [] and seen["errors"] == []
         assert [u for u in seen["requests"] if not u.startswith(("file://", "data:"))] == []
         browser.close()
+
+
+def test_a_speed_setup_timeline_keeps_every_test_and_the_batch_agrees(tmp_path):
+    """Two builds of one synthetic speed setup (seeds 16 and 76 differ only in the build): the timeline
+    lines up per-prompt decode (no level) beside requests-at-once levels, and the export's batch of every
+    group's timeline equals the one-setup timeline."""
+    from benchcards import synth
+    from ingest import ingest_paths
+
+    raw = tmp_path / "raw"
+    for seed in (16, 76, 17):
+        synth.generate_setup(seed, raw, quality=False, fit=False)
+    db = tmp_path / "s.duckdb"
+    ingest_paths([raw], db)
+    store = queries.Store(db)
+    [group] = builds.timelines(store)
+    assert builds.groups(store) == [group.ids] and len(group.ids) == 2
+    one = builds.timeline(store, group.ids[0])
+    assert group.timeline.equals(one) and group.sib.equals(builds.siblings(store, group.ids[1]))
+    decode = one[(one.metric == "decode") & one.prompt.notna()]
+    conc = one[one.metric == "conc_total"]
+    assert len(decode) >= 2 * 2 and decode.level.isna().all()  # a row per build of each prompt
+    assert len(conc) >= 2 * 2 and conc.level.notna().all()
+    table = builds.timeline_table(one)
+    assert list(table.columns[2:]) == list(group.sib.build)
+    assert set(table.Test) == set(one.test) and len(table) == one.test.nunique()
+    assert all(" ×" in v for v in table.iloc[:, 3])  # the second build: its speedup over the first
