@@ -166,7 +166,7 @@ def memory(c: Card) -> None:
     common.table(cardmod.fit_table(c), f"{c.setup_id}-memory")
     st.caption(md(f"Peak memory measured with: {cardmod.peak_method(c)}."))
     vram = c.row.get("vram_gib")
-    common.chart(charts.fit_chart(c.fit_steps, vram_gib=None if fmt.missing(vram) else float(vram)), key="fit-chart")
+    common.vega(charts.fit_spec(c.fit_steps, vram_gib=None if fmt.missing(vram) else float(vram)), key="fit-chart")
 
 
 def method(c: Card) -> None:

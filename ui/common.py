@@ -234,6 +234,11 @@ def chart(c: alt.TopLevelMixin, key: str) -> None:
     st.altair_chart(c, theme=None, width="stretch", key=key)
 
 
+def vega(spec: dict, key: str) -> None:
+    """A Vega-Lite dict from benchcards.charts (a ``*_spec`` function), with our theme (not Streamlit's)."""
+    st.vega_lite_chart(spec=spec, theme=None, width="stretch", key=key)
+
+
 def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_selections: int | None = None,
                  options: list[str] | None = None, default: str | list[str] | None = None, where=None):
     """Select one or several setups by title; the chosen ids live in the URL (?key=id).

@@ -1,0 +1,52 @@
+"""Chart specs filled into cached templates (benchcards.specs: the export's cards and the app's memory chart)
+are the very specs Altair builds from the same frames, data included."""
+
+import pytest
+
+from benchcards import analysis, charts, queries, specs
+from benchcards.export import SERIES_METRICS
+
+pytestmark = pytest.mark.integration
+
+
+def built(chart) -> dict:
+    """What the app draws from an Altair chart: its dict with the datasets inlined."""
+    spec = specs.plain_separators(chart.to_dict())
+    spec["width"] = "container"
+    return specs.inline(spec)
+
+
+@pytest.fixture(scope="module")
+def demo(demo_db):
+    store = queries.Store(demo_db)
+    ids = queries.overview(store).setup_id.tolist()
+    return store, ids, queries.series(store, ids, SERIES_METRICS), analysis.knees(queries.analysis_data(store))
+
+
+def test_depth_and_concurrency_templates_draw_what_altair_draws(demo):
+    _store, _ids, series, kn = demo
+    drawn = 0
+    for kind in ("prefill", "decode", "ttft"):
+        pts = charts.depth_points(series, kind)
+        assert not pts.empty, kind
+        frames = {"points": pts}
+        if kind != "ttft":
+            frames["knees"] = charts.depth_knee_points(pts, kn, kind)
+        ours = specs.inline(specs.spec_dict(charts.depth_builder, frames, charts.depth_settings(pts, kind)))
+        assert ours == built(charts.depth_chart(series, kind, knees=None if kind == "ttft" else kn)), kind
+        drawn += len(pts)
+    pts = charts.conc_points(series, "total")
+    ours = specs.inline(specs.spec_dict(charts.conc_builder, {"points": pts, "knees": charts.conc_knee_points(pts, kn)},
+                                        charts.conc_settings(pts, "total")))
+    assert ours == built(charts.conc_chart(series, "total", knees=kn))
+    assert drawn > 20  # the demo's points, not empty charts that agree
+
+
+def test_the_cards_memory_chart_is_the_altair_chart(demo):
+    store, ids, _series, _kn = demo
+    cards = [c for c in queries.cards(store, ids) if c.fit is not None and not c.fit_steps.empty]
+    assert len(cards) >= 2
+    for c in cards:
+        vram = c.row.get("vram_gib")
+        ours = specs.inline(charts.fit_spec(c.fit_steps, vram_gib=vram))
+        assert ours == built(charts.fit_chart(c.fit_steps, vram_gib=vram)), c.setup_id
