@@ -73,6 +73,8 @@ HOME_ROWS = 10
 CHART_SETUPS = 40
 #: setups on the knee charts of a tier page of the analysis
 KNEE_CHART_SETUPS = 5
+#: the longest text of a column whose cells do not wrap
+SHORT_CELL = 16
 #: cards per task of a worker process
 CHUNK = 50
 #: below this many setups the cards are rendered in this process (starting workers costs more)
@@ -87,6 +89,7 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     # safe: script_json leaves no character that could end the <script> element or open markup
     env.filters["script_json"] = lambda v: markupsafe.Markup(script_json(v))  # noqa: S704
+    env.filters["count"] = fmt.count
     return env
 
 
@@ -100,6 +103,8 @@ class Cell:
     text: str
     href: str | None = None
     download: str | None = None
+    #: a second line under the text (the note of one row, e.g. figures that are not the column's kind)
+    note: str | None = None
 
 
 @dataclass
@@ -109,6 +114,8 @@ class Table:
     columns: list[str]
     rows: list[list[Cell]]
     numeric: list[bool] = field(default_factory=list)
+    #: columns of short texts (figures, "54.5 % ± 4.9") that never wrap inside a cell
+    short: list[bool] = field(default_factory=list)
 
 
 def cell_text(v: Any, decimals: int | None = None) -> str:
@@ -142,13 +149,14 @@ def _decimals(col: list, limit: int = 3) -> int:
 
 
 def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
-          downloads: dict[str, str] | None = None, up: str = "") -> Table:
+          downloads: dict[str, str] | None = None, up: str = "", notes: dict[str, str] | None = None) -> Table:
     """A display table as a Table. ``links`` maps a column to a column of addresses for it (from the site
     root; ``up`` leads there from the page), ``downloads`` a column to a column of file names (its links
-    download under that name). Numbers are formatted with the decimals in ``df.attrs['decimals']``."""
+    download under that name), ``notes`` a column to a column of second lines for its cells (missing: none).
+    Numbers are formatted with the decimals in ``df.attrs['decimals']``."""
     if df is None or df.empty:
         return Table([], [])
-    hidden = set((links or {}).values()) | set((downloads or {}).values())
+    hidden = set((links or {}).values()) | set((downloads or {}).values()) | set((notes or {}).values())
     values: dict[Any, list] = {}
     kinds = {}
     for c, col in df.items():
@@ -159,7 +167,7 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
                                 **df.attrs.get("decimals", {})}
     numeric = [pd.api.types.is_numeric_dtype(kinds[c]) and not pd.api.types.is_bool_dtype(kinds[c]) for c in cols]
     rows = []
-    plain = not links and not downloads
+    plain = not links and not downloads and not notes
     for i in range(len(df)):
         if plain:
             rows.append([Cell(cell_text(values[c][i], decimals.get(c))) for c in cols])
@@ -169,9 +177,13 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
             target = values[links[c]][i] if links and c in links else None
             href = f"{up}{target}" if target and not fmt.missing(target) else None
             dl = str(values[downloads[c]][i]) if downloads and c in downloads and href else None
-            row.append(Cell(cell_text(values[c][i], decimals.get(c)), href, dl))
+            note = values[notes[c]][i] if notes and c in notes else None
+            row.append(Cell(cell_text(values[c][i], decimals.get(c)), href, dl,
+                            None if fmt.missing(note) else str(note)))
         rows.append(row)
-    return Table([str(c) for c in cols], rows, numeric)
+    short = [bool(rows) and max(len(r[j].text) + len(r[j].note or "") for r in rows) <= SHORT_CELL
+             for j in range(len(cols))]
+    return Table([str(c) for c in cols], rows, numeric, short)
 
 
 # --------------------------------------------------------------------------- pages
@@ -340,21 +352,30 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
 # --------------------------------------------------------------------------- lists: home, tiers, models
 
 
-def _overview_rows(ov: pd.DataFrame) -> pd.DataFrame:
-    """The overview's display columns for list pages, with each setup's address in ``href``."""
+def _overview_rows(ov: pd.DataFrame, tier: bool = True) -> pd.DataFrame:
+    """The overview's display columns for list pages, with each setup's address in ``href``: the setup's short
+    name (model · quant · engine build, as the app's overview), figures, quality, GPU, tier (unless ``tier`` is
+    False: a tier's own page), the notes a row of the list has, and the kind of data."""
     shown = views.overview_display(ov)
-    out = pd.DataFrame({"Setup": list(ov.title), "href": [site.setup_path(s) for s in ov.setup_id]})
+    out = pd.DataFrame({"Setup": list(shown.Setup), "href": [site.setup_path(s) for s in ov.setup_id],
+                        "setup_note": list(shown.engine_only)})
     for col in shown.columns[4:]:
-        out[col] = list(shown[col])
-    out["Engine"] = [fmt.text(f"{e} {v}".strip()) for e, v in zip(ov.engine, ov.engine_version)]
-    out["Quant"] = list(ov.quant.map(fmt.text))
+        if col not in ("offload", "engine_only") and (col != "VRAM tier" or tier):
+            out[col] = list(shown[col])
+    out["gpu_note"] = [None if fmt.missing(o) else f"⚠ {o}" for o in shown.offload]
     out["Data"] = list(ov.badges)
     return out
 
 
+#: how a list of ``_overview_rows`` links and annotates its cells (``table``'s links and notes)
+LIST_LINKS = {"Setup": "href"}
+LIST_NOTES = {"Setup": "setup_note", "GPU": "gpu_note"}
+
+
 def _write_list(env: jinja2.Environment, write: Callable[[str, str], Any], stem: str, rows: pd.DataFrame,
                 title: str, crumbs: list[site.Crumb], intro: Iterable[str] = (), links: dict[str, str] | None = None,
-                before: Callable[[int, Charts], dict] | None = None, heading: str | None = None) -> list[str]:
+                before: Callable[[int, Charts], dict] | None = None, heading: str | None = None,
+                notes: dict[str, str] | None = None) -> list[str]:
     """A sortable, filterable table split into pages of ``site.PAGE_ROWS`` rows at ``stem``(-N).html."""
     paths = []
     n = site.pages(len(rows))
@@ -365,7 +386,7 @@ def _write_list(env: jinja2.Environment, write: Callable[[str, str], Any], stem:
         extra = before(page, page_charts) if before else {}
         write(path, render(env, "list.html", path, title=title + (f" (page {page} of {n})" if n > 1 else ""),
                            crumbs=crumbs, charts=page_charts, heading=heading or title, intro=list(intro),
-                           rows=table(part, links=links, up=site.up(path)),
+                           rows=table(part, links=links, up=site.up(path), notes=notes),
                            paging=site.pager(stem, page, len(rows)), **extra))
         paths.append(path)
     return paths
@@ -378,7 +399,8 @@ def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tes
         rows = ranked[ranked.tier == label]
         sections.append({"label": label, "href": site.tier_path(label), "count": len(rows),
                          "text": site.TIER_TEXT.get(label, ""),
-                         "table": table(_overview_rows(rows.head(HOME_ROWS)), links={"Setup": "href"})})
+                         "table": table(_overview_rows(rows.head(HOME_ROWS), tier=False), links=LIST_LINKS,
+                                       notes=LIST_NOTES)})
     return render(env, "index.html", "index.html", title="All setups", sections=sections,
                   models=table(models, links={"Model": "href"}), n_setups=len(ov), n_models=len(models),
                   n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=_answer_links())
@@ -416,7 +438,7 @@ def _quality_pages(env: jinja2.Environment, write: Callable[[str, str], Any], q:
         def chart(page: int, page_charts: Charts, top: pd.DataFrame = top, n: int = len(g)) -> dict:
             if page == 1:
                 page_charts.add(charts.quality_chart(top),
-                                caption=None if n <= len(top) else f"The {len(top)} best of {n} setups.")
+                                caption=None if n <= len(top) else f"The {len(top)} best of {fmt.count(n, 'setup')}.")
             return {}
 
         paths += _write_list(env, write, stem, shown, f"{label}: quality with 95 % margins",
@@ -504,7 +526,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
                 n = tp.setup_id.nunique()
                 page_charts.add(charts.pareto_chart(tp[tp.setup_id.isin(on_chart)]),
                                 caption=None if n <= len(on_chart) else
-                                f"{len(on_chart)} of {n} setups: those on the frontier, then the highest totals.")
+                                f"{len(on_chart)} of {fmt.count(n, 'setup')}: those on the frontier, then the highest totals.")
             return {}
 
         title = f"Throughput vs per-request speed: {t} tier"
@@ -564,7 +586,8 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
             tp = analysis.throughput(sub)
             if not tp.empty:
                 page_charts.add(charts.knee_conc_chart(tp, k, colours))
-            return {"chart_note": f"The charts show the tier's {len(pick)} fastest setups (decode); the table "
+            fastest = f"{len(pick)} fastest setups" if len(pick) > 1 else "fastest setup"
+            return {"chart_note": f"The charts show the tier's {fastest} (decode); the table "
                                   "lists every setup's knees."}
 
         title = f"Knees: {t} tier"
@@ -820,9 +843,9 @@ def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: q
         rows = ranked[ranked.tier == label]
         stem = site.tier_path(label)[:-5]
         crumbs = [HOME, site.Crumb(f"{label} tier")]
-        pages += _write_list(env, write, stem, _overview_rows(rows), f"{label} tier", crumbs,
-                             intro=[site.TIER_TEXT.get(label, ""), f"{len(rows):,} setups, fastest decode first."],
-                             links={"Setup": "href"})
+        pages += _write_list(env, write, stem, _overview_rows(rows, tier=False), f"{label} tier", crumbs,
+                             intro=[site.TIER_TEXT.get(label, ""), f"{fmt.count(len(rows), 'setup')}, fastest decode first."],
+                             links=LIST_LINKS, notes=LIST_NOTES)
     write("models/index.html", render(env, "models.html", "models/index.html", title="Models",
                                       crumbs=[HOME, site.Crumb("Models")],
                                       models=table(models, links={"Model": "href"}, up="../")))
@@ -830,15 +853,13 @@ def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: q
     for name, rows in ranked.groupby(ranked.model.map(site.model_key), sort=True):
         stem = site.model_path(name)[:-5]
         shown = _overview_rows(rows)
-        shown.insert(2, "Tier", list(rows.tier))
         gpus = rows.gpu.nunique()
         quants = rows.quant.map(fmt.text).nunique()
         pages += _write_list(env, write, stem, shown, str(name),
                              [HOME, site.Crumb("Models", "models/index.html"), site.Crumb(str(name))],
-                             intro=[f"Every setup of {name}: {len(rows):,} on {gpus:,} GPU model"
-                                    f"{'s' if gpus != 1 else ''} in {quants:,} quantisation"
-                                    f"{'s' if quants != 1 else ''}, by hardware tier, fastest decode first."],
-                             links={"Setup": "href"})
+                             intro=[f"Every setup of {name}: {len(rows):,} on {fmt.count(gpus, 'GPU model')} in "
+                                    f"{fmt.count(quants, 'quantisation')}, by hardware tier, fastest decode first."],
+                             links=LIST_LINKS, notes=LIST_NOTES)
     pages += _quality_pages(env, write, q)
     write("builds.html", _builds_page(env, build_groups))
     pages.append("builds.html")

@@ -269,6 +269,13 @@ def yes_no(x: object) -> str:
     return "yes" if bool(x) else "no"
 
 
+def count(n: object, noun: str, plural: str | None = None) -> str:
+    """'1 setup', '1,000 setups': a whole number with thousands separators and the noun in the number it
+    takes (``plural`` for nouns that do not just add an s)."""
+    k = int(n)  # type: ignore[call-overload]
+    return f"{k:,} {noun if k == 1 else (plural or noun + 's')}"
+
+
 def text(x: object) -> str:
     """Any value as text, '—' when missing."""
     return DASH if missing(x) else str(x)

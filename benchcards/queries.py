@@ -159,6 +159,8 @@ def overview(store: Store) -> pd.DataFrame:
 
     Figures stay numbers (formatting is ``benchcards.fmt``'s job, for the rows shown); per
     headline quality test ``<test>_pct`` and ``<test>_margin``.
+    ``bench_tg_test``/``bench_tg_tps`` and ``bench_pp_test``/``bench_pp_tps``: the engine benchmark's
+    (llama-bench) first generation and prompt test without context depth, for setups measured that way.
     Derived columns: ``tier`` (``benchcards.tiers``), ``model_gb`` (file size, 10⁹ bytes),
     ``bpw`` (bits per weight), ``need_gib`` (GPU memory the setup needs: the memory
     test's peak at its largest answered context, else the model file or the VRAM it ran
@@ -178,6 +180,13 @@ def overview(store: Store) -> pd.DataFrame:
                        AS decode_tps,
                    max(CASE WHEN m.metric = 'prefill' AND m.level = 8192 THEN m.value END) AS prefill_8k_tps,
                    max(CASE WHEN m.metric = 'ttft' AND m.level = 2048 THEN m.value END) AS ttft_2k_s,
+                   min(m.prompt) FILTER (WHERE m.metric = 'bench_decode' AND coalesce(m.level, 0) = 0) AS bench_tg_test,
+                   arg_min(m.value, m.prompt) FILTER (WHERE m.metric = 'bench_decode' AND coalesce(m.level, 0) = 0)
+                       AS bench_tg_tps,
+                   min(m.prompt) FILTER (WHERE m.metric = 'bench_prefill' AND coalesce(m.level, 0) = 0)
+                       AS bench_pp_test,
+                   arg_min(m.value, m.prompt) FILTER (WHERE m.metric = 'bench_prefill' AND coalesce(m.level, 0) = 0)
+                       AS bench_pp_tps,
                    any_value(f.largest_ctx) AS fit_ctx, any_value(f.peak_gib) AS fit_peak_gib,
                    (SELECT count(*) FROM warnings w WHERE w.setup_id = s.setup_id) AS n_warnings
             FROM setups s

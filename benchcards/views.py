@@ -61,7 +61,23 @@ def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
     out["VRAM tier"] = ov.tier.astype(str)
     out["offload"] = [None if fmt.missing(o) else f"needs system RAM: {o}"
                       for o in (ov.offload if "offload" in ov.columns else [None] * len(ov))]
+    out["engine_only"] = engine_only(ov)
     return out.reset_index(drop=True)
+
+
+def engine_only(ov: pd.DataFrame) -> list[str | None]:
+    """Per overview row, for a setup with no decode measured over HTTP but an engine benchmark: its figures
+    ('llama-bench only: tg128 198.4 tok/s, pp512 4,250.2 tok/s'), else None. They stay out of the ranked
+    columns: the engine's own timing of random tokens is not comparable one to one with a server's."""
+    if "bench_tg_tps" not in ov.columns:
+        return [None] * len(ov)
+    out: list[str | None] = []
+    for dec, tg_test, tg, pp_test, pp in zip(ov.decode_tps, ov.bench_tg_test, ov.bench_tg_tps, ov.bench_pp_test,
+                                             ov.bench_pp_tps):
+        figs = [f"{fmt.bench_test(test)} {fmt.metric(key, v)}" for key, test, v in
+                (("bench_decode", tg_test, tg), ("bench_prefill", pp_test, pp)) if not fmt.missing(v)]
+        out.append(f"llama-bench only: {', '.join(figs)}" if figs and fmt.missing(dec) else None)
+    return out
 
 
 def overview_table(ov: pd.DataFrame, link: Callable[[str], str]) -> pd.DataFrame:
@@ -69,7 +85,7 @@ def overview_table(ov: pd.DataFrame, link: Callable[[str], str]) -> pd.DataFrame
     shown = overview_display(ov)
     table = pd.DataFrame({"Card": [link(s) for s in ov.setup_id], "Setup": list(ov.title), "Short name": shown.Setup})
     for col in shown.columns[4:]:
-        if col != "offload":
+        if col not in ("offload", "engine_only"):
             table[col] = list(shown[col])
     table["GPU"] = list(ov.gpu.map(fmt.text))
     table["VRAM (GiB)"] = [fmt.value("vram_gib", v) for v in ov.vram_gib]
@@ -81,6 +97,7 @@ def overview_table(ov: pd.DataFrame, link: Callable[[str], str]) -> pd.DataFrame
     table["GPU memory needed (GiB)"] = [fmt.value("need_gib", v) for v in ov.need_gib]
     table["Also needs system RAM for"] = [fmt.text(o) for o in (ov.offload if "offload" in ov.columns
                                                                   else [None] * len(ov))]
+    table["Engine benchmark only"] = [fmt.text(e) for e in shown.engine_only]
     table["Thinking"] = list(ov.thinking.map(fmt.on_off))
     table["Measured"] = list(ov.measured.map(fmt.text))
     table["Data"] = list(ov.badges)

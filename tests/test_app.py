@@ -178,6 +178,10 @@ def test_overview_default_order_is_decode_within_the_gpu_memory_tier():
     measured = [float(v.replace(",", "")) for v in in_24 if v != "—"]
     assert len(measured) == 3 and measured == sorted(measured, reverse=True) and in_24[:3] == [f"{v:,.1f}" for v in measured]
     assert in_24[3:] == ["—"] * 4
+    # ... and shows its engine figures under its name, apart from the ranked columns
+    bench = [s for s in t.Setup if "llama-bench only" in s]
+    assert len(bench) == 4 and all(re.search(r"llama-bench only: tg128 \d{3}\.\d tok/s, pp512 [\d,]+\.\d tok/s", s)
+                                   for s in bench), bench
 
 
 def test_overview_filters_from_the_url():

@@ -91,7 +91,7 @@ def _rows(html: str) -> list[list[str]]:
     """The body rows of the (last) table of a page as cell texts."""
     body = html.rsplit("<tbody>", 1)[1].split("</tbody>", 1)[0]
     return [[re.sub(r"<[^>]+>", "", c).replace("&#39;", "'").replace("&amp;", "&").strip()
-             for c in re.findall(r"<td>(.*?)</td>", tr, re.S)] for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+             for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)] for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
 
 
 def test_tier_and_model_pages_list_every_setup_with_breadcrumbs(site):
@@ -117,6 +117,29 @@ def test_tier_and_model_pages_list_every_setup_with_breadcrumbs(site):
     assert round(decode["value"], 1) == 63.4 and decode["unit"] == "tok/s"
     card = (site / "setups" / f"{SEED}.html").read_text()
     assert 'href="../tiers/16-gb.html">16 GB tier</a>' in card and 'aria-current="page"' in card
+
+
+def _headers(html: str) -> list[str]:
+    head = html.rsplit("<thead>", 1)[1].split("</thead>", 1)[0]
+    return [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", head, re.S)]
+
+
+def test_lists_name_setups_like_the_app_with_their_notes(site):
+    """Tier lists show the short name (model · quant · engine build), no tier column on a tier's own page, a
+    setup measured only by llama-bench with its engine figures under its name (not in the ranked columns),
+    and the system-RAM note of an --n-cpu-moe setup under its GPU."""
+    html = (site / "tiers" / "24-gb.html").read_text()
+    assert _headers(html)[:2] == ["Setup", "Decode (tok/s)"] and "VRAM tier" not in _headers(html)
+    assert not {"offload", "Engine", "Quant"} & set(_headers(html)) and _headers(html)[-1] == "Data"
+    rows = _rows(html)
+    bench = [r for r in rows if "llama-bench only: tg128" in r[0]]
+    assert len(bench) == 4 and all(r[1] == "—" for r in bench)  # decode over HTTP: not measured
+    assert all(re.search(r"tg128 \d{3}\.\d tok/s, pp512 [\d,]+\.\d tok/s$", r[0]) for r in bench), bench
+    assert any("⚠ needs system RAM: expert weights of 23 layers" in r[-2] for r in rows)  # the GPU column
+    assert "1 setup," in (site / "tiers" / "16-gb.html").read_text()  # "1 setup", not "1 setups"
+    model = _headers((site / "models" / next(p.name for p in (site / "models").iterdir()
+                                               if p.name.startswith("qwen3-5-35b-a3b"))).read_text())
+    assert model.count("VRAM tier") == 1
 
 
 def test_sitemap_lists_every_page_and_nothing_else(site):
@@ -226,6 +249,14 @@ def test_site_search_sort_and_pages_on_a_phone_in_light_and_dark(site):
                     page.wait_for_function(f"document.querySelectorAll('.chart svg').length >= {n}", timeout=30_000)
                 width = page.evaluate("() => document.documentElement.scrollWidth")
                 assert width <= 391, (rel, scheme, width)  # no sideways scroll at 390 px
+                if rel.startswith("tiers/"):  # a list is a stack of cards, each figure named
+                    first = page.locator("table.sortable tbody tr").first
+                    assert first.evaluate("r => getComputedStyle(r).display") == "grid"
+                    labels = first.locator("td").evaluate_all("tds => tds.map(t => t.dataset.label)")
+                    assert labels == page.locator("table.sortable th").all_inner_texts()
+                    box = page.locator("table.sortable").evaluate("t => t.parentElement.scrollWidth <= "
+                                                                  "t.parentElement.clientWidth")
+                    assert box  # nothing to swipe inside the table either
                 bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
                 assert (sum(int(x) for x in re.findall(r"\d+", bg)[:3]) < 200) == (scheme == "dark"), bg
                 (ROOT / "test-artifacts").mkdir(exist_ok=True)

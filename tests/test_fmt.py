@@ -111,3 +111,9 @@ def test_overview_filters_fit_size_and_bits_per_weight(demo_db):
     shown = views.overview_display(queries.sort_overview(ov))
     assert not shown.isin(["None", "nan", "<NA>"]).any().any()
     assert shown.Setup.iloc[0] == "Qwen3.8-35B-A3B-Distill · Q4_K_M · llama.cpp b12223"
+
+
+def test_count_puts_the_noun_in_the_number_it_takes():
+    assert fmt.count(1, "setup") == "1 setup" and fmt.count(0, "setup") == "0 setups"
+    assert fmt.count(1000, "setup") == "1,000 setups" and fmt.count(2, "GPU model") == "2 GPU models"
+    assert fmt.count(3, "quantisation") == "3 quantisations" and fmt.count(2, "box", "boxes") == "2 boxes"

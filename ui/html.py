@@ -148,6 +148,8 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     gpus, tiers = [esc(v) for v in col["GPU"]], [esc(v) for v in col["VRAM tier"]]
     offload = [("" if o in ("None", "nan", "") else f'<br><span class="bc-offload">⚠ {esc(o)}</span>')
                for o in (col["offload"] if "offload" in col else [""] * len(display))]
+    engine = [("" if o in ("None", "nan", "") else f'<br><span class="bc-muted">{esc(o)}</span>')
+              for o in (col["engine_only"] if "engine_only" in col else [""] * len(display))]
     cells = {c: [cell_text(v) for v in col[c]] for c in (*figures, *quality)}
     card_figs = {c: [cell_text(_with_unit(v, units.get(c))) for v in col[c]] for c in figures}
     heads = "".join(f'<th scope="col" class="num">{esc(c)}</th>' for c in (*figures, *quality))
@@ -155,13 +157,14 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     for i in range(len(display)):
         name = f'<a href="{hrefs[i]}" target="_self" title="{titles[i]}">{names[i]}</a>'
         nums = "".join(f'<td class="num">{cells[c][i]}</td>' for c in (*figures, *quality))
-        rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span></td>{nums}'
+        rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span>{engine[i]}</td>{nums}'
                     f'<td>{gpus[i]}<br><span class="bc-muted">{tiers[i]} tier</span>{offload[i]}</td></tr>')
         figs = "".join(f"<div><dt>{esc(c.split(' (')[0])}</dt><dd>{card_figs[c][i]}</dd></div>" for c in figures)
         qual = "".join(f"<div><dt>{esc(c)}</dt><dd>{cells[c][i]}</dd></div>" for c in quality)
         cards.append(f'<div class="bc-card"><a class="bc-card-title" href="{hrefs[i]}" target="_self" '
                      f'title="{titles[i]}">{names[i]}</a> <span class="bc-badge">{badges[i]}</span>'
-                     f'<div class="bc-muted">{gpus[i]} · {tiers[i]} tier{offload[i]}</div><dl>{figs}{qual}</dl></div>')
+                     f'<div class="bc-muted">{gpus[i]} · {tiers[i]} tier{offload[i]}{engine[i]}</div>'
+                     f'<dl>{figs}{qual}</dl></div>')
     table_html = (f'<div class="bc-ov-wide"><table class="bc-table bc-overview" aria-label="Setups"><thead><tr>'
                   f'<th scope="col">Setup</th>{heads}<th scope="col">Hardware</th></tr></thead>'
                   f'<tbody>{"".join(rows)}</tbody></table></div>')

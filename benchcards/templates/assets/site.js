@@ -13,7 +13,8 @@
     return /^[-+]?[\d.,]+/.test(t) && !isNaN(n) ? [0, n] : [1, t.toLowerCase()];
   };
   const compare = (a, b) => (a[0] - b[0]) || (a[1] > b[1] ? 1 : a[1] < b[1] ? -1 : 0);
-  document.querySelectorAll('table.sortable th').forEach((th, i) => th.addEventListener('click', () => {
+  document.querySelectorAll('table.sortable th').forEach(th => th.addEventListener('click', () => {
+    const i = th.cellIndex;  // the column within its own table (a page may have several)
     const table = th.closest('table');
     const body = table.tBodies[0];
     const asc = th.dataset.sort !== 'asc';
