@@ -101,6 +101,19 @@ def _scale(log: bool) -> alt.Scale:
     return alt.Scale(type="log", base=2) if log else alt.Scale(zero=False)
 
 
+SAFE_JSON = {"cls": specs.ScriptSafeEncoder}
+
+
+def safe_notebook_html() -> None:
+    """Make Altair's notebook output escape chart data for the ``<script>`` element it lands in.
+
+    Side effect: enables Altair's HTML renderer (the one Jupyter uses by default) with the spec's JSON written
+    by ``specs.ScriptSafeEncoder``: Altair writes '</script>' inside a setup's title as it is, so a hostile name
+    would run script wherever the executed notebook's HTML is shown. Save a chart with
+    ``chart.save(path, inline=True, json_kwds=charts.SAFE_JSON)`` for the same reason."""
+    alt.renderers.enable("html", json_kwds=SAFE_JSON)
+
+
 def powers_of_two(values: pd.Series) -> list[int]:
     """Powers of two from the smallest to the largest value (tick marks of a depth axis)."""
     v = []

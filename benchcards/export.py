@@ -767,7 +767,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         pages += [site.setup_path(s) for s in ids]
         html = sorted(p for p in writer.entries if p.endswith(".html"))
         writer.write("sitemap.xml", site.sitemap(html, base))
-        removed = sitewrite.finish(out, writer.entries, stamps)
+        removed = sitewrite.finish(out, writer.entries, stamps, previous)
     db.forget(db_path)
     return ExportResult(pages=[out / p for p in html], written=writer.written,
                         kept=len(writer.entries) - len(set(writer.written)), removed=removed,
@@ -897,6 +897,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.filename or args.out}: {exc.strerror}", file=sys.stderr)
         return 1
     print(f"wrote {args.out}: {result.text()}")
+    if not args.base_url:
+        print("note: sitemap.xml lists relative addresses; search engines want absolute ones: export with "
+              "--base-url https://… (the address the site is published at)")
     return 0
 
 

@@ -3,15 +3,17 @@
 The export folder keeps a manifest (``.benchcards-export.json``): for every file of the
 site its SHA-256, size and modification time as written. A new export hashes each file
 it would write; when the manifest has the same hash and the file on disk still has the
-recorded size and modification time (nobody touched it), the file is left alone, so its
-bytes and mtime stay as they were. Every write goes to a temporary file in the same
-folder and is renamed over the old one (a reader never sees half a page). After the
-export, files of the folder that the new site does not have are removed and the
-manifest is replaced the same way.
+recorded size and modification time (nobody touched it), or the same size and content
+(a copied or checked-out folder has new modification times), the file is left alone, so
+its bytes stay as they were. Every write goes to a temporary file in the same folder and
+is renamed over the old one (a reader never sees half a page); no write goes through a
+symbolic link out of the folder. After the export, the files the last export wrote that
+the new site no longer has are removed; files the export never wrote (a ``.git`` folder,
+a ``CNAME``, notes) are left alone. The manifest is replaced the same way.
 
 The folder must be empty, new, or an earlier export (it has a manifest): a folder with
-other content is refused, so a wrong path never wipes someone's files. One export at a
-time writes a folder (an exclusive lock on ``.benchcards-export.lock``).
+other content is refused, so a wrong path never writes into someone's files. One export
+at a time writes a folder (an exclusive lock on ``.benchcards-export.lock``).
 """
 
 from __future__ import annotations
@@ -134,8 +136,16 @@ class Writer:
             st = os.stat(self.root / rel, follow_symlinks=False)
         except OSError:
             return None
-        if st.st_size != old.size or st.st_mtime_ns != old.mtime_ns:
+        if st.st_size != old.size:
             return None
+        if st.st_mtime_ns != old.mtime_ns:  # copied, checked out or touched: the same bytes?
+            try:
+                with open(self.root / rel, "rb") as fh:
+                    if sha256(fh.read(old.size + 1)) != digest:
+                        return None
+            except OSError:
+                return None
+            return Entry(digest, st.st_size, st.st_mtime_ns)
         return old
 
     def write(self, rel: str, data: bytes | str) -> bool:
@@ -150,10 +160,21 @@ class Writer:
         if kept is not None:
             self.entries[rel] = kept
             return False
-        st = _atomic_write(self.root / rel, raw)
+        st = _atomic_write(self.inside(rel), raw)
         self.entries[rel] = Entry(digest, st.st_size, st.st_mtime_ns)
         self.written.append(rel)
         return True
+
+    def inside(self, rel: str) -> Path:
+        """``root/rel``; ExportFolderError when a folder on the way is a symbolic link (a write would land
+        outside the export folder)."""
+        path = self.root / rel
+        d = path.parent
+        while d != self.root and len(d.parts) > len(self.root.parts):
+            if d.is_symlink():
+                raise ExportFolderError(f"{d} is a symbolic link: the export writes only inside {self.root}")
+            d = d.parent
+        return path
 
     def keep_if_present(self, rel: str, digest: str) -> bool:
         """Record ``rel`` as part of the site without reading its content again when the file is there as
@@ -170,25 +191,28 @@ class Writer:
         self.written.extend(written)
 
 
-def finish(root: Path, entries: dict[str, Entry], stamps: dict[str, str] | None = None) -> list[str]:
-    """Remove every file and empty folder under ``root`` that is not in ``entries`` (nor the manifest or the
-    lock), then write the new manifest (with ``stamps``, see ``read_stamps``). Returns the removed paths."""
+def finish(root: Path, entries: dict[str, Entry], stamps: dict[str, str] | None = None,
+           previous: dict[str, Entry] | None = None) -> list[str]:
+    """Remove the files of the last export (``previous``, its manifest) that the new site (``entries``) does
+    not have, and the folders that leaves empty; files the export never wrote stay. Then write the new
+    manifest (with ``stamps``, see ``read_stamps``). Returns the removed paths."""
     removed: list[str] = []
-    keep = set(entries) | {MANIFEST, LOCK}
-    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
-        d = Path(dirpath)
-        for name in filenames:
-            rel = (d / name).relative_to(root).as_posix()
-            if rel not in keep:
-                (d / name).unlink()
+    for rel in sorted(set(previous or {}) - set(entries) - {MANIFEST, LOCK}):
+        path = root / rel
+        try:
+            inside = not any(p.is_symlink() for p in path.parents if len(p.parts) > len(root.parts))
+            if inside and (path.is_file() or path.is_symlink()):
+                path.unlink()
                 removed.append(rel)
-        for name in dirnames:
-            sub = d / name
-            if sub.is_symlink():
-                sub.unlink()
-                removed.append(sub.relative_to(root).as_posix())
-            elif not any(sub.iterdir()):
-                sub.rmdir()
+        except OSError:
+            continue
+        d = path.parent
+        while len(d.parts) > len(root.parts):
+            try:
+                d.rmdir()  # only when empty
+            except OSError:
+                break
+            d = d.parent
     manifest = {"format": FORMAT, "stamps": dict(sorted((stamps or {}).items())),
                 "files": {k: [e.sha256, e.size, e.mtime_ns] for k, e in sorted(entries.items())}}
     _atomic_write(root / MANIFEST, json.dumps(manifest, separators=(",", ":")).encode())

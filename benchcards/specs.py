@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,21 @@ def script_json(value: Any) -> str:
     for ch, esc in _SCRIPT_ESCAPES.items():
         text = text.replace(ch, esc)
     return text
+
+
+class ScriptSafeEncoder(json.JSONEncoder):
+    """``json.dumps(..., cls=ScriptSafeEncoder)``: JSON text escaped as ``script_json`` escapes it, for tools
+    that put a spec into a ``<script>`` element themselves (Altair's HTML output in a notebook)."""
+
+    def encode(self, o: Any) -> str:
+        return "".join(self.iterencode(o))
+
+    def iterencode(self, o: Any, _one_shot: bool = False) -> Iterator[str]:
+        # '<', '>', '&' and the separators occur only inside JSON strings, where the escapes mean the same
+        for chunk in super().iterencode(o, _one_shot):
+            for ch, esc in _SCRIPT_ESCAPES.items():
+                chunk = chunk.replace(ch, esc)
+            yield chunk
 
 
 def plain_separators(node: Any) -> Any:

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -79,12 +80,27 @@ def test_export_refuses_a_folder_it_did_not_write(demo_db, tmp_path):
     assert (out / "notes.txt").read_text() == "someone's file" and not (out / "index.html").exists()
 
 
-def test_reexport_removes_what_the_site_no_longer_has(demo_db, tmp_path):
+def test_reexport_removes_what_the_site_no_longer_has_and_nothing_else(demo_db, tmp_path):
+    """A setup gone from the database loses its card; files the export never wrote (a git checkout of
+    the published site, a CNAME) stay."""
+    from ingest import ingest_paths
+
+    raw = tmp_path / "raw"
+    shutil.copytree(ROOT / "data" / "raw", raw)
+    gone = sorted(p.name for p in raw.iterdir() if p.name.startswith("timeline-demo-"))[0]
     out = tmp_path / "site"
     export(demo_db, out, with_raw=False)
-    (out / "setups" / "gone.html").write_text("a setup deleted since")
-    export(demo_db, out, with_raw=False)
-    assert not (out / "setups" / "gone.html").exists() and (out / "index.html").exists()
+    cards = {p.name for p in (out / "setups").iterdir()}
+    for rel in (".git/HEAD", "CNAME", "setups/notes.txt"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text("not the export's")
+    shutil.rmtree(raw / gone)
+    smaller = tmp_path / "smaller.duckdb"
+    ingest_paths([raw], smaller)
+    result = export(smaller, out, with_raw=False)
+    lost = cards - {p.name for p in (out / "setups").iterdir()}
+    assert len(lost) == 1 and next(iter(lost)) in {f"{r.split('/')[-1]}" for r in result.removed}
+    assert all((out / rel).read_text() == "not the export's" for rel in (".git/HEAD", "CNAME", "setups/notes.txt"))
 
 
 def _rows(html: str) -> list[list[str]]:

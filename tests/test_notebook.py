@@ -82,3 +82,33 @@ def test_analysis_notebook_executes_and_draws_its_charts(demo_db, monkeypatch):
     text = json.dumps([o.get("data") or o.get("text") for c in run.cells for o in c.get("outputs", [])])
     assert "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB" in text  # the tables show the setups
     assert f"{demo_count()} setups in demo.duckdb" in text
+
+
+def test_a_hostile_name_stays_text_in_the_notebooks_html(demo_db, tmp_path, monkeypatch):
+    """Altair writes a chart's data into a <script> element of its HTML output; a setup named
+    '</script><script>alert(…)' must arrive there escaped, never as markup that closes the element."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from benchcards import synth
+    from ingest import ingest_paths
+    from tests.xss import one_line_payload
+
+    db = tmp_path / "hostile.duckdb"
+    db.write_bytes(demo_db.read_bytes())
+    folder = synth.generate_setup(77, tmp_path / "raw")  # full curves: it is on every chart
+    setup = json.loads((folder / "setup.json").read_text())
+    setup["title"] = one_line_payload("title", 200)
+    (folder / "setup.json").write_text(json.dumps(setup))
+    ingest_paths([folder], db)
+    monkeypatch.setenv("BENCHCARDS_DB", str(db))
+    run = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(run, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    html = [data for c in run.cells for o in c.get("outputs", []) for mime, data in o.get("data", {}).items()
+            if mime == "text/html"]
+    charts = [h for h in html if "vega-embed" in h]
+    assert len(charts) >= 3
+    assert not any("</script><script>alert" in h or "<img src=x" in h for h in html)
+    values = [v for s in vega_specs(run) for d in s.get("datasets", {}).values() for r in d for v in r.values()]
+    assert any(isinstance(v, str) and "</script><script>alert" in v for v in values), values[:20]  # in, as text

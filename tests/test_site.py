@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pandas as pd
 import pytest
@@ -74,7 +75,7 @@ def test_writer_rewrites_only_changed_files_and_removes_the_rest(tmp_path):
     mtime = (tmp_path / "a.html").stat().st_mtime_ns
     w2 = sitewrite.Writer(tmp_path, sitewrite.read_manifest(tmp_path))
     assert not w2.write("a.html", "one") and w2.write("sub/b.html", "changed")
-    removed = sitewrite.finish(tmp_path, {k: v for k, v in w2.entries.items() if k == "a.html"})
+    removed = sitewrite.finish(tmp_path, {k: v for k, v in w2.entries.items() if k == "a.html"}, previous=w2.previous)
     assert removed == ["sub/b.html"] and not (tmp_path / "sub").exists()
     assert (tmp_path / "a.html").stat().st_mtime_ns == mtime and w2.written == ["sub/b.html"]
     # a file someone edited by hand is written again, even when the site's content is the same
@@ -82,6 +83,33 @@ def test_writer_rewrites_only_changed_files_and_removes_the_rest(tmp_path):
     os.utime(tmp_path / "a.html", ns=(mtime + 10**9, mtime + 10**9))
     w3 = sitewrite.Writer(tmp_path, sitewrite.read_manifest(tmp_path))
     assert w3.write("a.html", "one") and (tmp_path / "a.html").read_text() == "one"
+
+
+def test_only_files_the_export_wrote_are_removed_and_a_copy_is_not_rewritten(tmp_path):
+    site = tmp_path / "site"
+    w = sitewrite.Writer(site)
+    w.write("a.html", "one") and w.write("old/b.html", "two")
+    sitewrite.finish(site, w.entries)
+    for rel in (".git/config", "CNAME", "old/mine.txt", "notes/n.txt"):  # someone's files beside the site
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text("keep me")
+    w2 = sitewrite.Writer(site, sitewrite.read_manifest(site))
+    w2.write("a.html", "one")
+    assert sitewrite.finish(site, w2.entries, previous=w2.previous) == ["old/b.html"]
+    assert all((site / rel).read_text() == "keep me" for rel in (".git/config", "CNAME", "old/mine.txt",
+                                                                   "notes/n.txt"))
+    # a copy of the folder (new modification times, same bytes) is recognised, not written again
+    copy = tmp_path / "copy"
+    shutil.copytree(site, copy)
+    os.utime(copy / "a.html", ns=(1, 1))
+    w3 = sitewrite.Writer(copy, sitewrite.read_manifest(copy))
+    assert not w3.write("a.html", "one") and w3.written == []
+    # a folder of the site that is a link out of it is never written through
+    (copy / "setups").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(sitewrite.ExportFolderError, match="symbolic link"):
+        w3.write("setups/x.html", "x")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
 def test_a_folder_that_is_no_earlier_export_is_refused(tmp_path):
