@@ -310,3 +310,35 @@ def test_site_search_sort_and_pages_on_a_phone_in_light_and_dark(site):
             assert errors == [], errors
             ctx.close()
         b.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
+def test_a_long_name_without_spaces_breaks_instead_of_pushing_the_figures_off_screen(demo_db, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from benchcards import queries, site, synth
+    from ingest import ingest_paths
+
+    db = tmp_path / "long.duckdb"
+    db.write_bytes(demo_db.read_bytes())
+    folder = synth.generate_setup(77, tmp_path / "raw")
+    setup = json.loads((folder / "setup.json").read_text())
+    setup["model"]["name"] = "M" * 190  # the schema allows 200 characters, spaces or not
+    setup["title"] = "T" * 200
+    (folder / "setup.json").write_text(json.dumps(setup))
+    ingest_paths([folder], db)
+    out = tmp_path / "site"
+    export(db, out, with_raw=False)
+    tier = queries.overview(queries.Store(db)).set_index("setup_id").tier[folder.name]
+    page_path = out / site.tier_path(tier)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = b.new_page(viewport={"width": 1440, "height": 900})
+        for rel in (page_path, out / "index.html"):
+            page.goto(rel.as_uri())
+            over = page.evaluate("""() => [...document.querySelectorAll('table.sortable')].map(
+                t => t.parentElement.scrollWidth - t.parentElement.clientWidth).filter(d => d > 1)""")
+            assert over == [], rel  # every column in view: the name wraps inside its cell
+        b.close()

@@ -34,6 +34,8 @@ table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; l
 .bc-table th {{ font-weight: 600; border-bottom: 1px solid rgba(128, 128, 128, 0.55); }}
 .bc-table .num {{ text-align: right; }}
 .bc-table td.num {{ white-space: nowrap; }}
+/* a long name without spaces breaks inside the cell instead of widening its column past the screen */
+.bc-table td:not(.num), .bc-card a {{ overflow-wrap: anywhere; }}
 .bc-table .better, .bc-card .better {{ color: #009E73; font-weight: 600; }}
 .bc-table .worse, .bc-card .worse {{ color: #D55E00; font-weight: 600; }}
 .bc-nw {{ white-space: nowrap; }}
