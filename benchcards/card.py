@@ -612,7 +612,9 @@ def flags_table(card: Card) -> pd.DataFrame:
     for k, v in card.setup.server.env.items():
         rows.append({"Part": f"{k}={v}", "Meaning": flags.explain_env(k) or fmt.DASH})
     program, args = flags.split_argv(card.setup.server.argv)
-    rows.append({"Part": program, "Meaning": "the server program"})
+    bench = program.rsplit("/", 1)[-1].startswith("llama-bench")
+    rows.append({"Part": program, "Meaning": "llama.cpp's benchmark program (times the engine itself, no server)"
+                 if bench else "the server program"})
     for a in args:
         meaning = a.explanation or "(not in benchcards' flag list)"
         if a.problem:

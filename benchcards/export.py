@@ -413,6 +413,7 @@ def _models_table(ov: pd.DataFrame) -> pd.DataFrame:
         rows.append({"Model": name, "href": site.model_path(name), "Setups": len(g),
                      "GPUs": g.gpu.nunique(), "Quants": ", ".join(sorted({fmt.text(q) for q in g.quant})),
                      "Fastest decode (tok/s)": fmt.value("decode", None if best is None else best.decode_tps)})
+    rows.sort(key=lambda r: (str(r["Model"]).casefold(), str(r["Model"])))  # 'gpt-oss' beside 'GLM', not after 'Z'
     return pd.DataFrame(rows, columns=["Model", "href", "Setups", "GPUs", "Quants", "Fastest decode (tok/s)"])
 
 
@@ -482,6 +483,11 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
                     kn: pd.DataFrame, tier_order: list[str]) -> list[str]:
     paths: list[str] = []
     crumbs = [HOME, site.Crumb("Analysis", "analysis.html")]
+    # as in the app: method tests (tiny or random-weight models) show the method, not a speed to rank
+    data, left_out = analysis.without_method_tests(data)
+    kn = kn[kn.setup_id.isin(set(data.setups.setup_id))]
+    left_note = (f"Left out: {'; '.join(left_out)} (a method test: it shows how benchcards measures, not how fast "
+                 "a model runs; its card has its figures)." if left_out else "")
     setups = analysis.with_tiers(data.setups)
     by_tier = {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order}
     titles = dict(zip(setups.setup_id, setups.title))
@@ -507,7 +513,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
             "setup's measured prefill and decode curves: rates between measured depths are interpolated on a "
             "log-depth line; outside them the nearest measured rate is held, the notes say so (Within measured "
             "range: no) and the chart draws the bar pale. ± range: one standard deviation from the spread of the runs. The chart shows the 25 "
-            "fastest."], links={"Setup": "href"}, before=chart)
+            "fastest.", left_note], links={"Setup": "href"}, before=chart)
     # throughput vs per-request speed, per tier
     tp_links = []
     tp_all = analysis.throughput(data)
@@ -570,7 +576,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
         shown = analysis.knee_table(k)
         shown.insert(1, "href", [site.setup_path(s) for s in k.setup_id])
         knee_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
-        pick = _knee_chart_setups(data, ids)
+        pick = _knee_chart_setups(data, list(dict.fromkeys(k.setup_id)))  # setups with curves only
 
         def knee_charts(page: int, page_charts: Charts, pick: list[str] = pick, k: pd.DataFrame = k) -> dict:
             if page > 1 or not pick:
@@ -599,7 +605,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
             "marks its knees on its curves."], links={"Setup": "href"}, before=knee_charts)
     write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
                                   crumbs=[HOME, site.Crumb("Analysis")], answers=answers, throughput=tp_links,
-                                  speed_quality=sq_links, knees=knee_links, n_setups=len(setups)))
+                                  speed_quality=sq_links, knees=knee_links, n_setups=len(setups), left_note=left_note))
     return ["analysis.html", *paths]
 
 

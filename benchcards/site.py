@@ -132,8 +132,8 @@ def search_index(overview: pd.DataFrame) -> list[list[str]]:
                                                 r.tier, r.badges, r.setup_id) if not fmt.missing(x))
         out.append([setup_path(str(r.setup_id)), str(r.title), "setup", words.lower()])
     for label in sorted(set(overview.tier), key=tiers.tier_rank):
-        out.append([tier_path(label), f"{label} tier", "tier", f"{label} tier hardware vram".lower()])
-    for name in sorted({model_key(m) for m in overview.model}):
+        out.append([tier_path(label), f"{label} tier", "hardware", f"{label} tier hardware vram".lower()])
+    for name in sorted({model_key(m) for m in overview.model}, key=lambda n: (n.casefold(), n)):
         out.append([model_path(name), name, "model", f"{name} model".lower()])
     return out
 

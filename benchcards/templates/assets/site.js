@@ -9,6 +9,7 @@
   // ---- sortable tables: a click on a column header sorts by it (numbers as numbers), again reverses
   const cellValue = (row, i) => {
     const t = row.cells[i] ? row.cells[i].textContent.trim() : '';
+    if (t === '' || t === '\u2014') return [2, ''];  // not measured: last in either direction
     const n = parseFloat(t.replace(/,/g, ''));
     return /^[-+]?[\d.,]+/.test(t) && !isNaN(n) ? [0, n] : [1, t.toLowerCase()];
   };
@@ -22,7 +23,8 @@
     th.dataset.sort = asc ? 'asc' : 'desc';
     th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
     const rows = Array.from(body.rows).map((r, k) => [cellValue(r, i), k, r]);
-    rows.sort((a, b) => (compare(a[0], b[0]) * (asc ? 1 : -1)) || (a[1] - b[1]));  // stable: ties keep their order
+    const missing = (a, b) => (a[0][0] === 2) - (b[0][0] === 2);
+    rows.sort((a, b) => missing(a, b) || (compare(a[0], b[0]) * (asc ? 1 : -1)) || (a[1] - b[1]));  // stable
     rows.forEach(r => body.appendChild(r[2]));
   }));
 
@@ -35,6 +37,20 @@
       document.querySelectorAll('table.sortable tbody tr').forEach(r => {
         const text = r.textContent.toLowerCase();
         r.hidden = !want.every(w => text.includes(w));
+      });
+      // a table left without rows says so (the home page has one table per tier)
+      document.querySelectorAll('table.sortable').forEach(t => {
+        const box = t.parentElement;
+        let note = box.nextElementSibling;
+        if (!note || !note.classList.contains('no-match')) {
+          note = document.createElement('p');
+          note.className = 'muted no-match';
+          note.textContent = 'No row matches the filter.';
+          box.after(note);
+        }
+        const none = Array.from(t.tBodies[0].rows).every(r => r.hidden);
+        note.hidden = !none;
+        t.hidden = none;
       });
     });
   }
