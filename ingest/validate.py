@@ -131,8 +131,8 @@ def _message(err: jsonschema.exceptions.ValidationError) -> str:
         return f"{len(err.instance):,} characters is too long (at most {err.validator_value:,})"
     if err.validator == "pattern" and err.validator_value == ONE_LINE and isinstance(err.instance, str):
         i, ch = next((i, c) for i, c in enumerate(err.instance) if not re.fullmatch(ONE_LINE, c))
-        return (f"must be one line of text; character {i + 1:,} is U+{ord(ch):04X} (control characters and "
-                "line or paragraph separators are not allowed in names)")
+        return (f"must be one line of text; character {i + 1:,} is U+{ord(ch):04X} (control characters, "
+                "line or paragraph separators and text-direction overrides are not allowed in names)")
     return err.message
 
 

@@ -54,7 +54,7 @@ NAME_MAX = 200
 # They are one line of text: no control characters and no line or paragraph separator
 # (Vega copies legend sort orders into expressions, whose parser refuses U+2028/U+2029, so
 # one such name blanked every chart it appeared in).
-ONE_LINE = r"^[^\u0000-\u001f\u007f\u2028\u2029]*$"
+ONE_LINE = r"^[^\u0000-\u001f\u007f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$"
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=ONE_LINE)]
 # Every other string (notes, reasons, commands) is bounded too.
 STR_MAX = 65_536

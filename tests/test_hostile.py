@@ -225,6 +225,12 @@ def _(ctx):
     ctx.edit("setup.json", lambda o: o["model"].__setitem__("name", "Qw\u2028en"))
 
 
+@case("a right-to-left override in a title (it shows 'RTL \u202eevil' as 'RTL live')",
+      expect=("{bad}/setup.json: $.title: must be one line of text; character 5 is U+202E",))
+def _(ctx):
+    ctx.edit("setup.json", lambda o: o.__setitem__("title", "RTL \u202eevil\u202c"))
+
+
 @case("a terminal escape in a title", expect=("{bad}/setup.json: $.title: must be one line of text; "
                                              "character 1 is U+001B",))
 def _(ctx):
