@@ -523,11 +523,11 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
     # long setup names are cut (the tooltip has them whole) so that a phone keeps room for the bars
     y = alt.Y("title:N", title=None, sort=order,
               axis=alt.Axis(labelLimit=alt.ExprRef("containerSize()[0] < 600 ? 120 : 320")))
-    tooltip = [alt.Tooltip("rank:Q"), alt.Tooltip("title:N", title="setup"), alt.Tooltip("tier:N"),
-               alt.Tooltip("total_s_text:N", title="time"), alt.Tooltip("range:N", title="± range"),
-               alt.Tooltip("ttft_s_text:N", title="first token"), alt.Tooltip("decode_s_text:N", title="answer"),
-               alt.Tooltip("answer_tokens_text:N", title="answer tokens"), alt.Tooltip("measured:N", title="curves"),
-               alt.Tooltip("notes:N")]
+    tooltip = [alt.Tooltip("rank:Q", title="Rank"), alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),
+               alt.Tooltip("total_s_text:N", title="Time"), alt.Tooltip("range:N", title="± range"),
+               alt.Tooltip("ttft_s_text:N", title="First token"), alt.Tooltip("decode_s_text:N", title="Answer"),
+               alt.Tooltip("answer_tokens_text:N", title="Answer tokens"), alt.Tooltip("measured:N", title="Curves"),
+               alt.Tooltip("notes:N", title="Notes")]
     bars = alt.Chart(parts).mark_bar(height={"band": 0.7}).encode(
         x=alt.X("start:Q", title="Seconds to the end of the answer"), x2="end:Q", y=y,
         color=alt.Color("part:N", title="Part", scale=alt.Scale(domain=list(ANSWER_PARTS),
@@ -553,12 +553,16 @@ def pareto_chart(df: pd.DataFrame) -> alt.TopLevelMixin:
     data["per_request_text"] = [fmt.metric("conc_per_request", v) for v in data.per_request_tps]
     x = alt.X("per_request_tps:Q", title="Per request (tok/s)", scale=_scale(wants_log(data.per_request_tps)))
     y = alt.Y("total_tps:Q", title="Total (tok/s)", scale=_scale(wants_log(data.total_tps)))
-    tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("tier:N"),
-               alt.Tooltip("level:Q", title="requests at once"),
-               alt.Tooltip("total_text:N", title="total"), alt.Tooltip("per_request_text:N", title="per request"),
-               alt.Tooltip("slots:Q"), alt.Tooltip("queued_txt:N", title="queue"),
-               alt.Tooltip("frontier:N", title="on the frontier")]
-    color = alt.Color("tier:N", title="Hardware tier")
+    tooltip = [alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),
+               alt.Tooltip("level:Q", title="Requests at once"),
+               alt.Tooltip("total_text:N", title="Total"), alt.Tooltip("per_request_text:N", title="Per request"),
+               alt.Tooltip("slots:Q", title="Slots"), alt.Tooltip("queued_txt:N", title="Queue"),
+               alt.Tooltip("frontier:N", title="On the frontier")]
+    # one tier (a tier's page): colour tells the setups apart while they are few; else the tiers
+    by_setup = data.tier.nunique() <= 1 and 1 < data.setup_id.nunique() <= len(PALETTE)
+    color = (alt.Color("title:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL, orient="bottom",
+                                                                  columns=1))
+             if by_setup else alt.Color("tier:N", title="Hardware tier"))
     base = alt.Chart(data)
     lines = base.mark_line(strokeWidth=1, opacity=0.5).encode(x=x, y=y, color=color, detail="series:N",
                                                              order="level:Q")
@@ -582,13 +586,17 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
     data["trade_off"] = data.frontier.map({True: "best trade-off in tier", False: "other"})
     data["result"] = [result_text(p, m) for p, m in zip(data.pct, data.margin_pp)]
     data["speed_text"] = [fmt.metric("decode", v) for v in data.speed_tps]
+    # the name beside a point: model and quant tell a tier's setups apart in a few words (the tooltip has the title)
+    data["point_label"] = [" ".join(fmt.text(x) for x in (m, q) if not fmt.missing(x)) for m, q in
+                           zip(data.model if "model" in data.columns else [None] * len(data),
+                               data.quant if "quant" in data.columns else [None] * len(data))]
     label = str(data.label.iloc[0]) if not data.empty else ""
     x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)))
     color = alt.Color("trade_off:N", title="Within its tier",
                       scale=alt.Scale(domain=["best trade-off in tier", "other"], range=[PALETTE[0], GREY]))
-    tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("tier:N"),
-               alt.Tooltip("speed_text:N", title=speed_label.split(" (")[0]), alt.Tooltip("result:N"),
-               alt.Tooltip("n:Q"), alt.Tooltip("trade_off:N", title="within its tier")]
+    tooltip = [alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),
+               alt.Tooltip("speed_text:N", title=speed_label.split(" (")[0]), alt.Tooltip("result:N", title="Result"),
+               alt.Tooltip("n:Q", title="Questions"), alt.Tooltip("trade_off:N", title="Within its tier")]
     base = alt.Chart(data)
     bars = base.mark_rule(strokeWidth=2).encode(
         x=x, y=alt.Y("lo_pct:Q", title=f"{label} (%)", scale=alt.Scale(zero=False)), y2="hi_pct:Q", color=color)
@@ -596,7 +604,11 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
     order = tier_order or sorted(data.tier.unique().tolist())
     if data.tier.nunique() <= 1:  # one tier: one panel as wide as its container (a phone too)
         tier = str(data.tier.iloc[0]) if not data.empty else ""
-        return themed((bars + points).properties(
+        # the best trade-offs are named beside their points (the others in their tooltips)
+        names = base.transform_filter(alt.datum.frontier).mark_text(
+            align="left", dx=7, dy=-7, fontSize=11, limit=200, color=PALETTE[0], font=FONT).encode(
+            x=x, y="pct:Q", text="point_label:N")
+        return themed((bars + points + names).properties(
             title=f"{label} vs speed: {tier} tier (bars: Wilson 95 % intervals)", width="container", height=260))
     chart = (bars + points).properties(width=260, height=220).facet(
         facet=alt.Facet("tier:N", title=None, sort=order,
