@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import altair as alt
 import jinja2
@@ -55,7 +55,7 @@ import pandas as pd
 
 from benchcards import analysis, builds, charts, db, flags, fmt, metrics, queries, site, sitewrite, specs, tiers, views
 from benchcards import card as cardmod
-from benchcards.paths import DEFAULT_DB
+from benchcards.paths import CACHE, DEFAULT_DB
 from benchcards.specs import script_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -96,9 +96,9 @@ def environment() -> jinja2.Environment:
 # --------------------------------------------------------------------------- tables
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One table cell: text, and a link (``download`` names the file when the link is a download)."""
+class Cell(NamedTuple):
+    """One table cell: text, and a link (``download`` names the file when the link is a download).
+    A tuple: a card has hundreds of cells, and a tuple is made several times faster than a dataclass."""
 
     text: str
     href: str | None = None
@@ -246,7 +246,13 @@ def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
     """The rows of ``df`` per setup, in their order (slices of one sort: a groupby cost ~4 ms a card)."""
     if df.empty:
         return {}
-    return queries.split_by_setup(df.sort_values("setup_id", kind="stable"), drop_id)
+    df = df.sort_values("setup_id", kind="stable")
+    ids = df.setup_id.tolist()
+    if drop_id:
+        df = df.drop(columns="setup_id")
+    starts = [0] + [i for i in range(1, len(ids)) if ids[i] != ids[i - 1]]
+    # slices keep the frame's index: nothing downstream reads it, and a reset costs as much as the slice
+    return {str(ids[a]): df.iloc[a:b] for a, b in zip(starts, [*starts[1:], len(ids)])}
 
 
 #: the knee marks of a card without knees (the columns the charts' knee layers read)
@@ -659,11 +665,26 @@ def _assets(writer: sitewrite.Writer, stamps: dict[str, str], previous_stamps: d
     if old is not None and previous_stamps.get(rel) == stamp and writer.keep_if_present(rel, old.sha256):
         stamps[rel] = stamp
         return
+    writer.write(rel, _vega_js(stamp, vl))
+    stamps[rel] = stamp
+
+
+def _vega_js(stamp: str, vl: str) -> str:
+    """The Vega bundle of ``stamp``: made by vl-convert (about 3 s of CPU) once, then read from ``paths.CACHE``.
+    Side effect: writes the cache file (atomically) the first time."""
+    cached = CACHE / f"vega-{sitewrite.sha256(stamp.encode())[:16]}.js"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
     import vl_convert as vlc
 
-    bundle = vlc.javascript_bundle(None, vl_version=vl)  # type: ignore[arg-type]  # None: the default bundle
-    writer.write(rel, bundle)
-    stamps[rel] = stamp
+    bundle = str(vlc.javascript_bundle(None, vl_version=vl))  # type: ignore[arg-type]  # None: the default bundle
+    try:
+        sitewrite.atomic_write(cached, bundle.encode("utf-8"))
+    except OSError:
+        pass  # a read-only checkout: made again next time
+    return bundle
 
 
 def _raw_files(store: queries.Store, writer: sitewrite.Writer) -> tuple[frozenset[str], list[str]]:

@@ -11,6 +11,8 @@ RAW: Path = DATA / "raw"
 DEFAULT_DB: Path = DATA / "benchcards.duckdb"
 SCHEMAS: Path = ROOT / "schemas"
 ARTIFACTS: Path = ROOT / "test-artifacts"
+#: what is slow to make and the same every time (the export's Vega bundle), kept between runs
+CACHE: Path = ROOT / ".cache"
 #: setups added on this machine (uploads and live runs); $BENCHCARDS_LOCAL overrides it
 LOCAL: Path = Path(os.environ.get("BENCHCARDS_LOCAL", DATA / "local"))
 SOURCES: tuple[Path, ...] = (RAW, LOCAL)

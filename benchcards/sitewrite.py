@@ -99,7 +99,8 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _atomic_write(path: Path, data: bytes) -> os.stat_result:
+def atomic_write(path: Path, data: bytes) -> os.stat_result:
+    """Write ``data`` to ``path`` through a temporary file renamed over it (creating its folder); its stat."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
@@ -160,7 +161,7 @@ class Writer:
         if kept is not None:
             self.entries[rel] = kept
             return False
-        st = _atomic_write(self.inside(rel), raw)
+        st = atomic_write(self.inside(rel), raw)
         self.entries[rel] = Entry(digest, st.st_size, st.st_mtime_ns)
         self.written.append(rel)
         return True
@@ -215,5 +216,5 @@ def finish(root: Path, entries: dict[str, Entry], stamps: dict[str, str] | None 
             d = d.parent
     manifest = {"format": FORMAT, "stamps": dict(sorted((stamps or {}).items())),
                 "files": {k: [e.sha256, e.size, e.mtime_ns] for k, e in sorted(entries.items())}}
-    _atomic_write(root / MANIFEST, json.dumps(manifest, separators=(",", ":")).encode())
+    atomic_write(root / MANIFEST, json.dumps(manifest, separators=(",", ":")).encode())
     return sorted(removed)
