@@ -146,7 +146,9 @@ def search_script(entries: list[list[str]]) -> str:
 # --------------------------------------------------------------------------- index.json
 
 def _num(v: Any) -> float | int | None:
-    if fmt.missing(v):
+    if type(v) is float:  # the common case first: a hundred thousand figures go through here
+        return None if v - v != 0 else int(v) if v.is_integer() and abs(v) < 2**53 else v
+    if v is None or fmt.missing(v):
         return None
     f = float(v)
     if math.isnan(f) or math.isinf(f):
@@ -185,7 +187,8 @@ def index_json(overview: pd.DataFrame, figures: pd.DataFrame, quality: pd.DataFr
         d = metrics.REGISTRY.get(metric)
         v = _num(value)
         figs.setdefault(sid, []).append({
-            "metric": metric, "prompt": None if fmt.missing(prompt) else str(prompt), "level": _num(level),
+            "metric": metric, "prompt": None if prompt is None or fmt.missing(prompt) else str(prompt),
+            "level": _num(level),
             "value": v if d is None or v is None else v * d.scale, "unit": d.unit if d else None,
             "runs": _num(n), "from": "raw records" if prov == "raw" else "published summary"})
     qual: dict[str, list[dict]] = {}
