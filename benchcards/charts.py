@@ -13,7 +13,7 @@ join measured points, nothing is interpolated beyond them.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import pandas as pd
@@ -112,8 +112,8 @@ def _layer(*layers: Any) -> alt.LayerChart:
             c = lay.copy(deep=False)
             c.data = alt.Undefined
             bare.append(c)
-        return alt.layer(*bare, data=data)
-    return alt.layer(*layers)
+        return cast(alt.LayerChart, alt.layer(*bare, data=data))
+    return cast(alt.LayerChart, alt.layer(*layers))
 
 
 SAFE_JSON = {"cls": specs.ScriptSafeEncoder}
