@@ -532,7 +532,8 @@ def quality_tests(data: AnalysisData) -> list[tuple[str, str]]:
     headline = {t: i for i, t in enumerate(HEADLINE_TESTS)}
     counts["h"] = counts.test.map(lambda t: headline.get(t, len(headline)))
     counts = counts.sort_values(["n", "h", "test"], ascending=[False, True, True])
-    return list(zip(counts.test, counts.label))
+    # one display name per test everywhere (the registry's, as the quality pages and cards show it)
+    return [(t, metrics.quality_label(t, lab)) for t, lab in zip(counts.test, counts.label)]
 
 
 def speed_quality(data: AnalysisData, test: str, speed: str = "decode") -> pd.DataFrame:

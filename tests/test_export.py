@@ -159,6 +159,16 @@ def test_lists_name_setups_like_the_app_with_their_notes(site):
     assert model.count("VRAM tier") == 1
 
 
+def test_a_test_has_one_name_on_every_page(site, demo_db):
+    """ruler_8k is labelled 'RULER 8K' by one contract and 'Long text 8K (RULER)' by another: every page uses
+    the one display name (the quality index's)."""
+    from benchcards import metrics
+
+    name = metrics.quality_label("ruler_8k", "RULER 8K")
+    pages = [(site / rel).read_text() for rel in ("quality.html", "analysis.html")]
+    assert all(name in p for p in pages) and not any(">RULER 8K<" in p for p in pages)
+
+
 def test_sitemap_lists_every_page_and_nothing_else(site):
     locs = re.findall(r"<loc>([^<]+)</loc>", (site / "sitemap.xml").read_text())
     html = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
