@@ -695,11 +695,11 @@ def _depth_knee_text(kind: str, k: Knee, fraction: float, c: Curve) -> str:
 
 def _conc_knee_text(k: Knee, min_gain: float, slots: int | None, top: float) -> str:
     gain = f"{min_gain * 100:.0f} %"
-    slot_txt = f"; the server has {slots} slots" if slots else ""
+    slot_txt = f"; the server has {fmt.count(slots, 'slot')}" if slots else ""
     if k.status == "too few points":
         return "measured at one level only"
     if k.status == "not reached":
-        return f"total throughput still grows {gain} or more per doubling at {int(top)} requests{slot_txt}"
+        return f"total throughput still grows {gain} or more per doubling at {fmt.count(int(top), 'request')}{slot_txt}"
     return (f"total throughput stops growing (under {gain} per doubling) from {int(k.at or 0)} "
             f"request{'s' if (k.at or 0) != 1 else ''} at once{slot_txt}")
 
@@ -789,7 +789,7 @@ def knee_table(df: pd.DataFrame) -> pd.DataFrame:
         "Setup": df.title.astype(str),
         "Tier": df.tier.astype(str),
         "Curve": df.kind.astype(str),
-        "Knee": [f"{_depth_text(a) if k != CONC else int(a)} {unit[k]}" if pd.notna(a) else ""
+        "Knee": [(fmt.count(int(a), "request") if k == CONC else f"{_depth_text(a)} {unit[k]}") if pd.notna(a) else ""
                  for a, k in zip(df["at"], df.kind)],
         "Status": df.status.astype(str),
         "What it means": df.text.astype(str),

@@ -84,7 +84,13 @@ def with_unit(text: str, unit: str) -> str:
     """'63.4' + 'tok/s' -> '63.4 tok/s'; a missing value stays '—' without a unit."""
     if text == DASH or not unit:
         return text
+    if text == "1" and unit in COUNTED:  # '1 word', not '1 words'
+        unit = unit[:-1]
     return f"{text} {unit}"
+
+
+#: units that count things: one of them is said in the singular
+COUNTED = frozenset({"words", "tokens", "requests", "slots", "runs", "setups", "answers", "questions"})
 
 
 def metric(key: str, x: object, *, unit: bool = True, sign: bool = False) -> str:

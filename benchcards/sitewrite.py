@@ -46,13 +46,21 @@ class Entry:
     mtime_ns: int
 
 
+def safe_rel(rel: str) -> bool:
+    """True for a path the site can have: relative, '/'-separated, no '..', '.', empty or hidden parts (the
+    manifest is a file in the folder anyone may edit: its paths never lead out of the folder)."""
+    parts = rel.split("/")
+    return bool(rel) and "\\" not in rel and "\0" not in rel and all(p and not p.startswith(".") for p in parts)
+
+
 def read_manifest(root: Path) -> dict[str, Entry]:
-    """The manifest of an earlier export of ``root`` (empty when there is none or it is unreadable)."""
+    """The manifest of an earlier export of ``root`` (empty when there is none or it is unreadable); entries
+    whose path is not one the site can have (``safe_rel``) are dropped."""
     try:
         raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
         files = raw["files"] if raw.get("format") == FORMAT else {}
-        return {str(k): Entry(str(v[0]), int(v[1]), int(v[2])) for k, v in files.items()}
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return {str(k): Entry(str(v[0]), int(v[1]), int(v[2])) for k, v in files.items() if safe_rel(str(k))}
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return {}
 
 
@@ -199,6 +207,8 @@ def finish(root: Path, entries: dict[str, Entry], stamps: dict[str, str] | None 
     manifest (with ``stamps``, see ``read_stamps``). Returns the removed paths."""
     removed: list[str] = []
     for rel in sorted(set(previous or {}) - set(entries) - {MANIFEST, LOCK}):
+        if not safe_rel(rel):
+            continue
         path = root / rel
         try:
             inside = not any(p.is_symlink() for p in path.parents if len(p.parts) > len(root.parts))

@@ -79,8 +79,11 @@ def records(df: pd.DataFrame) -> list[dict]:
     cols: dict[str, list] = {}
     for name, s in df.items():
         values: list[Any]
-        if s.dtype.kind == "f" and isinstance(s.dtype, np.dtype):  # numpy floats: only NaN and inf to mend
-            values = [v if v - v == 0 else None for v in s.tolist()]
+        if s.dtype.kind == "f" and isinstance(s.dtype, np.dtype):  # numpy floats: NaN and inf to mend
+            # a whole number is written as one ('3', not '3.0'): a column is float or int depending on which
+            # other cards share its batch, and a card's bytes must not
+            values = [(int(v) if v.is_integer() and -2**53 < v < 2**53 else v) if v - v == 0 else None
+                      for v in s.tolist()]
         elif s.dtype.kind in "iu" and isinstance(s.dtype, np.dtype):
             values = s.tolist()
         elif pd.api.types.is_bool_dtype(s.dtype) and not s.isna().any():
@@ -98,7 +101,9 @@ def _plain(v: Any) -> Any:
     if v is None:
         return None
     if isinstance(v, float):
-        return None if math.isnan(v) or math.isinf(v) else v
+        if math.isnan(v) or math.isinf(v):
+            return None
+        return int(v) if v.is_integer() and -2**53 < v < 2**53 else v
     if isinstance(v, (str, bool, int)):
         return v.replace("\u2028", " ").replace("\u2029", " ") if isinstance(v, str) else v
     if v is pd.NA or v is pd.NaT:

@@ -54,7 +54,7 @@ NAME_MAX = 200
 # They are one line of text: no control characters and no line or paragraph separator
 # (Vega copies legend sort orders into expressions, whose parser refuses U+2028/U+2029, so
 # one such name blanked every chart it appeared in).
-ONE_LINE = r"^[^\u0000-\u001f\u007f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$"
+ONE_LINE = r"^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$"
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=ONE_LINE)]
 # Every other string (notes, reasons, commands) is bounded too.
 STR_MAX = 65_536
@@ -221,9 +221,10 @@ class Engine(Strict):
     """The inference engine."""
 
     name: Name = Field(description="Engine name, e.g. 'llama.cpp', 'vLLM', 'llama-cpp-python'.")
-    version: str | None = Field(None, description="Release or version string, e.g. 'b12223'.")
+    version: Name | None = Field(None, description="Release or version string, e.g. 'b12223' (part of the "
+                                                   "setup's short name, so one line like a name).")
     build_number: Count | None = Field(None, description="llama.cpp build number.")
-    commit: str | None = Field(None, description="Source commit of the build.")
+    commit: Name | None = Field(None, description="Source commit of the build.")
     package: str | None = Field(None, description="Release package name, when an official build was used.")
     own_build: bool | None = Field(None, description="True when the engine was compiled by the person measuring.")
     speculative: str | None = Field(None, description="Draft model / MTP setting; null for plain autoregressive.")

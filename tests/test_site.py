@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -98,6 +99,19 @@ def test_only_files_the_export_wrote_are_removed_and_a_copy_is_not_rewritten(tmp
     assert sitewrite.finish(site, w2.entries, previous=w2.previous) == ["old/b.html"]
     assert all((site / rel).read_text() == "keep me" for rel in (".git/config", "CNAME", "old/mine.txt",
                                                                    "notes/n.txt"))
+    # a manifest edited to list files outside the folder never leads the export there
+    victims = [tmp_path / "victim.txt", tmp_path / "vdir" / "f.txt"]
+    for v in victims:
+        v.parent.mkdir(exist_ok=True)
+        v.write_text("not the site's")
+    manifest = json.loads((site / sitewrite.MANIFEST).read_text())
+    for rel in ("../victim.txt", str(victims[0]), "old/../../vdir/f.txt", "./a.html", ".git/config"):
+        manifest["files"][rel] = ["0" * 64, 1, 1]
+    (site / sitewrite.MANIFEST).write_text(json.dumps(manifest))
+    w4 = sitewrite.Writer(site, sitewrite.read_manifest(site))
+    w4.write("a.html", "one")
+    assert sitewrite.finish(site, w4.entries, previous=w4.previous) == []
+    assert all(v.read_text() == "not the site's" for v in victims) and (site / ".git" / "config").exists()
     # a copy of the folder (new modification times, same bytes) is recognised, not written again
     copy = tmp_path / "copy"
     shutil.copytree(site, copy)

@@ -45,7 +45,7 @@
         if (!note || !note.classList.contains('no-match')) {
           note = document.createElement('p');
           note.className = 'muted no-match';
-          note.textContent = 'No row matches the filter.';
+          note.textContent = 'No row shown here matches the filter (the search box at the top finds any setup).';
           box.after(note);
         }
         const none = Array.from(t.tBodies[0].rows).every(r => r.hidden);
