@@ -606,7 +606,8 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
                            zip(data.model if "model" in data.columns else [None] * len(data),
                                data.quant if "quant" in data.columns else [None] * len(data))]
     label = str(data.label.iloc[0]) if not data.empty else ""
-    x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)))
+    # ticks as plain numbers (one point alone gave ticks like 63.400000)
+    x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)), axis=alt.Axis(format=",~g"))
     color = alt.Color("trade_off:N", title="Within its tier",
                       scale=alt.Scale(domain=["best trade-off in tier", "other"], range=[PALETTE[0], GREY]))
     tooltip = [alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),
