@@ -554,7 +554,8 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
         tooltip=tooltip)
     spread = alt.Chart(rows[rows.low_s.notna()]).mark_rule(color=GREY, strokeWidth=2).encode(
         x="low_s:Q", x2="high_s:Q", y=y, tooltip=tooltip)
-    title = f"Time to answer: {p:,}-token prompt, {w:,.0f}-word answer"
+    # the sizes as a subtitle: one long title line was cut on a phone
+    title = alt.TitleParams("Time to answer", subtitle=f"{p:,}-token prompt, {w:,.0f}-word answer")
     return themed((bars + spread).properties(title=title, width="container", height=alt.Step(24)))
 
 

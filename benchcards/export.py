@@ -492,8 +492,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
     # as in the app: method tests (tiny or random-weight models) show the method, not a speed to rank
     data, left_out = analysis.without_method_tests(data)
     kn = kn[kn.setup_id.isin(set(data.setups.setup_id))]
-    left_note = (f"Left out: {'; '.join(left_out)} (a method test: it shows how benchcards measures, not how fast "
-                 "a model runs; its card has its figures)." if left_out else "")
+    left_note = (f"Left out as a method test (its card has its figures): {'; '.join(left_out)}." if left_out else "")
     setups = analysis.with_tiers(data.setups)
     by_tier = {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order}
     titles = dict(zip(setups.setup_id, setups.title))

@@ -457,7 +457,8 @@ def table_with(at, column: str) -> pd.DataFrame:
 def test_analysis_page_shows_every_view_and_matches_the_library(site):
     at = run_page(prompt="4096", words="300")
     titles = chart_titles(at)
-    assert titles[0] == "Time to answer: 4,096-token prompt, 300-word answer"
+    first = json.loads(at.get("vega_lite_chart")[0].proto.spec)["title"]
+    assert titles[0] == "Time to answer" and first["subtitle"] == "4,096-token prompt, 300-word answer"
     assert "Throughput vs per-request speed (dashed: the Pareto frontier)" in titles
     assert any(re.search(r" vs speed: .+ tier \(bars: Wilson 95 % intervals\)$", t) for t in titles)  # one per tier
     assert "Prefill vs prompt depth, knees marked (dashed)" in titles
