@@ -78,10 +78,7 @@ def headline_tiles(card: Card) -> list[Tile]:
 
 def _run_of(card: Card, metric: str, prompt: str | None = None, level: int | None = None) -> str | None:
     """The run a figure of the card comes from."""
-    m = card.metrics
-    hit = m[(m.metric == metric) & (m.prompt.isna() if prompt is None else m.prompt == prompt)
-            & (m.level.isna() if level is None else m.level == level)]
-    return None if hit.empty or "run_id" not in hit.columns else str(hit.run_id.iloc[0])
+    return card.run_of(metric, prompt, level)
 
 
 def _run_words(card: Card, run_id: str) -> str:

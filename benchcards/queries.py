@@ -277,11 +277,20 @@ class Card:
 
     def __post_init__(self) -> None:
         self._index: dict[tuple, tuple[float, int | None, str]] = {}
+        self._runs: dict[tuple, str] = {}
         m = self.metrics
-        for metric, prompt, level, value, n, prov in zip(m.metric.tolist(), m.prompt.tolist(), m.level.tolist(),
-                                                         m.value.tolist(), m.n.tolist(), m.provenance.tolist()):
+        runs = m.run_id.tolist() if "run_id" in m.columns else [None] * len(m)
+        for metric, prompt, level, value, n, prov, run in zip(m.metric.tolist(), m.prompt.tolist(), m.level.tolist(),
+                                                              m.value.tolist(), m.n.tolist(), m.provenance.tolist(),
+                                                              runs):
             key = (metric, None if pd.isna(prompt) else prompt, None if pd.isna(level) else int(level))
             self._index[key] = (float(value), None if pd.isna(n) else int(n), prov)
+            if run is not None and key not in self._runs:
+                self._runs[key] = str(run)
+
+    def run_of(self, metric: str, prompt: str | None = None, level: int | None = None) -> str | None:
+        """The run one metric's value comes from, or None."""
+        return self._runs.get((metric, prompt, level))
 
     def value(self, metric: str, prompt: str | None = None, level: int | None = None) -> float | None:
         """One metric's value, or None."""

@@ -179,7 +179,7 @@ def method(c: Card) -> None:
         return
     st.html("".join(f"<p><strong>{html.esc(heading)}</strong></p>{html.table(table, label=heading)}"
                     for heading, table in runs))
-    common.downloads(cardmod.method_table(c), f"{c.setup_id}-method")
+    common.downloads(lambda: cardmod.method_table(c), f"{c.setup_id}-method")  # made only when downloaded
 
 
 def reproduce(c: Card) -> None:
