@@ -246,13 +246,8 @@ def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
     """The rows of ``df`` per setup, in their order (slices of one sort: a groupby cost ~4 ms a card)."""
     if df.empty:
         return {}
-    df = df.sort_values("setup_id", kind="stable")
-    ids = df.setup_id.tolist()
-    if drop_id:
-        df = df.drop(columns="setup_id")
-    starts = [0] + [i for i in range(1, len(ids)) if ids[i] != ids[i - 1]]
-    # slices keep the frame's index: nothing downstream reads it, and a reset costs as much as the slice
-    return {str(ids[a]): df.iloc[a:b] for a, b in zip(starts, [*starts[1:], len(ids)])}
+    # slices keep the frame's index: nothing downstream reads it
+    return queries.split_by_setup(df.sort_values("setup_id", kind="stable"), drop_id, reset=False)
 
 
 #: the knee marks of a card without knees (the columns the charts' knee layers read)

@@ -368,9 +368,9 @@ def card(store: Store, setup_id: str) -> Card:
                        for name, df in frames.items()})
 
 
-def split_by_setup(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
-    """The rows of ``df`` (sorted by ``setup_id``) per setup, each with a fresh 0-based index
-    (without the setup_id column when ``drop_id``)."""
+def split_by_setup(df: pd.DataFrame, drop_id: bool = False, reset: bool = True) -> dict[str, pd.DataFrame]:
+    """The rows of ``df`` (sorted by ``setup_id``) per setup, each with a fresh 0-based index unless not
+    ``reset`` (a reset costs as much as the slice) and without the setup_id column when ``drop_id``."""
     if df.empty:
         return {}
     ids = df.setup_id.tolist()
@@ -378,7 +378,7 @@ def split_by_setup(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.Data
     ends = [*starts[1:], len(ids)]
     if drop_id:
         df = df.drop(columns="setup_id")
-    return {str(ids[a]): df.iloc[a:b].reset_index(drop=True) for a, b in zip(starts, ends)}
+    return {str(ids[a]): df.iloc[a:b].reset_index(drop=True) if reset else df.iloc[a:b] for a, b in zip(starts, ends)}
 
 
 def cards(store: Store, ids: list[str]) -> list[Card]:

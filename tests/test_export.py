@@ -225,119 +225,117 @@ def test_reexport_after_one_new_setup_rewrites_only_what_shows_it(demo_db, tmp_p
     assert third.written == [] and third.rendered == []
 
 
-@pytest.mark.browser
-@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
-def test_export_renders_offline_in_chromium(site):
+@pytest.fixture(scope="module")
+def b():
+    """One headless Chromium for the browser tests of this module."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        errors = []
-        page = b.new_page(viewport={"width": 1300, "height": 2400})
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
-        for name, path in (("export-index", site / "index.html"), ("export-card", site / "setups" / f"{SYN1}.html")):
-            page.goto(path.as_uri())
-            if name == "export-card":
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
+def test_export_renders_offline_in_chromium(site, b):
+    errors = []
+    page = b.new_page(viewport={"width": 1300, "height": 2400})
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+    for name, path in (("export-index", site / "index.html"), ("export-card", site / "setups" / f"{SYN1}.html")):
+        page.goto(path.as_uri())
+        if name == "export-card":
+            page.wait_for_selector(".chart svg", timeout=30_000)
+            assert page.locator(".chart svg").count() >= 4
+        (ROOT / "test-artifacts").mkdir(exist_ok=True)
+        page.screenshot(path=str(ROOT / "test-artifacts" / f"{name}.png"), full_page=True)
+    page.goto((site / "index.html").as_uri())
+    page.fill("#filter", "5060")
+    visible = page.locator("table.sortable tbody tr:visible").count()
+    assert visible == 1
+    tables = page.locator("table.sortable").count()
+    assert tables >= 4 and page.locator("p.no-match:visible").count() == tables - 1  # the other tiers say so
+    page.fill("#filter", "")
+    assert page.locator("p.no-match:visible").count() == 0 and page.locator("table.sortable:visible").count() == \
+        tables
+    assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
+def test_site_search_sort_and_pages_on_a_phone_in_light_and_dark(site, b):
+    for scheme in ("light", "dark"):
+        ctx = b.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme)
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+        page.on("request", lambda r, errors=errors: None if r.url.startswith(("file://", "data:", "blob:"))
+                else errors.append(f"network: {r.url}"))
+        for rel in ("index.html", f"setups/{SEED}.html", "tiers/16-gb.html", "models/index.html",
+                    "quality/mmlu-pro.html", "analysis.html", "analysis/time-to-answer-2k-500-words.html",
+                    "analysis/throughput-16-gb.html", "analysis/speed-quality-mmlu-pro.html",
+                    "analysis/knees-16-gb.html"):
+            page.goto((site / rel).as_uri())
+            if 'data-chart="' in (site / rel).read_text():
                 page.wait_for_selector(".chart svg", timeout=30_000)
-                assert page.locator(".chart svg").count() >= 4
+                n = (site / rel).read_text().count('data-chart="')
+                page.wait_for_function(f"document.querySelectorAll('.chart svg').length >= {n}", timeout=30_000)
+            width = page.evaluate("() => document.documentElement.scrollWidth")
+            assert width <= 391, (rel, scheme, width)  # no sideways scroll at 390 px
+            if rel.startswith("tiers/"):  # a list is a stack of cards, each figure named
+                first = page.locator("table.sortable tbody tr").first
+                assert first.evaluate("r => getComputedStyle(r).display") == "grid"
+                labels = first.locator("td").evaluate_all("tds => tds.map(t => t.dataset.label)")
+                assert labels == page.locator("table.sortable th").all_inner_texts()
+                box = page.locator("table.sortable").evaluate("t => t.parentElement.scrollWidth <= "
+                                                              "t.parentElement.clientWidth")
+                assert box  # nothing to swipe inside the table either
+            bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+            assert (sum(int(x) for x in re.findall(r"\d+", bg)[:3]) < 200) == (scheme == "dark"), bg
             (ROOT / "test-artifacts").mkdir(exist_ok=True)
-            page.screenshot(path=str(ROOT / "test-artifacts" / f"{name}.png"), full_page=True)
+            page.screenshot(path=str(ROOT / "test-artifacts" / f"export-{rel.replace('/', '-')[:-5]}-{scheme}.png"),
+                            full_page=True)
+        # search: several words, all must match; Enter opens the first result
         page.goto((site / "index.html").as_uri())
-        page.fill("#filter", "5060")
-        visible = page.locator("table.sortable tbody tr:visible").count()
-        assert visible == 1
-        tables = page.locator("table.sortable").count()
-        assert tables >= 4 and page.locator("p.no-match:visible").count() == tables - 1  # the other tiers say so
-        page.fill("#filter", "")
-        assert page.locator("p.no-match:visible").count() == 0 and page.locator("table.sortable:visible").count() == \
-            tables
-        b.close()
-        assert errors == []
+        page.fill("#search", "qwen3.5 q8_0")
+        page.wait_for_selector("#search-results li a")
+        found = page.locator("#search-results li a").all_inner_texts()
+        assert found and all("Qwen3.5" in t and "Q8_0" in t for t in found), found
+        page.fill("#search", "5060 distill")
+        page.wait_for_selector("#search-results li a")
+        assert page.locator("#search-results li a").all_inner_texts() == [
+            "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB, llama.cpp b12223"]
+        page.press("#search", "Enter")
+        page.wait_for_url(f"**/setups/{SEED}.html")
+        page.fill("#search", "no such words anywhere")
+        page.wait_for_selector("#search-results li.count")
+        assert page.inner_text("#search-results") == "No match"
+        # sort: a click on a numeric column orders the rows by it, a second click reverses
+        page.goto((site / "analysis" / "time-to-answer-2k-500-words.html").as_uri())
+        header = page.locator("table.sortable th", has_text="Time (s)")
+        col = page.locator("table.sortable th").all_inner_texts().index("Time (s)")
 
-
-@pytest.mark.browser
-@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
-def test_site_search_sort_and_pages_on_a_phone_in_light_and_dark(site):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        for scheme in ("light", "dark"):
-            ctx = b.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme)
-            page = ctx.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-            page.on("request", lambda r, errors=errors: None if r.url.startswith(("file://", "data:", "blob:"))
-                    else errors.append(f"network: {r.url}"))
-            for rel in ("index.html", f"setups/{SEED}.html", "tiers/16-gb.html", "models/index.html",
-                        "quality/mmlu-pro.html", "analysis.html", "analysis/time-to-answer-2k-500-words.html",
-                        "analysis/throughput-16-gb.html", "analysis/speed-quality-mmlu-pro.html",
-                        "analysis/knees-16-gb.html"):
-                page.goto((site / rel).as_uri())
-                if 'data-chart="' in (site / rel).read_text():
-                    page.wait_for_selector(".chart svg", timeout=30_000)
-                    n = (site / rel).read_text().count('data-chart="')
-                    page.wait_for_function(f"document.querySelectorAll('.chart svg').length >= {n}", timeout=30_000)
-                width = page.evaluate("() => document.documentElement.scrollWidth")
-                assert width <= 391, (rel, scheme, width)  # no sideways scroll at 390 px
-                if rel.startswith("tiers/"):  # a list is a stack of cards, each figure named
-                    first = page.locator("table.sortable tbody tr").first
-                    assert first.evaluate("r => getComputedStyle(r).display") == "grid"
-                    labels = first.locator("td").evaluate_all("tds => tds.map(t => t.dataset.label)")
-                    assert labels == page.locator("table.sortable th").all_inner_texts()
-                    box = page.locator("table.sortable").evaluate("t => t.parentElement.scrollWidth <= "
-                                                                  "t.parentElement.clientWidth")
-                    assert box  # nothing to swipe inside the table either
-                bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
-                assert (sum(int(x) for x in re.findall(r"\d+", bg)[:3]) < 200) == (scheme == "dark"), bg
-                (ROOT / "test-artifacts").mkdir(exist_ok=True)
-                page.screenshot(path=str(ROOT / "test-artifacts" / f"export-{rel.replace('/', '-')[:-5]}-{scheme}.png"),
-                                full_page=True)
-            # search: several words, all must match; Enter opens the first result
-            page.goto((site / "index.html").as_uri())
-            page.fill("#search", "qwen3.5 q8_0")
-            page.wait_for_selector("#search-results li a")
-            found = page.locator("#search-results li a").all_inner_texts()
-            assert found and all("Qwen3.5" in t and "Q8_0" in t for t in found), found
-            page.fill("#search", "5060 distill")
-            page.wait_for_selector("#search-results li a")
-            assert page.locator("#search-results li a").all_inner_texts() == [
-                "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB, llama.cpp b12223"]
-            page.press("#search", "Enter")
-            page.wait_for_url(f"**/setups/{SEED}.html")
-            page.fill("#search", "no such words anywhere")
-            page.wait_for_selector("#search-results li.count")
-            assert page.inner_text("#search-results") == "No match"
-            # sort: a click on a numeric column orders the rows by it, a second click reverses
-            page.goto((site / "analysis" / "time-to-answer-2k-500-words.html").as_uri())
-            header = page.locator("table.sortable th", has_text="Time (s)")
-            col = page.locator("table.sortable th").all_inner_texts().index("Time (s)")
-
-            def times() -> list[float]:
-                cells = page.locator(f"table.sortable tbody tr td:nth-child({col + 1})").all_inner_texts()
-                return [float(c.replace(",", "")) for c in cells if c.strip() not in ("—", "")]
-
-            header.click()
-            up = times()
-            assert len(up) >= 3 and up == sorted(up)
-            header.click()
-            assert times() == sorted(up, reverse=True)
+        def times() -> list[float]:
             cells = page.locator(f"table.sortable tbody tr td:nth-child({col + 1})").all_inner_texts()
-            dashes = [c.strip() in ("—", "") for c in cells]
-            assert dashes == sorted(dashes)  # not measured: last, whichever way it sorts
-            assert errors == [], errors
-            ctx.close()
-        b.close()
+            return [float(c.replace(",", "")) for c in cells if c.strip() not in ("—", "")]
+
+        header.click()
+        up = times()
+        assert len(up) >= 3 and up == sorted(up)
+        header.click()
+        assert times() == sorted(up, reverse=True)
+        cells = page.locator(f"table.sortable tbody tr td:nth-child({col + 1})").all_inner_texts()
+        dashes = [c.strip() in ("—", "") for c in cells]
+        assert dashes == sorted(dashes)  # not measured: last, whichever way it sorts
+        assert errors == [], errors
+        ctx.close()
 
 
 @pytest.mark.browser
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
-def test_a_long_name_without_spaces_breaks_instead_of_pushing_the_figures_off_screen(demo_db, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_a_long_name_without_spaces_breaks_instead_of_pushing_the_figures_off_screen(demo_db, tmp_path, b):
     from benchcards import queries, site, synth
     from ingest import ingest_paths
 
@@ -353,16 +351,12 @@ def test_a_long_name_without_spaces_breaks_instead_of_pushing_the_figures_off_sc
     export(db, out, with_raw=False)
     tier = queries.overview(queries.Store(db)).set_index("setup_id").tier[folder.name]
     page_path = out / site.tier_path(tier)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        page = b.new_page(viewport={"width": 1440, "height": 900})
-        for rel in (page_path, out / "index.html"):
-            page.goto(rel.as_uri())
-            over = page.evaluate("""() => [...document.querySelectorAll('table.sortable')].map(
-                t => t.parentElement.scrollWidth - t.parentElement.clientWidth).filter(d => d > 1)""")
-            assert over == [], rel  # every column in view: the name wraps inside its cell
-        b.close()
+    page = b.new_page(viewport={"width": 1440, "height": 900})
+    for rel in (page_path, out / "index.html"):
+        page.goto(rel.as_uri())
+        over = page.evaluate("""() => [...document.querySelectorAll('table.sortable')].map(
+            t => t.parentElement.scrollWidth - t.parentElement.clientWidth).filter(d => d > 1)""")
+        assert over == [], rel  # every column in view: the name wraps inside its cell
 
 
 def test_a_card_rendered_alone_has_the_bytes_of_one_rendered_in_a_batch(demo_db, tmp_path):
