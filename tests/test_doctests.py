@@ -1,0 +1,17 @@
+"""The examples in the docstrings of the read side's small modules are tests: they run here."""
+
+import doctest
+import importlib
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {name} failed"
