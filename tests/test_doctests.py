@@ -14,4 +14,5 @@ MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benc
 def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{name} has no docstring examples"
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {name} failed"
