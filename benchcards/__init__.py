@@ -4,4 +4,4 @@ The library is plain Python (no Streamlit): import it from the app, the CLIs, th
 export or a notebook.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"

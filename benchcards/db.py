@@ -17,11 +17,13 @@ from pathlib import Path
 
 import duckdb
 
+from benchcards.errors import BenchcardsError
+
 #: version of the table layout; the write side (``ingest.store``) stamps it, readers check it
 SCHEMA_VERSION = 2
 
 
-class DatabaseError(RuntimeError):
+class DatabaseError(BenchcardsError, RuntimeError):
     """The database file is missing, unreadable or of another schema version."""
 
 

@@ -15,6 +15,7 @@ import duckdb
 import pandas as pd
 
 from benchcards import db, fmt, stats, tiers
+from benchcards.errors import BenchcardsError
 from benchcards.metrics import HEADLINE_TESTS
 from benchcards.paths import DEFAULT_DB
 from schemas.models import Setup
@@ -115,7 +116,7 @@ def _read_regular(path: Path, size: int) -> bytes | None:
     return data if len(data) == size else None
 
 
-class RawFileError(LookupError):
+class RawFileError(BenchcardsError, LookupError):
     """A raw file is not available any more."""
 
 
@@ -308,7 +309,7 @@ class Card:
                       key=lambda k: (k[0] or "", -1 if k[1] is None else k[1]))
 
 
-class NotFound(LookupError):
+class NotFound(BenchcardsError, LookupError):
     """No setup with that id."""
 
 

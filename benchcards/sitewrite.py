@@ -28,12 +28,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchcards.errors import BenchcardsError
+
 MANIFEST = ".benchcards-export.json"
 LOCK = ".benchcards-export.lock"
 FORMAT = 1
 
 
-class ExportFolderError(RuntimeError):
+class ExportFolderError(BenchcardsError, RuntimeError):
     """The output folder cannot be used (not an earlier export, or another export is writing it)."""
 
 

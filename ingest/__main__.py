@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from benchcards.db import DatabaseError
+from benchcards.errors import UsageError
 from benchcards.paths import DEFAULT_DB, LOCAL
 from ingest.errors import IngestError, safe
 from ingest.files import SETUP_NAME, find_setup_folders, has_setup_file
@@ -57,8 +58,6 @@ IMPORT_OPTIONS = ("from_format", "gpu", "gpu_count", "vram_gib", "backend", "uni
                   "server_cmd", "engine", "engine_version", "model", "measured_by", "out")
 
 
-class UsageError(Exception):
-    """The command line asks for something that can not be done (exit status 2, with the usage line)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

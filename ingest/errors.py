@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from benchcards.errors import BenchcardsError
 from ingest.limits import LIMITS, Limits
 
 
@@ -52,7 +53,7 @@ def clip_middle(text: str, limit: int) -> str:
     return f"{text[:half]}…{text[-half:]}"
 
 
-class IngestError(Exception):
+class IngestError(BenchcardsError):
     """Validation failed; ``errors`` lists the problems as 'file: $.path: message'.
 
     The list is capped (see ErrorLog); ``count`` is the number of problems found;

@@ -30,7 +30,7 @@ from urllib.parse import urlparse
 import httpx
 from pydantic import TypeAdapter
 
-from benchcards import stats
+from benchcards import __version__, stats
 from benchcards.summarize import depth_problem
 from live.client import (
     CHARS_PER_PROMPT_TOKEN,
@@ -588,7 +588,7 @@ class Runner:
             schema_version=SCHEMA_VERSION, kind="speed", run_id=run_id, setup_id="pending",
             started_at=started.strftime("%Y-%m-%dT%H:%M:%SZ"),
             finished_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            tool="benchcards live 0.1.0", command=None, engine_version=info.build if info else None,
+            tool=f"benchcards live {__version__}", command=None, engine_version=info.build if info else None,
             method=SpeedMethod(
                 parts=[cast(SpeedPart, p) for p in cfg.parts], prompt_ids=list(cfg.prompt_ids), runs=cfg.runs, warmups=cfg.warmups,
                 max_tokens=cfg.max_tokens, min_decode_tokens=cfg.min_decode_tokens,

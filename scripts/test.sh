@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# the checkout itself, editable: `import benchcards` and the `benchcards` command work from anywhere
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
 if [ ! -x /usr/bin/chromium ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
