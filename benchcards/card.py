@@ -23,11 +23,6 @@ def rows_of(df: pd.DataFrame) -> list[SimpleNamespace]:
     return [SimpleNamespace(**r) for r in df.to_dict("records")]
 
 
-def depth_label(tokens: object) -> str:
-    """2048 -> '2K', 131072 -> '128K', 3000 -> '3,000' (kept for callers of the old name; see ``fmt.depth``)."""
-    return fmt.depth(tokens)
-
-
 def depth_with_count(card: Card, part: str, level: int) -> str:
     """'8K', or '8K (8,150 prompt tokens)' when the server counted another length than the depth asked."""
     counted = card.value("measured_depth", part, level)

@@ -18,7 +18,7 @@ from typing import Any, cast
 import altair as alt
 import pandas as pd
 
-from benchcards import fmt, metrics, specs
+from benchcards import fmt, specs
 
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8a8f98", "#F0E442"]
 GREY = "#8a8f98"
@@ -503,11 +503,6 @@ def live_steps_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
         tooltip=[alt.Tooltip("Step:N"), alt.Tooltip("clock:N", title="Measured by"),
                  alt.Tooltip("rate_text:N", title="Decode")])
     return themed(chart, title="Live run: decode per step", width="container")
-
-
-def metric_title(key: str) -> str:
-    """Axis or column title of a registered figure: 'Decode (tok/s)'."""
-    return metrics.get(key).header()
 
 
 # --------------------------------------------------------------------------- analysis views (benchcards.analysis)

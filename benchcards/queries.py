@@ -600,11 +600,6 @@ def curve_setups(store: Store, limit: int = 3) -> list[str]:
     return list(rows.setup_id)
 
 
-def method_test_ids(store: Store) -> set[str]:
-    """Ids of the setups that are method tests (``method_test_sql``)."""
-    return set(store.df(f"SELECT setup_id FROM setups s WHERE {method_test_sql()}").setup_id)
-
-
 # --------------------------------------------------------------------------- inputs of benchcards.analysis
 # One read of everything the analysis views need (time to answer, throughput vs per-request speed,
 # speed vs quality, knees), as plain frames; benchcards.analysis computes on them without I/O.

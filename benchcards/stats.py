@@ -8,6 +8,7 @@ score intervals at 95 % (#wilson), paired comparisons use McNemar's exact test (
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -15,19 +16,15 @@ Z95 = 1.959963984540054
 
 
 def median(values: Iterable[float]) -> float | None:
-    """Median of the values, or None for an empty input."""
-    xs = sorted(values)
-    n = len(xs)
-    if n == 0:
-        return None
-    mid = n // 2
-    return float(xs[mid]) if n % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+    """Median of the values (the standard library's), or None for an empty input."""
+    xs = list(values)
+    return float(statistics.median(xs)) if xs else None
 
 
 def mean(values: Iterable[float]) -> float | None:
-    """Arithmetic mean, or None for an empty input."""
+    """Arithmetic mean (``statistics.fmean``), or None for an empty input."""
     xs = list(values)
-    return sum(xs) / len(xs) if xs else None
+    return statistics.fmean(xs) if xs else None
 
 
 def cv_pct(values: Sequence[float]) -> float | None:
@@ -35,14 +32,12 @@ def cv_pct(values: Sequence[float]) -> float | None:
 
     None for fewer than two values or a zero mean.
     """
-    n = len(values)
-    if n < 2:
+    if len(values) < 2:
         return None
-    m = sum(values) / n
+    m = statistics.fmean(values)
     if m == 0:
         return None
-    var = sum((x - m) ** 2 for x in values) / (n - 1)
-    return 100.0 * math.sqrt(var) / m
+    return 100.0 * statistics.stdev(values, m) / m
 
 
 def decode_rate(output_tokens: int, t_first: float, t_last: float) -> float | None:
@@ -176,11 +171,6 @@ def mcnemar(pairs: Iterable[tuple[bool, bool]]) -> McNemar:
         p_value=_binom_two_sided(b, b + c),
         diff=Interval(p=d, lo=d - Z95 * se, hi=d + Z95 * se),
     )
-
-
-def count_words(text: str) -> int:
-    """Words of an answer: runs of non-space characters."""
-    return len(text.split())
 
 
 def decimals_of(x: float) -> int:

@@ -47,12 +47,6 @@ def running_jobs() -> list[LiveJob]:
         return sorted((j for j in _JOBS.values() if not j.done), key=lambda j: j.started)
 
 
-def latest_job(base_url: str) -> LiveJob | None:
-    """The newest job against ``base_url``'s server, running or ended."""
-    with _LOCK:
-        return _JOBS.get(server_key(base_url))
-
-
 @dataclass
 class LiveJob:
     """One measurement: start it, poll ``events``/``done``, ``stop()`` it.

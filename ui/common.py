@@ -48,13 +48,6 @@ def md(text: object) -> str:
     return "".join(out)
 
 
-def download_name(path: str) -> str:
-    """A file name for a download from a path in the data: its last part, with anything but letters,
-    digits, '.', '-' and '_' replaced (no quotes, separators or control characters reach a header)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", path.rsplit("/", 1)[-1]).lstrip(".")
-    return name[:120] or "file"
-
-
 def db_path() -> Path:
     """The database the site reads: $BENCHCARDS_DB, else data/benchcards.duckdb."""
     return Path(os.environ.get("BENCHCARDS_DB", DEFAULT_DB))
