@@ -17,10 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchcards.db import DatabaseError
 from benchcards.errors import UsageError
 from benchcards.paths import DEFAULT_DB, LOCAL
-from ingest.errors import IngestError, safe
+from ingest.errors import print_failure, safe
 from ingest.files import SETUP_NAME, find_setup_folders, has_setup_file
 from ingest.load import ingest_paths, validate_paths
 
@@ -197,26 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except UsageError as exc:
         parser.error(safe(exc))  # exits 2 with the usage line
-    except IngestError as exc:
-        print(f"rejected: {exc.count} error(s); the database was not changed", file=sys.stderr)
-        for e in exc.errors:
-            print(f"  {e}", file=sys.stderr)
-        for n in exc.notes:
-            print(f"  note: {n}", file=sys.stderr)
-        return 1
-    except DatabaseError as exc:
-        print(f"error: {safe(exc)}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: {safe(exc.filename or '')}: {safe(exc.strerror or exc)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; the database was not changed", file=sys.stderr)
-        return 130
-    except Exception as exc:  # a bug: still one line, never a traceback on a user's terminal
-        print(f"error: unexpected {exc.__class__.__name__}: {safe(exc)} (nothing was changed; please report this)",
-              file=sys.stderr)
-        return 1
+    except (Exception, KeyboardInterrupt) as exc:
+        return print_failure(exc, headline="the database was not changed")
     return 2  # not reached: parser.error exits
 
 

@@ -26,7 +26,7 @@ import duckdb
 from benchcards import db as read_db
 from benchcards import paths
 from benchcards.sources import freshness, prune, recorded_roots
-from ingest.errors import IngestError, safe
+from ingest.errors import IngestError, print_failure, safe
 from ingest.files import find_setup_folders
 from ingest.load import Report, ingest_paths
 from ingest.upload import recover, sources_lock
@@ -104,17 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         t0 = time.perf_counter()
         result = build(db_path, forget=tuple(str(Path(f).resolve()) for f in args.forget))
-    except IngestError as exc:
-        print(f"not built: {exc.count} problem(s); the database was not changed", file=sys.stderr)
-        for e in exc.errors:
-            print(f"  {e}", file=sys.stderr)
-        return 1
-    except read_db.DatabaseError as exc:
-        print(f"not built: {safe(exc)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; the database was not changed", file=sys.stderr)
-        return 130
+    except (Exception, KeyboardInterrupt) as exc:
+        return print_failure(exc, prefix="not built", headline="the database was not changed")
     for line in result.recovered:
         print(line)
     print(f"built {safe(db_path)} from {len(result.roots)} folder(s): {result.report.text()} "

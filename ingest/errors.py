@@ -130,3 +130,42 @@ class ErrorLog:
 def label(path: Path | str) -> str:
     """A path as shown in messages (escaped)."""
     return safe(str(path))
+
+
+def print_failure(exc: BaseException, *, headline: str, prefix: str = "rejected", notes_label: str = "note",
+                  stream=None) -> int:
+    """Print why a write-side command failed, one safe line each, and return its exit status.
+
+    The one error printer of ``python -m ingest``, ``ingest.build`` and ``ingest.upload`` (and so of
+    ``benchcards ingest|build|upload``): an ``IngestError`` lists its problems under ``"<prefix>: N
+    error(s); <headline>"``; a database or file error, an interrupt and an unexpected error each get one
+    line. ``headline`` says what was left as it was ("the database was not changed"). Statuses follow
+    ``benchcards.errors``: 1 bad input, 130 interrupted. Raises ``exc`` again when it is none of these.
+    """
+    import sys
+
+    from benchcards.db import DatabaseError
+    from benchcards.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+
+    out = stream if stream is not None else sys.stderr
+    if isinstance(exc, IngestError):
+        print(f"{prefix}: {exc.count} error(s); {headline}", file=out)
+        for e in exc.errors:
+            print(f"  {e}", file=out)
+        for n in exc.notes:
+            print(f"  {notes_label}: {n}", file=out)
+        return EXIT_BAD_INPUT
+    if isinstance(exc, DatabaseError):
+        print(f"error: {safe(exc)}; {headline}", file=out)
+        return EXIT_BAD_INPUT
+    if isinstance(exc, OSError):
+        print(f"error: {safe(exc.filename or '')}: {safe(exc.strerror or exc)}; {headline}", file=out)
+        return EXIT_BAD_INPUT
+    if isinstance(exc, KeyboardInterrupt):
+        print(f"interrupted; {headline}", file=out)
+        return EXIT_INTERRUPTED
+    if isinstance(exc, Exception):  # a bug: still one line, never a traceback on a user's terminal
+        print(f"error: unexpected {exc.__class__.__name__}: {safe(exc)} ({headline}; please report this)",
+              file=out)
+        return EXIT_BAD_INPUT
+    raise exc

@@ -38,7 +38,7 @@ from benchcards import db as read_db
 from benchcards import paths
 from benchcards.sources import prune, recorded_roots
 from ingest import crash, unzip
-from ingest.errors import ErrorLog, IngestError, safe
+from ingest.errors import ErrorLog, IngestError, print_failure, safe
 from ingest.files import SETUP_NAME, find_setup_folders
 from ingest.jsonread import parse as parse_json
 from ingest.limits import LIMITS, Limits
@@ -369,16 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         result = accept_zip(data, args.db, label=args.archive.name, local=args.local)
-    except IngestError as exc:
-        print(f"rejected: {exc.count} problem(s); nothing was stored", file=sys.stderr)
-        for e in exc.errors:
-            print(f"  {e}", file=sys.stderr)
-        for n in exc.notes:
-            print(f"  skipped: {n}", file=sys.stderr)
-        return 1
-    except read_db.DatabaseError as exc:
-        print(f"error: {safe(exc)}", file=sys.stderr)
-        return 1
+    except (Exception, KeyboardInterrupt) as exc:
+        return print_failure(exc, headline="nothing was stored", notes_label="skipped")
     print(result.text())
     for sid, what in result.setups.items():
         print(f"  {sid}: {what}")
