@@ -40,7 +40,8 @@ TIER_TEXT: dict[str, str] = {
 
 
 def slug(text: object, limit: int = 60) -> str:
-    """Lower-case ASCII letters, digits and single hyphens: 'Qwen3.5-35B-A3B' -> 'qwen3-5-35b-a3b'."""
+    """A URL path piece of the export: lower-case ASCII letters, digits and single hyphens,
+    'Qwen3.5-35B-A3B' -> 'qwen3-5-35b-a3b' (ids themselves follow ``schemas.ids.slug``)."""
     s = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
     return s[:limit].strip("-")
 

@@ -19,7 +19,6 @@ at a time writes a folder (an exclusive lock on ``.benchcards-export.lock``).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchcards.errors import BenchcardsError
+from benchcards.locks import LockBusy, file_lock
 
 MANIFEST = ".benchcards-export.json"
 LOCK = ".benchcards-export.lock"
@@ -94,15 +94,11 @@ def check_folder(root: Path) -> None:
 def locked(root: Path) -> Iterator[None]:
     """Hold the export lock of ``root`` (created if missing); ExportFolderError when another export holds it."""
     root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ExportFolderError(f"another export is writing {root}") from None
-        yield
-    finally:
-        os.close(fd)
+        with file_lock(root / LOCK, wait=False):
+            yield
+    except LockBusy:
+        raise ExportFolderError(f"another export is writing {root}") from None
 
 
 def sha256(data: bytes) -> str:

@@ -15,7 +15,6 @@ from Python (Arrow), never from a path handed to SQL.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 import duckdb
 
 from benchcards.db import SCHEMA_VERSION, DatabaseError, quiet_progress
+from benchcards.locks import file_lock
 from ingest import crash
 
 DDL = """
@@ -125,8 +125,7 @@ def lock(path: Path) -> Iterator[None]:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     lock_path = path.with_name(path.name + ".lock")
-    with open(lock_path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with file_lock(lock_path):
         for leftover in path.parent.glob(glob_escape(path.name) + ".*.tmp*"):
             with contextlib.suppress(OSError):
                 leftover.unlink()

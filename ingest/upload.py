@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -36,6 +35,7 @@ import duckdb
 
 from benchcards import db as read_db
 from benchcards import paths
+from benchcards.locks import file_lock, is_held
 from benchcards.sources import prune, recorded_roots
 from ingest import crash, unzip
 from ingest.errors import ErrorLog, IngestError, print_failure, safe
@@ -71,8 +71,7 @@ def sources_lock(local: Path) -> Iterator[None]:
     """Hold the lock that serialises uploads and builds of the sources in ``local``."""
     staging = paths.staging_for(local)
     staging.mkdir(parents=True, exist_ok=True)
-    with open(staging / "lock", "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with file_lock(staging / "lock"):
         yield
 
 
@@ -83,8 +82,7 @@ def _transaction(local: Path) -> Iterator[Path]:
     staging = paths.staging_for(local)
     staging.mkdir(parents=True, exist_ok=True)
     txn = Path(tempfile.mkdtemp(prefix="upload-", dir=staging))
-    with open(txn / "alive", "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with file_lock(txn / "alive"):
         try:
             yield txn
         finally:
@@ -92,14 +90,7 @@ def _transaction(local: Path) -> Iterator[Path]:
 
 
 def _alive(txn: Path) -> bool:
-    try:
-        with open(txn / "alive", "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return False
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+    return is_held(txn / "alive")
 
 
 def _stored(db_path: Path) -> dict[str, tuple[str, str]]:

@@ -11,7 +11,6 @@ method's lists; a run stopped by the user records the parts it cut short as "sto
 
 from __future__ import annotations
 
-import fcntl
 import ipaddress
 import os
 import re
@@ -31,6 +30,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from benchcards import __version__, stats
+from benchcards.locks import LockBusy, file_lock
 from benchcards.summarize import depth_problem
 from live.client import (
     CHARS_PER_PROMPT_TOKEN,
@@ -51,6 +51,7 @@ from live.client import (
     stream_many,
 )
 from live.prompts import TASKS, BuiltPrompt, PromptBuilder
+from schemas import ids
 from schemas.models import (
     NAME_MAX,
     ONE_LINE,
@@ -638,22 +639,21 @@ def server_lock(base_url: str) -> Iterator[None]:
     folder = Path(tempfile.gettempdir()) / f"benchcards-live-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / (re.sub(r"[^A-Za-z0-9._-]", "_", server_key(base_url)) + ".lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-        os.close(fd)
+        with file_lock(path, wait=False, mode=0o600) as fd:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}, started {datetime.now(UTC).strftime('%H:%M:%S UTC')}".encode(), 0)
+            try:
+                yield
+            finally:
+                os.ftruncate(fd, 0)
+    except LockBusy:
+        try:
+            holder = path.read_text(errors="replace").strip()[:200] or "another process"
+        except OSError:
+            holder = "another process"
         raise ServerLocked(f"{base_url} is already being measured by another run ({holder}); two runs against "
                            "one server measure each other's load: wait for it to finish or stop it") from None
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, started {datetime.now(UTC).strftime('%H:%M:%S UTC')}".encode(), 0)
-        yield
-    finally:
-        os.ftruncate(fd, 0)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def measure(cfg: MeasureConfig, on_event: Callable[[Event], None] | None = None,
@@ -743,8 +743,8 @@ def hardware_problems(gpu: str | None, vram_gib: float | None, *, gpu_field: str
 
 
 def slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
-    return (s or "setup")[:100]
+    """An id piece of a live run's names (the one rule, ``schemas.ids.slug``)."""
+    return ids.slug(text, 100, fallback="setup")
 
 
 _BUILD = re.compile(r"b(\d+)(?:-([0-9a-f]{7,40}))?")

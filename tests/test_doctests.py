@@ -7,7 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats"]
+MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats", "schemas.ids"]
 
 
 @pytest.mark.parametrize("name", MODULES)

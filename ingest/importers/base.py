@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeGuard
@@ -17,6 +16,7 @@ from typing import Any, TypeGuard
 from ingest import jsonread
 from ingest.errors import IngestError
 from ingest.limits import LIMITS
+from schemas import ids
 from schemas.models import INT32_MAX, INT64_MAX, INT64_MIN, REAL_MAX, SCHEMA_VERSION
 
 #: largest file an importer reads: the largest file an upload may hold, as the original is kept beside the
@@ -176,10 +176,8 @@ def dump_json(obj: Any) -> bytes:
 
 
 def slug(text: str, limit: int = 48) -> str:
-    """A lower-case id piece: letters, digits, '.', '_' and '-' only."""
-    s = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
-    s = re.sub(r"-{2,}", "-", s)
-    return s[:limit].strip("-._") or "x"
+    """A lower-case id piece (the one rule, ``schemas.ids.slug``), at most ``limit`` characters."""
+    return ids.slug(text, limit)
 
 
 def short_hash(*parts: object, n: int = 8) -> str:
