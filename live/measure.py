@@ -456,6 +456,8 @@ class Runner:
         started = datetime.now(UTC)
         self.info = probe(self.client, self.base)
         self.say(f"server: {self.info}")
+        if self.info.reachable:  # the server answered: the run is measuring now, no longer connecting
+            self.on_event(Event("info", "server", "connected", 0, 0, "ok"))
         for warning in self.info.warnings:  # odd server info: left out, said once, the run goes on
             self.say(f"warning: {warning}")
             self.on_event(Event("info", "server", "server info", 0, 0, "warning", warning))
