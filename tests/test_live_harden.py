@@ -315,3 +315,21 @@ def test_unknown_parts_prompts_and_bad_setup_words_are_refused_before_measuring(
         assert srv.requests == 0
     assert rc == 2 and message in err and not (tmp_path / "out").exists(), err
     assert "\x1b" not in err
+
+
+def test_a_contract_with_a_part_named_bogus_is_refused_at_ingest(capsys, tmp_path):
+    from ingest import IngestError, ingest_paths
+
+    with HostileServer("honest", docs={"/props": LLAMA_PROPS}) as srv:
+        rc, err = measure_cli(capsys, srv.url, tmp_path / "out")
+    assert rc == 0, err
+    [path] = list((tmp_path / "out").glob("*/speed/*/contract.json"))
+    doc = json.loads(path.read_text())
+    doc["parts"].append({"part": "bogus", "status": "ok"})
+    path.write_text(json.dumps(doc))
+    db = tmp_path / "db.duckdb"
+    with pytest.raises(IngestError) as exc:
+        ingest_paths([tmp_path / "out"], db)
+    assert any("contract.json: $.parts[1].part: 'bogus' is not a speed part or step" in e for e in exc.value.errors), \
+        exc.value.errors
+    assert not db.exists()
