@@ -16,7 +16,7 @@ from live.__main__ import main
 from live.job import LiveJob
 from live.measure import MeasureConfig, SetupInput
 from schemas.models import RequestRecord, ServerTimings, Setup, SpeedContract
-from tests.hostile_servers import HostileServer
+from tests.hostile_servers import RAW, HostileServer
 
 pytestmark = pytest.mark.integration
 
@@ -333,3 +333,12 @@ def test_a_contract_with_a_part_named_bogus_is_refused_at_ingest(capsys, tmp_pat
     assert any("contract.json: $.parts[1].part: 'bogus' is not a speed part or step" in e for e in exc.value.errors), \
         exc.value.errors
     assert not db.exists()
+
+
+def test_server_info_nested_without_end_is_not_given(capsys, tmp_path):
+    deep = RAW + b"[" * 100_000 + b"]" * 100_000
+    with HostileServer("honest", docs={"/props": deep, "/v1/models": deep}) as srv:
+        rc, err = measure_cli(capsys, srv.url, tmp_path / "out")
+    assert rc == 0 and "Traceback" not in err and "RecursionError" not in err, err
+    [(setup, [contract])] = stored(tmp_path / "out")
+    assert contract.method.server_slots is None and setup.model.name == "unknown model"
