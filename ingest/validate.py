@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import typing
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import jsonschema
 import jsonschema_rs
@@ -271,7 +270,7 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
                        skipped=listing.skipped), log
 
 #: names a speed contract's part statuses may start with
-SPEED_PARTS: tuple[str, ...] = typing.get_args(SpeedPart)
+SPEED_PARTS: tuple[str, ...] = get_args(SpeedPart)
 
 
 def _bench_rules(c: SpeedContract) -> Iterator[str]:
