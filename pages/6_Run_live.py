@@ -158,7 +158,7 @@ def panel(job: LiveJob, mine: bool) -> None:
             f"Measuring{where}… now: {now.now or 'the last step'}"
         state = "running"
     elif job.error:
-        label, state = f"Ended{where}: {job.error}", "error"
+        label, state = f"Ended{where}: {md(job.error)}", "error"
     else:
         how = "Stopped" if job.stopping else "Finished"
         label = f"{how}{where}: {ran} of {len(plan(job.cfg))} steps ran, {now.done:,} requests"
