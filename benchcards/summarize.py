@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchcards import fmt, stats
+from benchcards import fmt, plausible, stats
 from benchcards.metrics import REGISTRY, sd_key
 from schemas.models import (
     BenchRecord,
@@ -22,6 +22,7 @@ from schemas.models import (
     QualityTest,
     RequestRecord,
     ServerLogRecord,
+    ServerTimings,
     SpeedContract,
     SpeedSummary,
 )
@@ -41,6 +42,14 @@ TOKEN_SLACK_SHARE = 0.05
 #: most text events per counted token: llama-server sends one per token, and a token that ends the reasoning
 #: and starts the answer may come as two chunks; a server that batches tokens sends fewer, never more
 EVENTS_PER_TOKEN_MAX = 2
+#: most counted tokens per text event: llama-server holds back a token that ends in incomplete UTF-8 and sends
+#: it with the next, so the longest UTF-8 character (4 bytes) split into byte tokens makes one event of 4
+#: tokens; a count beyond that cannot have been timed token by token (each event would stand for many tokens,
+#: and a client-clock decode rate built on it reads high)
+TOKENS_PER_EVENT_MAX = 4
+#: tokens counted beyond what the events carry: the end-of-generation token and one control token stream
+#: no text
+TOKENS_WITHOUT_EVENT = 2
 
 # Names, units and decimals of every metric live in ``benchcards.metrics`` (the registry).
 
@@ -186,7 +195,9 @@ def token_count_problem(output_tokens: int | None, *, max_tokens: int | None = N
       ``TOKEN_SLACK_SHARE`` of the count: every token of a byte-level vocabulary decodes to at least one
       byte, except the end-of-generation token and control tokens, which stream no text;
     - at least one token for every ``EVENTS_PER_TOKEN_MAX`` text events, less the slack: an event carries
-      at least one token.
+      at least one token;
+    - at most ``TOKENS_PER_EVENT_MAX`` tokens per text event plus ``TOKENS_WITHOUT_EVENT``: a count that its
+      events cannot carry was not streamed token by token (4 events claiming 32 tokens).
     """
     if output_tokens is None:
         return None
@@ -199,13 +210,59 @@ def token_count_problem(output_tokens: int | None, *, max_tokens: int | None = N
                 f"{f' in {events:,} events' if events is not None else ''}: a token is at least one byte")
     if events is not None and events > 0 and (n == 0 or events > EVENTS_PER_TOKEN_MAX * n + TOKEN_SLACK):
         return f"the server counted {n:,} {what} but streamed {events:,} text events: an event carries a token"
+    if events is not None and n > TOKENS_PER_EVENT_MAX * events + TOKENS_WITHOUT_EVENT:
+        return (f"the server counted {n:,} {what} but streamed only {events:,} text events: at most "
+                f"{TOKENS_PER_EVENT_MAX} tokens share an event, so these tokens were not timed one by one")
+    return None
+
+
+def timings_problem(t: ServerTimings) -> str | None:
+    """Why a server's own ``timings`` cannot be real (benchcards.plausible's bounds), or None.
+
+    Times and rates are checked only where they time something: generation when more than one token was
+    generated (the first is free), prompt processing when any prompt token was processed. Both the rate the
+    server states and the rate its own count and time give must be within the bounds.
+    """
+    if (t.predicted_n or 0) > 1:
+        n = t.predicted_n or 0
+        why = (plausible.duration_problem(t.predicted_ms, "timings.predicted_ms", unit="ms")
+               or plausible.rate_problem(t.predicted_per_second, "decode")
+               or (plausible.rate_problem((n - 1) / t.predicted_ms * 1000, "decode") if t.predicted_ms else None))
+        if why:
+            return f"the server's own decode timing: {why}"
+    if (t.prompt_n or 0) > 0:
+        n = t.prompt_n or 0
+        why = (plausible.duration_problem(t.prompt_ms, "timings.prompt_ms", unit="ms")
+               or plausible.rate_problem(t.prompt_per_second, "prefill")
+               or (plausible.rate_problem(n / t.prompt_ms * 1000, "prefill") if t.prompt_ms else None))
+        if why:
+            return f"the server's own prompt timing: {why}"
+    return None
+
+
+def client_rates_problem(r: RequestRecord) -> str | None:
+    """Why the rates a request's own clock gives (decode from first to last token, prefill from its TTFT)
+    cannot be real, or None."""
+    n = r.output_tokens or 0
+    if n > 1 and r.t_first is not None and r.t_last is not None and r.t_last > r.t_first:
+        why = plausible.rate_problem(stats.decode_rate(n, r.t_first, r.t_last), "decode")
+        if why:
+            return f"the client's decode timing: {why}"
+    ttft = _ttft(r)
+    if ttft is not None and r.prompt_tokens:
+        why = plausible.rate_problem(r.prompt_tokens / ttft, "prefill")
+        if why:
+            return f"the client's prompt timing: {why}"
     return None
 
 
 def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
-    """Why a request record's figures are physically implausible, or None (``token_count_problem`` for its
-    counts, its server timings against its own counts and against the request's wall time)."""
-    why = token_count_problem(r.output_tokens, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes)
+    """Why a request record's figures are physically implausible, or None: ``token_count_problem`` for its
+    counts, ``benchcards.plausible``'s bounds for its own clock's rates and for the server's timings
+    (``timings_problem``), and the server's timings against its own counts and the request's wall time.
+    Every source's records pass this one rule (docs/definitions.md#plausible-counts, #plausible-figures)."""
+    why = (token_count_problem(r.output_tokens, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes)
+           or plausible.count_problem(r.prompt_tokens, "prompt tokens") or client_rates_problem(r))
     if why:
         return why
     t = r.timings
@@ -213,6 +270,8 @@ def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
         if t.predicted_n is not None and (why := token_count_problem(
                 t.predicted_n, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes,
                 what="tokens in timings.predicted_n")):
+            return why
+        if why := timings_problem(t):
             return why
         wall = (r.t_end - r.t_send) if r.t_end is not None else None
         server_s = ((t.prompt_ms or 0.0) + (t.predicted_ms or 0.0)) / 1000
@@ -266,6 +325,13 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
             rate = None
             if r.t_first is not None and r.t_last is not None:
                 rate = stats.decode_rate(n, r.t_first, r.t_last)
+            if n >= min_tokens and n > 1 and rate is None:
+                reason = (f"{_label(part, prompt, depth)} round {r.round}: the first and the last of its {n} "
+                          "output tokens arrived in one read (no time between them on the client's clock): there is "
+                          "no decode time to divide by")
+                warns.append(Warn("short_decode", reason))
+                failed.append((_label(part, prompt, depth), reason))
+                return None
             if n < min_tokens or rate is None:
                 reason = (f"{_label(part, prompt, depth)} round {r.round}: {n} output tokens "
                           f"(finish reason {r.finish_reason or 'unknown'}), below the minimum of {min_tokens}")

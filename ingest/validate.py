@@ -24,18 +24,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import jsonschema
 import jsonschema_rs
 import pydantic
 
 from ingest import jsonread
-from ingest.errors import ErrorLog, IngestError
+from ingest.errors import ErrorLog, IngestError, clip, safe
 from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
 from ingest.limits import LIMITS, Limits
 from schemas import load_schema
-from schemas.models import ONE_LINE, FitContract, QualityContract, Setup, SpeedContract
+from schemas.models import ONE_LINE, FitContract, QualityContract, Setup, SpeedContract, SpeedPart
 
 KINDS = ("speed", "quality", "fit")
 json_path = jsonread.json_path
@@ -269,6 +269,10 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
     return SetupFolder(folder=folder, setup=setup, setup_file=setup_raw, runs=runs, extra_files=extra,
                        skipped=listing.skipped), log
 
+#: names a speed contract's part statuses may start with
+SPEED_PARTS: tuple[str, ...] = get_args(SpeedPart)
+
+
 def _bench_rules(c: SpeedContract) -> Iterator[str]:
     """Engine-benchmark records: the test kind matches its token counts, samples line up."""
     for i, b in enumerate(c.bench):
@@ -297,6 +301,10 @@ def contract_rules(c: SpeedContract | QualityContract | FitContract) -> Iterator
         if not c.summary_only and not (c.requests or c.server_log or raw_bench):
             yield "$.requests: no request records; set summary_only: true for published figures only"
         yield from _bench_rules(c)
+        for i, p in enumerate(c.parts):  # a part's name is a speed part or one of its steps ("prefill/32768")
+            if p.part.split("/", 1)[0] not in SPEED_PARTS:
+                yield (f"$.parts[{i}].part: {safe(clip(p.part, 80))!r} is not a speed part or step (one of "
+                       f"{', '.join(SPEED_PARTS)}, optionally followed by /<step>)")
         for i, r in enumerate(c.requests):
             where = f"$.requests[{i}]"
             if r.part in ("prefill", "ctx") and r.depth is None:

@@ -17,7 +17,7 @@ from typing import cast
 MEASURE_EPILOG = """\
 examples:
   # try it with no GPU: start the demo server in one shell ...
-  python -m live demo-server --port 8089 --decode-tps 80 --prefill-tps 3000
+  python -m live demo-server --port 8089 --slots 4 --ctx 262144 --decode-tps 80 --prefill-tps 3000
   # ... and measure it in another, writing a raw setup folder and loading it
   python -m live measure --base-url http://127.0.0.1:8089 --parts decode,prefill,conc \\
       --gpu "RTX 4090" --vram-gib 24 --quant Q4_K_M --ingest
@@ -83,6 +83,7 @@ def setup_problems(args: argparse.Namespace) -> tuple[object | None, list[str]]:
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
+    from ingest.errors import safe  # what a server (or an option) holds is escaped before it reaches a terminal
     from live.client import NotLoopback
     from live.measure import (
         Event,
@@ -93,14 +94,20 @@ def cmd_measure(args: argparse.Namespace) -> int:
         figures_text,
         hardware_problems,
         measure,
+        measured,
         name_problem,
+        place_setup,
+        server_cmd_problem,
         write_folder,
     )
     from live.progress import InputError, parse_counts, parse_tokens
     from schemas.models import Setup
 
     problems = [] if args.setup_file else hardware_problems(args.gpu, args.vram_gib)
-    problems += [p for p in (name_problem(args.title, "--title"),) if p]
+    problems += [p for p in (name_problem(args.title, "--title"), name_problem(args.engine, "--engine"),
+                             name_problem(args.engine_version, "--engine-version"),
+                             name_problem(args.model_name, "--model-name"), name_problem(args.quant, "--quant"),
+                             server_cmd_problem(args.server_cmd, "--server-cmd")) if p]
     try:
         depths = parse_tokens(args.prefill_depths, "--prefill-depths")
         levels = parse_counts(args.conc_levels, "--conc-levels")
@@ -109,7 +116,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         problems.append(str(exc))
     if problems:
         for problem in problems:
-            print(f"error: {problem}", file=sys.stderr)
+            print(f"error: {safe(problem)}", file=sys.stderr)
         return 2
     try:
         cfg = MeasureConfig(
@@ -123,18 +130,20 @@ def cmd_measure(args: argparse.Namespace) -> int:
             read_timeout=args.timeout, allow_remote=args.allow_remote, min_decode_tps=args.min_decode_tps,
             min_prefill_tps=args.min_prefill_tps)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {safe(exc)}", file=sys.stderr)
         return 2
     from benchcards import fmt
 
     base, early = setup_problems(args)
     for problem in early:
-        print(f"error: {problem}", file=sys.stderr)
+        print(f"error: {safe(problem)}", file=sys.stderr)
     if early:
         return 2
     width = 30
 
     def progress(e: Event) -> None:
+        if e.kind == "info" and e.reason:
+            print(f"warning: {safe(e.reason)}", file=sys.stderr, flush=True)
         if e.kind != "step":
             return
         filled = int(width * e.done / max(1, e.total))
@@ -143,7 +152,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if e.server_decode_tps:
             rate += f" (server's own decode {fmt.metric('server_decode', e.server_decode_tps)})"
         why = f" — {e.reason}" if e.reason else ""
-        print(f"[{'#' * filled}{'.' * (width - filled)}] {e.done}/{e.total} {e.label}: {e.status}{rate}{why}",
+        print(safe(f"[{'#' * filled}{'.' * (width - filled)}] {e.done}/{e.total} {e.label}: {e.status}{rate}{why}"),
               file=sys.stderr, flush=True)
 
     stop = threading.Event()
@@ -162,7 +171,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     try:
         contract, info, log = measure(cfg, progress, stop)
     except (NotLoopback, ServerLocked) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {safe(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
@@ -170,13 +179,13 @@ def cmd_measure(args: argparse.Namespace) -> int:
     finally:
         if in_main:
             signal.signal(signal.SIGINT, previous)
-    if not any(r.output_tokens for r in contract.requests):
-        # nothing was measured: write nothing (an empty folder would become a setup with no figures)
-        print(f"error: nothing measured, nothing written: {info.error or 'no request produced any output'}",
-              file=sys.stderr)
+    if not measured(contract):
+        # nothing was measured: write nothing (a folder would become a setup with no figures)
+        print(f"error: nothing measured, nothing written: "
+              f"{safe(info.error or 'no step produced a figure (every step failed or was skipped)')}", file=sys.stderr)
         for p in contract.parts:
             if p.status != "ok" and p.reason:
-                print(f"part {p.part} {p.status}: {p.reason}", file=sys.stderr)
+                print(safe(f"part {p.part} {p.status}: {p.reason}"), file=sys.stderr)
         return 1
     setup = build_setup(SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, gpu_count=args.gpu_count,
                                    vram_gib=args.vram_gib, cpu=args.cpu, ram_gib=args.ram_gib,
@@ -187,16 +196,19 @@ def cmd_measure(args: argparse.Namespace) -> int:
     extra = [(Path(f), "server log (stdout and stderr of the server during the run)") for f in args.server_log]
     extra += [(Path(f), "file attached by the person measuring") for f in args.attach]
     try:
+        setup, placed = place_setup(Path(args.out), setup)
         run_dir = write_folder(Path(args.out), setup, contract, log, extra)
     except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {safe(exc)}", file=sys.stderr)
         return 2
-    print(f"wrote {run_dir}")
+    if placed:
+        print(f"note: {safe(placed)}", file=sys.stderr)
+    print(f"wrote {safe(run_dir)}")
     from benchcards.card import step_name
 
     for p in contract.parts:
         if p.status != "ok":
-            print(f"{step_name(p.part)}: {p.status} — {p.reason}", file=sys.stderr)
+            print(safe(f"{step_name(p.part)}: {p.status} — {p.reason}"), file=sys.stderr)
     if args.ingest:
         from benchcards.db import DatabaseError
         from ingest import IngestError, ingest_paths
@@ -204,12 +216,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
         try:
             report = ingest_paths([run_dir.parent.parent], Path(args.db))
         except IngestError as exc:
-            print("\n".join(exc.errors), file=sys.stderr)
+            print("\n".join(safe(e) for e in exc.errors), file=sys.stderr)
             return 1
         except DatabaseError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {safe(exc)}", file=sys.stderr)
             return 1
-        print(f"ingested into {args.db}: {report.text()}")
+        print(safe(f"ingested into {args.db}: {report.text()}"))
     if stop.is_set():
         return 130
     return 0 if info.reachable and any(p.status == "ok" for p in contract.parts) else 1

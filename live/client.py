@@ -537,20 +537,36 @@ class HttpHead:
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 
 
+#: interim (1xx) responses skipped before the final one; a server sending more is not answering
+MAX_INTERIM_RESPONSES = 16
+
+
 def parse_head(data: bytes | bytearray) -> HttpHead | None:
-    """Status and headers of an HTTP/1.x response; None while the head is incomplete or not HTTP."""
-    m = _HEAD_END.search(data, 0, 65536)
-    if m is None:
-        return None
-    lines = bytes(data[:m.start()]).decode("latin-1").splitlines()
-    parts = lines[0].split(" ", 2) if lines else []
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        return None
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    return HttpHead(int(parts[1]), headers, m.end())
+    """Status and headers of the final HTTP/1.x response; None while its head is incomplete or not HTTP.
+
+    Interim responses (``100 Continue``, ``103 Early Hints``: any 1xx but ``101 Switching Protocols``)
+    come before the final one and are skipped, as HTTP/1.1 says a client must; ``size`` then counts
+    their heads too, so the body starts after the final head.
+    """
+    start = 0
+    for _ in range(MAX_INTERIM_RESPONSES + 1):
+        m = _HEAD_END.search(data, start, start + 65536)
+        if m is None:
+            return None
+        lines = bytes(data[start:m.start()]).decode("latin-1").splitlines()
+        parts = lines[0].split(" ", 2) if lines else []
+        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit() or len(parts[1]) != 3:
+            return None
+        status = int(parts[1])
+        if 100 <= status < 200 and status != 101:
+            start = m.end()
+            continue
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        return HttpHead(status, headers, m.end())
+    return None
 
 
 class Dechunker:
@@ -820,10 +836,9 @@ def parse_stream(raw: RawStream, max_tokens: int | None = None) -> StreamResult:
                 done = True
                 continue
             events += 1
-            try:
-                obj = json.loads(payload)
-            except ValueError:
-                error = error or f"malformed event: {payload[:80]!r}"
+            obj, why = load_json(payload)
+            if why is not None:
+                error = error or f"malformed event ({why}): {payload[:80]!r}"
                 continue
             if not isinstance(obj, dict):
                 continue
@@ -927,10 +942,37 @@ def request_json(client: httpx.Client, method: str, url: str, payload: dict | No
                     return None
     except httpx.HTTPError:
         return None
+    obj, why = load_json(body)
+    return None if why else obj
+
+
+#: deepest nesting of arrays and objects read from a server (a real answer nests a few levels)
+MAX_JSON_DEPTH = 64
+_NESTING = re.compile(rb"[\[\]{}]")
+
+
+def load_json(text: str | bytes | bytearray) -> tuple[Any, str | None]:
+    """(the decoded JSON value, None), or (None, why it is not a JSON value) — never raises.
+
+    Nesting deeper than ``MAX_JSON_DEPTH`` is refused before decoding (Python's decoder recurses: a
+    100,000-deep event would raise RecursionError). Brackets inside strings count too, which only makes
+    the bound stricter for text full of brackets; a real server's events stay far below it.
+    """
+    data = text.encode() if isinstance(text, str) else bytes(text)
+    depth = deepest = 0
+    if b"[" in data or b"{" in data:
+        for m in _NESTING.finditer(data):
+            depth += 1 if m.group() in (b"[", b"{") else -1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    return None, f"nested more than {MAX_JSON_DEPTH} levels deep"
     try:
-        return json.loads(body)
+        return json.loads(data), None
+    except RecursionError:
+        return None, f"nested more than {MAX_JSON_DEPTH} levels deep"
     except ValueError:
-        return None
+        return None, "not valid JSON"
 
 
 def get_json(client: httpx.Client, url: str, timeout: float = 5.0) -> Any | None:

@@ -24,6 +24,8 @@ from live.measure import (
     build_setup,
     hardware_problems,
     measure,
+    measured,
+    place_setup,
     server_key,
     write_folder,
 )
@@ -67,6 +69,10 @@ class LiveJob:
     report: str | None = None
     started: float = field(default_factory=time.time)
     owner: str | None = None  # who started it, for the message to others (e.g. "another browser tab")
+    #: where the run was stored when not under its own setup id, and why (live.measure.place_setup)
+    placed: str | None = None
+    #: server info left out because it does not fit (live.measure.read_server_info)
+    warnings: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -114,16 +120,19 @@ class LiveJob:
 
         try:
             contract, info, log = measure(self.cfg, self.events.append, self._stop)
-            setup = build_setup(self.setup, info, self.cfg)
-            self.setup_id = setup.setup_id
+            self.warnings = list(info.warnings)
             if not info.reachable:
                 self.error = info.error or "the server did not answer"
-            if any(r.output_tokens for r in contract.requests):
+            if measured(contract):
+                # a setup that differs from the stored one of its id becomes its own (place_setup says why)
+                setup, self.placed = place_setup(self.out, build_setup(self.setup, info, self.cfg))
+                self.setup_id = setup.setup_id
                 self.run_dir = write_folder(self.out, setup, contract, log)
                 report = ingest_paths([self.run_dir.parent.parent], self.db_path)
                 self.report = report.text()
             elif self.error is None:
-                self.error = "no request produced any output: nothing to save"
+                self.error = ("nothing measured, nothing saved: no step produced a figure (every step failed or "
+                              "was skipped; the reasons are in the table)")
         except ServerLocked as exc:  # another process (a `python -m live measure`) is measuring it
             self.error = str(exc)
         except IngestError as exc:

@@ -12,6 +12,7 @@ method's lists; a run stopped by the user records the parts it cut short as "sto
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 import shlex
@@ -142,6 +143,9 @@ def config_problems(cfg: MeasureConfig) -> list[str]:
         if bad:
             out.append(f"{name.replace('_', '-')}: {', '.join(map(str, bad))} — every value must be a whole "
                        "number >= 1")
+    unknown = [p for p in cfg.prompt_ids if p not in TASKS]
+    if unknown or not cfg.prompt_ids:
+        out.append(f"prompts: {', '.join(map(repr, unknown)) or 'none given'} — choose from {', '.join(TASKS)}")
     for name in _RATES:
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
@@ -166,6 +170,8 @@ class ServerInfo:
     tokenize_path: str | None = None  # "/tokenize" (llama-server, demo) or "/extras/tokenize" (llama-cpp-python)
     demo: bool = False  # the benchcards demo server (a simulated engine)
     engine: str | None = None  # "llama.cpp", "llama-cpp-python", "demo" when the server says so
+    #: server info left out because it does not fit a setup or contract (each says what and why)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -207,27 +213,103 @@ def figures_text(figures: list[tuple[str, str | None, int | None, float]]) -> st
     return " · ".join(f"{fmt.label(k, p, lv)} {fmt.metric(k, v)}" for k, p, lv, v in figures)
 
 
+#: most slots a server can report: beyond this /props is not describing a real server
+MAX_SLOTS = 65_536
+#: longest model id, model path and build string taken from a server (a model path may be a long file path)
+MAX_MODEL_ID = 1024
+MAX_MODEL_PATH = 4096
+_ONE_LINE = re.compile(ONE_LINE)
+
+
+def _whole(v: object, lo: int, hi: int) -> int | None:
+    """``v`` when it is a JSON whole number from ``lo`` to ``hi`` (not a bool, a string or a fraction)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        return None
+    if v != int(v) or not lo <= v <= hi:
+        return None
+    return int(v)
+
+
+def _line(v: object, most: int) -> str | None:
+    """``v`` when it is a non-empty one-line string (the contract's ONE_LINE) of at most ``most`` characters."""
+    if not isinstance(v, str) or not v.strip() or len(v) > most or not _ONE_LINE.fullmatch(v):
+        return None
+    return v
+
+
+def _said(v: object) -> str:
+    """A server's value for a warning: one short, printable line."""
+    from ingest.errors import safe
+
+    try:
+        text = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(v)
+    text = safe(text if len(text) <= 60 else f"{text[:57]}…")
+    return text if len(text) <= 120 else f"{text[:117]}…"
+
+
+def read_server_info(props: object, models: object) -> tuple[dict, list[str]]:
+    """What /props and /v1/models say that fits a setup and a contract, and a warning for each value that
+    does not (which is then not given): slots a whole number 1-65,536, the context per slot a token count
+    (benchcards.plausible), build, model id and path one line of bounded length."""
+    from benchcards.plausible import MAX_TOKENS_PER_REQUEST
+
+    warnings: list[str] = []
+    out: dict = {"model": None, "slots": None, "n_ctx": None, "build": None, "model_path": None}
+
+    def take(key: str, where: str, value: object, fits: object, rule: str) -> None:
+        if value is None:
+            return
+        if fits is None:
+            warnings.append(f"the server's {where} = {_said(value)} is not {rule}: taken as not given")
+        out[key] = fits
+
+    if models is not None:
+        data = models.get("data") if isinstance(models, dict) else None
+        first = data[0] if isinstance(data, list) and data else None
+        if not isinstance(first, dict) or first.get("id") is None:
+            if data or not isinstance(models, dict):
+                warnings.append(f"the server's /v1/models = {_said(models)} holds no model id "
+                                "(data[0].id): taken as not given")
+        else:
+            take("model", "/v1/models data[0].id", first["id"], _line(first["id"], MAX_MODEL_ID),
+                 f"one line of at most {MAX_MODEL_ID:,} characters")
+    if isinstance(props, dict):
+        take("slots", "/props total_slots", props.get("total_slots"), _whole(props.get("total_slots"), 1, MAX_SLOTS),
+             f"a whole number of slots from 1 to {MAX_SLOTS:,}")
+        settings = props.get("default_generation_settings")
+        if settings is not None and not isinstance(settings, dict):
+            warnings.append(f"the server's /props default_generation_settings = {_said(settings)} is not an object: "
+                            "its context per slot is taken as not given")
+        elif isinstance(settings, dict):
+            take("n_ctx", "/props default_generation_settings.n_ctx", settings.get("n_ctx"),
+                 _whole(settings.get("n_ctx"), 1, MAX_TOKENS_PER_REQUEST),
+                 f"a whole number of tokens from 1 to {MAX_TOKENS_PER_REQUEST:,}")
+        take("build", "/props build_info", props.get("build_info"), _line(props.get("build_info"), NAME_MAX),
+             f"one line of at most {NAME_MAX} characters")
+        take("model_path", "/props model_path", props.get("model_path"),
+             _line(props.get("model_path"), MAX_MODEL_PATH), f"one line of at most {MAX_MODEL_PATH:,} characters")
+    elif props is not None:
+        warnings.append(f"the server's /props = {_said(props)} is not an object: slots, context, build and model "
+                        "path are taken as not given")
+    return out, warnings
+
+
 def probe(client: httpx.Client, base: str) -> ServerInfo:
-    """Read /health, /props and /v1/models; find the tokenize endpoint."""
+    """Read /health, /props and /v1/models; find the tokenize endpoint.
+
+    Values that do not fit a setup or a contract are left out with a warning in ``ServerInfo.warnings``
+    (``read_server_info``): odd server info never costs a measurement."""
     health = get_json(client, f"{base}/health")
     models = get_json(client, f"{base}/v1/models")
     props = get_json(client, f"{base}/props")
     if health is None and models is None:
         return ServerInfo(False, "unknown", None, None, None, None, None, False,
                           error=f"no answer from {base}/health or {base}/v1/models")
-    model = None
-    if isinstance(models, dict) and models.get("data"):
-        model = models["data"][0].get("id")
+    said, warnings = read_server_info(props, models)
     kind = "llama-server" if isinstance(props, dict) and "build_info" in props else "openai-compatible"
-    slots = n_ctx = None
-    build = path = None
-    demo = False
-    if isinstance(props, dict):
-        slots = props.get("total_slots")
-        n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
-        build = props.get("build_info")
-        path = props.get("model_path")
-        demo = isinstance(props.get("demo"), dict)
+    demo = isinstance(props, dict) and isinstance(props.get("demo"), dict)
     tok_path = None
     for candidate, body in (("/tokenize", {"content": "hello world"}), ("/extras/tokenize", {"input": "hello world"})):
         answer = post_json(client, f"{base}{candidate}", body, timeout=5)
@@ -236,8 +318,8 @@ def probe(client: httpx.Client, base: str) -> ServerInfo:
             break
     engine = "demo" if demo else "llama.cpp" if kind == "llama-server" else \
         "llama-cpp-python" if tok_path == "/extras/tokenize" else None
-    return ServerInfo(True, kind, model, slots, n_ctx, build, path, tok_path is not None, tokenize_path=tok_path,
-                      demo=demo, engine=engine)
+    return ServerInfo(True, kind, said["model"], said["slots"], said["n_ctx"], said["build"], said["model_path"],
+                      tok_path is not None, tokenize_path=tok_path, demo=demo, engine=engine, warnings=warnings)
 
 
 class Runner:
@@ -375,6 +457,11 @@ class Runner:
         started = datetime.now(UTC)
         self.info = probe(self.client, self.base)
         self.say(f"server: {self.info}")
+        if self.info.reachable:  # the server answered: the run is measuring now, no longer connecting
+            self.on_event(Event("info", "server", "connected", 0, 0, "ok"))
+        for warning in self.info.warnings:  # odd server info: left out, said once, the run goes on
+            self.say(f"warning: {warning}")
+            self.on_event(Event("info", "server", "server info", 0, 0, "warning", warning))
         steps = self.plan()
         total = len(steps)
         outcome: dict[str, tuple[str, str | None]] = {}  # step key -> (status, reason) of every step
@@ -472,21 +559,31 @@ class Runner:
                 r.timings.prompt_per_second for r in recs if r.timings and r.timings.prompt_per_second)
         return out
 
-    def step_figures(self, part: str, recs: list[RequestRecord]) -> list[tuple[str, str | None, int | None, float]]:
-        """The card's figures of one step's records (benchcards.summarize, the code the card runs)."""
+    def step_summary(self, part: str, recs: list[RequestRecord]):  # -> benchcards.summarize.SpeedResult
+        """What ingest's summaries (benchcards.summarize, the code the card runs) make of one step's records:
+        its figures and, when they refuse any, the reason."""
         from benchcards.summarize import speed_from_records
 
-        if not recs:
-            return []
         cfg = self.cfg
-        method = SpeedMethod(parts=[cast(SpeedPart, part)], min_decode_tokens=cfg.min_decode_tokens)
+        method = SpeedMethod(parts=[cast(SpeedPart, part)], prompt_ids=list(cfg.prompt_ids),
+                             min_decode_tokens=cfg.min_decode_tokens, max_tokens=cfg.max_tokens,
+                             prefill_max_tokens=cfg.prefill_max_tokens, conc_max_tokens=cfg.conc_max_tokens,
+                             l1_max_tokens=cfg.l1_max_tokens, ctx_max_tokens=cfg.ctx_max_tokens)
         one = SpeedContract.model_construct(schema_version=SCHEMA_VERSION, kind="speed", run_id="step",
                                             setup_id="step", method=method, requests=recs, parts=[])
+        return speed_from_records(one)
+
+    def step_figures(self, part: str, recs: list[RequestRecord]) -> list[tuple[str, str | None, int | None, float]]:
+        """The card's figures of one step's records (benchcards.summarize, the code the card runs)."""
+        if not recs:
+            return []
         keys = STEP_FIGURES.get(part, ())
-        return [(m.metric, m.prompt, m.level, m.value) for m in speed_from_records(one).metrics
+        return [(m.metric, m.prompt, m.level, m.value) for m in self.step_summary(part, recs).metrics
                 if m.metric in keys and not (m.metric == "decode" and m.prompt is None)]  # no headline of one prompt
 
     def _verdict(self, recs: list[RequestRecord], min_tokens: int | None) -> tuple[str, str | None]:
+        """A step's status from its records: stopped, failed with the first reason, or ok — and ok only when
+        ingest's summaries accept every record too (the same reason fails it here as there)."""
         if any(r.error == STOPPED for r in recs):  # a request cut by the stop is no fault of the server
             return "stopped", f"stopped by the user during a request ({sum(r.error is None for r in recs)} finished)"
         errors = [r.error for r in recs if r.error]
@@ -502,6 +599,10 @@ class Runner:
                 r = short[0]
                 return "failed", (f"a run ended after {r.output_tokens} tokens (finish reason {r.finish_reason}), "
                                   f"below the {min_tokens}-token minimum")
+        if recs:
+            refused = self.step_summary(recs[0].part, recs).failed_steps
+            if refused:
+                return "failed", refused[0][1]
         return "ok", None
 
     def step_decode(self, pid: str) -> tuple[str, str | None, dict]:
@@ -604,12 +705,30 @@ class Runner:
                 server_slots=info.slots if info else None,
                 server_ctx_per_slot=info.n_ctx if info else None),
             parts=TypeAdapter(list[PartStatus]).validate_python(self.parts), requests=self.records,
-            notes=None if not info or info.kind == "llama-server" else
-            "The server has no llama-server timings/cache_prompt; token counts come from usage"
-            + (f"; prompt lengths were built with its tokenizer ({info.tokenize_path}) and counted by the server"
-               if info.has_tokenize else "; prompt lengths were calibrated from usage (no tokenize endpoint) and "
-               "counted by the server"),
+            notes=self.notes(),
         )
+
+    def notes(self) -> str | None:
+        """The contract's notes: how counts were made on a server without llama-server's extras, and the
+        server info that was left out (and why)."""
+        info = self.info
+        lines = []
+        if info and info.kind != "llama-server":
+            lines.append("The server has no llama-server timings/cache_prompt; token counts come from usage"
+                         + (f"; prompt lengths were built with its tokenizer ({info.tokenize_path}) and counted by "
+                            "the server" if info.has_tokenize else "; prompt lengths were calibrated from usage (no "
+                            "tokenize endpoint) and counted by the server"))
+        if info and info.warnings:
+            lines.append("Server info not given: " + "; ".join(info.warnings))
+        return "\n".join(lines) or None
+
+
+def measured(contract: SpeedContract) -> bool:
+    """True when the run produced at least one figure that ingest's summaries accept (benchcards.summarize):
+    a run whose every step failed or was skipped is not written (it would become a setup without figures)."""
+    from benchcards.summarize import speed_from_records
+
+    return any(m.metric != "slots" for m in speed_from_records(contract).metrics)
 
 
 class ServerLocked(RuntimeError):
@@ -707,7 +826,7 @@ def is_cpu_only(gpu: str | None) -> bool:
 
 
 #: what a one-line name may not hold (the contract's ONE_LINE): control characters and line separators
-_LINE_BREAKING = re.compile("[\u0000-\u001f\u007f\u2028\u2029]")
+_LINE_BREAKING = re.compile(f"[{ONE_LINE[3:-3]}]")  # the characters ONE_LINE leaves out
 
 
 def name_problem(text: str | None, field: str) -> str | None:
@@ -719,6 +838,20 @@ def name_problem(text: str | None, field: str) -> str | None:
         return f"{field}: at most {NAME_MAX} characters (this one has {len(text):,})"
     if not re.fullmatch(ONE_LINE, text):
         return f"{field}: one line of text, without control characters"
+    return None
+
+
+def server_cmd_problem(text: str | None, field: str) -> str | None:
+    """Why ``text`` cannot be read as a server command (an argv list, split like a POSIX shell would but
+    never run by one), naming ``field``; None when it can (or is not given)."""
+    if text is None or not text.strip():
+        return None
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        return f"{field}: cannot be split into arguments ({exc}); quote each argument once"
+    if any(len(a) > 65_536 for a in argv) or len(argv) > 4096:
+        return f"{field}: longer than a server command can be"
     return None
 
 
@@ -778,7 +911,8 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     if problems:
         raise ValueError("; ".join(problems))
     cpu_only = is_cpu_only(user.gpu)
-    model_name = user.model_name or (info.model_path and Path(info.model_path).stem) or info.model or "unknown model"
+    said = (info.model_path and Path(info.model_path).stem) or info.model  # one line (probe), maybe long
+    model_name = user.model_name or (said and said.strip()[:NAME_MAX].strip()) or "unknown model"
     engine: str = "demo" if info.demo else (user.engine or info.engine or "unknown engine")
     number, commit = (None, None) if info.demo else parse_build(info.build)
     version = user.engine_version or (f"b{number}" if number else info.build or None)
@@ -788,7 +922,8 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
         title = f"{title} (demo server)"
     if not user.title:  # built from what the server said: keep it within the contract's limit
         title = _LINE_BREAKING.sub(" ", title)[:NAME_MAX]
-    argv = shlex.split(user.server_cmd) if user.server_cmd else [f"{engine} (command not given)"]
+    argv = (shlex.split(user.server_cmd) if user.server_cmd and not server_cmd_problem(user.server_cmd, "")
+            else []) or [f"{engine} (command not given)"]
     provenance = (f"measured live with benchcards against the benchcards demo server at {cfg.base_url}: a simulated "
                   "engine, not a real measurement" if info.demo else
                   f"measured live with benchcards against {cfg.base_url}")
@@ -807,6 +942,65 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
         measured_at=[datetime.now(UTC).strftime("%Y-%m-%d")])
 
 
+def setup_differences(stored: Setup, new: Setup) -> list[str]:
+    """The fields in which ``new`` describes another setup than ``stored`` ('server.argv', 'notes', ...);
+    empty when they are the same setup. The dates of the measurements are not compared (they are merged)."""
+    a = stored.model_dump(exclude={"measured_at", "setup_id"})
+    b = new.model_dump(exclude={"measured_at", "setup_id"})
+    out: list[str] = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += [f"{key}.{k}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
+        elif x != y:
+            out.append(key)
+    return out
+
+
+#: setups tried under one id before giving up ("live-x", "live-x-2", ... "live-x-99")
+MAX_SETUP_VARIANTS = 99
+
+
+def place_setup(out: Path, setup: Setup) -> tuple[Setup, str | None]:
+    """The setup under which a new run is stored in ``out``, and a note when that is not ``setup`` as given.
+
+    A stored setup never changes meaning: a run joins the setup folder of its id only when that folder's
+    setup.json describes the same setup (``setup_differences``: same server command, hardware, engine,
+    model, sampling, notes...). A run whose setup differs in anything (a different server command, or one
+    not given where the stored one has it) becomes a separate setup, ``<id>-2`` titled "<title> (#2)" (or
+    the next free one), and the note says in what it differs. An unreadable or linked setup folder is
+    never written into. Side effects: none (reads only). Raises ValueError when no variant is free.
+    """
+    first: tuple[str, list[str]] | None = None
+    for n in range(1, MAX_SETUP_VARIANTS + 1):
+        sid = setup.setup_id if n == 1 else f"{setup.setup_id[:120]}-{n}"
+        title = setup.title if n == 1 else f"{setup.title[:NAME_MAX - 8]} (#{n})"
+        candidate = setup.model_copy(update={"setup_id": sid, "title": title})
+        folder, path = out / sid, out / sid / "setup.json"
+        if folder.is_symlink() or path.is_symlink():
+            continue
+        if not path.exists():
+            return candidate, None if first is None else _placed_note(candidate, *first)
+        try:
+            stored = Setup.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not a setup this run can join; it is left as it is
+        diffs = setup_differences(stored, candidate)
+        if not diffs:
+            dates = sorted(set(stored.measured_at) | set(candidate.measured_at))
+            joined = candidate.model_copy(update={"measured_at": dates})
+            return joined, None if first is None else _placed_note(joined, *first)
+        first = first or (sid, diffs)
+    raise ValueError(f"{out / setup.setup_id}: {MAX_SETUP_VARIANTS} stored setups of this id differ from this run's; "
+                     "give the run its own --setup-id")
+
+
+def _placed_note(setup: Setup, other: str, diffs: list[str]) -> str:
+    shown = ", ".join(diffs[:6]) + (f" and {len(diffs) - 6} more" if len(diffs) > 6 else "")
+    return (f"stored as setup {setup.setup_id} (\"{setup.title}\"): the stored setup {other} differs from this run "
+            f"in {shown}, and a stored run never changes meaning")
+
+
 MAX_ATTACHMENT = 16 * 2**20  # bytes of one extra file (a server log) copied into a run folder
 
 
@@ -814,12 +1008,16 @@ def write_folder(out: Path, setup: Setup, contract: SpeedContract, log: list[str
                  extra: list[tuple[Path, str]] | None = None) -> Path:
     """Write (or add to) the raw setup folder ``out/<setup_id>``; returns the contract folder.
 
-    Side effects: writes setup.json (replacing an earlier one of the same setup) and
+    The run joins ``out/<setup_id>`` only when its setup.json describes the same setup; otherwise it goes to
+    a separate setup folder (``place_setup``; call it first to learn where and why).
+
+    Side effects: writes setup.json (the same setup, with the new date added) and
     speed/<run_id>/{contract.json, client.log}, plus a copy of every ``extra`` file (path, description),
     e.g. the server's log, each listed as an attachment. A regular file only (no symlink), at most 16 MiB.
     """
     import hashlib
 
+    setup, _ = place_setup(out, setup)  # never into a stored setup that describes another one
     folder = out / setup.setup_id
     run_dir = folder / "speed" / contract.run_id
     files: list[tuple[str, bytes, str]] = [("client.log", ("\n".join(log) + "\n").encode(), "client log of the run")]

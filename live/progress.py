@@ -103,11 +103,11 @@ class Progress:
     def fraction(self) -> float:
         return min(1.0, self.done / self.total) if self.total else 0.0
 
-    def text(self) -> str:
-        """'12 of 46 requests · about 3 min left · now: Prefill at 8K'."""
+    def text(self, now: bool = True) -> str:
+        """'12 of 46 requests · about 3 min left · now: Prefill at 8K' (without the step when ``now`` is False)."""
         bits = [f"{self.done:,} of {self.total:,} requests"]
         bits.append("estimating the time left…" if self.left_s is None else f"about {duration(self.left_s)} left")
-        if self.now:
+        if self.now and now:
             bits.append(f"now: {self.now}")
         return " · ".join(bits)
 
@@ -182,3 +182,21 @@ def estimate(steps: list[Step], events: list[Event]) -> Progress:
     elif not todo:
         left = 0.0
     return Progress(done=done, total=max(total, done), left_s=left, now=todo[0].words if todo else "")
+
+
+#: slots of the suggested demo server (llama-server's automatic slot count in current builds)
+DEMO_SLOTS = 4
+
+
+def demo_command(cfg: MeasureConfig, port: int = 8089, slots: int = DEMO_SLOTS) -> list[str]:
+    """The demo-server command (argv) to suggest for measuring ``cfg``: a context per slot that holds the
+    longest step of the plan (its prompt and answer), rounded up to a power of two, so no step of ``cfg``
+    is skipped for want of context (``-c`` is split over the slots, as on llama-server).
+
+    >>> demo_command(MeasureConfig(parts=("decode", "prefill", "conc")))[-4:]
+    ['--slots', '4', '--ctx', '262144']
+    """
+    need = max((s.prompt_tokens + s.output_tokens for s in plan(cfg)), default=4096)
+    per_slot = 1 << (need - 1).bit_length()
+    return ["python", "-m", "live", "demo-server", "--port", str(port), "--slots", str(slots),
+            "--ctx", str(per_slot * slots)]

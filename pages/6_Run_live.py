@@ -1,5 +1,7 @@
 """Run live: measure a local OpenAI-compatible server (llama-server first) and add it to the site."""
 
+import shlex
+
 import pandas as pd
 import streamlit as st
 
@@ -15,17 +17,21 @@ from live.measure import (
     hardware_problems,
     is_cpu_only,
     name_problem,
+    server_cmd_problem,
 )
-from live.progress import InputError, estimate, parse_counts, parse_tokens, plan
+from live.progress import InputError, demo_command, estimate, parse_counts, parse_tokens, plan
 from ui import common
 from ui.common import md
 
 common.page("Run live", "⏱️")
 common.store()
+DEFAULT_PARTS = ("decode", "prefill", "conc")
 st.title("Run live")
+# the suggested demo server has the context per slot that the form's default steps need (none is skipped)
+DEMO_COMMAND = shlex.join(demo_command(MeasureConfig(parts=DEFAULT_PARTS)))
 st.markdown("Measure a server running on this machine the same way as every card: decode, prefill at depth, "
             "requests at once, a long answer and long prompts. No GPU here? Start the demo server: "
-            "`python -m live demo-server --port 8089` and measure `http://127.0.0.1:8089`.")
+            f"`{DEMO_COMMAND}` and measure `http://127.0.0.1:8089`.")
 st.caption("Only addresses on this machine (127.0.0.1, localhost, ::1) are measured unless you allow others below.")
 
 job: LiveJob | None = st.session_state.get("live_job")
@@ -38,12 +44,15 @@ for other in busy:
         st.info(f"A measurement of {md(other.cfg.base_url)} is running ({md(other.describe())}); its progress is "
                 "shown below. Start is available again when it ends or is stopped.")
 
+# the runs' progress sits above the form, so it is in view right after Start (filled at the end of the page)
+progress_area = st.container()
+
 # Enter in a field must not start a measurement: only the Start button does
 with st.form("live", enter_to_submit=False):
     c1, c2 = st.columns(2)
     base_url = c1.text_input("Server address", "http://127.0.0.1:8089", key="live_base_url")
     model = c2.text_input("Model id (empty: the server's first model)", key="live_model")
-    parts = st.multiselect("Parts", list(PARTS), default=["decode", "prefill", "conc"], key="live_parts",
+    parts = st.multiselect("Parts", list(PARTS), default=list(DEFAULT_PARTS), key="live_parts",
                            format_func=metrics.part_label)
     a, b, c, d = st.columns(4)
     runs = a.number_input("Decode runs per prompt", 1, 20, 2, key="live_runs")
@@ -85,7 +94,8 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
     if not parts:
         problems.append("Parts: choose at least one part to measure")
     problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
-    problems += [p for p in (name_problem(title or None, "Title"),) if p]
+    problems += [p for p in (name_problem(title or None, "Title"), name_problem(quant or None, "Quantisation"),
+                             server_cmd_problem(server_cmd, "Exact server command")) if p]
     try:
         check_target(base_url, allow_remote)
     except NotLoopback as exc:
@@ -119,7 +129,8 @@ if start and not running:
             st.error(md(str(exc)))
         else:
             st.session_state["live_job"] = job
-            running = True
+            # draw the page again at once: Start disabled, the progress in view (this run drew the form enabled)
+            st.rerun()
 
 
 def step_words(job: LiveJob) -> dict[str, str]:
@@ -142,11 +153,12 @@ def panel(job: LiveJob, mine: bool) -> None:
     ran = sum(1 for e in steps if e.status in ("ok", "failed") or
               (e.status == "stopped" and "before it started" not in (e.reason or "")))
     where = "" if mine else f" of {job.cfg.base_url}"
-    if not job.done:
-        label = f"Connecting to the server{where}…" if not job.events else f"Measuring{where}… {now.text()}"
+    if not job.done:  # one count on screen: the bar's ("12 of 46 requests"); the label names the step
+        label = f"Connecting to the server{where}…" if not job.events else \
+            f"Measuring{where}… now: {now.now or 'the last step'}"
         state = "running"
     elif job.error:
-        label, state = f"Ended{where}: {job.error}", "error"
+        label, state = f"Ended{where}: {md(job.error)}", "error"
     else:
         how = "Stopped" if job.stopping else "Finished"
         label = f"{how}{where}: {ran} of {len(plan(job.cfg))} steps ran, {now.done:,} requests"
@@ -154,7 +166,10 @@ def panel(job: LiveJob, mine: bool) -> None:
     # no ``with`` on the status: leaving its block marks it complete (a ✓) while the run still measures
     box = st.status(label, state=state, expanded=True)
     with box.container():
-        st.progress(now.fraction if not job.done else 1.0, text=now.text() if not job.done else None)
+        st.progress(now.fraction if not job.done else 1.0, text=now.text(now=False) if not job.done else None)
+        for e in job.events:
+            if e.kind == "info" and e.reason:  # server info that did not fit: not given, said so
+                st.warning(f"Server info not given: {md(e.reason)}")
         if steps:
             words = step_words(job)
             table = pd.DataFrame([{"Step": words.get(e.label, e.label), "Part": metrics.part_label(e.part),
@@ -175,7 +190,9 @@ def panel(job: LiveJob, mine: bool) -> None:
             job.stop()
             st.toast("Stopping after the request in flight; finished steps will be saved.")
     elif mine and job.run_dir is not None:
-        st.success(f"Saved and added to the site: {job.report}")
+        if job.placed:
+            st.info(f"Saved as a separate setup: {md(job.placed)}")
+        st.success(f"Saved and added to the site: {md(job.report)}")
         st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
                      icon=":material/arrow_forward:")
 
@@ -190,4 +207,5 @@ def progress() -> None:
         st.rerun(scope="app")  # the run ended: re-enable the form
 
 
-progress()
+with progress_area:
+    progress()
