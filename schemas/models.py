@@ -524,7 +524,7 @@ class QualityItem(Strict):
     answer_chars: Count | None = Field(None, description="Characters of the whole answer (thinking not included).")
     thinking_chars: Count | None = Field(None, description="Characters of the thinking part, kept apart from the "
                                                            "answer and not scored.")
-    extracted: str | None = Field(None, max_length=NAME_MAX, description="What the scorer read from the answer "
+    extracted: str | None = Field(None, max_length=1_000, description="What the scorer read from the answer "
                                                                          "(letter, number, text); absent: nothing.")
     expected: str | None = Field(None, max_length=10_000, description="The right answer (for a regex scorer: "
                                                                       "the pattern).")
@@ -569,12 +569,12 @@ class QualityTest(Strict):
     in_flight: Positive | None = Field(None, description="Requests in flight at a time.")
     items: list[QualityItem] = Field(default_factory=list, fail_fast=True, description="Per-item records.")
     stated: QualityStated | None = Field(None, description="Figures as stated by the tool or page.")
-    generator: Text | None = Field(None, max_length=NAME_MAX, description="Generator of the items, e.g. "
+    generator: Name | None = Field(None, description="Generator of the items, e.g. "
                                    "'benchcards needle' (docs/definitions.md#generated-tests), or 'item file'.")
-    generator_version: Text | None = Field(None, max_length=NAME_MAX, description="Version of the generator: "
+    generator_version: Name | None = Field(None, description="Version of the generator: "
                                            "the same version and seed give the same items.")
     depth: Count | None = Field(None, description="Prompt tokens each item was built to (long-context tests).")
-    scorer: Text | None = Field(None, max_length=NAME_MAX, description="How answers were scored "
+    scorer: Name | None = Field(None, description="How answers were scored "
                                 "(docs/definitions.md#scoring), e.g. 'number', 'choice', or 'per item'.")
     items_sha256: Sha256 | None = Field(None, description="SHA-256 of the item file the items came from.")
 
