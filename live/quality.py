@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal, cast
 
 from live import generators as gen
 from live.client import STOPPED, StreamResult, body_pieces, parse_stream, sse_events, stream_chat
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_TOKENS = 1024
+TestStatus = Literal["ok", "failed", "repeated", "skipped", "stopped"]
 TOOL = "benchcards live quality 0.1.0"
 
 
@@ -367,7 +369,8 @@ class QualityRunner:
             tests.append(QualityTest(
                 test=test, label=spec.label if spec else f"{f.name} (item file)" if f else test,
                 description=gen.DESCRIPTIONS.get(spec.kind) if spec else "the user's own items",
-                status=status, reason=reason[:2000] if reason else None,
+                status=cast(TestStatus, status),
+                reason=reason[:2000] if reason else None,
                 token_limit=cfg.limit_for(test, spec.kind if spec else "items"), thinking=cfg.thinking,
                 sampling=sampling, seed=cfg.seed, in_flight=cfg.in_flight, items=items,
                 generator=f"benchcards {spec.kind}" if spec else "item file",
