@@ -528,7 +528,7 @@ class QualityItem(Strict):
                                                                          "(letter, number, text); absent: nothing.")
     expected: str | None = Field(None, max_length=10_000, description="The right answer (for a regex scorer: "
                                                                       "the pattern).")
-    finish_reason: str | None = Field(None, max_length=40, description="finish_reason of the answer (stop, length).")
+    finish_reason: str | None = Field(None, description="finish_reason of the answer (stop, length).")
 
 
 class TaskScore(Strict):
