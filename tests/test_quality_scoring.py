@@ -208,3 +208,24 @@ def test_a_file_name_with_control_characters_is_shown_safely():
     with pytest.raises(ItemFileError) as exc:
         parse_item_file(b"{bad", "evil\x1b[31m.jsonl")
     assert "\x1b" not in exc.value.errors[0] and "evil?[31m.jsonl line 1" in exc.value.errors[0]
+
+
+def test_the_servers_separate_thinking_is_read_from_the_stream_and_kept_apart():
+    """llama-server (default reasoning format) streams thinking as delta.reasoning_content: it is read
+    apart from the content, and an 'Answer:' in it is never scored."""
+    from live.client import RawStream, parse_stream
+    from live.quality import reasoning_text
+
+    def event(delta: dict, finish=None) -> bytes:
+        return b"data: " + json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).encode() \
+            + b"\n\n"
+
+    body = (event({"role": "assistant", "content": None}) + event({"reasoning_content": "Maybe Answer: A"})
+            + event({"reasoning_content": ". No."}) + event({"content": "Answer: "}) + event({"content": "C"})
+            + event({}, "stop") + b"data: [DONE]\n\n")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body)
+    raw = RawStream.from_reads(0.0, [(0.1, head + body)])
+    res = parse_stream(raw, 16)
+    thinking, answer = split_thinking(res.text, reasoning_text(raw))
+    assert res.error is None and thinking == "Maybe Answer: A. No." and answer == "Answer: C"
+    assert score("choice", answer, "C", n_choices=4).right
