@@ -49,6 +49,16 @@ class Limits:
     zip_entries: int = 10_000
     #: the archive's central directory (read before any entry, so it is bounded first)
     zip_directory_bytes: int = 8 * MiB
+    #: a quality item file (JSONL, live/items.py), read on the command line or uploaded on the Run live page
+    items_file_bytes: int = 64 * MiB
+    #: items in one item file
+    items_per_file: int = 20_000
+    #: one line (one item) of an item file
+    item_line_bytes: int = 4 * MiB
+    #: nesting of one item's JSON (an item is flat: strings, numbers and a list of choices)
+    item_json_depth: int = 3
+    #: a regex scorer's pattern
+    item_pattern_chars: int = 500
 
 
     def upload_mib(self) -> int:

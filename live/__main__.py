@@ -1,6 +1,7 @@
 """Command line of the live measurement.
 
   python -m live measure --base-url http://127.0.0.1:8080 --parts decode,prefill,conc --out DIR
+  python -m live quality --base-url http://127.0.0.1:8080 --tests needle:8K,arith:200 --items FILE.jsonl
   python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --slots N ...]
   python -m live tiny-gguf OUT.gguf
 """
@@ -234,7 +235,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                      decode_tps=args.decode_tps, depth_scale=args.depth_scale, batch_efficiency=args.batch_efficiency,
                      slots=args.slots, ctx=args.ctx, overhead_ms=args.overhead_ms, tick_ms=args.tick_ms,
                      cache_save_ms_per_1k=args.cache_save_ms_per_1k, merge_every=args.merge_every,
-                     answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after)
+                     answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after,
+                     quality_right=args.quality_right, quality_cutoff=args.quality_cutoff)
     print(f"demo server on http://{cfg.host}:{cfg.port} (decode {cfg.decode_tps} tok/s, prefill {cfg.prefill_tps} "
           f"tok/s, {cfg.slots} slots, context {cfg.ctx})", flush=True)
     run(cfg)
@@ -327,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="any other file to keep with the run (repeatable; at most 16 MiB each)")
     m.set_defaults(func=cmd_measure)
     m.epilog = (m.epilog or "") + EXIT_CODES
+    from live.quality_cli import add_quality_parser
+
+    add_quality_parser(sub, HelpFormatter, g, {"out": str(LOCAL), "db": str(DEFAULT_DB)})
 
     s = sub.add_parser("demo-server", help="run a llama-server look-alike with configurable timing",
                        description="An OpenAI-compatible streaming server that behaves like llama-server, with "
@@ -356,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
                             "miscount"],
                    help="misbehave (for tests)")
     s.add_argument("--fault-after", type=int, default=0, help="requests before the fault starts")
+    s.add_argument("--quality-right", type=float, default=dd.quality_right,
+                   help="share of generated quality items (python -m live quality) answered right")
+    s.add_argument("--quality-cutoff", type=float, default=dd.quality_cutoff,
+                   help="share of generated quality items that run past the token limit (cut off)")
     s.set_defaults(func=cmd_demo)
 
     t = sub.add_parser("tiny-gguf", help="write a tiny random-weight llama GGUF (for tests with a real engine)",

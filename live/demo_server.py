@@ -70,6 +70,8 @@ class DemoConfig:
     fault: str | None = None
     fault_after: int = 0  # requests before the fault starts
     fault_count: int = 1_000_000  # requests the fault applies to
+    quality_right: float = 0.7  # share of generated quality items answered right (live/demo_answers.py)
+    quality_cutoff: float = 0.1  # share that rambles past the token limit (cut off, counted wrong)
 
 
 @dataclass
@@ -280,6 +282,10 @@ class DemoServer:
             base_rate = float(req.get("demo_decode_tps") or cfg.decode_tps)  # per-request override (benchmarks)
             rate = base_rate / (1 + prompt_tokens / cfg.depth_scale) / (1 + cfg.batch_efficiency * (k - 1))
             pieces = [WORDS[(i * 7 + len(messages)) % len(WORDS)] + " " for i in range(n_out)]
+            scripted = self._quality_answer(req, messages, max_tokens) if prompt_tokens < ctx_slot else None
+            if scripted is not None:  # a generated quality item: right, wrong or cut off (demo_answers)
+                pieces, finish = scripted
+                n_out = len(pieces)
             if stream:
                 return await self._stream(req, writer, pieces, prompt_tokens, cache_n, prefill_s, rate, finish,
                                           fault, t_ready)
@@ -298,6 +304,21 @@ class DemoServer:
         finally:
             self.state.active -= 1
             self.slots.release()
+
+    def _quality_answer(self, req: dict, messages: list, max_tokens: int) -> tuple[list[str], str] | None:
+        """(tokens, finish_reason) of the answer to a generated quality item, or None for other prompts."""
+        from live.demo_answers import answer_text
+
+        last = messages[-1].get("content") if messages and isinstance(messages[-1], dict) else None
+        if not isinstance(last, str):
+            return None
+        thinking = (req.get("chat_template_kwargs") or {}).get("enable_thinking") is True
+        text = answer_text(last, right=self.cfg.quality_right, cutoff=self.cfg.quality_cutoff, thinking=thinking,
+                           max_words=max_tokens // 8 + 2)
+        if text is None:
+            return None
+        toks = pieces(text)
+        return (toks[:max_tokens], "length") if len(toks) >= max_tokens else (toks, "stop")
 
     def _account(self, prompt_n: int, prompt_s: float, n_out: int, gen_s: float) -> None:
         s = self.state

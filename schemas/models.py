@@ -58,6 +58,8 @@ ONE_LINE = r"^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=ONE_LINE)]
 # Every other string (notes, reasons, commands) is bounded too.
 STR_MAX = 65_536
+#: characters of an answer kept in a quality record (its end, where the result is stated)
+ANSWER_MAX = 2_000
 
 
 class Strict(BaseModel):
@@ -514,6 +516,19 @@ class QualityItem(Strict):
     seconds: NonNeg | None = Field(None, description="Time for the answer, seconds.")
     task: str | None = Field(None, description="Sub-task (RULER and similar).")
     error: str | None = Field(None, description="Error of a request that was asked again.")
+    prompt_sha256: Sha256 | None = Field(None, description="SHA-256 of the prompt sent (UTF-8), so two runs can "
+                                                           "show they asked the same question.")
+    prompt_tokens: Count | None = Field(None, description="Prompt tokens as the server counted them.")
+    answer: str | None = Field(None, max_length=ANSWER_MAX, description="The answer text without its thinking, "
+                                                                        f"cut to its last {ANSWER_MAX} characters.")
+    answer_chars: Count | None = Field(None, description="Characters of the whole answer (thinking not included).")
+    thinking_chars: Count | None = Field(None, description="Characters of the thinking part, kept apart from the "
+                                                           "answer and not scored.")
+    extracted: str | None = Field(None, max_length=1_000, description="What the scorer read from the answer "
+                                                                         "(letter, number, text); absent: nothing.")
+    expected: str | None = Field(None, max_length=10_000, description="The right answer (for a regex scorer: "
+                                                                      "the pattern).")
+    finish_reason: str | None = Field(None, description="finish_reason of the answer (stop, length).")
 
 
 class TaskScore(Strict):
@@ -543,7 +558,9 @@ class QualityTest(Strict):
     test: Slug = Field(description="Test id, e.g. 'mmlu_pro', 'gpqa_diamond', 'ruler_32k'.")
     label: Name | None = Field(None, description="Display name, e.g. 'MMLU-Pro'.")
     description: str | None = Field(None, description="What the test is, e.g. '400 fixed questions, letter only'.")
-    status: Literal["ok", "failed", "repeated", "skipped"] = Field("ok", description="Status of the test.")
+    status: Literal["ok", "failed", "repeated", "skipped", "stopped"] = Field(
+        "ok", description="Status of the test ('stopped': the person measuring stopped the run; the items that "
+                          "finished are kept).")
     reason: str | None = Field(None, description="Why it failed / was repeated / skipped.")
     token_limit: Count | None = Field(None, description="Answer token limit.")
     thinking: bool | None = Field(None, description="Thinking on.")
@@ -552,6 +569,14 @@ class QualityTest(Strict):
     in_flight: Positive | None = Field(None, description="Requests in flight at a time.")
     items: list[QualityItem] = Field(default_factory=list, fail_fast=True, description="Per-item records.")
     stated: QualityStated | None = Field(None, description="Figures as stated by the tool or page.")
+    generator: Name | None = Field(None, description="Generator of the items, e.g. "
+                                   "'benchcards needle' (docs/definitions.md#generated-tests), or 'item file'.")
+    generator_version: Name | None = Field(None, description="Version of the generator: "
+                                           "the same version and seed give the same items.")
+    depth: Count | None = Field(None, description="Prompt tokens each item was built to (long-context tests).")
+    scorer: Name | None = Field(None, description="How answers were scored "
+                                "(docs/definitions.md#scoring), e.g. 'number', 'choice', or 'per item'.")
+    items_sha256: Sha256 | None = Field(None, description="SHA-256 of the item file the items came from.")
 
 
 class QualityContract(RunBase):

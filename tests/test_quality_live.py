@@ -1,0 +1,276 @@
+"""Quality measured live (live/quality.py) against the demo server on 127.0.0.1: a known share right lands in
+the card's Wilson interval, cut-offs are wrong and counted apart, thinking is kept out of scoring, two
+setups on the same items are compared paired, Stop keeps what finished, and the command line writes a
+contract that ingests like an upload; hostile item files are refused or shown as text, never as markup."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from benchcards import analysis, queries
+from benchcards import card as cardmod
+from benchcards.export import export
+from benchcards.stats import wilson
+from ingest import ingest_paths
+from live.demo_answers import share_of
+from live.generators import parse_tests
+from live.items import parse_item_file
+from live.measure import MeasureConfig, SetupInput, build_setup
+from live.quality import QualityConfig, run_quality, write_quality_folder
+from tests.live_servers import ROOT, demo_server
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def demo():
+    s = demo_server(decode_tps=3000, prefill_tps=500000, slots=8, ctx=8 * 12288, quality_right=0.6,
+                    quality_cutoff=0.1)
+    yield s
+    s.stop()
+
+
+def run(url: str, tests: str, **kw):
+    cfg = QualityConfig(base_url=url, tests=tuple(parse_tests(tests)), **kw)
+    return cfg, *run_quality(cfg)
+
+
+def ingest_quality(tmp_path, contract, info, cfg, log, setup_id="live-q", **setup):
+    mcfg = MeasureConfig(base_url=cfg.base_url, thinking=cfg.thinking, sampling=cfg.sampling)
+    s = build_setup(SetupInput(gpu="cpu", setup_id=setup_id, **setup), info, mcfg)
+    run_dir = write_quality_folder(tmp_path / "out", s, contract, log)
+    db = tmp_path / "live.duckdb"
+    ingest_paths([tmp_path / "out"], db)
+    return queries.Store(db), run_dir
+
+
+def test_a_known_share_right_lands_in_the_cards_wilson_interval(demo, tmp_path):
+    """300 arithmetic items, the demo answers 60 % right and cuts 10 % off: the records say exactly which
+    (the demo's choice is a hash of each prompt, computed here independently), the card's interval holds
+    60 %, and cut-off answers, though they state the right number, are wrong and counted apart."""
+    cfg, contract, info, log = run(demo.url, "arith:300", max_tokens={"arith": 64}, seed=5)
+    (t,) = contract.tests
+    assert t.status == "ok" and t.token_limit == 64 and t.generator_version == "bc-gen-1" and len(t.items) == 300
+    shares = {it.id: share_of_item(it) for it in t.items}
+    assert all(it.right == (shares[it.id] < 0.6) for it in t.items)
+    assert all(it.cut_off == (0.6 <= shares[it.id] < 0.7) for it in t.items)
+    cut = [it for it in t.items if it.cut_off]
+    assert cut and all(it.finish_reason == "length" and it.tokens == 64 and not it.right and it.extracted == it.expected
+                       for it in cut)  # said the right number, then ran past the limit: wrong
+    wrong = [it for it in t.items if not it.right and not it.cut_off]
+    assert wrong and all(it.extracted != it.expected and it.finish_reason == "stop" for it in wrong)
+    store, _ = ingest_quality(tmp_path, contract, info, cfg, log)
+    card = queries.card(store, "live-q")
+    row = cardmod.quality_table(card).iloc[0]
+    right = sum(it.right for it in t.items)
+    iv = wilson(right, 300)
+    assert iv.lo <= 0.6 <= iv.hi
+    assert row["Right / n"] == f"{right} / 300" and row["Cut off (counted wrong)"] == str(len(cut))
+    assert row["Token limit"].startswith("64") and row["Thinking"] == "off"
+    assert row["Run"] == contract.run_id and row["From"] == "items" and "Arithmetic" in row["Test"]
+    assert f"± {100 * iv.half_width:.1f}" in row["Result (95 % margin)"]
+    assert row["Median answer"] != "—"
+
+
+def share_of_item(it) -> float:
+    """The demo's choice for an item, from the prompt the runner sent (rebuilt from the same seed)."""
+    return _PROMPTS[it.prompt_sha256]
+
+
+_PROMPTS: dict[str, float] = {}
+
+
+@pytest.fixture(autouse=True)
+def _prompt_index():
+    """prompt SHA-256 -> the demo's share, for every short generated item of the seeds the tests use."""
+    import hashlib
+
+    from live.generators import TestSpec, items_for
+
+    if not _PROMPTS:
+        for seed in (0, 5, 9):
+            for it in items_for(TestSpec("arith", 300), seed):
+                _PROMPTS[hashlib.sha256(it.question.encode()).hexdigest()] = share_of(it.question)
+    yield
+
+
+def test_thinking_is_kept_apart_and_never_scored(demo):
+    """With thinking on the demo starts each answer with a <think> block that states a wrong 'Answer:';
+    the scores are those of thinking off, and each record keeps the thinking's length apart."""
+    _, off, _, _ = run(demo.url, "arith:40", seed=9, max_tokens={"arith": 96})
+    _, on, _, _ = run(demo.url, "arith:40", seed=9, thinking=True, max_tokens={"arith": 96})
+    r_off = {it.id: it.right for it in off.tests[0].items}
+    r_on = {it.id: it.right for it in on.tests[0].items}
+    assert r_on == r_off and any(r_on.values()) and not all(r_on.values())
+    assert all(it.thinking_chars and "<think>" not in (it.answer or "") for it in on.tests[0].items)
+    assert all(it.thinking_chars == 0 for it in off.tests[0].items)
+    assert on.tests[0].thinking is True
+
+
+def test_long_context_items_are_sent_at_their_depth_and_retrieved(demo):
+    _cfg, contract, _info, _log = run(demo.url, "needle:8K:6,vartrack:4K:4,words:4K:4", max_tokens={"needle": 128},
+                                   seed=2, in_flight=3)
+    by = {t.test: t for t in contract.tests}
+    assert set(by) == {"needle_8k", "vartrack_4k", "words_4k"}
+    for t, depth in ((by["needle_8k"], 8192), (by["vartrack_4k"], 4096), (by["words_4k"], 4096)):
+        assert t.status == "ok" and t.depth == depth and len(t.items) == {8192: 6}.get(depth, 4)
+        assert all(abs(it.prompt_tokens - depth) <= depth * 0.01 for it in t.items), [it.prompt_tokens for it in t.items]
+        assert any(it.right for it in t.items) or all(it.cut_off or it.extracted for it in t.items)
+    assert {it.task for it in by["needle_8k"].items} == {"single", "multikey"}
+    assert any(it.right for t in contract.tests for it in t.items)
+
+
+def test_a_test_longer_than_the_slot_is_skipped_with_the_reason(demo):
+    _, contract, _, _ = run(demo.url, "needle:32K:2,arith:3")
+    by = {t.test: t for t in contract.tests}
+    assert by["needle_32k"].status == "skipped" and "context per slot of 12,288" in by["needle_32k"].reason
+    assert by["arith"].status == "ok" and len(by["arith"].items) == 3
+
+
+def test_two_setups_on_the_same_items_are_compared_paired(tmp_path):
+    """Same seed on two servers (60 % and 80 % right): McNemar on the shared items; every item the weaker
+    one got right the stronger got right too, so all discordant pairs favour B."""
+    a = demo_server(decode_tps=3000, prefill_tps=500000, slots=8, quality_right=0.5, quality_cutoff=0.0)
+    b = demo_server(decode_tps=3000, prefill_tps=500000, slots=8, quality_right=0.8, quality_cutoff=0.0)
+    try:
+        _cfg_a, ca, ia, la = run(a.url, "arith:120", seed=0)
+        _cfg_b, cb, ib, lb = run(b.url, "arith:120", seed=0)
+    finally:
+        a.stop()
+        b.stop()
+    assert [it.prompt_sha256 for it in ca.tests[0].items] == [it.prompt_sha256 for it in cb.tests[0].items]
+    mcfg = MeasureConfig(base_url=a.url)
+    for sid, c, info, log in (("weak", ca, ia, la), ("strong", cb, ib, lb)):
+        s = build_setup(SetupInput(gpu="cpu", setup_id=sid, title=f"demo {sid}"), info, mcfg)
+        write_quality_folder(tmp_path / "out", s, c, log)
+    db = tmp_path / "q.duckdb"
+    ingest_paths([tmp_path / "out"], db)
+    (cmp,) = queries.compare_quality(queries.Store(db), "weak", "strong")
+    ra, rb = sum(i.right for i in ca.tests[0].items), sum(i.right for i in cb.tests[0].items)
+    assert cmp.method == "McNemar (paired)" and cmp.n_pairs == 120
+    assert cmp.diff_pp == pytest.approx(100 * (ra - rb) / 120) and cmp.diff_pp < 0 and cmp.significant
+    data = queries.analysis_data(queries.Store(db))
+    assert set(data.quality[data.quality.test == "arith"].setup_id) == {"weak", "strong"}
+    assert ("arith", "Arithmetic (generated)") in analysis.quality_tests(data)
+
+
+def test_speed_vs_quality_uses_a_live_quality_run(demo, tmp_path):
+    """A setup measured for speed and quality live, both in one folder: the analysis pairs them."""
+    from live.measure import measure, write_folder
+
+    mcfg = MeasureConfig(base_url=demo.url, parts=("decode",), runs=1, warmups=0, max_tokens=300,
+                         min_decode_tokens=256)
+    sp, info, slog = measure(mcfg)
+    _cfg, qc, _qinfo, qlog = run(demo.url, "arith:30", seed=0)
+    s = build_setup(SetupInput(gpu="RTX 4090", vram_gib=24, setup_id="both", title="demo both"), info, mcfg)
+    write_folder(tmp_path / "out", s, sp, slog)
+    write_quality_folder(tmp_path / "out", s, qc, qlog)
+    db = tmp_path / "both.duckdb"
+    ingest_paths([tmp_path / "out"], db)
+    data = queries.analysis_data(queries.Store(db))
+    df = analysis.speed_quality(data, "arith")
+    assert list(df.setup_id) == ["both"] and df.speed_tps.iloc[0] > 0 and df.n.iloc[0] == 30
+
+
+def test_stop_keeps_the_items_that_finished(tmp_path):
+    slow = demo_server(decode_tps=40, prefill_tps=50000, slots=2, quality_right=0.7, quality_cutoff=0.0)
+    stop = threading.Event()
+    seen = []
+
+    def on_event(e):
+        seen.append(e)
+        if e.done >= 3:
+            stop.set()
+
+    try:
+        cfg = QualityConfig(base_url=slow.url, tests=tuple(parse_tests("arith:40")), in_flight=2)
+        contract, _, _ = run_quality(cfg, on_event, stop)
+    finally:
+        slow.stop()
+    (t,) = contract.tests
+    assert t.status == "stopped" and "of 40 items answered" in t.reason
+    assert 3 <= len(t.items) < 40 and all(it.error is None for it in t.items)
+    assert seen[-1].left_s is not None and seen[0].total == 40
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "live", "quality", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_cli_writes_a_contract_that_ingests_like_an_upload(demo, tmp_path):
+    items = tmp_path / "mine.jsonl"
+    items.write_text("\n".join(json.dumps(o) for o in (
+        {"id": "q1", "prompt": "Which gas?", "scorer": "choice", "choices": ["N2", "O2", "CO2", "Ar"], "answer": "C"},
+        {"id": "q2", "prompt": "Capital of France?", "scorer": "exact", "answer": "Paris"})) + "\n")
+    db = tmp_path / "cli.duckdb"
+    r = cli("--base-url", demo.url, "--tests", "arith:10,logic:5", "--items", str(items), "--max-tokens", "48",
+            "--max-tokens", "logic=80", "--gpu", "cpu", "--setup-id", "cli-q", "--out", str(tmp_path / "out"),
+            "--ingest", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert "[15/17]" in r.stderr and "left" in r.stderr and "ingested into" in r.stdout
+    (path,) = (tmp_path / "out" / "cli-q" / "quality").glob("*/contract.json")
+    c = json.loads(path.read_text())
+    by = {t["test"]: t for t in c["tests"]}
+    assert by["arith"]["token_limit"] == 48 and by["logic"]["token_limit"] == 80
+    mine = by["items-mine"]
+    assert mine["items_sha256"] and mine["generator"] == "item file" and len(mine["items"]) == 2
+    assert all(not it["right"] for it in mine["items"])  # the demo does not know these answers
+    card = queries.card(queries.Store(db), "cli-q")
+    assert set(card.quality.test) == {"arith", "logic", "items-mine"}
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"id": "q1", "prompt": "p", "scorer": "choice", "answer": "C"}\n',
+     "bad.jsonl line 1, field 'choices': a list of 2 to 26"),
+    ('{"id": "q1"}\n', "bad.jsonl line 1, field 'prompt': missing"),
+])
+def test_cli_refuses_a_bad_item_file_before_asking(demo, tmp_path, content, message):
+    f = tmp_path / "bad.jsonl"
+    f.write_text(content)
+    r = cli("--base-url", demo.url, "--items", str(f), "--gpu", "cpu", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_bad_tests_and_a_symlinked_item_file(demo, tmp_path):
+    r = cli("--base-url", demo.url, "--tests", "needle:lots", "--gpu", "cpu", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "--tests 'needle:lots'" in r.stderr
+    real = tmp_path / "real.jsonl"
+    real.write_text('{"id": "q", "prompt": "p", "scorer": "exact", "answer": "x"}\n')
+    (tmp_path / "link.jsonl").symlink_to(real)
+    r = cli("--base-url", demo.url, "--items", str(tmp_path / "link.jsonl"), "--gpu", "cpu")
+    assert r.returncode == 2 and "not a regular file" in r.stderr
+
+
+# --------------------------------------------------------------------------- hostile item files
+
+PAYLOAD = '<script>alert("q")</script><img src=x onerror=alert(1)> **md** [l](javascript:alert(1))'
+
+
+def test_hostile_item_file_reaches_the_export_as_text_only(demo, tmp_path):
+    """Ids, tasks and prompts with script and Markdown payloads (and an answer that echoes them) run, ingest
+    and export; no page of the export holds the markup unescaped."""
+    name = "evil <img src=x onerror=alert(2)> set.jsonl"
+    data = "\n".join(json.dumps({"id": f"{PAYLOAD} {i}", "prompt": f"{PAYLOAD}\nSay hi.", "scorer": "regex",
+                                 "answer": "hi", "task": PAYLOAD}) for i in range(3)).encode()
+    f = parse_item_file(data, name)
+    cfg = QualityConfig(base_url=demo.url, item_files=(f,), max_tokens={"items": 16})
+    contract, info, log = run_quality(cfg)
+    assert contract.tests[0].label == f"{name} (item file)" and len(contract.tests[0].items) == 3
+    store, _ = ingest_quality(tmp_path, contract, info, cfg, log, setup_id="hostile-q")
+    out = tmp_path / "site"
+    export(store.path, out)
+    pages = [p.read_text(errors="replace") for p in out.rglob("*.html")]
+    assert pages
+    for text in pages:
+        assert '<script>alert("q")' not in text and "<img src=x onerror" not in text
+    assert any("evil &lt;img src=x onerror=alert(2)&gt; set.jsonl" in t for t in pages)

@@ -1,0 +1,231 @@
+"""Scoring answers (live/scoring.py) on a table of real answer styles, the generated tests (live/generators.py):
+reproducible, answerable from their prompts, sized to their depth; and item files (live/items.py): every
+scorer, and clear errors naming file, line and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ingest.limits import Limits
+from live import generators as gen
+from live.demo_server import TEMPLATE_TOKENS, pieces
+from live.items import ItemFileError, parse_item_file
+from live.scoring import extract_letter, extract_number, normalise, score, split_thinking
+
+pytestmark = pytest.mark.unit
+
+# answers as models write them (styles seen from Llama 3, Qwen 3, Mistral and GPT-style chat models)
+LETTER_STYLES = [
+    ("Answer: C", "C"),
+    ("**C**", "C"),
+    ("(C)", "C"),
+    ("C", "C"),
+    ("The answer is C.", "C"),
+    ("The answer is (C).", "C"),
+    ("**Answer:** C", "C"),
+    ("Answer: **(C)**", "C"),
+    ("Final answer: C\n", "C"),
+    ("Looking at each option:\nA is wrong since ...\nB fails because ...\n\nC", "C"),
+    ("Let me reason.\n- (A) too small\n- (B) too large\n\nTherefore the answer is D", "D"),
+    ("<think>\nMaybe A? Answer: A. No, wait.\n</think>\n\nAnswer: C", "C"),
+    ("<think>Options A, B... I pick B</think>\n**C**", "C"),
+    ("Between (A) and (C), the right one is **C**.", "C"),
+    ("I choose (B) first, but on reflection the answer is C", "C"),
+    ("C) 42", None),  # a choice's text repeated, no statement of the answer: not extracted by rule 2
+    ("C is the best option because it is the largest.", None),
+    ("The answer is a tricky one.\nB", "B"),  # "answer is a" is not the letter A
+    ("Answer: None of these", None),
+    ("<think>I will say Answer: B", None),  # thinking never closed: no answer
+    ("", None),
+]
+
+
+@pytest.mark.parametrize("text, letter", LETTER_STYLES)
+def test_letter_extraction_on_real_answer_styles(text, letter):
+    _, answer = split_thinking(text)
+    assert extract_letter(answer, 4) == letter
+
+
+def test_letters_beyond_the_choices_are_not_choices():
+    assert extract_letter("Answer: E", 4) is None and extract_letter("Answer: E", 10) == "E"
+
+
+def test_thinking_from_the_server_field_is_apart_and_never_scored():
+    thinking, answer = split_thinking("Answer: C", reasoning="so Answer: A")
+    assert thinking == "so Answer: A" and answer == "Answer: C"
+    thinking, answer = split_thinking("the template opened it... Answer: A</think>\nAnswer: B")
+    assert answer == "Answer: B" and "Answer: A" in thinking
+    assert score("choice", answer, "B", n_choices=4).right
+
+
+@pytest.mark.parametrize("text, value", [
+    ("Answer: 36", 36), ("So 12 * 3 = 36.\nAnswer: 36", 36), ("Answer: -1,714", -1714), ("Answer: −5", -5),
+    ("The total is $1,234.50.", 1234.5), ("Answer: 2.5e3 apples", 2500), ("No number here", None),
+    ("Step 1: 4 + 4 = 8. Step 2: 8 * 2 = 16", 16),
+])
+def test_number_extraction(text, value):
+    assert extract_number(text) == value
+
+
+def test_number_tolerance_and_exact_normalising():
+    assert score("number", "Answer: 3.14", "3.14159", tolerance=0.01).right
+    assert not score("number", "Answer: 3.1", "3.14159", tolerance=0.01).right
+    assert score("number", "Answer: 391", "391").right and not score("number", "Answer: 392", "391").right
+    assert normalise("  “**Paris.**” ") == "paris"
+    assert score("exact", "I believe it is:\n**Paris**.", "paris").right
+    assert score("exact", "Answer: Paris, France", "Paris", aliases=("Paris, France",)).right
+    assert not score("exact", "Answer: Lyon", "Paris").right
+    assert score("set", "Answer: stone, mirror and valley", "mirror stone valley").right
+    assert not score("set", "Answer: stone mirror", "mirror stone valley").right
+
+
+# --------------------------------------------------------------------------- generated tests
+
+
+def demo_count(text: str) -> int:
+    return len(pieces(text))
+
+
+def test_same_seed_same_items_ids_and_prompts_byte_for_byte():
+    specs = gen.parse_tests("needle:8K:4,vartrack:8K:2,words:8K:2,arith:20,dates:20,logic:20")
+    first = [(it.id, it.expected, it.question) for s in specs for it in gen.items_for(s, 11)]
+    again = [(it.id, it.expected, it.question) for s in specs for it in gen.items_for(s, 11)]
+    other = [(it.id, it.expected, it.question) for s in specs for it in gen.items_for(s, 12)]
+    assert first == again and first != other
+    assert first[0][0] == "needle_8k-11-0000"
+    long_a = [gen.fit_depth(it, 8192, demo_count, TEMPLATE_TOKENS).text for it in gen.items_for(specs[0], 11)]
+    long_b = [gen.fit_depth(it, 8192, demo_count, TEMPLATE_TOKENS).text for it in gen.items_for(specs[0], 11)]
+    assert [a.encode() for a in long_a] == [b.encode() for b in long_b]
+
+
+def test_every_generated_item_is_answerable_from_its_prompt_alone():
+    for spec in gen.parse_tests("needle:2K:8,vartrack:2K:4,words:2K:4,arith:50,dates:50,logic:50"):
+        for it in gen.items_for(spec, 3):
+            text = gen.fit_depth(it, spec.depth, demo_count, TEMPLATE_TOKENS).text if spec.depth else it.question
+            assert gen.solve(text) is not None and score(it.scorer, f"Answer: {gen.solve(text)}", it.expected).right, \
+                (it.id, gen.solve(text), it.expected)
+
+
+@pytest.mark.parametrize("depth", [2048, 8192, 32768, 131072])
+def test_long_prompts_have_their_depth_on_a_bpe_like_tokenizer(depth):
+    for spec in gen.parse_tests(f"needle:{depth}:2,vartrack:{depth}:1,words:{depth}:1"):
+        for it in gen.items_for(spec, 5):
+            f = gen.fit_depth(it, depth, demo_count, TEMPLATE_TOKENS)
+            assert abs(demo_count(f.text) + TEMPLATE_TOKENS - depth) <= depth * 0.01, (it.id, f.expected)
+            if it.padded:  # with pad words the count is exact
+                assert demo_count(f.text) + TEMPLATE_TOKENS == depth
+
+
+def test_needles_sit_where_they_were_placed():
+    spec = gen.parse_tests("needle:8K:2")[0]
+    it = gen.items_for(spec, 1)[0]
+    text = gen.fit_depth(it, 8192, demo_count, TEMPLATE_TOKENS).text
+    at = text.index(f"is {it.expected}.") / len(text)
+    assert abs(100 * at - it.needle_depth_pct) < 3
+
+
+@pytest.mark.parametrize("text, message", [
+    ("needle", "give a depth"), ("needle:lots", "not a token count"), ("needle:512", "depth must be between"),
+    ("arith:0", "not an item count"), ("mmlu:10", "unknown test 'mmlu'"), ("arith:5,arith:6", "arith asked twice"),
+])
+def test_bad_test_specs_name_the_entry(text, message):
+    with pytest.raises(gen.SpecError, match=message):
+        gen.parse_tests(text)
+
+
+def test_spec_ids_and_labels():
+    s = gen.parse_tests("needle:32K,arith:200,words:8192:3")
+    assert [(x.test_id, x.n, x.depth) for x in s] == [("needle_32k", 10, 32768), ("arith", 200, None),
+                                                      ("words_8k", 3, 8192)]
+    assert s[0].label == "Needle retrieval 32K (generated)"
+
+
+# --------------------------------------------------------------------------- item files
+
+
+def jsonl(*objs) -> bytes:
+    return b"\n".join(o if isinstance(o, bytes) else json.dumps(o).encode() for o in objs) + b"\n"
+
+
+def test_an_item_file_with_every_scorer():
+    f = parse_item_file(jsonl(
+        {"id": "q1", "prompt": "Which gas?", "scorer": "choice", "choices": ["N2", "O2", "CO2", "Ar"], "answer": "c"},
+        {"id": "q2", "prompt": "Capital of France?", "scorer": "exact", "answer": "Paris", "task": "geo"},
+        {"id": "q3", "prompt": "17 * 23?", "scorer": "number", "answer": 391},
+        {"id": "q4", "prompt": "A prime above 10?", "scorer": "regex", "answer": r"\b(11|13|17|19)\b"}), "My Set.jsonl")
+    assert f.test == "items-my-set" and len(f.sha256) == 64 and [i.id for i in f.items] == ["q1", "q2", "q3", "q4"]
+    q1 = f.items[0]
+    assert "A. N2\nB. O2\nC. CO2\nD. Ar" in q1.text() and q1.answer == "c"
+    assert score("choice", "Answer: C", q1.answer, n_choices=4).right
+    assert score("regex", "Answer: 13", "", pattern=f.items[3].pattern).right
+
+
+@pytest.mark.parametrize("line, message", [
+    (b'{"id": "a", "prompt": "p", "scorer": "exact"}', "sets.jsonl line 2, field 'answer': missing"),
+    (b'{"id": "a", "prompt": "p", "scorer": "guess", "answer": "x"}', "line 2, field 'scorer': one of choice"),
+    (b'{"id": "a", "prompt": "p", "scorer": "exact", "answer": "x", "extra": 1}', "field 'extra': unknown field"),
+    (b'{"id": "a\\nb", "prompt": "p", "scorer": "exact", "answer": "x"}', "field 'id': one line of text"),
+    (b'{"id": "a", "prompt": "p\\u0007", "scorer": "exact", "answer": "x"}', "field 'prompt': control characters"),
+    (b'{"id": "a", "prompt": "p", "scorer": "number", "answer": "12"}', "field 'answer': a number"),
+    (b'{"id": "a", "prompt": "p", "scorer": "choice", "choices": ["x", "y"], "answer": "C"}',
+     "field 'answer': the letter of the right choice, A to B"),
+    (b'{"id": "a", "prompt": "p", "scorer": "regex", "answer": "(unclosed"}', "not a valid regular expression"),
+    (b'{"id": "a", "prompt": "p", "scorer": "regex", "answer": "' + b"a" * 501 + b'"}', "at most 500 characters"),
+    (b'{"id": "a", "prompt": [[["deep"]]], "scorer": "exact", "answer": "x"}', "line 2: "),
+    (b'{"id": "a", "prompt": "p", "scorer": "exact", "answer": "x", "answer": "y"}', "appears twice"),
+    (b'[1, 2]', "each line must be one JSON object"),
+    (b'{"id": "first", "prompt": "p", "scorer": "exact", "answer": "x"}', "'first' already used on line 1"),
+    (b'{not json', "line 2: is not valid JSON"),
+])
+def test_malformed_item_files_name_file_line_and_field(line, message):
+    first = b'{"id": "first", "prompt": "p", "scorer": "exact", "answer": "x"}'
+    with pytest.raises(ItemFileError) as exc:
+        parse_item_file(first + b"\n" + line + b"\n", "sets.jsonl")
+    assert any(message in e for e in exc.value.errors), exc.value.errors
+
+
+def test_item_file_bounds():
+    small = Limits(items_file_bytes=1000, items_per_file=3, item_line_bytes=200)
+    ok = b'{"id": "%d", "prompt": "p", "scorer": "exact", "answer": "x"}'
+    with pytest.raises(ItemFileError, match="larger than"):
+        parse_item_file(b" " * 1001, "big.jsonl", small)
+    with pytest.raises(ItemFileError, match="more than 3 items"):
+        parse_item_file(b"\n".join(ok % i for i in range(5)), "many.jsonl", small)
+    with pytest.raises(ItemFileError, match="line 1: longer than"):
+        parse_item_file(b'{"id": "a", "prompt": "' + b"p" * 300 + b'"}', "long.jsonl", small)
+    with pytest.raises(ItemFileError, match="byte-order mark"):
+        parse_item_file(b"\xef\xbb\xbf" + ok % 1, "bom.jsonl")
+    with pytest.raises(ItemFileError, match="no items"):
+        parse_item_file(b"\n\n", "empty.jsonl")
+    with pytest.raises(ItemFileError) as exc:
+        parse_item_file(b"\n".join(b"{bad" for _ in range(100)), "bad.jsonl")
+    assert len(exc.value.errors) == 21 and exc.value.errors[-1] == "bad.jsonl: 80 more problem(s) not listed"
+
+
+def test_a_file_name_with_control_characters_is_shown_safely():
+    with pytest.raises(ItemFileError) as exc:
+        parse_item_file(b"{bad", "evil\x1b[31m.jsonl")
+    assert "\x1b" not in exc.value.errors[0] and "evil?[31m.jsonl line 1" in exc.value.errors[0]
+
+
+def test_the_servers_separate_thinking_is_read_from_the_stream_and_kept_apart():
+    """llama-server (default reasoning format) streams thinking as delta.reasoning_content: it is read
+    apart from the content, and an 'Answer:' in it is never scored."""
+    from live.client import RawStream, parse_stream
+    from live.quality import reasoning_text
+
+    def event(delta: dict, finish=None) -> bytes:
+        return b"data: " + json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).encode() \
+            + b"\n\n"
+
+    body = (event({"role": "assistant", "content": None}) + event({"reasoning_content": "Maybe Answer: A"})
+            + event({"reasoning_content": ". No."}) + event({"content": "Answer: "}) + event({"content": "C"})
+            + event({}, "stop") + b"data: [DONE]\n\n")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body)
+    raw = RawStream.from_reads(0.0, [(0.1, head + body)])
+    res = parse_stream(raw, 16)
+    thinking, answer = split_thinking(res.text, reasoning_text(raw))
+    assert res.error is None and thinking == "Maybe Answer: A. No." and answer == "Answer: C"
+    assert score("choice", answer, "C", n_choices=4).right

@@ -1,0 +1,152 @@
+"""The Run live page's quality mode (pages/6_Run_live.py): settings, an item file, progress per item, Stop.
+
+The page stays thin: the run is ``live.quality_job.QualityJob``; tests, items and limits are parsed by
+the same code as ``python -m live quality`` (live/generators.py, live/items.py, live/quality.py).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from benchcards.paths import LOCAL
+from ingest.limits import LIMITS
+from live.client import NotLoopback, check_target
+from live.generators import SpecError, parse_tests
+from live.items import ItemFileError, parse_item_file
+from live.measure import SetupInput, hardware_problems, is_cpu_only, name_problem
+from live.quality import DEFAULT_MAX_TOKENS, QualityConfig, parse_max_tokens
+from live.quality_job import QualityJob
+from ui import common
+from ui.common import md
+
+KEY = "live_quality_job"
+
+
+def _form() -> tuple[bool, dict]:
+    job: QualityJob | None = st.session_state.get(KEY)
+    running = job is not None and not job.done
+    with st.form("live_quality", enter_to_submit=False):
+        c1, c2 = st.columns(2)
+        v: dict = {"base_url": c1.text_input("Server address", "http://127.0.0.1:8089", key="lq_base_url"),
+                   "model": c2.text_input("Model id (empty: the server's first model)", key="lq_model")}
+        v["tests"] = st.text_input("Generated tests", "needle:8K,vartrack:8K,words:8K,arith:50", key="lq_tests",
+                                   help="needle, vartrack, words at a depth (8K = 8,192 tokens, optionally "
+                                   ":items); arith, dates, logic with an item count. Empty: only the item file.")
+        v["file"] = st.file_uploader("Your item file (JSONL, optional)", type=["jsonl"], key="lq_items",
+                                     max_upload_size=LIMITS.items_file_bytes // 2**20,
+                                     help="One JSON object per line: id, prompt, scorer (choice, exact, number, "
+                                     "regex), answer; see docs/definitions.md#item-files. Nothing is downloaded.")
+        a, b, c, d = st.columns(4)
+        v["max_tokens"] = a.text_input("Answer limit (tokens)", str(DEFAULT_MAX_TOKENS), key="lq_max_tokens",
+                                       help="One number for every test, or per test: 1024, needle=64")
+        v["thinking"] = b.selectbox("Thinking", ["off", "on", "leave to the server"], key="lq_thinking")
+        v["in_flight"] = c.number_input("Requests at once", 1, 64, 4, key="lq_in_flight")
+        v["seed"] = d.number_input("Seed", 0, 2**31 - 1, 0, key="lq_seed")
+        st.markdown("**The setup** (what the server cannot tell)")
+        a, b, c, d = st.columns(4)
+        v["title"] = a.text_input("Title (optional)", key="lq_title")
+        v["gpu"] = b.text_input("GPU", key="lq_gpu", placeholder="e.g. RTX 4090, or cpu")
+        v["vram"] = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="lq_vram", placeholder="e.g. 24")
+        v["quant"] = d.text_input("Quantisation", key="lq_quant")
+        v["server_cmd"] = st.text_input("Exact server command", key="lq_server_cmd")
+        v["allow_remote"] = st.checkbox("Allow a server on another machine", key="lq_allow_remote")
+        start = st.form_submit_button("Start", type="primary", disabled=running)
+    return start and not running, v
+
+
+def read_settings(v: dict) -> tuple[QualityConfig | None, list[str]]:
+    """The typed settings as a QualityConfig, or every problem with them (each naming its field)."""
+    problems: list[str] = []
+    specs, files = [], []
+    try:
+        specs = parse_tests(v["tests"])
+    except SpecError as exc:
+        problems.append(f"Generated tests: {exc}".replace("--tests ", ""))
+    if v["file"] is not None:
+        try:
+            files.append(parse_item_file(v["file"].getvalue(), v["file"].name))
+        except ItemFileError as exc:
+            problems += exc.errors
+    problems += hardware_problems(v["gpu"] or None, v["vram"], gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    problems += [p for p in (name_problem(v["title"] or None, "Title"),) if p]
+    try:
+        check_target(v["base_url"], v["allow_remote"])
+    except NotLoopback as exc:
+        problems.append(f"Server address: {exc}. Tick 'Allow a server on another machine' to measure it anyway.")
+    except ValueError as exc:
+        problems.append(f"Server address: {exc}")
+    try:
+        default, per = parse_max_tokens([v["max_tokens"]])
+    except ValueError as exc:
+        problems.append(f"Answer limit: {exc}".replace("--max-tokens ", ""))
+        default, per = None, {}
+    if problems:
+        return None, problems
+    try:
+        cfg = QualityConfig(base_url=v["base_url"], model=v["model"] or None, tests=tuple(specs),
+                            item_files=tuple(files), thinking={"off": False, "on": True}.get(v["thinking"]),
+                            max_tokens=per, default_max_tokens=default or DEFAULT_MAX_TOKENS,
+                            in_flight=int(v["in_flight"]), seed=int(v["seed"]), allow_remote=v["allow_remote"])
+    except ValueError as exc:
+        return None, [f"Settings: {exc}"]
+    return cfg, []
+
+
+def _panel(job: QualityJob) -> None:
+    items = [e for e in job.events if e.kind == "item"]
+    last = items[-1] if items else None
+    if not job.done:
+        left = f", about {last.left_s:,.0f} s left" if last and last.left_s is not None else ""
+        label = f"Asking… {last.done} of {last.total} items{left}" if last else "Building the prompts…"
+        state = "running"
+    elif job.error:
+        label, state = f"Ended: {job.error}", "error"
+    else:
+        label, state = f"{'Stopped' if job.stopping else 'Finished'}: {len(items)} items answered", "complete"
+    box = st.status(label, state=state, expanded=True)
+    with box.container():
+        st.progress(1.0 if job.done else (last.done / last.total if last else 0.0))
+        if items:
+            rows = [{"Test": e.test, "Item": e.item, "Result": "error" if e.error else "cut off" if e.cut_off
+                     else "right" if e.right else "wrong", "Seconds": e.seconds} for e in items[-200:]]
+            common.table(pd.DataFrame(rows), f"lq-items-{id(job)}-{len(items)}", download=False)
+        for line in job.summary:
+            st.markdown(f"- {md(line)}")
+    if not job.done:
+        if st.button("Stop", disabled=job.stopping, key=f"lq-stop-{id(job)}"):
+            job.stop()
+            st.toast("Stopping: the requests in flight are cut; answered items will be saved.")
+    elif job.run_dir is not None:
+        st.success(f"Saved and added to the site: {md(job.report)}")
+        st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
+                     icon=":material/arrow_forward:")
+
+
+def quality_mode() -> None:
+    """Draw the quality mode: form, start, and the progress of this session's run."""
+    st.markdown("Ask the server generated long-context and reasoning tests (nothing is downloaded) and your own "
+                "item file; answers are scored with their thinking kept apart, a cut-off answer counts wrong.")
+    start, v = _form()
+    if start:
+        cfg, problems = read_settings(v)
+        if cfg is None:
+            st.error("Check the settings:\n\n" + "\n".join(f"- {md(p)}" for p in problems))
+        else:
+            user = SetupInput(title=v["title"] or None, gpu=v["gpu"] or None,
+                              vram_gib=None if is_cpu_only(v["gpu"]) else v["vram"], quant=v["quant"] or None,
+                              server_cmd=v["server_cmd"] or None)
+            st.session_state[KEY] = QualityJob(cfg, user, LOCAL, common.db_path()).start()
+    job: QualityJob | None = st.session_state.get(KEY)
+
+    @st.fragment(run_every=1.0 if job is not None and not job.done else None)
+    def progress() -> None:
+        j: QualityJob | None = st.session_state.get(KEY)
+        if j is not None:
+            _panel(j)
+            if j.done and st.session_state.pop("lq_running", False):
+                st.rerun(scope="app")  # the run ended: re-enable the form
+            if not j.done:
+                st.session_state["lq_running"] = True
+
+    progress()
