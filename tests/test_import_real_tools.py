@@ -1,0 +1,115 @@
+"""Golden tests on outputs made with the real tools against the real llama-server (llama.cpp 0c1e570, the tiny
+real-vocabulary model; tests/fixtures/importers/real-tools/README.md says how): GuideLLM 0.8.1 and 0.3.1,
+llama-benchy 0.4.0. Each asserts the figures per setup and level, and what detection makes of each file."""
+
+import json
+import shutil
+
+import pytest
+
+from ingest.importers import ImportFailed, Options, Source, convert, detect, plan, read_sources
+from ingest.importers.store import check
+from tests.import_helpers import FIX, figures
+
+pytestmark = pytest.mark.unit
+
+REAL = FIX / "real-tools"
+CPU = Options(gpu="none")
+
+
+def src(name: str) -> Source:
+    return Source(name, (REAL / name).read_bytes())
+
+
+def raw(name: str) -> dict:
+    return json.loads((REAL / name).read_text())
+
+
+def one_run(name: str, opts: Options = CPU) -> dict:
+    (res,) = convert([src(name)], opts)
+    (setup,) = res.setups
+    (run,) = setup.runs
+    return run.contract
+
+
+@pytest.mark.parametrize(("name", "level", "n"), [("guidellm-0.8.1-sync.json", 1, 6),
+                                                   ("guidellm-0.8.1-conc4.json", 4, 8)])
+def test_guidellm_081_fixed_levels_become_request_records(name, level, n):
+    c = one_run(name)
+    bench = raw(name)["benchmarks"][0]
+    assert c["method"]["conc_levels"] == [level] and len(c["requests"]) == n
+    figs, kinds = figures(c)
+    # benchcards' total (all output tokens / wall time) is what GuideLLM calls output tokens per second
+    assert figs[f"conc_total||{level}"] == pytest.approx(
+        bench["metrics"]["output_tokens_per_second"]["successful"]["mean"], rel=1e-3)
+    # definitions, not errors: no stated-vs-computed warning for GuideLLM's nearest-rank median or pooled ITL
+    assert "summary_mismatch" not in kinds
+    reasons = {u["field"]: u["reason"] for u in c["imported"]["unmapped"]}
+    assert "nearest-rank median" in reasons["$.benchmarks[0].metrics.time_to_first_token_ms"]
+    assert "pooled" in reasons["$.benchmarks[0].metrics.inter_token_latency_ms"]
+    assert check(convert([src(name)], CPU)) == 1
+
+
+def test_guidellm_cached_tokens_fire_the_prompt_cache_warning():
+    """GuideLLM repeats its synthetic prompts: 73 of 74 prompt tokens came from the server's cache."""
+    c = one_run("guidellm-0.8.1-conc4.json")
+    cached = [r["input_metrics"]["cached_tokens"] for r in raw("guidellm-0.8.1-conc4.json")["benchmarks"][0]
+              ["requests"]["successful"]]
+    assert [r.get("timings", {}).get("cache_n", 0) for r in c["requests"]] == cached
+    _, kinds = figures(c)
+    assert kinds.count("prompt_cache") == sum(1 for x in cached if x)
+
+
+def test_guidellm_sweep_throughput_is_not_512_at_once():
+    name = "guidellm-0.8.1-sweep.json"
+    if not (REAL / name).exists():
+        pytest.skip("sweep output not recorded")
+    (res,) = convert([src(name)], CPU)
+    levels = sorted(r.contract["method"]["conc_levels"][0] for s in res.setups for r in s.runs)
+    assert 512 not in levels and levels == [1]
+    note = next(n for n in res.notes if "throughput" in n)
+    assert "cap of 512" in note and "requests in flight on average" in note and "not mapped" in note
+
+
+def test_guidellm_yaml_and_csv_beside_the_json_are_skipped_with_the_reason(tmp_path):
+    folder = tmp_path / "guidellm-run"
+    folder.mkdir()
+    for ext in ("json", "yaml", "csv"):
+        shutil.copy(REAL / f"guidellm-0.8.1-sync.{ext}", folder / f"benchmarks.{ext}")
+    (folder / "rates.json").write_text(json.dumps(
+        {**raw("guidellm-0.8.1-sync.json"), "benchmarks": [
+            {**raw("guidellm-0.8.1-sync.json")["benchmarks"][0],
+             "config": {"strategy": {"type_": "constant", "rate": 2.0}}}]}))
+    sources, skipped = read_sources([folder])
+    (res,) = convert(sources, CPU)
+    assert len(res.setups) == 1 and len(res.setups[0].runs) == 1
+    notes = "\n".join(res.notes)
+    assert "benchmarks.yaml: skipped, a GuideLLM report in YAML; import its JSON (guidellm export FILE.yaml " \
+           "--output kind=json,path=x.json)" in notes
+    assert "benchmarks.csv: skipped, a GuideLLM CSV report" in notes
+    assert "rates.json: skipped, nothing to import: $.benchmarks[0]: strategy constant@2.0 is an arrival rate" in notes
+
+
+def test_guidellm_yaml_alone_is_refused_with_the_08_export_command():
+    with pytest.raises(ImportFailed) as err:
+        convert([src("guidellm-0.8.1-sync.yaml")], CPU)
+    assert "guidellm export FILE.yaml --output kind=json,path=x.json" in err.value.errors[0]
+    assert "--output-path" not in err.value.errors[0]
+
+
+def test_from_a_format_the_content_is_not_says_what_the_content_is():
+    with pytest.raises(ImportFailed) as err:
+        convert([src("guidellm-0.8.1-sync.csv")], CPU, force="llama-bench")
+    assert err.value.errors == ["guidellm-0.8.1-sync.csv: format: --from llama-bench: the content is a GuideLLM CSV "
+                                "report (figures only, no requests); import the JSON report of the same run "
+                                "(--output-path x.json, or guidellm export FILE.yaml --output kind=json,path=x.json)"]
+    with pytest.raises(ImportFailed) as err:
+        convert([src("guidellm-0.8.1-sync.json")], CPU, force="vllm")
+    assert "--from vllm: the content is guidellm (json), not vllm" in err.value.errors[0]
+
+
+def test_a_file_no_importer_takes_says_what_it_looks_like_not_to_force_one():
+    with pytest.raises(ImportFailed) as err:
+        convert([Source("notes.csv", b"when,what,who,where\n1,2,3,4\n")], CPU)
+    e = err.value.errors[0]
+    assert "--from" not in e and "looks like CSV with the header 'when,what,who,where'" in e
