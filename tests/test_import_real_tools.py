@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from ingest.importers import ImportFailed, Options, Source, convert, detect, plan, read_sources
+from ingest.importers import ImportFailed, Options, Source, convert, detect, read_sources
 from ingest.importers.store import check
 from tests.import_helpers import FIX, figures
 
@@ -80,7 +80,7 @@ def test_guidellm_yaml_and_csv_beside_the_json_are_skipped_with_the_reason(tmp_p
         {**raw("guidellm-0.8.1-sync.json"), "benchmarks": [
             {**raw("guidellm-0.8.1-sync.json")["benchmarks"][0],
              "config": {"strategy": {"type_": "constant", "rate": 2.0}}}]}))
-    sources, skipped = read_sources([folder])
+    sources, _ = read_sources([folder])
     (res,) = convert(sources, CPU)
     assert len(res.setups) == 1 and len(res.setups[0].runs) == 1
     notes = "\n".join(res.notes)
@@ -113,3 +113,88 @@ def test_a_file_no_importer_takes_says_what_it_looks_like_not_to_force_one():
         convert([Source("notes.csv", b"when,what,who,where\n1,2,3,4\n")], CPU)
     e = err.value.errors[0]
     assert "--from" not in e and "looks like CSV with the header 'when,what,who,where'" in e
+
+
+BENCHY = "llama-benchy-0.4.0-nocache.json"
+NO_CACHE = Options(gpu="none", bench_cmd=["llama-benchy", "--base-url", "http://127.0.0.1:8080/v1", "--no-cache"])
+
+
+def test_detection_tells_llama_bench_md_from_llama_benchy_md_and_guidellm_csv():
+    assert detect(Source("a.md", (FIX / "llama-bench-cpu-fa.md").read_bytes()))[0] == "llama-bench"
+    assert detect(src("llama-benchy-0.4.0-c1.md")) == ("llama-benchy", "md")
+    assert detect(src(BENCHY)) == ("llama-benchy", "json")
+    with pytest.raises(ImportFailed) as err:
+        detect(src("guidellm-0.8.1-sync.csv"))
+    assert "a GuideLLM CSV report" in err.value.errors[0]
+    # forcing llama-bench on llama-benchy's table says what it is instead of storing engine figures
+    with pytest.raises(ImportFailed) as err:
+        convert([src("llama-benchy-0.4.0-c1.md")], CPU, force="llama-bench")
+    assert "--from llama-bench: the content is llama-benchy (md), not llama-bench" in err.value.errors[0]
+
+
+def test_llama_benchy_json_tests_are_client_side_tasks_with_each_runs_values():
+    c = one_run(BENCHY, NO_CACHE)
+    report = raw(BENCHY)
+    tasks = {t["task"]: t for t in c["summary"]["tasks"]}
+    want = []
+    for b in report["benchmarks"]:
+        d, cc = b["context_size"], b["concurrency"]
+        suffix = (f" @ d{d}" if d else "") + (f" (c{cc})" if cc > 1 else "")
+        pp, tg = tasks[f"pp{b['prompt_size']}{suffix}"], tasks[f"tg{b['response_size']}{suffix}"]
+        assert (pp["concurrency"], pp["depth"], pp["prompt_tokens"]) == (cc, d, b["prompt_size"] + d)
+        assert pp["prefill_tps"] == b["pp_req_throughput"]["mean"]
+        assert pp["prefill_tps_runs"] == b["pp_req_throughput"]["values"] and len(pp["prefill_tps_runs"]) == 2 * cc
+        assert pp["ttft_s"] == pytest.approx(b["e2e_ttft"]["mean"] / 1000)
+        assert tg["decode_tps"] == b["tg_req_throughput"]["mean"] and tg["output_tokens"] == b["response_size"]
+        assert tg["decode_tps_runs"] == b["tg_req_throughput"]["values"]
+        want += [pp["task"], tg["task"]]
+    assert sorted(want) == sorted(tasks) and len(tasks) == 8
+    figs, kinds = figures(c)
+    assert figs["task_prefill|pp64|64"] == report["benchmarks"][0]["pp_req_throughput"]["mean"]
+    assert not any(k.startswith("bench_") for k in figs)  # never engine (llama-bench) figures
+    note = c["summary"]["method_note"]
+    assert "measured by the client over HTTP" in note and "not the engine's own" in note and "--no-cache on" in note
+    # totals over two requests at once are llama-benchy's own, listed as not mapped
+    assert any("(c2)" in u["field"] and u["reason"].startswith("t/s (total)") for u in c["imported"]["unmapped"])
+    (res,) = convert([src(BENCHY)], NO_CACHE)
+    assert "(llama-benchy)" in res.setups[0].setup["title"] and "HTTP" in res.setups[0].setup["notes"]
+    assert check([res]) == 1
+
+
+def test_llama_benchy_without_its_command_says_the_cache_is_unknown():
+    c = one_run(BENCHY)
+    (a,) = [a for a in c["imported"]["assumed"] if a["field"] == "llama-benchy --no-cache"]
+    assert a["value"] == "unknown" and "prompt cache may have served" in a["source"]
+    assert "--no-cache not recorded" in c["summary"]["method_note"]
+
+
+def test_llama_benchy_md_gives_the_same_tasks_as_json_would():
+    c = one_run("llama-benchy-0.4.0-c1.md", NO_CACHE)
+    tasks = {t["task"]: t for t in c["summary"]["tasks"]}
+    assert set(tasks) == {"pp64", "tg16"}
+    assert (tasks["pp64"]["prefill_tps"], tasks["pp64"]["prefill_tps_sd"]) == (98.68, 67.96)
+    assert tasks["pp64"]["ttft_s"] == pytest.approx(1.24212)
+    assert (tasks["tg16"]["decode_tps"], tasks["tg16"]["decode_tps_sd"]) == (0.98, 0.03)
+
+
+def test_llama_benchy_prefix_cached_prompt_is_not_prefill():
+    report = raw(BENCHY)
+    b = next(x for x in report["benchmarks"] if x["context_size"] > 0 and x["concurrency"] == 1)
+    report["prefix_caching_enabled"] = True
+    report["benchmarks"] = [{**b, "is_context_prefill_phase": True}, b]
+    (res,) = convert([Source("p.json", json.dumps(report).encode())], NO_CACHE)
+    tasks = {t["task"]: t for t in res.setups[0].runs[0].contract["summary"]["tasks"]}
+    d = b["context_size"]
+    assert tasks[f"ctx_pp @ d{d}"]["prefill_tps"] == b["pp_req_throughput"]["mean"]
+    cached = tasks[f"pp{b['prompt_size']} @ d{d} on a cached context"]
+    assert "prefill_tps" not in cached and cached["prompt_tokens"] == b["prompt_size"]
+    unmapped = res.setups[0].runs[0].contract["imported"]["unmapped"]
+    assert any("not shown as prefill" in u["reason"] for u in unmapped)
+
+
+def test_llama_benchy_impossible_rate_is_refused():
+    report = raw(BENCHY)
+    report["benchmarks"][0]["tg_req_throughput"]["mean"] = 1e9
+    with pytest.raises(ImportFailed) as err:
+        convert([Source("x.json", json.dumps(report).encode())], NO_CACHE)
+    assert err.value.errors[0].startswith("x.json: $.benchmarks[0]: t_s_req: a decode rate of 1e+09 tok/s")

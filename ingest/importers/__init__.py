@@ -58,7 +58,7 @@ def detect(src: Source) -> tuple[str, str]:
     """(format, variant) of one file, from its content. Raises ImportFailed when no importer or
     more than one recognises it."""
     hits = [(name, v) for name, mod in FORMATS.items() if (v := mod.sniff(src)) is not None]
-    for name, v in list(hits):
+    for name, _ in list(hits):
         if name in MORE_SPECIFIC:
             hits = [h for h in hits if h[0] not in MORE_SPECIFIC[name]]
     if not hits:
