@@ -149,7 +149,7 @@ def test_llama_benchy_json_tests_are_client_side_tasks_with_each_runs_values():
         assert tg["decode_tps_runs"] == b["tg_req_throughput"]["values"]
         want += [pp["task"], tg["task"]]
     assert sorted(want) == sorted(tasks) and len(tasks) == 8
-    figs, kinds = figures(c)
+    figs, _ = figures(c)
     assert figs["task_prefill|pp64|64"] == report["benchmarks"][0]["pp_req_throughput"]["mean"]
     assert not any(k.startswith("bench_") for k in figs)  # never engine (llama-bench) figures
     note = c["summary"]["method_note"]

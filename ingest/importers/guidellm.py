@@ -311,7 +311,7 @@ def _convert_benchmark(src: Source, report: dict[str, Any], index: int, bench: d
     records = _records(src, where, bench, level)
     ttft, itl = _median(metrics.get("time_to_first_token_ms")), _median(metrics.get("inter_token_latency_ms"))
     point: dict[str, Any] = {"level": level}
-    checked = []
+    checked: list[dict[str, str]] = []
     if records is not None:
         ttft, itl, checked = _like_with_like(records, ttft, itl, where)
         unmapped.extend(checked)
