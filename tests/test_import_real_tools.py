@@ -198,3 +198,19 @@ def test_llama_benchy_impossible_rate_is_refused():
     with pytest.raises(ImportFailed) as err:
         convert([Source("x.json", json.dumps(report).encode())], NO_CACHE)
     assert err.value.errors[0].startswith("x.json: $.benchmarks[0]: t_s_req: a decode rate of 1e+09 tok/s")
+
+
+@pytest.mark.parametrize(("cap", "mapped"), [(512, False), (4, True)])
+def test_guidellm_throughput_is_a_level_only_when_its_cap_was_in_flight(cap, mapped):
+    """The real concurrent report re-labelled as a throughput benchmark (GuideLLM measured 3.97 in flight)."""
+    report = raw("guidellm-0.8.1-conc4.json")
+    report["benchmarks"][0]["config"]["strategy"] = {"type_": "throughput", "max_concurrency": cap}
+    s = Source("t.json", json.dumps(report).encode())
+    if mapped:
+        (res,) = convert([s], CPU)
+        assert res.setups[0].runs[0].contract["method"]["conc_levels"] == [4]
+        return
+    with pytest.raises(ImportFailed) as err:
+        convert([s], CPU)
+    assert ("strategy throughput sends every request at once up to a cap of 512; GuideLLM measured 3.97 requests "
+            "in flight on average, so it is no requests-at-once level; not mapped") in err.value.errors[0]
