@@ -10,6 +10,8 @@ Cases (each a fresh process; peak RSS of its largest process from wait4):
   10^6 records     10^6 invalid request records in 100 contracts of 10^4 (each under the size limit),
                    checked with `python -m ingest --check`; the error report's size is printed too
   10^6 in one file the same records in one contract (refused by its size before it is parsed)
+  importers        (--importers) lm-eval samples 104 MB, a GuideLLM report 96 MB, a vLLM detailed result 17 MB,
+                   each imported with `python -m ingest FILE --check`; baseline: the same on a 1 % input
 Baseline: the same commands on one valid setup folder. Targets: <= 300 MB RSS each, report <= 1 MB.
 """
 
@@ -75,11 +77,92 @@ def invalid_records(root: Path, total: int, files: int) -> Path:
     return root
 
 
+def lm_eval_samples(folder: Path, mb: float) -> Path:
+    """A results file and a samples file of about ``mb`` MB (long prompts and answers, as real ones have)."""
+    date = "2025-01-02T03-04-05.000006"
+    folder.mkdir(parents=True)
+    line = {"doc_id": 0, "doc": {"question": "q " * 400}, "target": "1", "arguments": {"gen_args_0": {
+        "arg_0": "prompt " * 600}}, "resps": [["answer " * 300]], "filtered_resps": ["answer"], "filter": "none",
+        "metrics": ["acc"], "acc": 1.0}
+    size = len(json.dumps(line)) + 1
+    n = int(mb * MB / size)
+    with open(folder / f"samples_task_{date}.jsonl", "w") as fh:
+        for i in range(n):
+            line["doc_id"] = i
+            fh.write(json.dumps(line) + "\n")
+    (folder / f"results_{date}.json").write_text(json.dumps({
+        "results": {"task": {"alias": "task", "acc,none": 1.0}}, "n-samples": {"task": {"effective": n}},
+        "config": {"model": "hf", "model_args": "pretrained=org/model"}, "versions": {"task": 1}}))
+    return folder
+
+
+def guidellm_report(path: Path, mb: float) -> Path:
+    """A GuideLLM 0.3-style report of about ``mb`` MB: one synchronous benchmark keeping every request."""
+    req = {"request_id": "x" * 36, "prompt": "p " * 200, "output": "o " * 200, "prompt_tokens": 200,
+           "output_tokens": 200, "start_time": 1.7e9, "first_token_time": 1.7e9 + 0.05,
+           "last_token_time": 1.7e9 + 2.0, "end_time": 1.7e9 + 2.01}
+    n = int(mb * MB / (len(json.dumps(req)) + 2))
+    head = json.dumps({"benchmarks": [{"type_": "generative_benchmark", "args": {"strategy": {
+        "type_": "synchronous"}}, "worker": {"backend_model": "org/model"}, "metrics": {
+        "time_to_first_token_ms": {"successful": {"median": 50.0}}}, "request_totals": {"successful": n},
+        "requests": {"successful": [], "errored": []}}]})
+    pre, post = head.split('"successful": []', 1)
+    with open(path, "w") as fh:
+        fh.write(pre + '"successful": [')
+        fh.write(",".join([json.dumps(req)] * n))
+        fh.write("]" + post)
+    return path
+
+
+def vllm_detailed(path: Path, mb: float) -> Path:
+    """A vllm bench serve --save-detailed result of about ``mb`` MB (per-request gaps between tokens)."""
+    per = 500
+    n = max(1, int(mb * MB / (per * 21 + 100)))
+    obj = {"date": "20250101-000000", "backend": "vllm", "model_id": "org/model", "num_prompts": n,
+           "request_rate": "inf", "max_concurrency": 8, "duration": 100.0, "completed": n, "failed": 0,
+           "output_throughput": 1000.0, "median_ttft_ms": 50.0, "median_itl_ms": 20.0,
+           "start_times": [float(i) for i in range(n)], "ttfts": [0.05] * n, "input_lens": [100] * n,
+           "output_lens": [per + 1] * n, "latencies": [10.05] * n,
+           "itls": [[0.0201234567890123] * per for _ in range(n)], "errors": [""] * n}
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def importer_cases(work: Path, scale: float = 1.0) -> list[tuple[str, float, list[str]]]:
+    """(name, input MB, argv) of the importers' large-input cases (issue 16, hostile 7): each is imported with
+    ``--check`` in a fresh process."""
+    gpu = ["--gpu", "NVIDIA L40S", "--check"]
+    lm = lm_eval_samples(work / "lm-eval", 104 * scale)
+    gl = guidellm_report(work / "guidellm.json", 96 * scale)
+    vl = vllm_detailed(work / "vllm.json", 17 * scale)
+    size = lambda p: sum(f.stat().st_size for f in ([p] if p.is_file() else p.iterdir())) / MB
+    return [(name, size(p), ["-m", "ingest", str(p), *gpu]) for name, p in
+            (("lm-eval samples", lm), ("GuideLLM report", gl), ("vLLM detailed", vl))]
+
+
+def importers_main(scale: float) -> int:
+    """Peak RSS of the importers' large inputs against the same importers on a 1 % input (same run)."""
+    work = Path(tempfile.mkdtemp(prefix="bc-hostile-imp-"))
+    try:
+        small = {n: measure(a)[0] for n, _, a in importer_cases(work / "small", scale / 100)}
+        for name, mb, argv in importer_cases(work / "big", scale):
+            rss, t, code, _ = measure(argv)
+            print(f"{name:16s} {mb:6.1f} MB: {rss:7.1f} MB peak RSS  {t:6.1f} s  exit {code}  ratio "
+                  f"{rss / small[name]:.2f}x against a 1 % input ({small[name]:.1f} MB)  (target <= 300 MB)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Peak memory of hostile uploads and ingests vs a valid input.")
     parser.add_argument("--records", type=int, default=1_000_000, help="invalid records (default 1,000,000)")
     parser.add_argument("--bomb-gib", type=float, default=2.0, help="GiB the lying bomb inflates to (default 2)")
+    parser.add_argument("--importers", action="store_true", help="only the importers' large inputs")
+    parser.add_argument("--scale", type=float, default=1.0, help="size of the importers' inputs (default 1)")
     args = parser.parse_args(argv)
+    if args.importers:
+        return importers_main(args.scale)
     work = Path(tempfile.mkdtemp(prefix="bc-hostile-"))
     try:
         good = good_zip(work)

@@ -54,7 +54,7 @@ examples:
 
 #: options that only make sense when importing other tools' files (dest names)
 IMPORT_OPTIONS = ("from_format", "gpu", "gpu_count", "vram_gib", "backend", "unified_memory", "cpu", "ram_gib",
-                  "server_cmd", "engine", "engine_version", "model", "measured_by", "out")
+                  "server_cmd", "engine", "engine_version", "model", "measured_by", "out", "bench_cmd")
 
 
 
@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--ram-gib", type=float, help="system RAM in GiB")
     imp.add_argument("--server-cmd", help="the exact server (or benchmark) command, quoted as one argument "
                                           "(default: rebuilt from the file, or recorded as not given)")
+    imp.add_argument("--bench-cmd", help="the exact command of an HTTP benchmark client (llama-benchy ...), quoted as "
+                                         "one argument: its cache settings (--no-cache, --enable-prefix-caching)")
     imp.add_argument("--engine", help="engine name when the file does not say (vLLM, llama.cpp, SGLang, ...)")
     imp.add_argument("--engine-version", help="engine version or build")
     imp.add_argument("--model", help="display name of the model (default: from the file)")
@@ -151,6 +153,10 @@ def _options(args: argparse.Namespace):  # -> ingest.importers.Options
         raise UsageError(f"--server-cmd: {exc}") from None
     if server_cmd is not None and not server_cmd:
         raise UsageError("--server-cmd: empty command")
+    try:
+        bench_cmd = shlex.split(args.bench_cmd) if args.bench_cmd is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--bench-cmd: {exc}") from None
     for name, lo, hi in (("gpu_count", 1, 1024), ("vram_gib", 0, 1e6), ("ram_gib", 0, 1e9)):
         v = getattr(args, name)
         if v is not None and not (math.isfinite(v) and lo <= v <= hi):
@@ -158,7 +164,7 @@ def _options(args: argparse.Namespace):  # -> ingest.importers.Options
     return Options(gpu=args.gpu, gpu_count=args.gpu_count, vram_gib=args.vram_gib, backend=args.backend,
                    unified_memory=args.unified_memory, cpu=args.cpu, ram_gib=args.ram_gib, server_cmd=server_cmd,
                    engine=args.engine, engine_version=args.engine_version, model=args.model,
-                   measured_by=args.measured_by)
+                   measured_by=args.measured_by, bench_cmd=bench_cmd or None)
 
 
 def _import(args: argparse.Namespace, start: float) -> int:
@@ -186,6 +192,8 @@ def _import(args: argparse.Namespace, start: float) -> int:
         print(f"  {safe(sid)}: {what}")
     for s in result.skipped:
         print(f"  skipped: {safe(s)}")
+    for line in result.report.warning_lines() if result.report is not None else []:
+        print(f"  {safe(line)}")
     return 0
 
 

@@ -417,6 +417,14 @@ class TaskPoint(Strict):
     ttft_s_sd: NonNeg | None = Field(None, description="Standard deviation of the time to first token over the "
                                                        "runs, seconds.")
     wall_s_sd: NonNeg | None = Field(None, description="Standard deviation of the wall time over the runs, seconds.")
+    concurrency: Positive | None = Field(None, description="Requests in flight together during the task.")
+    depth: Count | None = Field(None, description="Context tokens already in the conversation before the prompt.")
+    prefill_tps_runs: list[NonNeg] = Field(default_factory=list, max_length=100_000,
+                                           description="Prefill rate of each run as the tool reports it, tokens/s.")
+    decode_tps_runs: list[NonNeg] = Field(default_factory=list, max_length=100_000,
+                                          description="Decode rate of each run as the tool reports it, tokens/s.")
+    ttft_s_runs: list[NonNeg] = Field(default_factory=list, max_length=100_000,
+                                      description="Time to first token of each run as the tool reports it, seconds.")
 
 
 class DecodeWindow(Strict):

@@ -37,7 +37,7 @@ def test_each_task_keeps_one_share_of_right_answers_with_n():
     assert tests["ifeval"]["stated"]["right"] == 19 and tests["ifeval"]["token_limit"] == 1280
     unmapped = {u["field"]: u["reason"] for u in c["imported"]["unmapped"]}
     assert "group aggregate" in unmapped["$.results.mmlu"]
-    assert "no metric that is a share of right answers" in unmapped["$.results.wikitext"]
+    assert "are not a share of right answers" in unmapped["$.results.wikitext"]
     assert "Wilson" in unmapped["$.results.arc_challenge.acc_stderr,none"]
     assert "one score per test (acc,none)" in unmapped["$.results.arc_challenge.acc_norm,none"]
 
@@ -94,3 +94,46 @@ def test_two_setups_that_answered_the_same_items_compare_paired(tmp_path):
     cmp = {c.test: c for c in queries.compare_quality(queries.Store(db), ids[0], ids[1])}
     assert cmp["gsm8k"].method == "McNemar (paired)" and cmp["gsm8k"].n_pairs == 20
     assert cmp["arc_challenge"].method == "Newcombe (independent)"
+
+
+D2024 = "2024-07-02T09-15-30.120001"
+
+
+def test_2024_samples_without_filter_key_become_items():
+    """lm-eval 0.4.2/0.4.3 samples lines carry the metric's own key (acc) but no filter and no metrics key:
+    detected and imported, as a file and inside a folder (issue 16, documented formats 7)."""
+    folder = FIX / "lm-eval-2024"
+    sample = folder / f"samples_svamp_{D2024}.jsonl"
+    assert detect(Source(sample.name, sample.read_bytes())) == ("lm-eval", "samples")
+    from ingest.importers import read_sources
+
+    sources, _ = read_sources([folder])
+    res = convert(sources, Options(gpu="NVIDIA GeForce RTX 3090"))
+    c = res[0].setups[0].runs[0].contract
+    (t,) = c["tests"]
+    assert t["stated"] == {"n": 20, "right": 13, "pct": 65.0}
+    assert len(t["items"]) == 20 and sum(i["right"] for i in t["items"]) == 13
+    assert c["summary_only"] is False
+    figs, _ = figures(c)
+    assert figs["svamp|pct"] == 65.0 and figs["svamp|n"] == 20.0
+    assert not any("skipped" in n for n in res[0].notes)
+
+
+def test_v0_results_are_refused_with_the_reason_before_any_option():
+    with pytest.raises(ImportFailed) as err:
+        run("lm-eval-v0-results.json")
+    (e,) = err.value.errors
+    assert e.startswith("lm-eval-v0-results.json: $.results: results of lm-evaluation-harness before 0.4")
+    assert "--model" not in e and "--gpu" not in e
+
+
+def test_an_f1_task_is_refused_for_its_reason_not_for_its_samples_file():
+    from ingest.importers import read_sources
+
+    sources, _ = read_sources([FIX / "lm-eval-f1"])
+    with pytest.raises(ImportFailed) as err:
+        convert(sources, Options(gpu="NVIDIA L4"))
+    (e,) = err.value.errors
+    assert "results_2025-03-09T10-00-00.000001.json: $.results: no task could be mapped: ner_swa: f1 is not a " \
+           "share of right answers" in e
+    assert "samples_" not in e

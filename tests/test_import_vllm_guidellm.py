@@ -120,3 +120,79 @@ def test_guidellm_only_rate_benchmarks_is_an_error():
     with pytest.raises(ImportFailed) as err:
         convert([Source("rates.json", json.dumps(report).encode())], GPU)
     assert err.value.errors[0].startswith("rates.json: $.benchmarks: nothing to import")
+
+
+def test_vllm_results_whose_deployment_differs_are_different_setups():
+    """Appended results of three deployments (metadata keys vLLM's --metadata writes): one setup each, never
+    one merged setup that shows only one deployment's figure (issue 16, wrong figures 4)."""
+    res = run("vllm-deployments-nofailed.jsonl", GPU)[0]
+    by_title = {s.setup["title"]: s for s in res.setups}
+    assert len(res.setups) == 3
+    totals = {}
+    for title, conv in by_title.items():
+        assert "deployment" in title and "(vllm bench serve)" in title
+        for r in conv.runs:
+            figs, _ = figures(r.contract)
+            level = r.contract["method"]["conc_levels"][0]
+            totals[(conv.setup["notes"].split("with ")[-1].rstrip("."), level)] = figs[f"conc_total||{level}"]
+    assert totals == {("deployment plain", 400): 3605.6, ("deployment prefix-cache", 400): 4302.5,
+                      ("deployment disagg", 500): 2814.7}
+    assert len({s.setup_id for s in res.setups}) == 3
+    # the 20 rps result is still listed as an arrival rate, not mapped
+    assert any("result 1: not mapped: request_rate 20.0" in n for n in res.notes)
+
+
+def test_vllm_result_without_failed_key_reports_num_prompts_minus_completed():
+    res = run("vllm-deployments-nofailed.jsonl", GPU)[0]
+    disagg = next(s for s in res.setups if "disagg" in s.setup["title"])
+    c = disagg.runs[0].contract
+    assert c["parts"] == [{"part": "conc", "status": "ok", "reason": "69 of 500 requests failed (the result has no "
+                                                                       "'failed' key: num_prompts - completed)"}]
+    assert any(a["field"] == "failed" and a["value"] == "69 of 500 requests" for a in c["imported"]["assumed"])
+    _, kinds = figures(c)
+    assert "imported" in kinds
+    plain = next(s for s in res.setups if "plain" in s.setup["title"])
+    assert "reason" not in plain.runs[0].contract["parts"][0]
+
+
+def test_vllm_placeholder_command_is_not_warned_about(tmp_path):
+    from ingest.importers import store
+
+    results = run("vllm-conc8-summary.json", GPU)
+    out = store.save(results, tmp_path / "db.duckdb", tmp_path / "local")
+    assert not [w for w in out.report.warning_list if "server command" in w]
+
+
+def _detailed(**change):
+    raw = json.loads((FIX / "vllm-conc4-detailed.json").read_text())
+    raw.update(change)
+    return raw
+
+
+@pytest.mark.parametrize("case", ["million_tokens", "half_million_gaps"])
+def test_vllm_impossible_requests_are_left_out_with_the_reason(case):
+    """Hostile 3: output_lens 1e6 with 127 gaps (1.6M tok/s) and 500,000 gaps for 128 tokens (0.1 tok/s)."""
+    raw = _detailed()
+    if case == "million_tokens":
+        raw["output_lens"][2] = 10**6
+        want = "a decode rate of"
+    else:
+        raw["itls"][2] = [1e-6] * 500_000
+        want = "500,000 inter-token latencies for"
+    res = convert([Source("r.json", json.dumps(raw).encode())], GPU)
+    c = res[0].setups[0].runs[0].contract
+    bad = c["requests"][2]
+    assert bad["error"].startswith("left out at import: ") and want in bad["error"]
+    assert "output_tokens" not in bad and "t_first" not in bad
+    figs, kinds = figures(c)
+    assert "failed_request" in kinds
+    good = [r for r in c["requests"] if "error" not in r]
+    assert len(good) == 7 and figs["conc_total||4"] < 10_000
+
+
+def test_vllm_summary_with_an_impossible_throughput_is_refused():
+    raw = json.loads((FIX / "vllm-conc8-summary.json").read_text())
+    raw["output_throughput"] = 1e12
+    with pytest.raises(ImportFailed) as err:
+        convert([Source("s.json", json.dumps(raw).encode())], GPU)
+    assert err.value.errors[0].startswith("s.json: result 1.output_throughput: a throughput rate of 1e+12 tok/s")

@@ -1,8 +1,8 @@
 """Importers: result files of other tools turned into benchcards setup folders.
 
 Formats (``--from`` names): ``llama-bench`` (json, jsonl, csv, sql, md), ``llama-server-log``,
-``vllm`` (``vllm bench serve --save-result``), ``guidellm`` (JSON report) and ``lm-eval``
-(``results_*.json`` with optional ``samples_*.jsonl``). Each module has ``sniff(source)`` (the
+``vllm`` (``vllm bench serve --save-result``), ``guidellm`` (JSON report), ``lm-eval``
+(``results_*.json`` with optional ``samples_*.jsonl``) and ``llama-benchy`` (json, csv, md). Each module has ``sniff(source)`` (the
 variant it recognises, or None) and ``convert(sources, options, variant)`` (pure: bytes in, setup
 folders in memory out). ``ingest.importers.store`` writes the result through the same validation
 as any raw folder, all or nothing.
@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from ingest.files import LINK, kind_of, name_problem, read_bounded
-from ingest.importers import guidellm, llama_bench, llama_server_log, lm_eval, vllm_bench
+from ingest.importers import guidellm, llama_bench, llama_benchy, llama_server_log, lm_eval, vllm_bench
 from ingest.importers.base import MAX_FILE_BYTES, Converted, ImportFailed, ImportResult, Options, Source
 from ingest.limits import LIMITS, Limits
 from schemas.models import NAME_MAX, ONE_LINE
@@ -31,11 +31,17 @@ FORMATS: dict[str, ModuleType] = {
     "vllm": vllm_bench,
     "guidellm": guidellm,
     "lm-eval": lm_eval,
+    "llama-benchy": llama_benchy,
 }
+#: a format whose outputs look like another's, and wins when both recognise a file: llama-benchy prints
+#: llama-bench-style tables, but its columns (ttfr, est_ppt, e2e_ttft) are in no llama-bench output
+MORE_SPECIFIC = {"llama-benchy": ("llama-bench", "guidellm")}
 #: at most this many files in one import
 MAX_FILES = 2000
 #: what a file that no importer takes is called (files inside a folder like that are skipped and listed)
 NOT_A_FORMAT = "not a format benchcards can import"
+#: what an importer says when a file holds nothing it can map (inside a folder such a file is skipped and listed)
+NOTHING_TO_IMPORT = "nothing to import"
 SINGLE_FILE = "give the setup folder (the one with setup.json), not a single file"
 
 
@@ -52,20 +58,70 @@ def detect(src: Source) -> tuple[str, str]:
     """(format, variant) of one file, from its content. Raises ImportFailed when no importer or
     more than one recognises it."""
     hits = [(name, v) for name, mod in FORMATS.items() if (v := mod.sniff(src)) is not None]
+    for name, _ in list(hits):
+        if name in MORE_SPECIFIC:
+            hits = [h for h in hits if h[0] not in MORE_SPECIFIC[name]]
     if not hits:
         head = src.data[:4096]
         if b'"schema_version"' in head and (b'"kind"' in head or b'"setup_id"' in head):
             raise ImportFailed([f"{src.name}: {SINGLE_FILE} (this is a benchcards contract or setup.json, not "
                                 "another tool's output)"])
-        if src.basename.lower().endswith((".yaml", ".yml")) and b"benchmarks:" in src.data[:65536]:
-            raise src.fail("format", "a GuideLLM report in YAML: save it as JSON (--output-path x.json) to import")
-        raise src.fail("format", f"{NOT_A_FORMAT} (llama-bench json/jsonl/csv/sql/md, a "
-                                 "llama-server log, vLLM or GuideLLM JSON results, lm-eval results/samples); "
-                                 f"force one with --from {{{','.join(FORMATS)}}}")
+        other = other_tool(src)
+        if other is not None:
+            raise src.fail("format", f"{NOT_A_FORMAT}: {other}")
+        raise src.fail("format", f"{NOT_A_FORMAT} (llama-bench json/jsonl/csv/sql/md, a llama-server log, "
+                                 "vLLM, GuideLLM or llama-benchy results, lm-eval results/samples); the content "
+                                 f"looks like {looks_like(src)}")
     if len(hits) > 1:
         raise src.fail("format", "ambiguous: it looks like " + " and ".join(f"{n} ({v})" for n, v in hits)
                        + "; choose one with --from")
     return hits[0]
+
+
+#: GuideLLM 0.8's way to turn a YAML (or other) report into the JSON one benchcards reads
+GUIDELLM_EXPORT = "guidellm export FILE.yaml --output kind=json,path=x.json"
+
+
+def other_tool(src: Source) -> str | None:
+    """What a file no importer takes is, when it is another output of a tool benchcards knows (GuideLLM's
+    YAML, CSV and HTML reports), with what to import instead; else None."""
+    head = src.data[:65536]
+    name = src.basename.lower()
+    if name.endswith((".yaml", ".yml")) and b"benchmarks:" in head:
+        return f"a GuideLLM report in YAML; import its JSON ({GUIDELLM_EXPORT})"
+    if (name.endswith(".csv") or head[:1] != b"{") and b"Benchmark" in head[:4096] and (
+            b"Time to First Token" in head or b"TTFT" in head or b"time_to_first_token" in head
+            or b"Request Latency" in head):
+        return ("a GuideLLM CSV report (figures only, no requests); import the JSON report of the same run "
+                f"(--output-path x.json, or {GUIDELLM_EXPORT})")
+    if name.endswith((".html", ".htm")) and b"guidellm" in head.lower():
+        return "a GuideLLM HTML report; import the JSON report of the same run"
+    return None
+
+
+def looks_like(src: Source) -> str:
+    """A short, escaped description of a file's content for a refusal: JSON with its first keys, CSV with its
+    header, or the start of its first line."""
+    head = src.data[:8192]
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    text = head.decode("utf-8", "replace").lstrip()
+    if not text:
+        return "an empty file"
+    if text[0] in "{[":
+        keys = re.findall(r'^\s*\{?\s*"([^"\\]{1,40})"\s*:', text, re.M)[:6] or re.findall(
+            r'"([^"\\]{1,40})"\s*:', text)[:6]
+        shown = ", ".join(dict.fromkeys(keys))
+        return f"JSON{' with the keys ' + shown if shown else ''}"
+    first = text.split("\n", 1)[0]
+    if first.count(",") >= 3:
+        return f"CSV with the header {safe_text(first[:120])!r}"
+    return f"text starting {safe_text(first[:80])!r}"
+
+
+def safe_text(text: str) -> str:
+    """``text`` with control and format characters replaced by '?' (it is printed to a terminal)."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def read_sources(paths: list[Path], limits: Limits = LIMITS) -> tuple[list[Source], list[str]]:
@@ -203,16 +259,14 @@ def plan(sources: list[Source], force: str | None = None, skipped: list[str] | N
     for src in sources:
         try:
             if force is not None:
-                variant = FORMATS[force].sniff(src)
-                if variant is None:
-                    variant = FORMATS[force].DEFAULT_VARIANT
-                found.append((force, variant, src))
+                found.append((force, _forced_variant(src, force), src))
             else:
                 found.append((*detect(src), src))
         except ImportFailed as exc:
             if src.in_folder and force is None and all(NOT_A_FORMAT in e or SINGLE_FILE in e for e in exc.errors):
                 if skipped is not None:
-                    skipped.append(f"{src.name}: skipped, not a format benchcards can import")
+                    why = exc.errors[0].split(f"{NOT_A_FORMAT}: ", 1)
+                    skipped.append(f"{src.name}: skipped, " + (why[1] if len(why) == 2 else NOT_A_FORMAT))
                 continue
             errors.extend(exc.errors)
     if errors:
@@ -241,6 +295,26 @@ def plan(sources: list[Source], force: str | None = None, skipped: list[str] | N
     if errors:
         raise ImportFailed(errors)
     return plans
+
+
+def _forced_variant(src: Source, force: str) -> str:
+    """The variant of ``src`` for the format ``--from`` names. Raises ImportFailed saying what the content is
+    when it is another format (or another tool's report), instead of parsing it as what it is not."""
+    variant = FORMATS[force].sniff(src)
+    specific = [(n, v) for n, v in ((n, FORMATS[n].sniff(src)) for n, weaker in MORE_SPECIFIC.items()
+                                    if force in weaker) if v is not None]
+    if variant is not None and not specific:
+        return variant
+    hits = specific or [(name, v) for name, mod in FORMATS.items() if name != force and (v := mod.sniff(src))
+                        is not None]
+    if hits:
+        name, v = hits[0]
+        raise src.fail("format", f"--from {force}: the content is {name} ({v}), not {force}; import it without "
+                                 f"--from (or with --from {name})")
+    other = other_tool(src)
+    if other is not None:
+        raise src.fail("format", f"--from {force}: the content is {other}")
+    return str(FORMATS[force].DEFAULT_VARIANT)
 
 
 def _date_suffix(name: str) -> str | None:
@@ -275,6 +349,12 @@ def convert(sources: list[Source], options: Options | None = None, force: str | 
             errors.extend(name_problems(res))
             out.append(res)
         except ImportFailed as exc:
+            if all(src.in_folder for src in p.sources) and all(NOTHING_TO_IMPORT in e for e in exc.errors):
+                for e in exc.errors:  # e.g. a GuideLLM report with only rate-driven benchmarks
+                    name = e.split(": ", 1)[0]
+                    why = e.split(NOTHING_TO_IMPORT, 1)[1].lstrip(": ").replace(f"{name}: ", "")
+                    skipped.append(f"{name}: skipped, nothing to import: {why}")
+                continue
             errors.extend(exc.errors)
         except (RecursionError, MemoryError):
             errors.append(f"{p.sources[0].name}: too deeply nested or too large to import")
@@ -283,6 +363,8 @@ def convert(sources: list[Source], options: Options | None = None, force: str | 
                           f"({exc.__class__.__name__}); the file was not imported")
     if errors:
         raise ImportFailed(errors)
+    if not out:
+        raise ImportFailed(["nothing to import: every file was skipped", *skipped])
     out[0].notes.extend(skipped)
     return out
 

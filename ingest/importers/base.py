@@ -120,6 +120,7 @@ class Options:
     synthetic: bool = False  # generated demo data, never real measurements
     title_prefix: str | None = None  # e.g. "Synthetic: "
     id_prefix: str | None = None  # prefix of the setup ids, e.g. "demo-"
+    bench_cmd: list[str] | None = None  # exact argv of an HTTP benchmark client (llama-benchy: its cache flags)
 
 
 @dataclass

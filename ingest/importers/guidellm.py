@@ -17,9 +17,11 @@ time to first token and the gap between tokens.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
+from benchcards import plausible
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     Converted,
@@ -41,6 +43,9 @@ from schemas.models import SCHEMA_VERSION
 NAME = "guidellm"
 IMPORTER = "guidellm 1"
 DEFAULT_VARIANT = "json"
+#: largest report read: parsed, a report takes about 3 times its size in memory, and an import stays within
+#: 300 MB (bench/hostile_memory.py --importers); GuideLLM 0.8 writes about 20 KB per request
+MAX_REPORT_BYTES = 32 * 2**20
 MAPPED_METRICS = {"output_tokens_per_second", "time_to_first_token_ms", "inter_token_latency_ms"}
 
 
@@ -79,16 +84,32 @@ def _strategy(bench: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _level(strategy: dict[str, Any]) -> tuple[int | None, str]:
+#: a throughput benchmark is a level only when GuideLLM measured at least this share of its cap in flight
+IN_FLIGHT_SHARE = 0.9
+
+
+def _level(strategy: dict[str, Any], bench: dict[str, Any] | None = None) -> tuple[int | None, str, str | None]:
+    """(requests at once, label, why not mapped). ``synchronous`` is 1 and ``concurrent`` its streams (the
+    client keeps them in flight). ``throughput`` sends everything at once up to a cap (512 in a sweep): it is
+    a level only when GuideLLM's measured mean concurrency reached the cap, else not mapped with the reason."""
     kind = str(strategy.get("type_") or strategy.get("type") or "unknown")
     if kind == "synchronous":
-        return 1, kind
-    for key in ("streams", "max_concurrency"):
-        v = whole(strategy.get(key), 1)
-        if kind in ("concurrent", "throughput") and v is not None:
-            return v, f"{kind}@{v}"
+        return 1, kind, None
+    v = whole(strategy.get("streams"), 1) if kind == "concurrent" else None
+    if v is not None:
+        return v, f"{kind}@{v}", None
+    cap = whole(strategy.get("max_concurrency"), 1) if kind == "throughput" else None
+    if cap is not None:
+        seen = _mean(_get(bench, "metrics", "request_concurrency"))
+        if seen is not None and seen >= IN_FLIGHT_SHARE * cap:
+            return cap, f"{kind}@{cap}", None
+        said = (f"GuideLLM measured {seen:.2f} requests in flight on average" if seen is not None else
+                "the report does not say how many were in flight")
+        return None, f"{kind}@{cap}", (f"strategy throughput sends every request at once up to a cap of {cap}; "
+                                       f"{said}, so it is no requests-at-once level; not mapped")
     rate = strategy.get("rate")
-    return None, f"{kind}" + (f"@{rate}" if rate is not None else "")
+    label = f"{kind}" + (f"@{rate}" if rate is not None else "")
+    return None, label, f"strategy {label} is an arrival rate, not a requests-at-once level; not mapped"
 
 
 def _model(report: dict[str, Any], bench: dict[str, Any]) -> str | None:
@@ -118,6 +139,15 @@ def _request_times(req: dict[str, Any]) -> tuple[Any, Any, Any, Any, Any, Any]:
     return start, first, last, end, prompt, output
 
 
+def cached_tokens(req: dict[str, Any]) -> int | None:
+    """Prompt tokens the server took from its cache for this request (GuideLLM 0.8 keeps the usage's
+    ``cached_tokens``), or None when the report does not say."""
+    v = req.get("cached_tokens")
+    if v is None:
+        v = _get(req, "input_metrics", "cached_tokens")
+    return whole(v)
+
+
 def _records(src: Source, where: str, bench: dict[str, Any], level: int) -> list[dict[str, Any]] | None:
     """Request records, or None when the report kept only a sample of the requests."""
     reqs = bench.get("requests")
@@ -144,13 +174,18 @@ def _records(src: Source, where: str, bench: dict[str, Any], level: int) -> list
                 if v is not None and not finite(v):
                     raise src.fail(f"{w}: {name}", f"not a number: {str(v)[:40]!r}")
             rows.append((status, float(start), first, last, end, prompt, output,
-                         req.get("error") or _get(req, "info", "error")))
+                         req.get("error") or _get(req, "info", "error"), cached_tokens(req)))
     t0 = min(r[1] for r in rows)
     out = []
-    for status, start, first, last, end, prompt, output, error in rows:
+    for status, start, first, last, end, prompt, output, error, cached in rows:
         rec: dict[str, Any] = {"part": "conc", "concurrency": level, "round": 0, "t_send": start - t0}
         if whole(prompt) is not None:
             rec["prompt_tokens"] = prompt
+        if cached:  # the card's prompt-cache warning fires, and such a first token is no prefill
+            rec["timings"] = {"cache_n": cached}
+        if status == "ok" and (bad := plausible.count_problem(output, "output tokens") or (
+                None if whole(output) is not None else "no output token count (missing is not 0)")):
+            status, error, output = "error", f"left out at import: {bad}", None
         if status == "error":
             rec["error"] = str(error or "errored")[:500]
         # stamps in order; one out of order (a broken clock or file) is left out with everything after it
@@ -167,11 +202,48 @@ def _records(src: Source, where: str, bench: dict[str, Any], level: int) -> list
     return out
 
 
+def nearest_rank(values: list[float], q: float = 0.5) -> float:
+    """GuideLLM's percentile: the value at rank ceil(q × n) of the sorted values (its "median" is one sample,
+    not the mean of the two middle ones as benchcards' median is; docs/definitions.md#imported)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _like_with_like(records: list[dict[str, Any]], ttft_ms: float | None, itl_ms: float | None,
+                    where: str) -> tuple[float | None, float | None, list[dict[str, str]]]:
+    """The stated figures to keep for the card's stated-vs-computed check, and the fields left out with why.
+
+    The stated median TTFT is checked here against the nearest-rank median of the same requests' first-token
+    times (GuideLLM's definition): when they agree it is dropped (benchcards' own median differs from it by
+    definition, not by error); when they disagree it is kept, so the card warns. GuideLLM 0.8's inter-token
+    latency is pooled over every gap between tokens, which the report does not list per gap: it cannot be
+    compared with benchcards' median of per-request gaps and is left out."""
+    left: list[dict[str, str]] = []
+    firsts = [(r["t_first"] - r["t_send"]) * 1000 for r in records if "error" not in r and "t_first" in r]
+    if ttft_ms is not None and firsts:
+        theirs = nearest_rank(firsts)
+        if abs(theirs - ttft_ms) <= 1e-3 + 1e-6 * abs(ttft_ms):
+            left.append({"field": f"{where}.metrics.time_to_first_token_ms", "reason": (
+                f"median {ttft_ms:.6g} ms is the nearest-rank median of the requests' first-token times "
+                "(checked: it agrees); benchcards' median of the same requests is shown")})
+            ttft_ms = None
+    if itl_ms is not None:
+        left.append({"field": f"{where}.metrics.inter_token_latency_ms", "reason": (
+            "GuideLLM's median over every gap between tokens, pooled over all requests (the gaps are not in the "
+            "report); benchcards' gap between tokens is the median of per-request mean gaps")})
+        itl_ms = None
+    return ttft_ms, itl_ms, left
+
+
 def convert(sources: list[Source], opts: Options, variant: str | None = None) -> ImportResult:
     """Convert GuideLLM reports into setups (one run per benchmark with a fixed number in flight); pure."""
     setups: dict[str, Converted] = {}
     notes: list[str] = []
     for src in sources:
+        if len(src.data) > MAX_REPORT_BYTES:
+            raise src.fail("size", f"{len(src.data):,} bytes, more than the {MAX_REPORT_BYTES:,} a GuideLLM report "
+                                   "may have (a parsed report takes several times its size in memory); run fewer "
+                                   "requests per benchmark, or split the benchmarks over several reports")
         report = src.json()
         benches = report.get("benchmarks") if isinstance(report, dict) else None
         if not isinstance(benches, list) or not benches:
@@ -190,10 +262,9 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
 def _convert_benchmark(src: Source, report: dict[str, Any], index: int, bench: dict[str, Any], version: Any,
                        opts: Options, setups: dict[str, Converted], notes: list[str]) -> None:
     where = f"$.benchmarks[{index}]"
-    level, label = _level(_strategy(bench))
+    level, label, why = _level(_strategy(bench), bench)
     if level is None:
-        notes.append(f"{src.name}: {where}: strategy {label} is an arrival rate, not a requests-at-once level; "
-                     "not mapped")
+        notes.append(f"{src.name}: {where}: {why}")
         return
     model_id = opts.model or _model(report, bench)
     if not model_id:
@@ -240,6 +311,10 @@ def _convert_benchmark(src: Source, report: dict[str, Any], index: int, bench: d
     records = _records(src, where, bench, level)
     ttft, itl = _median(metrics.get("time_to_first_token_ms")), _median(metrics.get("inter_token_latency_ms"))
     point: dict[str, Any] = {"level": level}
+    checked: list[dict[str, str]] = []
+    if records is not None:
+        ttft, itl, checked = _like_with_like(records, ttft, itl, where)
+        unmapped.extend(checked)
     if ttft is not None:
         point["ttft_s"] = ttft / 1000.0
     if itl is not None:

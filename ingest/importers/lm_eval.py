@@ -14,6 +14,7 @@ answered the same documents can be compared paired.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +31,7 @@ from ingest.importers.base import (
     attachment,
     finite,
     import_info,
+    parse_json,
     short_hash,
     slug,
     whole,
@@ -53,7 +55,9 @@ def sniff(src: Source) -> str | None:
                                                           or '"lm_eval_version"' in head or '"n-shot"' in head):
         return "results"
     first = head.split("\n", 1)[0]
-    if first.startswith("{") and '"doc_id"' in first and '"filter"' in first and '"metrics"' in first:
+    # 0.4 samples carry filter and metrics; 2024 ones (0.4.2/0.4.3) have neither, only the metric's own key
+    if first.startswith("{") and '"doc_id"' in first and (('"filter"' in first and '"metrics"' in first)
+                                                          or ('"resps"' in first or '"arguments"' in first)):
         return "samples"
     return None
 
@@ -65,18 +69,39 @@ def _load_results(src: Source) -> dict[str, Any]:
     return obj
 
 
+def _refuse_v0(src: Source, obj: dict[str, Any]) -> None:
+    """Refuse a results file of lm-eval before 0.4 with the reason (it never says how many items were scored,
+    so no share of right answers can be counted); raised before anything asks for an option."""
+    tasks = [m for m in obj["results"].values() if isinstance(m, dict)]
+    if tasks and "n-samples" not in obj and not any("," in k for m in tasks for k in m):
+        raise src.fail("$.results", "results of lm-evaluation-harness before 0.4 (metric keys without a filter, "
+                                    "no n-samples): the file does not say how many items were scored, so the "
+                                    "right answers cannot be counted; run the task again with lm-eval 0.4 or later")
+
+
 def _task_of(sample: Source) -> str | None:
     m = re.match(r"^samples_(.+)_\d{4}-\d{2}-\d{2}T[0-9-]+(?:\.\d+)?\.jsonl?$", sample.basename)
     return m.group(1) if m else None
 
 
-def _samples(src: Source) -> list[tuple[int, dict[str, Any]]]:
-    out = []
-    for n, obj in src.json_lines():
+def _samples(src: Source) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, sample) of every non-blank line, one at a time: a samples file holds every prompt and
+    answer (often 100 MB), and only a few keys of each line are kept, so lines are never all in memory."""
+    src.check_size()
+    data = memoryview(src.data)
+    start, n = 0, 0
+    while start < len(data):
+        end = src.data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        n += 1
+        line = bytes(data[start:end])
+        start = end + 1
+        if not line.strip():
+            continue
+        obj = parse_json(f"{src.name}: line {n}", line)
         if not isinstance(obj, dict) or "doc_id" not in obj:
             raise src.fail(f"line {n}", "expected a sample object with doc_id")
-        out.append((n, obj))
-    return out
+        yield n, obj
 
 
 def _pick_metric(src: Source, task: str, metrics: dict[str, Any], n: int) -> tuple[str, str, float, int] | str:
@@ -95,7 +120,9 @@ def _pick_metric(src: Source, task: str, metrics: dict[str, Any], n: int) -> tup
                 return (f"{k} = {v} is not a whole number of right answers out of {n} (a mean of partial "
                         "scores?)")
             return name, k.split(",", 1)[1], float(v), right
-    return "no metric that is a share of right answers (" + ", ".join(sorted(by_name)) + ")"
+    names = sorted(by_name)
+    return (f"{', '.join(names) or 'no metric'} {'is' if len(names) == 1 else 'are'} not a share of right answers "
+            "(a score such as F1 or BLEU cannot be counted as right / n), so the task has no quality figure")
 
 
 def _engine(config: dict[str, Any], opts: Options, assumed: list[dict[str, str]]) -> dict[str, Any]:
@@ -155,6 +182,7 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
     notes: list[str] = []
     assumed: list[dict[str, str]] = []
     unmapped: list[dict[str, str]] = []
+    _refuse_v0(src, obj)
     config = as_dict(obj.get("config"))
     name, repo = _model_name(config, obj)
     if opts.model:
@@ -233,10 +261,13 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
             if len(test["items"]) != n:
                 notes.append(f"{task}: {len(test['items'])} samples for n = {n}")
         tests.append(test)
-    for task, s in sample_files.items():
-        raise s.fail("task", f"{task!r} has no mapped result in {src.basename}")
     if not tests:
-        raise src.fail("$.results", "no task could be mapped: " + "; ".join(u["reason"] for u in unmapped[:5]))
+        raise src.fail("$.results", "no task could be mapped: " + "; ".join(
+            f"{u['field'].removeprefix('$.results.')}: {u['reason']}" for u in unmapped[:5]))
+    for task, s in sample_files.items():
+        why = next((u["reason"] for u in unmapped if u["field"] == f"$.results.{task}"), None)
+        raise s.fail("task", f"{task!r} is not mapped in {src.basename}: {why}" if why else
+                     f"{task!r} has no mapped result in {src.basename}")
     gl = hw.gpu_label(hardware)
     argv = list(opts.server_cmd) if opts.server_cmd else [f"{engine['name']} (command not given)"]
     assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from benchcards import plausible
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     Converted,
@@ -156,8 +157,11 @@ def _records(src: Source, where: str, obj: dict[str, Any], level: int) -> list[d
             pl = whole(arrays["input_lens"][i])
             if pl is not None:
                 rec["prompt_tokens"] = pl
+        bad = None if err else _implausible(itl, tokens, float(ttft))
         if err:
             rec["error"] = str(err)[:500]
+        elif bad:
+            rec["error"] = f"left out at import: {bad}"[:500]
         else:
             first = send + float(ttft)
             last = first + sum(float(x) for x in itl)
@@ -169,13 +173,51 @@ def _records(src: Source, where: str, obj: dict[str, Any], level: int) -> list[d
     return out
 
 
+def _is_figure(key: str) -> bool:
+    return bool(re.match(r"(mean|median|std|p\d+(\.\d+)?)_", key)) or "throughput" in key or "goodput" in key
+
+
+def varying_metadata(results: list[dict[str, Any]]) -> list[str]:
+    """Text keys outside what benchcards maps (``--metadata`` such as ``deployment``, ``gpu``) whose value differs
+    between the results given together: each such key names a different configuration, so it splits setups
+    (docs/definitions.md#imported)."""
+    keys: dict[str, set[str]] = {}
+    for obj in results:
+        for k, v in obj.items():
+            # --metadata values are strings; numbers are figures vLLM measured (max_concurrent_requests, rtfx)
+            if k in USED or _is_figure(k) or not isinstance(v, str):
+                continue
+            keys.setdefault(k, set())
+    for k, seen in keys.items():
+        for obj in results:
+            seen.add(orjson.dumps(obj.get(k)).decode()[:200])
+    return sorted(k for k, seen in keys.items() if len(seen) > 1)
+
+
+def _implausible(itl: list[float], tokens: int, ttft: float) -> str | None:
+    """Why a request's output count and its inter-token gaps cannot be one real request
+    (``benchcards.plausible``: at most one gap between each two tokens, a rate no hardware reaches), or None."""
+    why = plausible.count_problem(tokens, "output tokens")
+    if why is None and len(itl) > tokens:  # fewer gaps than tokens is real (several tokens in one chunk)
+        why = plausible.lists_problem(len(itl), tokens, "inter-token latencies", "output tokens")
+    if why is None and tokens > 1:
+        span = sum(float(x) for x in itl)
+        why = (plausible.duration_problem(span, "the time from the first to the last token")
+               or plausible.rate_problem((tokens - 1) / span, "decode"))
+    return why
+
+
 def convert(sources: list[Source], opts: Options, variant: str | None = None) -> ImportResult:
-    """Convert vLLM serving-benchmark results into setups (one run per result object); pure."""
+    """Convert vLLM serving-benchmark results into setups (one run per result object); pure.
+
+    Results whose metadata differs (``varying_metadata``) become different setups, named by that metadata."""
     setups: dict[str, Converted] = {}
     notes: list[str] = []
-    for src in sources:
-        for i, obj in enumerate(parse(src)):
-            _convert_result(src, i, obj, opts, setups, notes)
+    parsed = [(src, parse(src)) for src in sources]
+    varying = varying_metadata([o for _, objs in parsed for o in objs])
+    for src, objs in parsed:
+        for i, obj in enumerate(objs):
+            _convert_result(src, i, obj, opts, setups, notes, varying)
     if not any(s.runs for s in setups.values()):
         raise sources[0].fail("results", "nothing to import: " + "; ".join(notes))
     return ImportResult(format=NAME, sources=[s.name for s in sources],
@@ -183,7 +225,7 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
 
 
 def _convert_result(src: Source, index: int, obj: dict[str, Any], opts: Options, setups: dict[str, Converted],
-                    notes: list[str]) -> None:
+                    notes: list[str], varying: list[str] | None = None) -> None:
     where = f"result {index + 1}"
     level, why = _level(src, where, obj)
     if level is None:
@@ -216,7 +258,9 @@ def _convert_result(src: Source, index: int, obj: dict[str, Any], opts: Options,
     assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
                     "source": "--server-cmd" if opts.server_cmd else "default (not in the result file)"})
     gl = hw.gpu_label(hardware)
-    key = (hardware, model, engine, argv)
+    config = {k: obj.get(k) for k in varying or []}
+    config_text = ", ".join(f"{k} {str(v)[:40]}" for k, v in config.items())
+    key = (hardware, model, engine, argv, config) if config else (hardware, model, engine, argv)
     bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine_name, 12), "vllm-bench"]
     setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
     started = _date(obj.get("date"))
@@ -224,11 +268,14 @@ def _convert_result(src: Source, index: int, obj: dict[str, Any], opts: Options,
         setup: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
             "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine_name} "
-                      f"{engine.get('version', '')}".rstrip() + " (vllm bench serve)")[:200],
+                      f"{engine.get('version', '')}".rstrip() + (f" [{config_text}]" if config_text else "")
+                      + " (vllm bench serve)")[:200],
             "synthetic": bool(opts.synthetic),
             "provenance": f"imported from the vllm bench serve result {src.basename}",
             "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
-            "notes": "Requests at once measured by vllm bench serve (client clock).",
+            "notes": "Requests at once measured by vllm bench serve (client clock)."
+                     + (f" The results of this file differ in {', '.join(config)}; this setup holds those with "
+                        f"{config_text}." if config else ""),
             "measured_at": [],
         }
         if opts.measured_by:
@@ -239,7 +286,15 @@ def _convert_result(src: Source, index: int, obj: dict[str, Any], opts: Options,
         conv.setup["measured_at"] = sorted([*conv.setup["measured_at"], started[:10]])
     raw = all(isinstance(obj.get(k), list) for k in DETAIL)
     completed = int(_num(src, where, obj, "completed", required=True) or 0)
-    failed = int(_num(src, where, obj, "failed") or 0)
+    failed_stated = _num(src, where, obj, "failed")
+    prompts = whole(obj.get("num_prompts"), 1)
+    failed = int(failed_stated or 0)
+    failed_why = ""
+    if failed_stated is None and prompts is not None and prompts > completed:
+        failed = prompts - completed
+        failed_why = " (the result has no 'failed' key: num_prompts - completed)"
+        assumed.append({"field": "failed", "value": f"{failed} of {prompts} requests",
+                        "source": "num_prompts - completed (the result has no 'failed' key)"})
     ttft = _num(src, where, obj, "median_ttft_ms")
     itl = _num(src, where, obj, "median_itl_ms")
     total = _num(src, where, obj, "output_throughput")
@@ -250,6 +305,8 @@ def _convert_result(src: Source, index: int, obj: dict[str, Any], opts: Options,
     if ttft is not None:
         point["ttft_s"] = ttft / 1000.0
     if not raw:
+        if total is not None and (bad := plausible.rate_problem(total, "throughput")):
+            raise src.fail(f"{where}.output_throughput", bad)
         if total is not None:
             point["total_tps"] = total
         if itl is not None:
@@ -271,14 +328,14 @@ def _convert_result(src: Source, index: int, obj: dict[str, Any], opts: Options,
                         for k in ("output_throughput", "median_itl_ms") if k in obj)
     status: dict[str, Any] = {"part": "conc", "status": "ok"}
     if failed:
-        status["reason"] = f"{failed} of {completed + failed} requests failed"
+        status["reason"] = f"{failed} of {completed + failed} requests failed{failed_why}"
     run_id = f"{setup_id[:100]}-{src.sha256[:8]}-{index + 1}"
     att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", src.basename).lstrip(".")[:120] or "result.json"
     contract = speed_contract(
         run_id, setup_id, summary_only=not raw, started_at=started,
         tool="vllm bench serve", source=f"vllm bench serve result {src.basename}"
                                         + (f", result {index + 1}" if index else ""),
-        notes=why,
+        notes=" ".join(x for x in (why, status.get("reason") and f"{status['reason']}.") if x) or None,
         method={"parts": ["conc"], "conc_levels": [level], "conc_rounds": 1},
         parts=[status], requests=records or None,
         summary={"conc": [point], "method_note": note},
