@@ -15,13 +15,25 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
+
+_T0 = time.monotonic()
 
 MODEL_MIB = 70.13
 COMPUTE_MIB = 72.01
 
 
+def stamp(line: str, t: float | None = None) -> str:
+    """A line as llama.cpp's logger prints it: minutes.seconds.ms.us since start, the level, the text
+    ("0.02.120.325 E ggml_aligned_malloc: ..."); ``line`` starts with its level letter."""
+    us = int(((time.monotonic() - _T0) if t is None else t) * 1e6)
+    return f"{us // 60_000_000}.{us // 1_000_000 % 60:02d}.{us // 1000 % 1000:03d}.{us % 1000:03d} {line}"
+
+
 def _say(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    if line[:2] not in ("E ", "W ", "I "):
+        line = "I " + line
+    sys.stderr.write(stamp(line) + "\n")
     sys.stderr.flush()
 
 
@@ -35,7 +47,9 @@ def failure_lines(ctx: int, per_1k: float, model_path: str) -> list[str]:
     return [
         f"E ggml_aligned_malloc: insufficient memory (attempted to allocate {size / 2**20:.2f} MB)",
         f"E ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size {size}",
+        f"E alloc_tensor_range: failed to allocate CPU buffer of size {size}",
         "E llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
+        f"E cmn  common_init_: failed to create context with model '{model_path}'",
         f"E srv    load_model: failed to create_context with model '{model_path}'",
         "E srv  llama_server: exiting due to model loading error",
     ]
@@ -46,8 +60,8 @@ async def load(server) -> None:  # server: live.demo_server.DemoServer
     cfg = server.cfg
     ctx, slots = cfg.ctx, cfg.slots
     model_path = f"/models/{cfg.model}.gguf"
-    _say("build: 9999 (demo) with the benchcards demo server")
-    _say(f"main: loading model '{model_path}'")
+    _say("cmn  common_param: common_params_print_info: build 9999 (demo) with the benchcards demo server")
+    _say(f"srv    load_model: loading model '{model_path}'")
     steps = 10
     held: list[bytearray] = []
     kv = kv_mib(ctx, cfg.kv_mib_per_1k)
@@ -71,9 +85,10 @@ async def load(server) -> None:  # server: live.demo_server.DemoServer
     total = round(MODEL_MIB + kv + COMPUTE_MIB)
     _say("common_memory_breakdown_print: | memory breakdown [MiB] | total   free    self   model   context   "
          "compute    unaccounted |")
-    _say(f"common_memory_breakdown_print: |   - Host               |                  {total} = "
-         f"{round(MODEL_MIB)} + {round(kv)} + {round(COMPUTE_MIB)}                |")
+    _say(f"common_memory_breakdown_print: |   - Host               |                  {total:>4} = "
+         f"{round(MODEL_MIB):>5} + {round(kv):>7} + {round(COMPUTE_MIB):>7}                |")
     _say(f"srv    load_model: initializing, n_slots = {slots}, n_ctx_slot = {per_slot}, kv_unified = 'false'")
     _say("srv  llama_server: model loaded")
     _say(f"srv  llama_server: listening on http://{cfg.host}:{cfg.port}")
+    _say("srv  update_slots: all slots are idle")
     server.loading = False

@@ -49,18 +49,19 @@ FAILURES: tuple[Failure, ...] = (
     _f("vulkan_alloc", r"Memory allocation of size \d+ failed", "a Vulkan allocation failed", "Vulkan"),
     _f("metal_alloc", r"failed to allocate buffer, size =", "a Metal allocation failed", "Metal"),
     _f("cpu_alloc", r"insufficient memory \(attempted to allocate", "host memory could not be allocated", "CPU"),
-    _f("buffer_alloc", r"failed to allocate buffer of size \d+", "a backend buffer could not be allocated", "all"),
+    _f("buffer_alloc", r"failed to allocate (?:\w+ )?buffer of size \d+", "a backend buffer could not be allocated", "all"),
     _f("fit_params", r"failed to fit params to free device memory",
        "--fit found no setting that fits the free device memory", "--fit builds"),
     _f("model_load", r"failed to load model", "the model file could not be loaded", "all"),
     _f("context_init", r"failed to initialize the context", "the context could not be created", "all"),
-    _f("create_context", r"failed to create_context", "the server could not create the context", "llama-server"),
+    _f("create_context", r"failed to create[_ ]context", "the server could not create the context", "llama-server"),
     _f("loading_error", r"exiting due to model loading error", "the server gave up loading the model",
        "llama-server"),
 )
 
-#: ``llama-server --version``: "version: 1 (0c1e570)"; the log's start: "build: 1 (0c1e570) with ..."
-VERSION_LINE = re.compile(r"(?:version|build): (\d+) \(([0-9a-f]{7,40})\)")
+#: ``llama-server --version`` (0c1e570): "version: 0.5.0-dev (build 0, commit 0c1e570)", older builds
+#: "version: 4120 (0c1e570)"; the log's start: "common_params_print_info: build 0 (0c1e570) with GNU ..."
+VERSION_LINE = re.compile(r"(?:version|build):? (?:\S+ \()?(?:build )?(\d+)(?:, commit | \()([0-9a-f]{7,40})\)")
 _BUFFER = re.compile(r"(?P<dev>[A-Za-z0-9_]+(?:_Mapped|_Host|_REPACK)?) (?P<kind>model|KV|RS|compute) buffer size "
                      r"=\s*(?P<mib>[0-9]+(?:\.[0-9]+)?) MiB")
 _KV_TOTAL = re.compile(r"llama_kv_cache: size =\s*([0-9.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers")
@@ -148,7 +149,7 @@ class EngineLog:
             m = _CAP.search(line)
             if m:
                 self.capped_at = int(m.group(1))
-        if self.build is None and "build: " in line:
+        if self.build is None and "build" in line:
             m = VERSION_LINE.search(line)
             if m:
                 self.build = f"b{m.group(1)}-{m.group(2)}"

@@ -114,6 +114,7 @@ class FitEvent:
     ttft_s: float | None = None
     decode_tps: float | None = None
     peak_gib: float | None = None
+    pid: int | None = None  # the server's process (group leader) while it runs
     at: float = field(default_factory=time.monotonic)
 
 
@@ -218,7 +219,7 @@ class FitRunner:
             return step
         sampler.attach(server.pid)
         self.say(f"size {ctx}: pid {server.pid}, argv {shlex.join(server.argv)}")
-        self.emit(FitEvent(ctx, i, n, "loading", argv=server.argv))
+        self.emit(FitEvent(ctx, i, n, "loading", argv=server.argv, pid=server.pid))
         outcome: dict = {}
         try:
             outcome = self.load_and_ask(server, sampler, ctx, i, n)
@@ -261,7 +262,8 @@ class FitRunner:
                 self.version = launcher.engine_version(server, props if isinstance(props, dict) else None)
             served = info.n_ctx or server.log.parsed.n_ctx_slot or ctx
             target = prompt_target(served, ctx, self.cfg.fill_pct, self.cfg.max_tokens)
-            self.emit(FitEvent(ctx, i, n, "answering", argv=server.argv, load_s=load_s, prompt_tokens=target))
+            self.emit(FitEvent(ctx, i, n, "answering", argv=server.argv, load_s=load_s, prompt_tokens=target,
+                               pid=server.pid))
             content = runner.prompt("prose", target)
             res = runner.one(content, self.cfg.max_tokens)
             self.log.extend(runner.log)

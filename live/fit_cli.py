@@ -136,7 +136,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
             print(f"[{e.index + 1}/{e.total}] {e.ctx:,}: {line}" + (f" ({extra})" if extra else "") +
                   (f" — {e.reason}" if e.reason and e.result != "answered" else ""), file=sys.stderr, flush=True)
         else:
-            print(f"[{e.index + 1}/{e.total}] {e.ctx:,}: {what[e.phase]}", file=sys.stderr, flush=True)
+            pid = f" (server pid {e.pid})" if e.pid else ""
+            print(f"[{e.index + 1}/{e.total}] {e.ctx:,}: {what[e.phase]}{pid}", file=sys.stderr, flush=True)
 
     stop = threading.Event()
     in_main = threading.current_thread() is threading.main_thread()
