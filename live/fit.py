@@ -91,9 +91,14 @@ class FitConfig:
         if self.memory not in ("auto", "nvml", "nvidia-smi", "none"):
             out.append(f"--memory: {self.memory!r}; choose auto, nvml, nvidia-smi or none")
         try:
-            self.template()
+            t = self.template()
         except launcher.TemplateError as exc:
             out.append(str(exc))
+        else:
+            if t.fixed_port is not None and launcher.port_in_use(t.host, t.fixed_port):
+                out.append(f"--server-cmd: port {t.fixed_port} on {t.host} is already in use: another server listens "
+                           "there, and benchcards never measures a server it did not start; free the port or "
+                           "write --port {port}")
         return out
 
 

@@ -4,7 +4,6 @@ reach a shell, ports, bounded logs, stopping on every path, and llama.cpp's own 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import signal
