@@ -74,7 +74,7 @@ def test_sizes_that_fit_answer_and_a_refused_size_did_not_load_with_the_engines_
 
 
 def test_the_run_folder_is_a_contract_like_an_uploaded_one(refused_run):
-    run, _, run_dir = refused_run
+    _run, _, run_dir = refused_run
     names = sorted(p.name for p in run_dir.iterdir())
     assert names == ["client.log", "contract.json", *(f"memory-{c}.csv" for c in (16384, 32768, 4096, 8192)),
                      *(f"server-{c}.log" for c in (16384, 32768, 4096, 8192))]
@@ -91,7 +91,7 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
     from benchcards.export import export
     from ingest import ingest_paths
 
-    run, _, run_dir = refused_run
+    _run, _, run_dir = refused_run
     db = tmp_path / "fit.duckdb"
     ingest_paths([run_dir.parent.parent.parent], db)
     setup_id = run_dir.parent.parent.name
