@@ -598,9 +598,11 @@ def fit_note(card: Card) -> str:
         return ""
     r = card.runs[card.runs.run_id == card.fit.get("run_id")]
     method = _method(r.iloc[0].get("method_json")) if not r.empty else {}
-    how = {True: "The server was restarted for each context size (started afresh, stopped after its one "
-                 "request). ", False: "One server answered every context size (not restarted). "}
-    return how.get(method.get("restarted_per_size"), "") + f"Peak memory measured with: {peak_method(card)}."
+    restarted = method.get("restarted_per_size")
+    how = ("The server was restarted for each context size (started afresh, stopped after its one request). "
+           if restarted is True else "One server answered every context size (not restarted). "
+           if restarted is False else "")
+    return how + f"Peak memory measured with: {peak_method(card)}."
 
 
 def fit_table(card: Card) -> pd.DataFrame:

@@ -277,7 +277,8 @@ class FitRunner:
             runner.client.close()
         if res.error == STOPPED or (self.stop.is_set() and res.error):
             return {"stopped": True}
-        out = {"load_s": load_s, "served": info.n_ctx, "slots": info.slots, "target": target, "res": res}
+        out: dict[str, object] = {"load_s": load_s, "served": info.n_ctx, "slots": info.slots, "target": target,
+                                  "res": res}
         if res.ok and (res.output_tokens or 0) >= 1:
             out["result"] = "answered"
             return out
@@ -459,3 +460,31 @@ def headline(contract: FitContract) -> str:
     if head.first_failed_ctx:
         text += f"; first failure at {fmt.tokens(head.first_failed_ctx)}: {head.first_failed_error}"
     return text
+
+
+def time_left(sizes: tuple[int, ...], events: list[FitEvent], now: float | None = None) -> float | None:
+    """About how many seconds the rest of a memory test takes, from its events so far; None until a size
+    has finished. A size costs its load plus its prompt: the finished sizes' load time is averaged, and their
+    time after loading is scaled by context (prefill grows with the prompt); the size in flight counts
+    what it has left.
+
+    >>> e = [FitEvent(4096, 0, 2, "starting", at=0.0), FitEvent(4096, 0, 2, "stopped", "answered", seconds=10.0,
+    ...      load_s=4.0, at=10.0)]
+    >>> time_left((4096, 8192), e, now=10.0)
+    16.0
+    """
+    done = [e for e in events if e.phase == "stopped" and e.result in ("answered", "no_answer") and e.seconds]
+    if not done:
+        return None
+    finished = {e.ctx for e in events if e.phase == "stopped"}
+    load = stats.mean([e.load_s or 0.0 for e in done]) or 0.0
+    per_token = stats.mean([max(0.0, (e.seconds or 0.0) - (e.load_s or 0.0)) / e.ctx for e in done]) or 0.0
+    left = 0.0
+    now = time.monotonic() if now is None else now
+    for ctx in sizes:
+        if ctx in finished:
+            continue
+        cost = load + per_token * ctx
+        began = next((e.at for e in events if e.ctx == ctx and e.phase == "starting"), None)
+        left += max(0.0, cost - (now - began)) if began is not None else cost
+    return left

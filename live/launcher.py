@@ -179,9 +179,11 @@ class ServerTemplate:
             added += ["-lv", "4"]
         return cls(tuple(items + added), tuple(added), host, fixed_port)
 
-    def argv(self, ctx: int, port: int) -> list[str]:
-        """The exact argv for one start: each placeholder filled inside its own item."""
-        values = {"ctx": str(int(ctx)), "port": str(int(port)), "host": self.host}
+    def argv(self, ctx: int, port: int | str) -> list[str]:
+        """The exact argv for one start: each placeholder filled inside its own item (a text ``port`` is
+        for showing a command before its port is picked)."""
+        values = {"ctx": str(int(ctx)), "port": port if isinstance(port, str) else str(int(port)),
+                  "host": self.host}
         return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], item) for item in self.items]
 
     def shown(self) -> str:

@@ -195,7 +195,8 @@ def _status(pid: int) -> dict[str, int]:
 
 def descendants(pid: int) -> list[int]:
     """``pid`` and every process below it (``/proc/PID/task/*/children``)."""
-    out, todo = [], [pid]
+    out: list[int] = []
+    todo = [pid]
     while todo and len(out) < 4096:
         p = todo.pop()
         out.append(p)

@@ -23,6 +23,12 @@ from ui.common import md
 common.page("Run live", "⏱️")
 common.store()
 st.title("Run live")
+if st.radio("What to measure", ["Speed", "Memory test"], horizontal=True, key="live_mode",
+            help="The memory test starts the server itself, once per context size.") == "Memory test":
+    from ui.fit_page import render as memory_test_mode
+
+    memory_test_mode()
+    st.stop()
 st.markdown("Measure a server running on this machine the same way as every card: decode, prefill at depth, "
             "requests at once, a long answer and long prompts. No GPU here? Start the demo server: "
             "`python -m live demo-server --port 8089` and measure `http://127.0.0.1:8089`.")
