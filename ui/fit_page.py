@@ -7,8 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from benchcards import fmt
-from benchcards import paths
+from benchcards import fmt, paths
 from live import launcher
 from live.fit import RESULT_WORDS, FitConfig, FitEvent, time_left
 from live.fit_job import FitBusy, FitJob, current_job
