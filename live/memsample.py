@@ -329,9 +329,11 @@ class Sampler:
     def _run(self) -> None:
         start_cpu = time.thread_time()
         start = time.monotonic()
+        due = start
         while not self.halt.is_set():
             self.sample()
-            self.halt.wait(self.interval)
+            due += self.interval  # a fixed schedule: the time a reading takes does not slow the rate
+            self.halt.wait(max(0.0, due - time.monotonic()))
         self.mem.cpu_s = time.thread_time() - start_cpu
         self.mem.seconds = time.monotonic() - start
 
