@@ -183,3 +183,13 @@ def test_the_cli_interrupted_mid_load_leaves_no_engine(tmp_path, sig):
     assert proc.returncode == 130, rest
     assert wait_gone(pid, 1)
     assert "stopped before any size finished: nothing written" in rest[1]
+
+
+@pytest.mark.unit
+def test_the_docstring_examples_of_live_fit_run():
+    import doctest
+
+    import live.fit
+
+    result = doctest.testmod(live.fit)
+    assert result.attempted >= 4 and result.failed == 0
