@@ -58,6 +58,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("export", "benchcards.export:main", "write the static HTML results site from the database"),
     _live("measure", "measure a running server (speed) and write a raw setup folder"),
     _live("demo-server", "run the llama-server look-alike for trying and testing without a GPU"),
+    _live("fit", "the memory test: start the server per context size and find the largest that answers"),
     _live("quality", "score a running server on generated tests and your own item files, with margins"),
     _live("tiny-gguf", "write a tiny random-weight GGUF model for tests with a real engine"),
 )

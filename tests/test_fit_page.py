@@ -1,0 +1,100 @@
+"""The Run live page's memory-test mode (AppTest of the real page; the demo engine started by the page's job):
+the exact argv before the start, per-size progress, Stop stops the server, the result saved to the site."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from live.fit_job import current_job
+from tests.test_app import page_text, run, table_with
+from tests.test_launcher import alive, wait_gone
+
+pytestmark = pytest.mark.integration
+
+DEMO = f"{sys.executable} -m live demo-server -c {{ctx}} --slots 1 --prefill-tps 20000 --decode-tps 400"
+
+
+@pytest.fixture()
+def site(demo_db, monkeypatch, tmp_path):
+    import benchcards.paths as paths
+
+    copy = tmp_path / "site.duckdb"
+    copy.write_bytes(Path(demo_db).read_bytes())
+    monkeypatch.setenv("BENCHCARDS_DB", str(copy))
+    monkeypatch.setattr(paths, "LOCAL", tmp_path / "local")
+    yield copy
+    job = current_job()
+    if job is not None and not job.done:
+        job.stop()
+        job.wait(60)
+
+
+def memory_mode(cmd: str, sizes: str):
+    at = run("pages/6_Run_live.py")
+    at.radio(key="live_mode").set_value("Memory test").run()
+    at.text_input(key="fit_cmd").set_value(cmd)
+    at.text_input(key="fit_sizes").set_value(sizes)
+    at.text_input(key="fit_gpu").set_value("cpu")
+    return at
+
+
+def start(at):
+    at.text_input(key="fit_gpu").set_value("cpu")  # form fields are sent with the submit
+    next(b for b in at.button if b.label == "Start the memory test").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_the_memory_test_shows_its_argv_runs_each_size_and_lands_on_the_site(site, tmp_path):
+    at = memory_mode(DEMO + " --refuse-above 4096", "4K, 8K")
+    at.run()
+    argv = table_with(at, "argv item")
+    assert list(argv["argv item"])[:6] == [sys.executable, "-m", "live", "demo-server", "-c", "4096"]
+    assert list(argv["argv item"])[-4:] == ["--port", "(a free port)", "--host", "127.0.0.1"]
+    assert list(argv["from"])[-1] == "added by benchcards"
+    start(at)
+    job = current_job()
+    assert job is not None, [e.value for e in at.error]
+    assert job.wait(120)
+    deadline = time.time() + 30
+    while time.time() < deadline and not at.success:
+        at.run()
+    assert job.error is None, job.error
+    assert at.success and "Saved and added to the site" in at.success[0].value
+    steps = table_with(at, "Context size")
+    assert list(steps.State) == ["answered", "did not load"]
+    assert "failed to allocate buffer for kv cache" in steps.Reason.iloc[1]
+    assert (tmp_path / "local" / job.setup_id / "setup.json").exists()
+    from benchcards import queries
+
+    c = queries.card(queries.Store(site), job.setup_id)
+    assert c.fit is not None and c.fit["largest_ctx"] == 4096
+
+
+def test_stop_stops_the_server_while_it_loads(site):
+    at = memory_mode(DEMO + " --load-s 600", "4K")
+    start(at)
+    job = current_job()
+    assert job is not None
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(e.pid for e in job.events):
+        time.sleep(0.1)
+    pid = next(e.pid for e in job.events if e.pid)
+    assert alive(pid)
+    at.run()
+    assert "loading…" in set(table_with(at, "Context size").State)
+    next(b for b in at.button if b.label.startswith("Stop")).click().run()
+    assert job.wait(60) and wait_gone(pid, 1)
+    at.run()
+    assert "stopped before any size finished" in page_text(at) or "nothing to save" in (job.error or "")
+
+
+def test_a_command_without_ctx_is_explained_before_anything_starts(site):
+    at = memory_mode("llama-server -m m.gguf -c 8192", "4K")
+    at.run()
+    assert "the command has no {ctx}" in page_text(at)
+    start(at)
+    assert current_job() is None or current_job().cfg.server_cmd != "llama-server -m m.gguf -c 8192"

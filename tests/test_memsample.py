@@ -1,0 +1,103 @@
+"""Peak memory readings (live/memsample.py): sources named, baseline and phases, a GPU reading that does not move
+is flagged, nvidia-smi's loop output parsed, the process tree's RSS against VmHWM."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from live import memsample
+
+pytestmark = pytest.mark.integration
+
+
+class FakeGpu(memsample.GpuSource):
+    name = "nvml"
+
+    def __init__(self, values):
+        self.values = iter(values)
+        self.last = 0.0
+
+    def devices(self):
+        return {0: "Test GPU"}
+
+    def read(self):
+        self.last = next(self.values, self.last)
+        return {0: self.last}
+
+
+def test_a_gpu_reading_that_does_not_move_while_loading_is_flagged(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(b'1') * (64 << 20); print(1, "
+                              "flush=True); time.sleep(30)"], stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline()  # it holds its 64 MiB now
+    try:
+        s = memsample.Sampler(FakeGpu([5602.0] * 1000), tmp_path / "m.csv", interval_s=0.05)
+        s.attach(child.pid)
+        time.sleep(0.6)
+        s.phase("answer")
+        time.sleep(0.3)
+        m = s.finish()
+    finally:
+        child.kill()
+        child.wait()
+    assert m.gpu_source == "nvml" and m.devices == {0: "Test GPU"}
+    assert m.gpu_baseline_mib == 5602.0 and m.gpu_load_peak_mib == 5602.0
+    assert len(m.flags) == 1 and "did not move while the server loaded" in m.flags[0] and "0: Test GPU" in m.flags[0]
+    assert m.rss_load_peak_mib and m.rss_load_peak_mib > 64  # the child holds 64 MiB
+    assert m.vmhwm_mib and m.rss_peak_mib <= m.vmhwm_mib + 0.01
+    rows = (tmp_path / "m.csv").read_text().splitlines()
+    assert rows[0] == "t_s,phase,source,device,mib" and any(",answer,process-rss,tree," in r for r in rows)
+
+
+def test_a_gpu_reading_that_rises_is_not_flagged_and_peaks_split_by_phase(tmp_path):
+    s = memsample.Sampler(FakeGpu([1000.0, 1000.0, 3000.0, 9000.0, 9500.0]), tmp_path / "m.csv", interval_s=0.05)
+    s.attach(os.getpid())
+    time.sleep(0.08)
+    s.phase("answer")
+    time.sleep(0.2)
+    m = s.finish()
+    assert m.gpu_baseline_mib == 1000.0 and m.flags == []
+    assert m.gpu_peak_mib == 9500.0 and m.gpu_answer_peak_mib == 9500.0
+
+
+def test_nvml_asked_for_without_nvidia_ml_py_says_so():
+    try:
+        import pynvml  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match="NVML is not usable"):
+            memsample.gpu_source("nvml")
+    else:
+        pytest.skip("nvidia-ml-py is installed")
+    assert memsample.gpu_source("none") == (None, "no GPU reading asked for")
+
+
+def test_nvidia_smi_loop_output_is_read(tmp_path, monkeypatch):
+    """A stand-in nvidia-smi that prints what the real one prints for this query (csv, noheader, nounits), once
+    or every --loop-ms."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(f"#!{sys.executable}\n" + """
+import sys, time
+loop = [a for a in sys.argv if a.startswith("--loop-ms=")]
+n = 0
+while True:
+    n += 1
+    print(f"0, NVIDIA H200, {1000 + 100 * n}", flush=True)
+    if not loop:
+        break
+    time.sleep(int(loop[0].split("=")[1]) / 1000)
+""")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    source, why = memsample.gpu_source("nvidia-smi")
+    try:
+        assert why == "nvidia-smi polled every 0.25 s" and source.devices() == {0: "NVIDIA H200"}
+        first = source.read()[0]
+        time.sleep(0.8)
+        assert source.read()[0] > first
+    finally:
+        source.close()

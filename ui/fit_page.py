@@ -1,0 +1,156 @@
+"""The Run live page's memory-test mode: the command template shown as the exact argv, the sizes, per-size
+progress (starting, loading, answering, stopped) with the time left, Stop (which stops the server), and the
+result on the site afterwards. Drives live.fit_job; the page (pages/6_Run_live.py) only calls ``render``."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from benchcards import fmt, paths
+from live import launcher
+from live.fit import RESULT_WORDS, FitConfig, FitEvent, time_left
+from live.fit_job import FitBusy, FitJob, current_job
+from live.measure import SetupInput, hardware_problems, is_cpu_only
+from live.progress import InputError, duration, parse_tokens
+from ui import common
+from ui.common import md
+
+PHASE_WORDS = {"starting": "starting the server", "loading": "loading", "answering": "answering",
+               "stopped": "stopped"}
+
+
+def _argv_preview(text: str, allow_remote: bool, sizes: tuple[int, ...]) -> None:
+    """The exact argv the first size will run, item by item (benchcards' own items marked)."""
+    if not text.strip():
+        return
+    try:
+        t = launcher.ServerTemplate.parse(text, allow_remote=allow_remote)
+    except launcher.TemplateError as exc:
+        st.error(md(str(exc)))
+        return
+    ctx = sizes[0] if sizes else 4096
+    argv = t.argv(ctx, t.fixed_port or "(a free port)")
+    first_added = len(t.items) - len(t.added)
+    rows = [{"#": str(i), "argv item": item, "from": "added by benchcards" if i >= first_added else "your command"}
+            for i, item in enumerate(argv)]
+    st.markdown(f"**The exact argv for the first size ({fmt.depth(ctx)})** — run as it is, never through a shell; "
+                "each size starts it again with its own context:")
+    common.table(pd.DataFrame(rows), "fit-argv", download=False)
+
+
+def _settings() -> tuple[FitConfig | None, SetupInput | None, bool]:
+    # the command and sizes sit outside the form, so the argv below follows them as they are typed
+    cmd = st.text_input("Server command with {ctx}", key="fit_cmd",
+                        placeholder="llama-server -m model.gguf -c {ctx} -np 1 -fa on",
+                        help="Write {ctx} where the context size goes; {port} and {host} are optional "
+                        "(benchcards picks a free port on 127.0.0.1).")
+    sizes_text = st.text_input("Context sizes", "4K, 8K, 16K, 32K, 64K, 128K", key="fit_sizes",
+                               help="Tokens, e.g. 4096, 8192 or 4K, 8K (K = 1,024).")
+    sizes: tuple[int, ...] = ()
+    problems = []
+    try:
+        sizes = parse_tokens(sizes_text, "Context sizes")
+    except InputError as exc:
+        problems.append(str(exc))
+    allow_remote = bool(st.session_state.get("fit_allow_remote"))
+    _argv_preview(cmd, allow_remote, sizes)
+    with st.form("fit", enter_to_submit=False):
+        a, b, c, d = st.columns(4)
+        fill = a.number_input("Prompt fills (%)", 1.0, 100.0, 95.0, key="fit_fill")
+        max_tokens = b.number_input("Answer tokens", 1, 65536, 96, key="fit_max_tokens")
+        keep_going = c.checkbox("Go on after a failure", key="fit_keep_going")
+        a, b, c, d = st.columns(4)
+        title = a.text_input("Title (optional)", key="fit_title")
+        gpu = b.text_input("GPU", key="fit_gpu", placeholder="e.g. RTX 4090, or cpu")
+        vram = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="fit_vram", placeholder="e.g. 24")
+        quant = d.text_input("Quantisation", key="fit_quant")
+        allow_remote = st.checkbox("Allow a --host other than this machine", key="fit_allow_remote")
+        start = st.form_submit_button("Start the memory test", type="primary",
+                                      disabled=bool(current_job() and not current_job().done))  # type: ignore[union-attr]
+    if not start:
+        return None, None, False
+    problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    cfg = FitConfig(server_cmd=cmd, sizes=sizes, fill_pct=float(fill), max_tokens=int(max_tokens),
+                    keep_going=keep_going, allow_remote=allow_remote)
+    problems += [p for p in cfg.problems() if not (p.startswith("--sizes") and not sizes)]
+    if problems:
+        st.error("Check the settings:\n\n" + "\n".join(f"- {md(p)}" for p in problems))
+        return None, None, False
+    user = SetupInput(title=title or None, gpu=gpu or None, vram_gib=None if is_cpu_only(gpu) else vram,
+                      quant=quant or None)
+    return cfg, user, True
+
+
+def _rows(job: FitJob) -> pd.DataFrame:
+    latest: dict[int, FitEvent] = {}
+    for e in job.events:
+        latest[e.ctx] = e
+    rows = []
+    for ctx in job.cfg.sizes:
+        e = latest.get(ctx)
+        if e is None:
+            state = "waiting" if not job.done else "not run"
+        elif e.phase == "stopped":
+            state = RESULT_WORDS.get(e.result or "", e.result or "")
+        else:
+            state = PHASE_WORDS[e.phase] + "…"
+        rows.append({"Context size": f"{fmt.depth(ctx)} ({fmt.tokens(ctx)})", "State": state,
+                     "Ready after": fmt.metric("fit_server_start", e.load_s) if e and e.load_s else fmt.DASH,
+                     "Prompt tokens": fmt.number(e.prompt_tokens, 0) if e and e.prompt_tokens else fmt.DASH,
+                     "First token": fmt.metric("fit_step_ttft", e.ttft_s) if e and e.ttft_s else fmt.DASH,
+                     "Decode": fmt.metric("fit_decode", e.decode_tps) if e and e.decode_tps else fmt.DASH,
+                     "Peak memory": fmt.metric("fit_peak_gib", e.peak_gib) if e and e.peak_gib else fmt.DASH,
+                     "Reason": fmt.text(e.reason) if e and e.reason and e.result != "answered" else fmt.DASH})
+    return pd.DataFrame(rows)
+
+
+def _panel(job: FitJob, mine: bool) -> None:
+    finished = sum(1 for e in job.events if e.phase == "stopped")
+    total = len(job.cfg.sizes)
+    if not job.done:
+        left = time_left(job.cfg.sizes, job.events)
+        when = "estimating the time left…" if left is None else f"about {duration(left)} left"
+        label, state = f"Memory test: {finished} of {total} sizes · {when}", "running"
+    elif job.error:
+        label, state = f"Memory test ended: {job.error}", "error"
+    else:
+        label, state = f"Memory test {'stopped' if job.stopping else 'finished'}: {job.summary or ''}", "complete"
+    box = st.status(label, state=state, expanded=True)
+    with box.container():
+        st.progress(1.0 if job.done else min(1.0, finished / max(1, total)))
+        common.table(_rows(job), f"fit-steps-{id(job)}-{len(job.events)}", download=False)
+    if not job.done:
+        if st.button("Stop (stops the server now)", disabled=job.stopping, key=f"fit-stop-{id(job)}"):
+            job.stop()
+            st.toast("Stopping the server; the sizes that finished will be saved.")
+    elif mine and job.run_dir is not None:
+        st.success(md(f"Saved and added to the site: {job.report}"))
+        st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
+                     icon=":material/arrow_forward:")
+
+
+def render() -> None:
+    """The memory-test mode of the Run live page."""
+    st.markdown("The **memory test** starts the server for each context size with your command, fills about "
+                "95 % of the context with one prompt, requires an answer, reads the peak memory, and stops the "
+                "server again. It records *answered*, *did not load* (with the engine's own line) or *did not "
+                "answer*.")
+    cfg, user, start = _settings()
+    if start and cfg is not None and user is not None:
+        try:
+            st.session_state["fit_job"] = FitJob(cfg, user, paths.LOCAL, common.db_path()).start()
+        except (FitBusy, ValueError) as exc:
+            st.error(md(str(exc)))
+    job = current_job()
+    running = job is not None and not job.done
+
+    @st.fragment(run_every=1.0 if running else None)
+    def progress() -> None:
+        j = current_job()
+        if j is not None:
+            _panel(j, j is st.session_state.get("fit_job"))
+            if running and j.done:
+                st.rerun(scope="app")
+
+    progress()
