@@ -119,7 +119,7 @@ def short_gpu(name: str) -> str:
 
 QUANT = re.compile(
     r"(?i)(?:^|[-_.])((?:UD-)?(?:IQ\d_[A-Z0-9]+|Q\d_K(?:_[A-Z]{1,2})?|Q\d_\d|Q\d_K_XL|TQ\d_\d|MXFP4(?:_MOE)?|"
-    r"BF16|F16|F32|FP8|INT4|INT8|AWQ|GPTQ))$")
+    r"BF16|F16|F32|FP8|INT4|INT8|AWQ|GPTQ)(?:_R\d{1,2})?)$")  # _R4/_R8: ik_llama.cpp's repacked types
 
 
 def split_model_file(filename: str) -> tuple[str, str | None, str]:

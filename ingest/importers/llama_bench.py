@@ -94,6 +94,9 @@ FLAG_OF = {"n_gpu_layers": "-ngl", "n_cpu_moe": "-ncmoe", "n_batch": "-b", "n_ub
            "no_kv_offload": "-nkvo", "tensor_split": "-ts", "tensor_buft_overrides": "-ot", "use_mmap": "-mmp",
            "load_mode": "-lm", "cpu_mask": "-C", "cpu_strict": "--cpu-strict", "poll": "--poll",
            "embeddings": "-embd", "no_op_offload": "-nopo", "no_host": "--no-host", "use_direct_io": "-dio"}
+#: ik_llama.cpp's own settings (json names and markdown titles) -> its llama-bench flag
+IK_FLAG_OF = {"mla_attn": "-mla", "mla": "-mla", "attn_max_batch": "-amb", "amb": "-amb", "fused_moe": "-fmoe",
+              "fmoe": "-fmoe", "rtr": "-rtr", "run_time_repack": "-rtr", "ser": "-ser"}
 #: llama-bench options of a literal command line (a terminal capture) -> the column they set; used for the
 #: settings the table does not print (its columns show only what differs from the defaults)
 COLUMN_OF_FLAG = {**{flag: col for col, flag in FLAG_OF.items()},
@@ -102,7 +105,7 @@ COLUMN_OF_FLAG = {**{flag: col for col, flag in FLAG_OF.items()},
                   "--cache-type-v": "type_v", "--flash-attn": "flash_attn", "--split-mode": "split_mode",
                   "--main-gpu": "main_gpu", "--no-kv-offload": "no_kv_offload", "--tensor-split": "tensor_split",
                   "--override-tensors": "tensor_buft_overrides", "--override-tensor": "tensor_buft_overrides",
-                  "--mmap": "use_mmap", "-amb": "amb", "-fmoe": "fmoe", "-mla": "mla", "-rtr": "rtr",
+                  "--mmap": "use_mmap", "-m": "model_filename", "--model": "model_filename", "-amb": "amb", "-fmoe": "fmoe", "-mla": "mla", "-rtr": "rtr",
                   "-ser": "ser"}
 #: default values llama-bench leaves off the command line (so the reconstructed argv stays short)
 DEFAULTS = {"n_cpu_moe": "0", "split_mode": "layer", "main_gpu": "0", "no_kv_offload": "0", "tensor_split": "0.00",
@@ -142,6 +145,7 @@ class Section:
     build: tuple[str, int] | None = None
     command: list[str] | None = None
     gpus: list[str] = field(default_factory=list)
+    ik: bool = False  # the command typed was ik_llama.cpp's llama-bench
 
 
 # --------------------------------------------------------------------------- detection
@@ -532,6 +536,7 @@ def _parse_md(src: Source, text: str) -> list[Section]:
     header: list[str] | None = None
     command: list[str] | None = None
     gpus: list[str] = []
+    ik = False
     for n, line in enumerate(text.splitlines(), 1):
         if len(line) > LINE_MAX:
             raise src.fail(f"line {n}", f"{len(line):,} characters, more than the {LINE_MAX:,} a line may have")
@@ -547,6 +552,7 @@ def _parse_md(src: Source, text: str) -> list[Section]:
             typed = _command(s)
             if typed is not None:
                 cur, command, gpus = None, typed, []
+                ik = "ik_llama" in s  # the program's path or the shell's folder names the engine
             dm = _DEVICE_LINE.search(s) if "compute capability" in s else None
             if dm:
                 gpus.append(dm.group(1).strip())
@@ -554,9 +560,9 @@ def _parse_md(src: Source, text: str) -> list[Section]:
         cells = _md_cells(s)
         if _is_md_header(cells):
             if cur is None or cur.rows:
-                cur = Section(first_line=n, command=command, gpus=list(gpus))
+                cur = Section(first_line=n, command=command, gpus=list(gpus), ik=ik)
                 sections.append(cur)
-                command, gpus = None, []
+                command, gpus, ik = None, [], False
             header = cells
             continue
         if header is None or cur is None or all(re.fullmatch(r":?-+:?", c) for c in cells):
@@ -578,11 +584,12 @@ def _section_values(sec: Section) -> None:
     such as ``-fa 0,1`` is printed as a column)."""
     flags: dict[str, str] = {}
     argv = sec.command or []
+    given = [COLUMN_OF_FLAG.get(a) for a in argv]
     for i, arg in enumerate(argv[1:-1], 1):
         col = COLUMN_OF_FLAG.get(arg)
-        if col is not None and "," not in argv[i + 1] and len(argv[i + 1]) <= SETTING_MAX:
-            flags[col] = argv[i + 1]
-    engine = "ik_llama.cpp" if argv and "ik_llama" in argv[0] else None
+        if col is not None and given.count(col) == 1 and "," not in argv[i + 1] and len(argv[i + 1]) <= SETTING_MAX:
+            flags[col] = argv[i + 1]  # a flag given twice (-m a.gguf -m b.gguf) is a list: its column says
+    engine = "ik_llama.cpp" if sec.ik else None
     for r in sec.rows:
         v = r.values
         if sec.build is not None:
@@ -949,6 +956,9 @@ def _argv(v: dict[str, Any], settings: dict[str, str], records: list[dict[str, A
     for col, flag in FLAG_OF.items():
         if col in settings and DEFAULTS.get(col) != settings[col]:
             argv += [flag, _fa(v[col]) if col == "flash_attn" else settings[col]]
+    for col, flag in IK_FLAG_OF.items():
+        if col in settings and flag not in argv:
+            argv += [flag, settings[col]]
     for flag, kind, col in (("-p", "pp", "n_prompt"), ("-n", "tg", "n_gen")):
         vals = sorted({r[col] for r in records if r["test"] == kind})
         argv += [flag, ",".join(map(str, vals)) if vals else "0"]
@@ -965,7 +975,7 @@ def _argv(v: dict[str, Any], settings: dict[str, str], records: list[dict[str, A
 def _unmapped(v: dict[str, Any]) -> list[dict[str, str]]:
     unmapped = [{"field": k, "reason": "per-backend flag of older builds; the backend is taken from it"}
                 for k in sorted(set(v) & OLD_BACKEND_FLAGS)]
-    known = INT_FIELDS | BOOL_FIELDS | FLOAT_FIELDS | NOT_SETTINGS | set(FLAG_OF) | {
+    known = INT_FIELDS | BOOL_FIELDS | FLOAT_FIELDS | NOT_SETTINGS | set(FLAG_OF) | set(IK_FLAG_OF) | {
         "devices", "test_time", "fit_target", "fit_min_ctx"}
     unmapped += [{"field": k, "reason": "not a llama-bench column benchcards knows; kept as printed in "
                                         "method.bench_settings"} for k in sorted(set(v) - known)]

@@ -396,6 +396,8 @@ def _line(src: Source, n: int, raw: str, st: _State) -> None:
         typed = _command(line)
         if typed is not None:
             seg.command = typed
+            if "ik_llama" in line:  # the program's path or the shell's folder says which engine
+                seg.facts["ik"] = True
             return
     if START_RE.search(line) and (seg.records or "model_path" in seg.facts):
         seg = Segment(first_line=n)
