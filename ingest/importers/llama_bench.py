@@ -41,13 +41,14 @@ from ingest.importers.base import (
     attachment,
     finite,
     import_info,
+    name_problem,
     parse_json,
     short_hash,
     slug,
     speed_contract,
     whole,
 )
-from schemas.models import ONE_LINE, REAL_MAX, SCHEMA_VERSION
+from schemas.models import REAL_MAX, SCHEMA_VERSION
 
 NAME = "llama-bench"
 IMPORTER = "llama-bench 1"
@@ -876,20 +877,19 @@ def _split_runs(src: Source, variant: str, rows: list[Row]) -> list[tuple[tuple,
 
 
 def _check_names(src: Source, rows: list[Row]) -> None:
-    """Refuse settings a command line can not hold: longer than ``SETTING_MAX`` or not one line of text."""
-    one_line = re.compile(ONE_LINE)
+    """Refuse settings a command line can not hold: longer than ``SETTING_MAX`` or not one line of text
+    (``base.name_problem``); the names (CPU, GPU, model) are checked where they land (``base.name_problems``)."""
     for key in sorted(set().union(*(r.values.keys() for r in rows))):
+        problem = name_problem(key)
+        if problem:
+            raise src.fail(rows[0].where, f"column name {key[:40]!r}: {problem}")
         if key in TEST_SET or key in ("cpu_info", "gpu_info", "model_filename", "model_type"):
-            continue  # test results, and names checked by the name rule (base.name_problems)
-        bad = next((r for r in rows if isinstance(r.values.get(key), str) and (
-            len(r.values[key]) > SETTING_MAX or not one_line.match(r.values[key]))), None)
-        if bad is not None:
-            value = bad.values[key]
-            why = (f"{len(value):,} characters, more than the {SETTING_MAX:,} a setting may have"
-                   if len(value) > SETTING_MAX else "not one line of text (control characters or line separators)")
-            raise src.fail(f"{bad.where}: {key[:60]}", why)
-        if len(key) > 200 or not one_line.match(key):
-            raise src.fail(rows[0].where, f"column name {key[:40]!r}: not a short one-line name")
+            continue
+        for r in rows:
+            value = r.values.get(key)
+            problem = name_problem(value, SETTING_MAX) if isinstance(value, str) else None
+            if problem:
+                raise src.fail(f"{r.where}: {key}", problem.replace("a name may have", "a setting may have"))
 
 
 def _convert_file(src: Source, variant: str, rows: list[Row], opts: Options, setups: dict[str, Converted],
@@ -900,6 +900,11 @@ def _convert_file(src: Source, variant: str, rows: list[Row], opts: Options, set
     by_setup = [dict(key) for key in dict.fromkeys(k for k, _ in runs)]
     varying = sorted({k for k in {k for d in by_setup for k in d} if len({d.get(k) for d in by_setup}) > 1}
                      - (set(INFO_FIELDS) | {"engine"}))
+    sizes: dict[Any, set] = {}  # models of one name but different sizes (a markdown table names no file)
+    for d in by_setup:
+        sizes.setdefault(d.get("model_filename") or d.get("model_type"), set()).add(d.get("model_size"))
+    if any(len(v) > 1 for v in sizes.values()):
+        varying = ["model_size", *varying]
     per_setup: dict[tuple, int] = {}
     for key, _ in runs:
         per_setup[key] = per_setup.get(key, 0) + 1
@@ -1017,7 +1022,7 @@ def _convert_run(src: Source, variant: str, grows: list[Row], number: int | None
     base_id = "-".join(b.strip("-") for b in id_bits if b.strip("-"))
     key = _setup_key(grows[0])
     setup_id = f"{base_id[:100]}-{short_hash(key, hardware, name)}"
-    extra = ", ".join(f"{k} {_fa(v[k]) if k == 'flash_attn' else _text(v.get(k))}" for k in varying if k in v)
+    extra = ", ".join(_title_part(k, v[k]) for k in varying if k in v)
     title = ((opts.title_prefix or "") + f"{name}{' ' + quant if quant else ''} on {gl}, {engine['name']} "
              f"{engine.get('version', 'build unknown')} (llama-bench{', ' + extra if extra else ''})")
     dates = sorted({r["test_time"][:10] for r in records if "test_time" in r})
@@ -1067,6 +1072,16 @@ def _convert_run(src: Source, variant: str, grows: list[Row], number: int | None
     setup.runs.append(ConvertedRun("speed", contract, {att_name: src.data} if keep else {}))
     if unmapped:
         notes.append(f"{src.name} ({setup_id}): not mapped: " + ", ".join(u["field"] for u in unmapped))
+
+
+def _title_part(key: str, value: Any) -> str:
+    """'flash_attn on', 'n_threads 8', 'model size 1.36 MiB': a setting that tells setups of one file apart."""
+    if key == "flash_attn":
+        return f"flash_attn {_fa(value)}"
+    if key == "model_size" and isinstance(value, int):
+        mib = value / 2**20
+        return f"model size {mib / 1024:.2f} GiB" if mib >= 1024 else f"model size {mib:.2f} MiB"
+    return f"{key} {_text(value)}"
 
 
 def _attachment_name(basename: str) -> str:

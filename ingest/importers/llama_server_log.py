@@ -118,8 +118,8 @@ def sniff(src: Source) -> str | None:
     at = src.data.find(b"prompt eval time")
     if at < 0 or (b"print_timing" not in src.data and b"slot" not in src.data):
         return None
-    near = src.data[max(0, at - 200): at + 400].decode("utf-8", "replace")
-    return "log" if PROMPT_RE.search(near) else None
+    near = src.data[at: at + 400].decode("utf-8", "replace")
+    return "log" if re.match(r"prompt eval time[ \t]{0,64}=[ \t]{0,64}[0-9]", near) else None  # parse says what is wrong
 
 
 def lines(src: Source) -> Iterator[tuple[int, str | None]]:
