@@ -616,9 +616,26 @@ def _typed_flag(col: str, value: str) -> Any:
     return value
 
 
+#: most tests one file may hold (a 10,000-test sweep is about 15 MB of JSON Lines): counted before the file is
+#: parsed, so a larger one is refused before its rows fill memory
+MAX_TESTS = 20_000
+
+
+def _count_tests(src: Source, variant: str) -> None:
+    """Refuse a file with more than ``MAX_TESTS`` tests, counted at C speed without parsing it."""
+    data = src.data
+    n = data.count(b'"n_prompt"') if variant in ("json", "jsonl") else data.count(b"\n")
+    if variant == "sql":
+        n = len(re.findall(rb"(?im)^[ \t]*INSERT[ \t]", data))
+    if n > MAX_TESTS + (0 if variant in ("json", "jsonl", "sql") else 1000):
+        raise src.fail("tests", f"about {n:,} tests, more than the {MAX_TESTS:,} one file may hold: split the file "
+                                "(e.g. one per model or setting) and import the parts")
+
+
 def parse(src: Source, variant: str) -> tuple[list[Row], list[str]]:
     """Every test of a llama-bench output as typed rows (and notes on skipped lines)."""
     src.check_size()
+    _count_tests(src, variant)
     text = src.text() if variant in ("csv", "sql", "md") else ""
     notes: list[str] = []
     if variant == "json":

@@ -57,9 +57,9 @@ DEFAULT_VARIANT = "log"
 
 #: longest line that is read; longer ones (a prompt echoed at high verbosity) are skipped and counted
 LINE_MAX = 64 * 1024
-#: most requests of one server start: one record is at least ~150 bytes of contract, and a contract holds
-#: ``LIMITS.contract_bytes``; a log with more is refused with the reason before it fills memory
-MAX_RECORDS = LIMITS.contract_bytes // 150
+#: most requests of one server start: one record is about 300 bytes of contract as written, and a contract
+#: holds ``LIMITS.contract_bytes``; a log with more is refused with the reason before it fills memory
+MAX_RECORDS = LIMITS.contract_bytes // 300
 #: a number as the log prints it: bounded digits, so no conversion is ever of an unbounded string
 NUM = r"([0-9]{1,12}(?:\.[0-9]{1,9})?)"
 COUNT = r"([0-9]{1,12})"
