@@ -312,8 +312,8 @@ def _timing(src: Source, n: int, line: str, slot: tuple[int, int] | None, st: _S
                       "source_line": n}
         if m.group(4) is not None:
             st.pending["prompt_per_second"] = float(m.group(4))
-        if where is not None:
-            st.pending["slot"], st.pending["task"] = where
+        if where is not None and whole(where[0]) is not None and whole(where[1]) is not None:
+            st.pending["slot"], st.pending["task"] = where  # task -1: a slot line outside any task
         return True
     if st.pending is None:
         return False
