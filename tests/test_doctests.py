@@ -7,7 +7,8 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats"]
+MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats", "ingest.importers.base",
+           "ingest.importers.hardware"]
 
 
 @pytest.mark.parametrize("name", MODULES)
