@@ -12,6 +12,8 @@ Cases (each a fresh process; peak RSS of its largest process from wait4):
   10^6 in one file the same records in one contract (refused by its size before it is parsed)
   importers        (--importers) lm-eval samples 104 MB, a GuideLLM report 96 MB, a vLLM detailed result 17 MB,
                    each imported with `python -m ingest FILE --check`; baseline: the same on a 1 % input
+  llama-bench jsonl  a 100 MB llama-bench -o jsonl file (105,000 tests of 1,000 settings), `python -m ingest --check`
+  server log         a 97 MB llama-server log (555,000 requests in one server start), `python -m ingest --check`
 Baseline: the same commands on one valid setup folder. Targets: <= 300 MB RSS each, report <= 1 MB.
 """
 
@@ -154,6 +156,27 @@ def importers_main(scale: float) -> int:
     return 0
 
 
+def big_bench_jsonl(path: Path, size: int) -> Path:
+    """A llama-bench -o jsonl file of about ``size`` bytes: the real tool's two tests, again and again."""
+    rows = json.loads((ROOT / "tests/fixtures/importers/lb-real-t1.json").read_text())
+    with open(path, "w") as fh:
+        i = 0
+        while fh.tell() < size:
+            fh.write(json.dumps({**rows[i % 2], "n_threads": 1 + (i // 2) % 1000}) + "\n")
+            i += 1
+    return path
+
+
+def big_server_log(path: Path, size: int) -> Path:
+    """A llama-server log of about ``size`` bytes: the real server's start-up, then one request again and again."""
+    lines = (ROOT / "tests/fixtures/importers/server-real-chunked.log").read_text().splitlines(True)
+    with open(path, "w") as fh:
+        fh.writelines(lines[:11])
+        while fh.tell() < size:
+            fh.writelines(lines[11:17])
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Peak memory of hostile uploads and ingests vs a valid input.")
     parser.add_argument("--records", type=int, default=1_000_000, help="invalid records (default 1,000,000)")
@@ -206,6 +229,14 @@ def main(argv: list[str] | None = None) -> int:
         single = invalid_records(work / "single", args.records, 1)
         rss_one, t_one, code_one, report_one = measure(["-m", "ingest", str(single), "--check"])
 
+        small = ["-m", "ingest", str(ROOT / "tests/fixtures/importers/lb-real-t1.jsonl"), "--check"]
+        base_imp, t_imp, code, _ = measure(small)
+        assert code == 0, "the valid import failed"
+        jsonl = big_bench_jsonl(work / "big.jsonl", 100_000_000)
+        rss_jsonl, t_jsonl, code_jsonl, _ = measure(["-m", "ingest", str(jsonl), "--check"])
+        log = big_server_log(work / "big.log", 97_000_000)
+        rss_log, t_log, code_log, _ = measure(["-m", "ingest", str(log), "--check", "--gpu", "none"])
+
         print(f"baseline upload (valid setup)     : {base_up:7.1f} MB peak RSS  {t_up:6.1f} s")
         print(f"lying zip bomb ({bomb.stat().st_size / MB:.1f} MB zip, "
               f"{args.bomb_gib:g} GiB inside) : {rss_bomb:7.1f} MB peak RSS  {t_bomb:6.1f} s  exit {code_bomb}  "
@@ -216,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.records:,} invalid records, 100 files: {rss_rec:7.1f} MB peak RSS  {t_rec:6.1f} s  exit "
               f"{code_rec}  report {report / MB:.3f} MB  ratio {rss_rec / base_check:.2f}x  "
               "(targets <= 300 MB, report <= 1 MB)")
+        print(f"baseline import --check (small)   : {base_imp:7.1f} MB peak RSS  {t_imp:6.1f} s")
+        print(f"llama-bench jsonl {jsonl.stat().st_size / MB:.0f} MB          : {rss_jsonl:7.1f} MB peak RSS  "
+              f"{t_jsonl:6.1f} s  exit {code_jsonl}  ratio {rss_jsonl / base_imp:.2f}x  (target <= 300 MB)")
+        print(f"llama-server log {log.stat().st_size / MB:.0f} MB            : {rss_log:7.1f} MB peak RSS  "
+              f"{t_log:6.1f} s  exit {code_log}  ratio {rss_log / base_imp:.2f}x  (target <= 300 MB)")
         print(f"{args.records:,} invalid records, 1 file  : {rss_one:7.1f} MB peak RSS  {t_one:6.1f} s  exit "
               f"{code_one}  report {report_one / MB:.3f} MB  ratio {rss_one / base_check:.2f}x")
     finally:

@@ -115,6 +115,11 @@ def read_bounded(name: str, dir_fd: int, limit: int, keep: bool) -> tuple[str, i
             declared = os.fstat(fh.fileno()).st_size
             if declared > limit:
                 return "", declared, None, f"is {declared:,} bytes, more than the {limit:,} allowed"
+            if keep and declared > _CHUNK:  # one buffer of the stated size: the file is never held twice
+                first = fh.read(declared)
+                size = len(first)
+                h.update(first)
+                parts.append(first)
             while True:
                 chunk = fh.read(_CHUNK)
                 if not chunk:
@@ -127,7 +132,8 @@ def read_bounded(name: str, dir_fd: int, limit: int, keep: bool) -> tuple[str, i
                     parts.append(chunk)
     except OSError as exc:
         return "", size, None, f"can not be read ({exc.strerror})"
-    return h.hexdigest(), size, b"".join(parts) if keep else None, None
+    data = (parts[0] if len(parts) == 1 else b"".join(parts)) if keep else None
+    return h.hexdigest(), size, data, None
 
 
 def is_json_document(rel: str) -> bool:

@@ -94,7 +94,8 @@ def test_markdown_keeps_mean_and_spread_and_the_build_line():
 def test_older_builds_columns_are_named_when_not_mapped():
     c = run("llama-bench-old-cuda.jsonl")[0].setups[0]
     fields = {u["field"] for u in c.runs[0].contract["imported"]["unmapped"]}
-    assert {"cuda", "vulkan", "metal", "model_size"} <= fields
+    assert {"cuda", "vulkan", "metal"} <= fields and "model_size" not in fields  # model_size: model.file_bytes
+    assert c.setup["model"]["file_bytes"] > 0
     assert c.setup["hardware"]["gpus"][0]["backend"] == "CUDA"  # from the per-backend flags
     argv = c.setup["server"]["argv"]
     assert argv[argv.index("-fa") + 1] == "off"  # boolean flash_attn of older builds

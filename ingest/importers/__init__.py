@@ -17,13 +17,18 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from ingest.files import LINK, kind_of, name_problem, read_bounded
 from ingest.importers import guidellm, llama_bench, llama_benchy, llama_server_log, lm_eval, vllm_bench
-from ingest.importers.base import MAX_FILE_BYTES, Converted, ImportFailed, ImportResult, Options, Source
+from ingest.importers.base import (
+    MAX_FILE_BYTES,
+    ImportFailed,
+    ImportResult,
+    Options,
+    Source,
+    name_problems,
+)
 from ingest.limits import LIMITS, Limits
-from schemas.models import NAME_MAX, ONE_LINE
 
 FORMATS: dict[str, ModuleType] = {
     "llama-bench": llama_bench,
@@ -367,51 +372,6 @@ def convert(sources: list[Source], options: Options | None = None, force: str | 
         raise ImportFailed(["nothing to import: every file was skipped", *skipped])
     out[0].notes.extend(skipped)
     return out
-
-
-def _origin(res: ImportResult, conv: Converted) -> str:
-    """The input file (as given) a converted setup came from: the file of its first run."""
-    info = conv.runs[0].contract.get("imported") if conv.runs else None
-    base = str(info.get("file", "")) if isinstance(info, dict) else ""
-    return next((n for n in res.sources if n.replace("\\", "/").rsplit("/", 1)[-1] == base), res.sources[0])
-
-
-def name_problems(res: ImportResult) -> list[str]:
-    """'file: field: problem' for every name of the converted setups that a name may not be (one line of
-    at most ``schemas.models.NAME_MAX`` characters: no control characters, no line or paragraph
-    separators). Names come from the files (GPU, model, engine, quantisation, test labels), so the
-    file is named, not the folder it was converted into."""
-    out: list[str] = []
-    one_line = re.compile(ONE_LINE)
-    for conv in res.setups:
-        s = conv.setup
-        names: list[tuple[str, Any]] = []
-        hardware = s.get("hardware")
-        gpus = hardware.get("gpus") if isinstance(hardware, dict) else None
-        for i, g in enumerate(gpus if isinstance(gpus, list) else []):
-            names.append((f"GPU name (hardware.gpus[{i}].name)", g.get("name") if isinstance(g, dict) else None))
-        for part, key in (("engine", "name"), ("model", "name"), ("model", "quant")):
-            block = s.get(part)
-            names.append((f"{part} {key} ({part}.{key})", block.get(key) if isinstance(block, dict) else None))
-        for run in conv.runs:
-            for t in run.contract.get("tests") or []:
-                if isinstance(t, dict):
-                    names.append((f"label of test {t.get('test')} (tests[].label)", t.get("label")))
-        names.append(("setup title", s.get("title")))  # made of the names above: named only when they are fine
-        before = len(out)
-        for field, value in names:
-            if field == "setup title" and len(out) > before:
-                break
-            if not isinstance(value, str):
-                continue
-            if len(value) > NAME_MAX:
-                out.append(f"{_origin(res, conv)}: {field}: {len(value):,} characters, more than the {NAME_MAX} a "
-                           "name may have")
-            elif not one_line.match(value):
-                i, ch = next((i, c) for i, c in enumerate(value) if not one_line.match(c))
-                out.append(f"{_origin(res, conv)}: {field}: character {i + 1:,} is U+{ord(ch):04X}; a name from "
-                           "the file must be one line of text (no control characters or line separators)")
-    return list(dict.fromkeys(out))
 
 
 __all__ = ["FORMATS", "ImportFailed", "ImportResult", "Options", "Plan", "Source", "convert", "detect", "plan",

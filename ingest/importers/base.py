@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeGuard
@@ -17,7 +18,7 @@ from ingest import jsonread
 from ingest.errors import IngestError
 from ingest.limits import LIMITS
 from schemas import ids
-from schemas.models import INT32_MAX, INT64_MAX, INT64_MIN, REAL_MAX, SCHEMA_VERSION
+from schemas.models import INT32_MAX, INT64_MAX, INT64_MIN, NAME_MAX, ONE_LINE, REAL_MAX, SCHEMA_VERSION
 
 #: largest file an importer reads: the largest file an upload may hold, as the original is kept beside the
 #: converted contract (a 10,000-test llama-bench JSONL is about 15 MB)
@@ -233,3 +234,81 @@ def whole(value: Any, lo: int = 0, hi: int = COUNT_MAX) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
         return value
     return None
+
+
+_ONE_LINE = re.compile(ONE_LINE)
+
+
+def name_problem(value: str, limit: int = NAME_MAX) -> str | None:
+    """Why ``value`` may not be a name (one line of at most ``limit`` characters, ``schemas.models.NAME_MAX``
+    by default: no control characters, no line or paragraph separators, no bidirectional overrides), or None.
+
+    >>> name_problem("NVIDIA GeForce RTX 4090") is None
+    True
+    >>> name_problem("A\\u0000B")
+    'character 2 is U+0000; a name from the file must be one line of text (no control characters or line separators)'
+    """
+    if len(value) > limit:
+        return f"{len(value):,} characters, more than the {limit:,} a name may have"
+    if not _ONE_LINE.match(value):
+        i, ch = next((i, c) for i, c in enumerate(value) if not _ONE_LINE.match(c))
+        return (f"character {i + 1:,} is U+{ord(ch):04X}; a name from the file must be one line of text (no control "
+                "characters or line separators)")
+    return None
+
+
+def _origin(res: ImportResult, conv: Converted) -> str:
+    """The input file (as given) a converted setup came from: the file of its first run."""
+    info = conv.runs[0].contract.get("imported") if conv.runs else None
+    base = str(info.get("file", "")) if isinstance(info, dict) else ""
+    return next((n for n in res.sources if n.replace("\\", "/").rsplit("/", 1)[-1] == base), res.sources[0])
+
+
+#: name-like fields of a converted setup: (what a message calls it, block, key); every importer's output is
+#: checked against the one-line name rule with these (file names and repositories may be longer: ``LONG_NAMES``)
+NAME_FIELDS = (("engine name", "engine", "name"), ("engine version", "engine", "version"),
+               ("engine commit", "engine", "commit"), ("model name", "model", "name"), ("model quant", "model", "quant"),
+               ("model file", "model", "file"), ("model architecture", "model", "architecture"),
+               ("model repository", "model", "repo"), ("CPU name", "hardware", "cpu"),
+               ("GPU driver", "hardware", "driver"), ("operating system", "hardware", "os"))
+
+
+LONG_NAMES = {"model.file": 1024, "model.repo": 1024, "hardware.os": 1024, "hardware.driver": 1024}
+
+
+def _names(conv: Converted) -> list[tuple[str, Any]]:
+    s = conv.setup
+    names: list[tuple[str, Any]] = []
+    hardware = s.get("hardware")
+    gpus = hardware.get("gpus") if isinstance(hardware, dict) else None
+    for i, g in enumerate(gpus if isinstance(gpus, list) else []):
+        g = g if isinstance(g, dict) else {}
+        names.append((f"GPU name (hardware.gpus[{i}].name)", g.get("name")))
+        names.append((f"GPU backend (hardware.gpus[{i}].backend)", g.get("backend")))
+    for what, part, key in NAME_FIELDS:
+        block = s.get(part)
+        names.append((f"{what} ({part}.{key})", block.get(key) if isinstance(block, dict) else None))
+    for run in conv.runs:
+        for t in run.contract.get("tests") or []:
+            if isinstance(t, dict):
+                names.append((f"label of test {str(t.get('test'))[:40]} (tests[].label)", t.get("label")))
+    return names
+
+
+def name_problems(res: ImportResult) -> list[str]:
+    """'file: field: problem' for every name of the converted setups that a name may not be
+    (``name_problem``). Names come from the files (GPU, CPU, model, engine, quantisation, test labels), so
+    the input file is named, not the folder it was converted into. Every importer's result goes through
+    this (``ingest.importers.convert``)."""
+    out: list[str] = []
+    for conv in res.setups:
+        before = len(out)
+        for field_name, value in _names(conv):
+            path = field_name[field_name.rfind("(") + 1:-1]
+            problem = name_problem(value, LONG_NAMES.get(path, NAME_MAX)) if isinstance(value, str) else None
+            if problem:
+                out.append(f"{_origin(res, conv)}: {field_name}: {problem}")
+        title = conv.setup.get("title")  # made of the names above: named only when they are fine
+        if len(out) == before and isinstance(title, str) and name_problem(title):
+            out.append(f"{_origin(res, conv)}: setup title: {name_problem(title)}")
+    return list(dict.fromkeys(out))

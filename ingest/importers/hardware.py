@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingest.importers.base import Options, Source
+from ingest.importers.base import Options, Source, name_problem
 
 # name pattern -> GiB per GPU; only cards sold with a single memory size (ambiguous ones are left out
 # on purpose: the importer then asks for --vram-gib instead of guessing)
@@ -72,6 +72,12 @@ def hardware(src: Source, opts: Options, gpu_names: list[str] | None, *, backend
     else:
         raise src.fail("hardware", f"{what} does not say which GPU ran it: pass --gpu NAME (and --vram-gib N), "
                                    "or --gpu none for a CPU-only run")
+    for i, name in enumerate(names):
+        problem = name_problem(name)
+        if problem:
+            raise src.fail(f"GPU name (hardware.gpus[{i}].name)", problem)
+    if cpu is not None and name_problem(cpu):
+        raise src.fail("CPU name (hardware.cpu)", str(name_problem(cpu)))
     gpus: list[dict[str, Any]] = []
     for name in dict.fromkeys(names):
         count = opts.gpu_count if opts.gpu_count is not None else names.count(name)
@@ -113,7 +119,7 @@ def short_gpu(name: str) -> str:
 
 QUANT = re.compile(
     r"(?i)(?:^|[-_.])((?:UD-)?(?:IQ\d_[A-Z0-9]+|Q\d_K(?:_[A-Z]{1,2})?|Q\d_\d|Q\d_K_XL|TQ\d_\d|MXFP4(?:_MOE)?|"
-    r"BF16|F16|F32|FP8|INT4|INT8|AWQ|GPTQ))$")
+    r"BF16|F16|F32|FP8|INT4|INT8|AWQ|GPTQ)(?:_R\d{1,2})?)$")  # _R4/_R8: ik_llama.cpp's repacked types
 
 
 def split_model_file(filename: str) -> tuple[str, str | None, str]:
@@ -135,20 +141,37 @@ FTYPE = {"Q4_K - Medium": "Q4_K_M", "Q4_K - Small": "Q4_K_S", "Q5_K - Medium": "
 
 
 def quant_from_ftype(text: str) -> str | None:
-    """'Q4_K_M' from llama.cpp's file-type description ('Q4_K - Medium'), else the text itself."""
-    t = text.strip()
+    """'Q4_K_M' from llama.cpp's file-type description ('Q4_K - Medium'), else the text itself. Older builds
+    wrote 'mostly Q4_0', ik_llama.cpp 'IQ4_K_R4 - 4.5 bpw': the words around the type are dropped.
+
+    >>> [quant_from_ftype(t) for t in ("Q4_K - Medium", "mostly Q4_0", "IQ4_K_R4 - 4.5 bpw", "IQ4_XS - 4.25 bpw")]
+    ['Q4_K_M', 'Q4_0', 'IQ4_K_R4', 'IQ4_XS']
+    """
+    t = text.strip()[:200]
+    t = re.sub(r"^mostly ", "", t)
+    t = re.sub(r" - [0-9]{1,3}(?:\.[0-9]{1,4})? bpw$", "", t)
     if not t:
         return None
     return FTYPE.get(t, t.split(" (")[0].replace(" - ", "_").replace(" ", "_"))
 
 
+#: file names that do not name the model ('model.gguf', 'ggml-model-q4_0.gguf'): the model's own name is used
+GENERIC_STEMS = re.compile(r"(?i)(?:ggml-)?(?:model|weights|gguf|output|out|converted)(?:[-_.]?\d{1,4})?")
+
+
 def model_of(path: str | None, fallback_name: str, ftype: str | None, model_opt: str | None,
-             assumed: list[dict[str, Any]]) -> dict[str, Any]:
+             assumed: list[dict[str, Any]], meta_name: str | None = None) -> dict[str, Any]:
     """The setup's ``model`` from a GGUF path (else ``fallback_name``): name, file and quant (from the
     file name, else llama.cpp's file-type text ``ftype``); ``--model`` (``model_opt``) names it instead,
-    which is appended to ``assumed``."""
+    which is appended to ``assumed``. A file name that names no model (``model.gguf``) gives way to the
+    model's own name (``meta_name``, GGUF ``general.name``), else to ``fallback_name``; that is recorded."""
     if path:
         name, quant, file_name = split_model_file(path)
+        better = meta_name or (fallback_name if fallback_name != "unknown model" else None)
+        if GENERIC_STEMS.fullmatch(name) and better:
+            assumed.append({"field": "model.name", "value": better[:200],
+                            "source": f"the model's own name (the file {file_name[:80]} does not name it)"})
+            name = better
     else:
         name, quant, file_name = fallback_name, None, None
     quant = quant or quant_from_ftype(ftype or "")

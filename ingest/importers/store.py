@@ -63,7 +63,8 @@ def folder_files(conv: Converted, existing: Path | None = None, limits: Limits =
         if problem is None and isinstance(old_setup, dict) and isinstance(old_setup.get("measured_at"), list):
             dates |= {d for d in old_setup["measured_at"] if isinstance(d, str)}
         merged = dict(conv.setup)
-        merged["measured_at"] = sorted(dates)
+        if dates or "measured_at" in conv.setup:  # never add an empty list the import did not make
+            merged["measured_at"] = sorted(dates)
         new[SETUP_NAME] = dump_json(merged)
         for rel, data in sorted(old.items()):
             if rel != SETUP_NAME and not rel.startswith(new_runs):
@@ -112,6 +113,43 @@ def _too_large(results: list[ImportResult], files: list[tuple[str, bytes]], limi
     return out
 
 
+def _too_many(results: list[ImportResult], files: list[tuple[str, bytes]], limits: Limits) -> list[str]:
+    """A line naming the input files when what they convert into is more than one import may write (the
+    bounds of an upload: ``limits.zip_entries`` files, ``limits.inflated_total`` bytes)."""
+    total = sum(len(d) for _, d in files)
+    if len(files) <= limits.zip_entries and total <= limits.inflated_total:
+        return []
+    setups = {rel.split("/", 1)[0] for rel, _ in files}
+    runs = sum(len(c.runs) for r in results for c in r.setups)
+    names = ", ".join(dict.fromkeys(n for r in results for n in r.sources))
+    return [f"{names}: converted into {len(setups):,} setup folder(s) with {runs:,} run(s): {len(files):,} files "
+            f"and {total:,} bytes (a copy of the original file is kept beside each run), more than one import may "
+            f"write ({limits.zip_entries:,} files, {limits.inflated_total:,} bytes); import fewer tests or files at "
+            "once"]
+
+
+def inputs_named(exc: IngestError, results: list[ImportResult], label: str) -> IngestError:
+    """``exc`` with every path of a converted folder (``label/<setup_id>/...``) named after the input file it
+    was converted from, so a message points at what the user gave: 'bench.json (converted into
+    import/<id>/setup.json): $.server.argv[3]: ...'."""
+    origin: dict[str, str] = {}
+    for res in results:
+        for conv in res.setups:
+            info = conv.runs[0].contract.get("imported") if conv.runs else None
+            base = str(info.get("file", "")) if isinstance(info, dict) else ""
+            origin.setdefault(conv.setup_id, next(
+                (n for n in res.sources if n.replace("\\", "/").rsplit("/", 1)[-1] == base), res.sources[0]))
+
+    def name(line: str) -> str:
+        if not line.startswith(f"{label}/"):
+            return line
+        path, sep, rest = line.partition(": ")
+        sid = path[len(label) + 1:].split("/", 1)[0]
+        return f"{origin[sid]} (converted into {path}){sep}{rest}" if sid in origin else line
+
+    return IngestError([name(e) for e in exc.errors], exc.count, [name(n) for n in exc.notes])
+
+
 def all_files(results: list[ImportResult], root: Path | None = None,
               limits: Limits = LIMITS) -> list[tuple[str, bytes]]:
     """Files of every converted setup (merged with earlier imports under ``root`` when given).
@@ -122,7 +160,7 @@ def all_files(results: list[ImportResult], root: Path | None = None,
     for conv in merged_setups(results):
         existing = root / conv.setup_id if root is not None and (root / conv.setup_id).is_dir() else None
         out.extend(folder_files(conv, existing, limits))
-    problems = _too_large(results, out, limits)
+    problems = _too_large(results, out, limits) or _too_many(results, out, limits)
     if problems:
         raise ImportFailed(problems)
     return out
@@ -142,7 +180,8 @@ def check(results: list[ImportResult], label: str = "import") -> int:
             valid = validate_paths([stage])
         except IngestError as exc:
             swap = lambda t: t.replace(str(stage), label)
-            raise IngestError([swap(e) for e in exc.errors], exc.count, [swap(n) for n in exc.notes]) from None
+            relabeled = IngestError([swap(e) for e in exc.errors], exc.count, [swap(n) for n in exc.notes])
+            raise inputs_named(relabeled, results, label) from None
         return len(valid.setups)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -156,4 +195,10 @@ def save(results: list[ImportResult], db_path: Path, local: Path, label: str = "
     On any error nothing is kept and IngestError is raised; a setup id or run id that another source
     (the demo data, a folder loaded with ``python -m ingest``) owns is refused.
     """
-    return accept_files(all_files(results, local), db_path, label=label, local=local)
+    files = all_files(results, local)
+    try:
+        return accept_files(files, db_path, label=label, local=local)
+    except ImportFailed:
+        raise
+    except IngestError as exc:
+        raise inputs_named(exc, results, label) from None
