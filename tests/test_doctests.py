@@ -7,7 +7,8 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats"]
+MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats",
+           "benchcards.sweepstats"]
 
 
 @pytest.mark.parametrize("name", MODULES)
