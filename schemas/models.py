@@ -290,7 +290,7 @@ class Setup(Strict):
 
 # --------------------------------------------------------------------------- speed
 
-SpeedPart = Literal["decode", "prefill", "conc", "l1", "ctx", "task", "bench", "server_log"]
+SpeedPart = Literal["decode", "prefill", "conc", "l1", "ctx", "task", "bench", "server_log", "agent"]
 
 
 class ServerTimings(Strict):
@@ -331,6 +331,13 @@ class RequestRecord(Strict):
                                                        "can have sent.")
     timings: ServerTimings | None = Field(None, description="Server timings, when it sent them.")
     error: str | None = Field(None, description="Error text when the request failed.")
+    turn: Positive | None = Field(None, description="Turn of a multi-turn conversation (agent part), 1 = the first.")
+    endpoint: Literal["chat", "messages"] | None = Field(
+        None, description="API the request went to when not the default chat completions: 'chat' = "
+                          "/v1/chat/completions (OpenAI style), 'messages' = /v1/messages (Anthropic style).")
+    cached_tokens: Count | None = Field(
+        None, description="Prompt tokens the server said it served from its prompt cache, from usage "
+                          "(prompt_tokens_details.cached_tokens, or cache_read_input_tokens on /v1/messages).")
 
 
 #: a duration in nanoseconds (one repetition of a benchmark): 64-bit, like the BIGINT it would fill
@@ -481,6 +488,13 @@ class SpeedMethod(Strict):
     server_ctx_per_slot: Count | None = Field(None, description="Context of one server slot, tokens (llama-server's "
                                                                 "/props n_ctx): the longest prompt plus answer one "
                                                                 "request can have.")
+    agent_turns: Positive | None = Field(None, description="Turns of each conversation of the agent part.")
+    agent_tokens: Positive | None = Field(None, description="Prompt tokens the conversation grows to by its last "
+                                                            "turn (agent part), about.")
+    agent_max_tokens: Positive | None = Field(None, description="Output tokens per turn of the agent part.")
+    agent_endpoints: list[Literal["chat", "messages"]] = Field(
+        default_factory=list, description="APIs the agent part talked to: chat = /v1/chat/completions, "
+                                          "messages = /v1/messages.")
     bench_settings: dict[str, str] = Field(
         default_factory=dict, description="Settings of the engine benchmark tool, column -> value as printed.")
 
