@@ -486,6 +486,7 @@ def method_table(card: Card) -> pd.DataFrame:
         elif r.kind == "fit" and "fill_target_pct" in method:
             rows.append((r.run_id, "Prompt fills about", f"{fmt.percent(method['fill_target_pct'])} of each context"))
             rows.append((r.run_id, "Peak memory measured with", peak_method(card)))
+            rows.extend((r.run_id, setting, value) for setting, value in fit_method_rows(method))
         if not fmt.missing(r.tool):
             rows.append((r.run_id, "Measured with", str(r.tool)))
         if not fmt.missing(r.command):
@@ -570,6 +571,36 @@ def peak_method(card: Card) -> str:
     r = card.runs[card.runs.run_id == card.fit.get("run_id")]
     how = _method(r.iloc[0].get("method_json")).get("peak_memory_method") if not r.empty else None
     return str(how) if how else "not recorded"
+
+
+def fit_method_rows(method: dict) -> list[tuple[str, str]]:
+    """How a live memory test ran its server: restarted per size, with which command template, and what
+    benchcards added to it (Setting, Value)."""
+    import shlex
+
+    rows = []
+    if method.get("restarted_per_size") is True:
+        rows.append(("Server", "started afresh for every context size and stopped after its one request"))
+    elif method.get("restarted_per_size") is False:
+        rows.append(("Server", "one server for every context size (not restarted)"))
+    template = method.get("server_template")
+    if isinstance(template, list) and template:
+        rows.append(("Server command per size", shlex.join(str(x) for x in template)))
+    added = method.get("added_by_benchcards")
+    if isinstance(added, list) and added:
+        rows.append(("Added to the command by benchcards", " ".join(str(x) for x in added)))
+    return rows
+
+
+def fit_note(card: Card) -> str:
+    """The sentence under the memory table (app and export): how the server ran, how memory was read."""
+    if card.fit is None:
+        return ""
+    r = card.runs[card.runs.run_id == card.fit.get("run_id")]
+    method = _method(r.iloc[0].get("method_json")) if not r.empty else {}
+    how = {True: "The server was restarted for each context size (started afresh, stopped after its one "
+                 "request). ", False: "One server answered every context size (not restarted). "}
+    return how.get(method.get("restarted_per_size"), "") + f"Peak memory measured with: {peak_method(card)}."
 
 
 def fit_table(card: Card) -> pd.DataFrame:

@@ -358,6 +358,7 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         builds_explained=builds.EXPLAINED,
         quality=table(cardmod.quality_table(c)),
         fit=table(cardmod.fit_table(c)) if c.fit is not None else None, fit_charts=fit_charts,
+        fit_note=cardmod.fit_note(c),
         command=flags.shell_join(s.server.argv, s.server.env), flags=table(cardmod.flags_table(c)),
         sampling=samp, thinking={True: "on", False: "off", None: "not recorded"}[s.thinking],
         runs=table(cardmod.runs_table(c)), warnings=list(c.warnings.itertuples()),

@@ -311,7 +311,12 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
                                     "summary" if c.summary_only else "raw", ro))
             n_records = len(c.steps)
             method = json.dumps({"fill_target_pct": c.fill_target_pct,
-                                 **({"peak_memory_method": c.peak_memory_method} if c.peak_memory_method else {})})
+                                 **({"peak_memory_method": c.peak_memory_method} if c.peak_memory_method else {}),
+                                 **({"restarted_per_size": c.restarted_per_size}
+                                    if c.restarted_per_size is not None else {}),
+                                 **({"server_template": c.server_template} if c.server_template else {}),
+                                 **({"added_by_benchcards": c.added_by_benchcards} if c.added_by_benchcards
+                                    else {})})
         add("runs", (rid, sid, c.kind, c.summary_only, c.started_at, c.finished_at, c.tool, c.command,
                      c.engine_version, c.supplement_of, c.notes, c.source, run.file.rel, run.file.sha256,
                      method, n_records))

@@ -3,6 +3,7 @@
   python -m live measure --base-url http://127.0.0.1:8080 --parts decode,prefill,conc --out DIR
   python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --slots N ...]
   python -m live tiny-gguf OUT.gguf
+  python -m live fit --server-cmd "llama-server -m M.gguf -c {ctx}" --sizes 4K,8K,16K --gpu cpu
 """
 
 from __future__ import annotations
@@ -225,7 +226,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                      decode_tps=args.decode_tps, depth_scale=args.depth_scale, batch_efficiency=args.batch_efficiency,
                      slots=args.slots, ctx=args.ctx, overhead_ms=args.overhead_ms, tick_ms=args.tick_ms,
                      cache_save_ms_per_1k=args.cache_save_ms_per_1k, merge_every=args.merge_every,
-                     answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after)
+                     answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after,
+                     load_s=args.load_s, kv_mib_per_1k=args.kv_mib_per_1k, refuse_above=args.refuse_above)
     print(f"demo server on http://{cfg.host}:{cfg.port} (decode {cfg.decode_tps} tok/s, prefill {cfg.prefill_tps} "
           f"tok/s, {cfg.slots} slots, context {cfg.ctx})", flush=True)
     run(cfg)
@@ -339,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--batch-efficiency", type=float, default=dd.batch_efficiency,
                    help="k requests at once each run at decode / (1 + eff * (k - 1))")
     s.add_argument("--slots", type=int, default=dd.slots, help="requests served at once; more wait in a queue")
-    s.add_argument("--ctx", type=int, default=dd.ctx, help="total context, split over the slots")
+    s.add_argument("-c", "--ctx", type=int, default=dd.ctx, help="total context, split over the slots")
     s.add_argument("--overhead-ms", type=float, default=dd.overhead_ms, help="fixed time before prefill")
     s.add_argument("--cache-save-ms-per-1k", type=float, default=dd.cache_save_ms_per_1k,
                    help="imitate llama-server's host-RAM prompt cache: ms to save 1K tokens of the previous "
@@ -353,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
                             "miscount"],
                    help="misbehave (for tests)")
     s.add_argument("--fault-after", type=int, default=0, help="requests before the fault starts")
+    e = s.add_argument_group("engine start-up like llama-server's (for the memory test)")
+    e.add_argument("--load-s", type=float, default=dd.load_s, help="seconds the model load takes (503 meanwhile)")
+    e.add_argument("--kv-mib-per-1k", type=float, default=dd.kv_mib_per_1k,
+                   help="resident memory held per 1,024 tokens of context, MiB (grows while loading)")
+    e.add_argument("--refuse-above", type=int, help="fail to load above this context with llama.cpp's own lines")
     s.set_defaults(func=cmd_demo)
 
     t = sub.add_parser("tiny-gguf", help="write a tiny random-weight llama GGUF (for tests with a real engine)",
@@ -372,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--eager-eos", action="store_true",
                    help="the model ends every answer after one token unless ignore_eos is sent")
     t.set_defaults(func=cmd_tiny)
+    from live.fit_cli import add_parser as add_fit_parser
+
+    add_fit_parser(sub, HelpFormatter)
     args = parser.parse_args(argv)
     return args.func(args)
 

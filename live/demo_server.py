@@ -72,6 +72,10 @@ class DemoConfig:
     fault: str | None = None
     fault_after: int = 0  # requests before the fault starts
     fault_count: int = 1_000_000  # requests the fault applies to
+    # engine start-up like llama-server's (live/demo_engine.py): 503 while loading, memory, refusal
+    load_s: float = 0.0  # seconds the "model load" takes
+    kv_mib_per_1k: float = 0.0  # resident MiB held per 1,024 tokens of context
+    refuse_above: int | None = None  # contexts above this fail to load with llama.cpp's own lines
 
 
 @dataclass
@@ -166,10 +170,16 @@ class DemoServer:
         self.slots = asyncio.Semaphore(cfg.slots)
         self.server: asyncio.base_events.Server | None = None
         self.pacer = Pacer(cfg.tick_ms / 1000)
+        self.loading = bool(cfg.load_s or cfg.kv_mib_per_1k or cfg.refuse_above is not None)
+        self.held_memory: list[bytearray] = []
 
     # ------------------------------------------------------------------ plumbing
     async def serve(self) -> None:
         self.server = await asyncio.start_server(self._conn, self.cfg.host, self.cfg.port, limit=2**24)
+        if self.loading:
+            from live.demo_engine import load
+
+            self._loader = asyncio.get_running_loop().create_task(load(self))
         async with self.server:
             await self.server.serve_forever()
 
@@ -203,7 +213,7 @@ class DemoServer:
                     ctype: str = "application/json") -> bool:
         data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
-                  500: "Internal Server Error"}.get(status, "OK")
+                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "OK")
         writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n"
                      f"Connection: keep-alive\r\nKeep-Alive: timeout=5, max=100\r\n\r\n".encode() + data)
         await writer.drain()
@@ -211,6 +221,9 @@ class DemoServer:
 
     async def _route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter) -> bool:
         cfg = self.cfg
+        if self.loading:  # like llama-server while it loads the model
+            return await self._send(writer, 503, {"error": {"code": 503, "message": "Loading model",
+                                                            "type": "unavailable_error"}})
         if path == "/health":
             return await self._send(writer, 200, {"status": "ok"})
         if path == "/v1/models":

@@ -174,7 +174,7 @@ def memory(c: Card) -> None:
         st.caption(md(f"First size that failed: {fmt.depth(f['first_failed_ctx'])} "
                       f"({fmt.tokens(f['first_failed_ctx'])}) — {f['first_failed_error']}"))
     common.table(cardmod.fit_table(c), f"{c.setup_id}-memory")
-    st.caption(md(f"Peak memory measured with: {cardmod.peak_method(c)}."))
+    st.caption(md(cardmod.fit_note(c)))
     vram = c.row.get("vram_gib")
     common.vega(charts.fit_spec(c.fit_steps, vram_gib=None if fmt.missing(vram) else float(vram)), key="fit-chart")
 

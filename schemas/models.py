@@ -578,6 +578,27 @@ class QualityContract(RunBase):
 # --------------------------------------------------------------------------- fit
 
 
+class EngineBuffer(Strict):
+    """One buffer an engine's log reported (llama.cpp: 'CUDA0 KV buffer size = 128.00 MiB')."""
+
+    device: Text = Field(description="Device or buffer type as printed, e.g. 'CUDA0', 'CPU_Mapped'.")
+    kind: Literal["model", "KV", "RS", "compute"] = Field(description="What the buffer holds.")
+    mib: NonNeg = Field(description="Size, MiB.")
+
+
+class MemoryBreakdownRow(Strict):
+    """One device row of llama.cpp's memory breakdown table, MiB."""
+
+    device: Text = Field(description="Device as printed, e.g. 'CUDA0 (RTX 4090)', 'Host'.")
+    self_mib: NonNeg = Field(description="Memory the engine used on it: model + context + compute.")
+    model_mib: NonNeg = Field(description="Model weights.")
+    context_mib: NonNeg = Field(description="Context (KV cache and recurrent state).")
+    compute_mib: NonNeg = Field(description="Compute buffers.")
+    total_mib: NonNeg | None = Field(None, description="Device total (GPUs).")
+    free_mib: NonNeg | None = Field(None, description="Free before the engine allocated (GPUs).")
+    unaccounted_mib: NonNeg | None = Field(None, description="In use by others or the driver (GPUs).")
+
+
 class FitStep(Strict):
     """One context size of the memory test."""
 
@@ -594,6 +615,29 @@ class FitStep(Strict):
     error: str | None = Field(None, description="Error text when it did not answer or load.")
     server_start_s: NonNeg | None = Field(
         None, description="Seconds from starting the server with this context until it was ready to answer.")
+    argv: list[str] = Field(default_factory=list, max_length=1024,
+                            description="Exact argv this step started the server with (a live run).")
+    served_ctx: Count | None = Field(None, description="Context of one slot as the server reported it (/props "
+                                                       "n_ctx), tokens: what a request could really use.")
+    slots: Positive | None = Field(None, description="Server slots as the server reported them.")
+    peak_source: Literal["nvml", "nvidia-smi", "process-rss", "stated"] | None = Field(
+        None, description="Where peak_gib comes from: NVML, nvidia-smi polling, the resident memory of the "
+                          "server's process tree, or a published figure.")
+    gpu_devices: list[str] = Field(default_factory=list, max_length=64,
+                                   description="GPUs read, as 'index: name'.")
+    gpu_baseline_gib: NonNeg | None = Field(None, description="GPU memory in use before the server started, GiB.")
+    gpu_load_peak_gib: NonNeg | None = Field(None, description="Peak GPU memory in use while the server loaded, GiB.")
+    rss_peak_gib: NonNeg | None = Field(None, description="Peak resident memory of the server's process tree "
+                                                          "(sampled), GiB.")
+    rss_hwm_gib: NonNeg | None = Field(None, description="The kernel's own peak resident memory (VmHWM) of the "
+                                                         "server's processes, summed, GiB.")
+    memory_flags: list[str] = Field(default_factory=list, max_length=64,
+                                    description="Doubts about the memory readings (e.g. a GPU reading that did "
+                                                "not move while the server loaded).")
+    engine_buffers: list[EngineBuffer] = Field(default_factory=list, max_length=1024,
+                                               description="Buffers the engine's log reported.")
+    memory_breakdown: list[MemoryBreakdownRow] = Field(
+        default_factory=list, max_length=256, description="The engine's memory breakdown table, one row per device.")
 
 
 class FitStated(Strict):
@@ -613,6 +657,14 @@ class FitContract(RunBase):
         None, description="How peak GPU memory was read, e.g. 'nvidia-smi --query-gpu=memory.used every 0.5 s, "
                           "the maximum over the step, all GPUs summed'; shown on the card ('not recorded' when absent).")
     steps: list[FitStep] = Field(min_length=1, fail_fast=True, description="One record per context size.")
+    restarted_per_size: bool | None = Field(
+        None, description="True when the server was started afresh for every context size (benchcards' live test).")
+    server_template: list[str] = Field(
+        default_factory=list, max_length=1024,
+        description="The server command as argv items with the placeholders {ctx}, {port}, {host}.")
+    added_by_benchcards: list[str] = Field(
+        default_factory=list, max_length=64,
+        description="Argv items benchcards appended to the user's command (e.g. -lv 4 for the memory lines).")
     stated: FitStated | None = Field(None, description="Headline as stated by the tool or page.")
 
 
