@@ -382,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     from live.fit_cli import add_parser as add_fit_parser
 
     add_fit_parser(sub, HelpFormatter)
+    from live.sweep_cli import add_parser as add_sweep_parser
+
+    add_sweep_parser(sub, HelpFormatter)
     args = parser.parse_args(argv)
     return args.func(args)
 

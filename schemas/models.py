@@ -668,9 +668,55 @@ class FitContract(RunBase):
     stated: FitStated | None = Field(None, description="Headline as stated by the tool or page.")
 
 
+# --------------------------------------------------------------------------- sweep
+
+
+class SweepVariant(Strict):
+    """One server setting of a sweep: its name, what it adds to the command, and the setup it is stored as."""
+
+    name: Name = Field(description="Name of the variant, e.g. 'q8_0 KV'.")
+    args: list[str] = Field(default_factory=list, description="argv items the variant adds to the template.")
+    setup_id: Slug = Field(description="The setup this variant is stored as (same hardware and model, own argv).")
+    argv: list[str] = Field(default_factory=list, description="The variant's server argv (without the port).")
+
+
+class SweepBoot(Strict):
+    """One fresh start of the server for one variant, in the order the boots ran."""
+
+    order: Positive = Field(description="Place in the order the boots ran, 1 = first.")
+    variant: Name = Field(description="Variant name.")
+    boot: Positive = Field(description="Boot of this variant, 1 = its first.")
+    setup_id: Slug = Field(description="Setup of the variant.")
+    run_id: Slug | None = Field(None, description="Speed run of this boot, when it measured.")
+    status: Literal["ok", "failed", "no_load", "stopped"] = Field(description="Outcome of the boot.")
+    reason: str | None = Field(None, description="Why it failed or did not load (the engine's own words).")
+    pid: Count | None = Field(None, description="Process id of the server of this boot.")
+    load_s: NonNeg | None = Field(None, description="Seconds from start until the server was ready.")
+
+
+class SweepRecord(Strict):
+    """A sweep: several server settings measured on fresh boots in interleaved order (A B A B …)."""
+
+    schema_version: Literal["1"] = Field(description="Schema version; only '1' exists.")
+    kind: Literal["sweep"] = Field(description="Record kind.")
+    sweep_id: Slug = Field(description="Unique id of the sweep.")
+    started_at: Timestamp | None = Field(None, description="When the sweep started.")
+    finished_at: Timestamp | None = Field(None, description="When it finished.")
+    server_template: list[str] = Field(min_length=1, description="The command template, argv items.")
+    ctx: Positive = Field(description="Context every boot was started with ({ctx}).")
+    repeats: Positive = Field(description="Fresh boots asked per variant.")
+    parts: list[SpeedPart] = Field(description="Speed parts measured on every boot.")
+    baseline: Name = Field(description="Variant the others are compared with.")
+    variants: list[SweepVariant] = Field(min_length=1, description="The variants, baseline first.")
+    boots: list[SweepBoot] = Field(default_factory=list, description="Every boot, in the order they ran.")
+    stopped: bool = Field(False, description="True when the person measuring stopped the sweep.")
+    notes: str | None = Field(None, description="Free-text remarks.")
+
+
 CONTRACTS: dict[str, type[Strict]] = {
     "setup": Setup,
     "speed": SpeedContract,
     "quality": QualityContract,
     "fit": FitContract,
+    "sweep": SweepRecord,
 }
