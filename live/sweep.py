@@ -130,9 +130,14 @@ def _now() -> str:
 
 def _load_failure(server: launcher.Server, exc: NotReady) -> str:
     """The engine's own words for a boot that did not load."""
-    line = server.log.parsed.reason()
+    parsed = server.log.parsed
+    line = parsed.reason()
     if line:
-        return line if exc.reason == "exited" else f"{exc}; the engine said: {line}"
+        # the engine's first error line often says more than the line a failure table names (a KV type that
+        # does not divide the head size, before 'failed to create context')
+        first = next((e for e in parsed.errors if e.strip() != line), None)
+        said = f"{first.strip()}; then: {line}" if first and parsed.errors.index(first) == 0 else line
+        return said if exc.reason == "exited" else f"{exc}; the engine said: {said}"
     recent = server.log.recent[-1] if server.log.recent else None
     return f"{exc}" + (f"; its last line: {recent}" if recent else "")
 
