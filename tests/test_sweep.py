@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from benchcards import fmt, queries, sweeps
 from ingest import ingest_paths
 from live.measure import MeasureConfig, SetupInput
 from live.sweep import SweepConfig, Variant, differences, grid, parse_variant, run_sweep, write_sweep
@@ -58,6 +59,11 @@ def demo_cfg(variants, repeats=2, **kw) -> SweepConfig:
 
 @pytest.mark.integration
 def test_two_variant_sweep_writes_setups_record_order_and_intervals(tmp_path):
+    demo_sweep(tmp_path)
+
+
+def demo_sweep(tmp_path):
+    """A demo-server sweep of three variants (one does not load), written and ingested; (db, record, setups)."""
     cfg = demo_cfg([Variant("fast"), Variant("slow", ("--decode-tps", "200")),
                     Variant("broken", ("--no-such-flag",))])
     result = run_sweep(cfg, tmp_path / "logs")
@@ -87,6 +93,33 @@ def test_two_variant_sweep_writes_setups_record_order_and_intervals(tmp_path):
     # ingest takes every variant's folder (the record is an attachment of the baseline)
     report = ingest_paths([tmp_path / "out"], tmp_path / "s.duckdb")
     assert sorted(report.new) == sorted(s.setup_id for s in setups)
+    # the sweep view reads the record back from the database: a row per figure, the boots in order
+    store = queries.Store(tmp_path / "s.duckdb")
+    (found,) = sweeps.load_sweeps(store)
+    assert found.sweep_id == record.sweep_id
+    table = sweeps.sweep_table(store, found)
+    assert set(table["Variant"]) == {"slow"} and "Decode, code prompt" in set(table["Figure"])
+    assert all(v != fmt.DASH for v in table["95 % interval of Δ %"][table["Figure"] == "Decode, code prompt"])
+    assert list(sweeps.boots_table(found)["Outcome"]) == ["ok", "ok", "no load", "ok", "ok", "no load"]
+    return tmp_path / "s.duckdb", record, setups
+
+
+@pytest.mark.integration
+def test_sweep_page_shows_the_differences_and_links_each_variant(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    db, _, setups = demo_sweep(tmp_path)
+    monkeypatch.setenv("BENCHCARDS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/8_Sweeps.py")
+    at.run()
+    assert not at.exception
+    html = " ".join(h.proto.body for h in at.get("html"))
+    assert "Decode, code prompt" in html and "one boot" not in html
+    assert f"Setup_card?setup={setups[1].setup_id}" in html  # the variant links to its card
+    assert "unrecognized arguments: --no-such-flag" in html  # the boot that did not load, in the engine's words
+    assert len(at.get("vega_lite_chart")) == 1
 
 
 @pytest.mark.integration
