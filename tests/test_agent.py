@@ -153,7 +153,7 @@ def test_demo_messages_endpoint_streams_anthropic_events(demo):
 
 
 @pytest.mark.integration
-def test_agent_part_on_the_demo_server(demo, tmp_path):
+def test_agent_part_on_the_demo_server(demo, tmp_path, monkeypatch):
     cfg = agent_cfg(demo.url)
     contract, info, log = measure(cfg)
     assert [p.status for p in contract.parts] == ["ok"], contract.parts
@@ -190,6 +190,22 @@ def test_agent_part_on_the_demo_server(demo, tmp_path):
     assert set(table["From cache, changed first line, /v1/messages (%)"]) == {"0.0"}
     summary = agentic.agent_summary(card)
     assert len(summary) == 2 and "/v1/messages" in summary[1] and "changed first line" in summary[0]
+
+    # the card page shows the section (app)
+    from streamlit.testing.v1 import AppTest
+
+    from tests.live_servers import ROOT
+
+    monkeypatch.setenv("BENCHCARDS_DB", str(tmp_path / "a.duckdb"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/1_Setup_card.py")
+    at.query_params["setup"] = setup.setup_id
+    at.run()
+    assert not at.exception
+    assert "Agentic use (prompt cache)" in [h.value for h in at.subheader]
+    html = " ".join(h.proto.body for h in at.get("html"))
+    assert "From cache, warm (same prefix), /v1/chat/completions (%)" in html
 
 
 @pytest.mark.integration
