@@ -693,3 +693,21 @@ def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame, titles: list[str] | N
     title = "Total throughput vs requests at once, knees marked (dashed, ringed)"
     return themed((lines + pts + rules + rings).properties(title=title, width="container",
                                                            height=_legend_height(len(titles) if titles else tp.title.nunique())))
+
+
+def sweep_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
+    """Δ % of every figure of a sweep against its baseline, with its 95 % interval as an error bar (one row per
+    variant and figure; ``benchcards.sweeps.sweep_table``'s hidden columns ``_pct``, ``_lo``, ``_hi``). A rule
+    marks zero: a bar that crosses it is within noise."""
+    df = pd.DataFrame({"figure": table["Variant"] + " · " + table["Figure"], "pct": table["_pct"],
+                       "lo": table["_lo"], "hi": table["_hi"], "verdict": table["Verdict"]}).dropna(subset=["pct"])
+    y = alt.Y("figure:N", title=None, sort=None)
+    x = alt.X("pct:Q", title="Δ % against the baseline (95 % interval)")
+    tooltip = [alt.Tooltip("figure:N", title="Figure"), alt.Tooltip("pct:Q", title="Δ %", format="+.1f"),
+               alt.Tooltip("lo:Q", title="From", format="+.1f"), alt.Tooltip("hi:Q", title="To", format="+.1f"),
+               alt.Tooltip("verdict:N", title="Verdict")]
+    base = alt.Chart(df)
+    bars = base.mark_rule(strokeWidth=2, color=GREY).encode(x="lo:Q", x2="hi:Q", y=y, tooltip=tooltip)
+    dots = base.mark_point(filled=True, size=60, color=PALETTE[0]).encode(x=x, y=y, tooltip=tooltip)
+    zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color=GREY, strokeDash=[4, 4]).encode(x="zero:Q")
+    return themed(alt.layer(bars, dots, zero), height=max(120, 24 * len(df)))

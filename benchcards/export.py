@@ -53,7 +53,22 @@ import jinja2
 import markupsafe
 import pandas as pd
 
-from benchcards import analysis, builds, charts, db, flags, fmt, metrics, queries, site, sitewrite, specs, tiers, views
+from benchcards import (
+    agentic,
+    analysis,
+    builds,
+    charts,
+    db,
+    flags,
+    fmt,
+    metrics,
+    queries,
+    site,
+    sitewrite,
+    specs,
+    tiers,
+    views,
+)
 from benchcards import card as cardmod
 from benchcards.paths import CACHE, DEFAULT_DB
 from benchcards.specs import script_json
@@ -302,7 +317,8 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         ("Time to first token vs the server's prompt time", cardmod.ttft_gap_table(c), gap_notes),
         ("Long prompts", cardmod.long_prompt_table(c), None), ("Requests at once", cardmod.conc_table(c), None),
         ("Engine benchmark (llama-bench)", cardmod.engine_table(c), None),
-        ("From the server's log", cardmod.server_log_table(c), None))
+        ("From the server's log", cardmod.server_log_table(c), None),
+        ("Agentic use (prompt cache)", agentic.agent_table(c), (agentic.EXPLAINED, agentic.agent_summary(c))))
         if not df.empty]
     speed_charts = []
     for kind in ("prefill", "decode", "ttft"):

@@ -133,6 +133,8 @@ def label(key: str, prompt: str | None = None, level: object = None) -> str:
     if key in ("measured_depth", "server_prompt_time") and prompt in ("prefill", "ctx"):  # prompt: the part
         text = label(key, None, lv)
         return text if prompt == "prefill" else f"{text} (long prompt)"
+    if key.startswith("agent_") and prompt:  # prompt: '<endpoint>/<variant>', level: the turn
+        return f"{d.label}, {metrics.agent_case(prompt)}, " + (f"turn {lv}" if lv is not None else "turns 2+")
     if not d.qualified or (not prompt and lv is None):
         return d.label
     fields: dict[str, str] = {}

@@ -127,6 +127,17 @@ _DEFS: list[MetricDef] = [
        "Wall time of the one long answer."),
     _m("l1_tokens", "Long answer, tokens", "tokens", 0, None, "long_answer", "Output tokens of the long answer."),
     _m("l1_words", "Long answer, words", "words", 0, None, "long_answer", "Words of the long answer."),
+    # ---------------------------------------------------------------- agentic use (agent part)
+    # prompt: '<endpoint>/<variant>' (agent_case); level: the turn, or none for the turns after the first
+    _m("agent_ttft", "Agentic turn: time to first token", "s", 2, "lower", "agent",
+       "Time to first token of one turn of a multi-turn conversation whose prompt grows turn by turn; without a "
+       "turn, the median over the turns after the first (the first is cold in every case)."),
+    _m("agent_cached_share", "Agentic turn: prompt from cache", "%", 1, "higher", "agent",
+       "Share of the turn's prompt tokens the server said it served from its prompt cache (cache_n, "
+       "cached_tokens or cache_read_input_tokens); without a turn, Σ cached / Σ prompt over the turns after the "
+       "first.", short="From cache"),
+    _m("agent_prompt_tokens", "Agentic turn: prompt tokens", "tokens", 0, None, "agent",
+       "Prompt tokens of the turn as the server counted them.", short="Prompt"),
     # ---------------------------------------------------------------- named tasks (other tools)
     _m("task_prompt_tokens", "Prompt tokens", "tokens", 0, None, "task", "Prompt tokens of the task.",
        qualified="{prompt}: prompt tokens"),
@@ -295,7 +306,27 @@ PARTS: dict[str, str] = {
     "task": "Named tasks",
     "bench": "Engine benchmark (llama-bench)",
     "server_log": "From the server's log",
+    "agent": "Agentic use (prompt cache)",
 }
+
+#: the cases of the agent part, in words: how the prompt of each turn relates to the previous one
+AGENT_VARIANTS: dict[str, str] = {
+    "cold": "cold (cache off)",
+    "warm": "warm (same prefix)",
+    "busted": "changed first line",
+}
+#: the APIs the agent part talks to
+AGENT_ENDPOINTS: dict[str, str] = {"chat": "/v1/chat/completions", "messages": "/v1/messages"}
+
+
+def agent_case(prompt: str) -> str:
+    """An agent figure's case in words: 'messages/busted' -> 'changed first line, /v1/messages'.
+
+    >>> agent_case("chat/warm")
+    'warm (same prefix), /v1/chat/completions'
+    """
+    endpoint, _, variant = prompt.partition("/")
+    return f"{AGENT_VARIANTS.get(variant, variant)}, {AGENT_ENDPOINTS.get(endpoint, endpoint)}"
 
 
 def part_label(part: str) -> str:

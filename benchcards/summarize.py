@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from benchcards import fmt, plausible, stats
+from benchcards.agentic import agent_metrics
 from benchcards.metrics import REGISTRY, sd_key
 from schemas.models import (
     BenchRecord,
@@ -283,7 +284,7 @@ def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
 
 def _max_tokens(method, part: str) -> int | None:
     return {"decode": method.max_tokens, "prefill": method.prefill_max_tokens, "conc": method.conc_max_tokens,
-            "l1": method.l1_max_tokens, "ctx": method.ctx_max_tokens}.get(part)
+            "l1": method.l1_max_tokens, "ctx": method.ctx_max_tokens, "agent": method.agent_max_tokens}.get(part)
 
 
 def speed_from_records(contract: SpeedContract) -> SpeedResult:
@@ -312,7 +313,7 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
         if r.error is not None and not r.warmup:
             warns.append(Warn("failed_request", f"{_label(r.part, r.prompt_id, r.depth or r.concurrency)} "
                                                 f"round {r.round}: {r.error}"))
-        if r.timings and r.timings.cache_n:
+        if r.timings and r.timings.cache_n and r.part != "agent":  # the agent part measures the cache
             warns.append(Warn("prompt_cache", f"{_label(r.part, r.prompt_id, r.depth or r.concurrency)} "
                                               f"round {r.round}: {r.timings.cache_n} prompt tokens came from "
                                               "the server's cache; its prefill reads high"))
@@ -498,6 +499,7 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
         if r.words is not None:
             metrics.append(Metric("l1_words", float(r.words), None, None, 1))
 
+    metrics.extend(agent_metrics(recs))  # agentic use: docs/definitions.md#agent
     if method.server_slots is not None:
         metrics.append(Metric("slots", float(method.server_slots), None, None, None))
     return SpeedResult(metrics=metrics, warnings=warns, failed_steps=failed)

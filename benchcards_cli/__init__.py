@@ -59,6 +59,7 @@ COMMANDS: tuple[Command, ...] = (
     _live("measure", "measure a running server (speed) and write a raw setup folder"),
     _live("demo-server", "run the llama-server look-alike for trying and testing without a GPU"),
     _live("fit", "the memory test: start the server per context size and find the largest that answers"),
+    _live("sweep", "boot the server once per flag variant, interleaved, and give each difference with its interval"),
     _live("quality", "score a running server on generated tests and your own item files, with margins"),
     _live("tiny-gguf", "write a tiny random-weight GGUF model for tests with a real engine"),
 )

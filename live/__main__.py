@@ -114,6 +114,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         depths = parse_tokens(args.prefill_depths, "--prefill-depths")
         levels = parse_counts(args.conc_levels, "--conc-levels")
         ctx_depths = parse_tokens(args.ctx_depths, "--ctx-depths")
+        agent_tokens = parse_tokens(args.agent_tokens, "--agent-tokens")
     except InputError as exc:
         problems.append(str(exc))
     if problems:
@@ -130,7 +131,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
             l1_max_tokens=args.l1_max_tokens, ctx_depths=ctx_depths, ctx_runs=args.ctx_runs,
             ctx_max_tokens=args.ctx_max_tokens, thinking={"on": True, "off": False, "auto": None}[args.thinking],
             read_timeout=args.timeout, allow_remote=args.allow_remote, min_decode_tps=args.min_decode_tps,
-            min_prefill_tps=args.min_prefill_tps)
+            min_prefill_tps=args.min_prefill_tps, agent_turns=args.agent_turns,
+            agent_tokens=agent_tokens[0] if len(agent_tokens) == 1 else -1, agent_max_tokens=args.agent_max_tokens,
+            agent_endpoints=tuple(e.strip() for e in args.agent_endpoints.split(",") if e.strip()))
     except ValueError as exc:
         print(f"error: {safe(exc)}", file=sys.stderr)
         return 2
@@ -275,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                        epilog=MEASURE_EPILOG, formatter_class=HelpFormatter)
     m.add_argument("--base-url", default=d.base_url, help=f"server address (default {d.base_url})")
     m.add_argument("--model", help="model id to send (default: the server's first model)")
-    m.add_argument("--parts", default=",".join(d.parts), help="comma list of decode,prefill,conc,l1,ctx")
+    m.add_argument("--parts", default=",".join(d.parts), help="comma list of decode,prefill,conc,l1,ctx,agent")
     m.add_argument("--prompts", default=",".join(d.prompt_ids), help="decode prompts (code,prose)")
     m.add_argument("--runs", type=int, default=d.runs, help="decode runs per prompt")
     m.add_argument("--warmups", type=int, default=d.warmups, help="warm-up requests per prompt (not counted)")
@@ -293,6 +296,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="long-prompt depths in tokens, e.g. 16K,32K (K = 1,024)")
     m.add_argument("--ctx-runs", type=int, default=d.ctx_runs, help="runs per prompt per long-prompt depth")
     m.add_argument("--ctx-max-tokens", type=int, default=d.ctx_max_tokens, help="tokens per long-prompt run")
+    m.add_argument("--agent-turns", type=int, default=d.agent_turns, help="agent part: turns per conversation")
+    m.add_argument("--agent-tokens", default=str(d.agent_tokens),
+                   help="agent part: prompt tokens the conversation grows to by its last turn (e.g. 32K)")
+    m.add_argument("--agent-max-tokens", type=int, default=d.agent_max_tokens, help="agent part: tokens per answer")
+    m.add_argument("--agent-endpoints", default=",".join(d.agent_endpoints),
+                   help="agent part: chat (/v1/chat/completions) and/or messages (/v1/messages)")
     m.add_argument("--thinking", choices=["on", "off", "auto"], default="off",
                    help="send enable_thinking through the chat template (llama-server); auto sends nothing")
     m.add_argument("--timeout", type=float, default=d.read_timeout, help="longest silence inside a response, s")
@@ -394,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     from live.fit_cli import add_parser as add_fit_parser
 
     add_fit_parser(sub, HelpFormatter)
+    from live.sweep_cli import add_parser as add_sweep_parser
+
+    add_sweep_parser(sub, HelpFormatter)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -47,6 +47,8 @@ from dataclasses import asdict, dataclass, field
 WORDS = ["the", "model", "reads", "every", "token", "of", "the", "prompt", "once", "then", "writes", "its", "answer", "one", "token", "at", "a", "time", "while", "the", "cache", "grows", "café", "naïve", "déjà", "vu", "—", "résumé", "über", "Straße"]
 TEMPLATE_TOKENS = 9  # tokens the demo chat template adds around the messages
 BUILD = "b9999-demo"
+ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
+SLOT_SIMILARITY = 0.1  # share of a prompt a slot's cached prompt must have in common to be reused
 
 
 @dataclass
@@ -95,7 +97,7 @@ class _State:
     active: int = 0
     deferred: int = 0
     fault: _Fault = field(default_factory=_Fault)
-    cache: set = field(default_factory=set)
+    cache: list = field(default_factory=list)  # token ids of the prompts the slots hold, oldest first
     unsaved: int = 0  # tokens of the last finished request not yet saved to the host-RAM cache
     emissions: deque = field(default_factory=lambda: deque(maxlen=64))  # server-side timing per stream
 
@@ -137,6 +139,27 @@ def prompt_token_count(messages: list[dict]) -> int:
         if isinstance(content, list):
             content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
         n += len(pieces(content or ""))
+    return n
+
+
+def prompt_ids(messages: list[dict], system: str | None = None) -> list[int]:
+    """Token ids of a chat prompt as the demo template renders it: template tokens, then each message's role
+    marker and content (the count is ``prompt_token_count``'s)."""
+    ids = list(range(TEMPLATE_TOKENS))
+    for m in ([{"role": "system", "content": system}] if system else []) + messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        ids.extend(tokenize(content or ""))
+    return ids
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
     return n
 
 
@@ -239,6 +262,15 @@ class DemoServer:
             return await self._send(writer, 200, {"tokens": tokenize(req.get("content", ""))})
         if path == "/v1/chat/completions" and method == "POST":
             return await self._chat(json.loads(body or b"{}"), writer)
+        if path == "/v1/messages" and method == "POST":  # Anthropic style: the system prompt apart
+            req = json.loads(body or b"{}")
+            system = req.get("system")
+            if isinstance(system, list):
+                system = " ".join(p.get("text", "") for p in system if isinstance(p, dict))
+            msgs = ([{"role": "system", "content": system}] if system else []) + list(req.get("messages") or [])
+            # like llama-server (0c1e570), /v1/messages ignores cache_prompt: the cache is always on there
+            req = {k: v for k, v in req.items() if k != "cache_prompt"}
+            return await self._chat({**req, "messages": msgs}, writer, api="messages")
         return await self._send(writer, 404, {"error": {"code": 404, "message": f"no route {path}"}})
 
     def _take_fault(self) -> str | None:
@@ -249,7 +281,7 @@ class DemoServer:
         return None
 
     # ------------------------------------------------------------------ completions
-    async def _chat(self, req: dict, writer: asyncio.StreamWriter) -> bool:
+    async def _chat(self, req: dict, writer: asyncio.StreamWriter, api: str = "chat") -> bool:
         cfg = self.cfg
         fault = self._take_fault()
         self.state.requests += 1
@@ -261,11 +293,7 @@ class DemoServer:
         prompt_tokens = prompt_token_count(messages)
         if fault == "miscount":  # the server processes 5 % more tokens than its /tokenize says
             prompt_tokens = round(prompt_tokens * 1.05)
-        key = json.dumps(messages, sort_keys=True)
-        cache_n = 0
-        if req.get("cache_prompt", True) and key in self.state.cache:
-            cache_n = prompt_tokens - 1
-        self.state.cache.add(key)
+        cache_n = self._cache_lookup(messages, prompt_tokens, bool(req.get("cache_prompt", True)))
         max_tokens = int(req.get("max_tokens") or req.get("max_completion_tokens") or 512)
         ctx_slot = cfg.ctx // cfg.slots
         n_out = max_tokens if req.get("ignore_eos") else min(max_tokens, cfg.answer_tokens)
@@ -301,18 +329,25 @@ class DemoServer:
                 n_out = len(pieces)
             if stream:
                 return await self._stream(req, writer, pieces, prompt_tokens, cache_n, prefill_s, rate, finish,
-                                          fault, t_ready)
+                                          fault, t_ready, api)
             await asyncio.sleep(prefill_s + max(0, n_out - 1) / rate)
             self._account(prompt_tokens - cache_n, prefill_s, n_out, max(0, n_out - 1) / rate)
             self.state.unsaved = prompt_tokens + n_out
             text = "".join(pieces)
+            if api == "messages":
+                return await self._send(writer, 200, {
+                    "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                    "model": req.get("model") or cfg.model, "content": [{"type": "text", "text": text}],
+                    "stop_reason": ANTHROPIC_STOP[finish], "stop_sequence": None,
+                    "usage": {"cache_read_input_tokens": cache_n, "input_tokens": prompt_tokens - cache_n,
+                              "output_tokens": n_out}})
             return await self._send(writer, 200, {
                 "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
                 "model": req.get("model") or cfg.model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "finish_reason": finish}],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n_out,
-                          "total_tokens": prompt_tokens + n_out},
+                          "total_tokens": prompt_tokens + n_out, "prompt_tokens_details": {"cached_tokens": cache_n}},
                 "timings": self._timings(cache_n, prompt_tokens - cache_n, prefill_s, n_out, rate)})
         finally:
             self.state.active -= 1
@@ -333,6 +368,26 @@ class DemoServer:
         toks = pieces(text)
         return (toks[:max_tokens], "length") if len(toks) >= max_tokens else (toks, "stop")
 
+    def _cache_lookup(self, messages: list[dict], prompt_tokens: int, use: bool) -> int:
+        """Prompt tokens served from the cache: like llama-server, the longest common prefix (in tokens) with
+        a prompt a slot holds, at most all but the last token; every prompt is kept (one per slot, the
+        least recently used replaced). Nothing with ``cache_prompt: false``."""
+        ids = prompt_ids(messages)
+        best, best_i = 0, None
+        for i, held in enumerate(self.state.cache):
+            n = _common_prefix(held, ids)
+            if n > best:
+                best, best_i = n, i
+        if best_i is not None:
+            del self.state.cache[best_i]  # the slot it used now holds the new prompt
+        elif len(self.state.cache) >= self.cfg.slots:
+            del self.state.cache[0]
+        self.state.cache.append(ids)
+        # a prefix counts when it is more than the template's start and a real share of the prompt
+        # (llama-server's --slot-prompt-similarity, default 0.1)
+        similar = best > TEMPLATE_TOKENS and best >= SLOT_SIMILARITY * len(ids)
+        return min(best, prompt_tokens - 1) if use and similar else 0
+
     def _account(self, prompt_n: int, prompt_s: float, n_out: int, gen_s: float) -> None:
         s = self.state
         s.prompt_tokens += prompt_n
@@ -350,8 +405,12 @@ class DemoServer:
 
     async def _stream(self, req: dict, writer: asyncio.StreamWriter, pieces: list[str], prompt_tokens: int,
                       cache_n: int, prefill_s: float, rate: float, finish: str, fault: str | None,
-                      t_ready: float) -> bool:
+                      t_ready: float, api: str = "chat") -> bool:
         cfg = self.cfg
+        if api == "messages":
+            deltas, opening, closing = self._anthropic_events(req, pieces, prompt_tokens, cache_n, finish)
+            return await self._pace(writer, deltas, opening, closing, len(pieces), rate, prefill_s, fault, t_ready,
+                                    prompt_tokens, cache_n, done=False)
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         model = req.get("model") or cfg.model
         created = int(time.time())
@@ -371,7 +430,6 @@ class DemoServer:
                 await asyncio.sleep(0)  # long bodies: let the pacer keep other streams on time
         role = (b'data: {"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],'
                 + f'"created":{created},"id":"{cid}","model":"{model}","object":"chat.completion.chunk"}}\n\n'.encode())
-        gen_s = max(0, n - 1) / rate
         timings = self._timings(cache_n, prompt_tokens - cache_n, prefill_s, n, rate)
         final = {"choices": [{"finish_reason": finish, "index": 0, "delta": {}}], "created": created, "id": cid,
                  "model": model, "object": "chat.completion.chunk", "timings": timings}
@@ -380,13 +438,48 @@ class DemoServer:
             closing += b"data: " + json.dumps({"choices": [], "created": created, "id": cid, "model": model,
                                                "object": "chat.completion.chunk",
                                                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
-                                                         "total_tokens": prompt_tokens + n},
+                                                         "total_tokens": prompt_tokens + n,
+                                                         "prompt_tokens_details": {"cached_tokens": cache_n}},
                                                "timings": timings}).encode() + b"\n\n"
+        return await self._pace(writer, events, role, closing, n, rate, prefill_s, fault, t_ready, prompt_tokens,
+                                cache_n, done=fault != "no_done")
+
+    def _anthropic_events(self, req: dict, pieces: list[str], prompt_tokens: int, cache_n: int,
+                          finish: str) -> tuple[list[tuple[int, bytes]], bytes, bytes]:
+        """/v1/messages: (one content_block_delta event per token, message_start + content_block_start,
+        content_block_stop + message_delta + message_stop), as llama-server names them."""
+        cfg = self.cfg
+
+        def ev(name: str, obj: dict) -> bytes:
+            return f"event: {name}\ndata: ".encode() + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+        events: list[tuple[int, bytes]] = []
+        for i, p in enumerate(pieces):  # no merged pairs here: each delta is one token's text
+            events.append((i, ev("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                         "delta": {"type": "text_delta", "text": p}})))
+        opening = ev("message_start", {"type": "message_start", "message": {
+            "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "content": [],
+            "model": req.get("model") or cfg.model, "stop_reason": None, "stop_sequence": None,
+            "usage": {"cache_read_input_tokens": cache_n, "input_tokens": prompt_tokens - cache_n,
+                      "output_tokens": 0}}}) + ev("content_block_start", {
+                "type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        closing = (ev("content_block_stop", {"type": "content_block_stop", "index": 0})
+                   + ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": ANTHROPIC_STOP[finish],
+                                                                             "stop_sequence": None},
+                                          "usage": {"output_tokens": len(pieces)}})
+                   + ev("message_stop", {"type": "message_stop"}))
+        return events, opening, closing
+
+    async def _pace(self, writer: asyncio.StreamWriter, events: list[tuple[int, bytes]], opening: bytes,
+                    closing: bytes, n: int, rate: float, prefill_s: float, fault: str | None, t_ready: float,
+                    prompt_tokens: int, cache_n: int, done: bool) -> bool:
+        """Write the head, wait out the prefill, pace one event per token, then the closing events."""
+        gen_s = max(0, n - 1) / rate
         if fault == "malformed" and len(events) > 2:
             k, _ = events[len(events) // 2]
             events[len(events) // 2] = (k, b'data: {"choices":[{"delta":{"content": "broken\n\n')
-        if events:  # like llama-server: the role chunk leaves in the same write as the first token
-            events[0] = (events[0][0], role + events[0][1])
+        if events:  # like llama-server: the opening events leave in the same write as the first token
+            events[0] = (events[0][0], opening + events[0][1])
         framed = [(last, chunk(ev)) for last, ev in events]
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                      b"Connection: keep-alive\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -405,7 +498,7 @@ class DemoServer:
             writer.transport.abort()  # cut: close without the final chunk
             return False
         writer.write(chunk(closing))
-        if fault != "no_done":
+        if done:
             writer.write(chunk(b"data: [DONE]\n\n"))
         writer.write(b"0\r\n\r\n")
         await writer.drain()

@@ -73,7 +73,7 @@ from schemas.models import (
     SpeedPart,
 )
 
-PARTS = ("decode", "prefill", "conc", "l1", "ctx")
+PARTS = ("decode", "prefill", "conc", "l1", "ctx", "agent")
 
 
 @dataclass
@@ -98,6 +98,10 @@ class MeasureConfig:
     ctx_depths: tuple[int, ...] = (16384, 32768, 65536, 131072)
     ctx_runs: int = 2
     ctx_max_tokens: int = 512
+    agent_turns: int = 10  # agent part (live.agent): turns per conversation,
+    agent_tokens: int = 32768  # prompt tokens it grows to by the last turn,
+    agent_max_tokens: int = 16  # output tokens per turn,
+    agent_endpoints: tuple[str, ...] = ("chat", "messages")  # APIs: /v1/chat/completions, /v1/messages
     sampling: dict = field(default_factory=lambda: {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42})
     thinking: bool | None = False
     ignore_eos: bool | None = None  # None: send it when the server is llama-server
@@ -120,7 +124,7 @@ class MeasureConfig:
 
 
 _POSITIVE = ("runs", "max_tokens", "prefill_runs", "prefill_max_tokens", "conc_rounds", "conc_max_tokens",
-             "l1_max_tokens", "ctx_runs", "ctx_max_tokens")
+             "l1_max_tokens", "ctx_runs", "ctx_max_tokens", "agent_turns", "agent_tokens", "agent_max_tokens")
 _COUNTS = ("warmups", "min_decode_tokens")
 _LISTS = ("prefill_depths", "conc_levels", "ctx_depths")
 _RATES = ("connect_timeout", "read_timeout", "min_decode_tps", "min_prefill_tps")
@@ -146,6 +150,9 @@ def config_problems(cfg: MeasureConfig) -> list[str]:
     unknown = [p for p in cfg.prompt_ids if p not in TASKS]
     if unknown or not cfg.prompt_ids:
         out.append(f"prompts: {', '.join(map(repr, unknown)) or 'none given'} — choose from {', '.join(TASKS)}")
+    bad_api = [e for e in cfg.agent_endpoints if e not in ("chat", "messages")]
+    if bad_api or not cfg.agent_endpoints:
+        out.append(f"agent-endpoints: {', '.join(bad_api) or 'none given'} — choose chat and/or messages")
     for name in _RATES:
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
@@ -201,7 +208,7 @@ class Event:
 #: the figures a step event reports, per part (metric keys of benchcards.metrics)
 STEP_FIGURES: dict[str, tuple[str, ...]] = {
     "decode": ("decode",), "prefill": ("prefill", "ttft"), "conc": ("conc_per_request", "conc_total"),
-    "l1": ("l1_wall", "l1_tokens"), "ctx": ("ctx_prefill", "ctx_decode"),
+    "l1": ("l1_wall", "l1_tokens"), "ctx": ("ctx_prefill", "ctx_decode"), "agent": ("agent_ttft", "agent_cached_share"),
 }
 
 
@@ -532,6 +539,12 @@ class Runner:
         if "ctx" in cfg.parts:
             for d in cfg.ctx_depths:
                 steps.append(("ctx", f"long prompt {d}", f"ctx/{d}", lambda d=d: self.step_ctx(d)))
+        if "agent" in cfg.parts:
+            from live.agent import CASES, step_agent
+            for e in cfg.agent_endpoints:
+                for case in CASES:
+                    steps.append(("agent", f"agent {e} {case}", f"agent/{e}/{case}",
+                                  lambda e=e, case=case: step_agent(self, e, case)))
         return steps
 
     def too_long(self, depth: int, output_tokens: int) -> str | None:
@@ -703,10 +716,19 @@ class Runner:
                 cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
                 sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
                 server_slots=info.slots if info else None,
-                server_ctx_per_slot=info.n_ctx if info else None),
+                server_ctx_per_slot=info.n_ctx if info else None,
+                **self._agent_method()),
             parts=TypeAdapter(list[PartStatus]).validate_python(self.parts), requests=self.records,
             notes=self.notes(),
         )
+
+    def _agent_method(self) -> dict:
+        """The agent part's settings for the contract's method (none when the part was not asked)."""
+        cfg = self.cfg
+        if "agent" not in cfg.parts:
+            return {}
+        return {"agent_turns": cfg.agent_turns, "agent_tokens": cfg.agent_tokens,
+                "agent_max_tokens": cfg.agent_max_tokens, "agent_endpoints": list(cfg.agent_endpoints)}
 
     def notes(self) -> str | None:
         """The contract's notes: how counts were made on a server without llama-server's extras, and the
@@ -729,6 +751,7 @@ def measured(contract: SpeedContract) -> bool:
     from benchcards.summarize import speed_from_records
 
     return any(m.metric != "slots" for m in speed_from_records(contract).metrics)
+
 
 
 class ServerLocked(RuntimeError):

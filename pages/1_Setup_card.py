@@ -6,7 +6,7 @@ benchcards.card (tables and texts) and benchcards.charts.
 
 import streamlit as st
 
-from benchcards import builds, charts, fmt, queries
+from benchcards import agentic, builds, charts, fmt, queries
 from benchcards import card as cardmod
 from benchcards.queries import Card
 from ui import common
@@ -105,6 +105,16 @@ def conc_latency(c: Card) -> None:
     st.caption("Total = all output tokens / wall time of a round; per request = its tokens / its end-to-end time; "
                "first token and gap between tokens are medians over the requests of a level.")
     common.table(conc, f"{c.setup_id}-concurrency")
+
+
+def agentic_use(c: Card) -> None:
+    table = agentic.agent_table(c)
+    if table.empty:
+        return
+    st.subheader("Agentic use (prompt cache)")
+    st.caption(agentic.EXPLAINED)
+    common.table(table, f"{c.setup_id}-agentic")
+    st.markdown("\n".join(f"- {md(line)}" for line in agentic.agent_summary(c)))
 
 
 def engine_benchmark(c: Card) -> None:
@@ -255,8 +265,8 @@ def raw_files(c: Card) -> None:
         st.warning(f"Not available: {md(exc)}")
 
 
-SECTIONS = [header, speed, named_tasks, server_timings, ttft_gap, long_prompts, conc_latency, engine_benchmark,
-            server_log, builds_over_time, speed_charts, quality, memory, method, reproduce, sampling, deviations, runs,
+SECTIONS = [header, speed, named_tasks, server_timings, ttft_gap, long_prompts, conc_latency, agentic_use,
+            engine_benchmark, server_log, builds_over_time, speed_charts, quality, memory, method, reproduce, sampling, deviations, runs,
             warnings, machine, raw_files]
 
 if not queries.setup_ids(store):

@@ -292,7 +292,7 @@ class Setup(Strict):
 
 # --------------------------------------------------------------------------- speed
 
-SpeedPart = Literal["decode", "prefill", "conc", "l1", "ctx", "task", "bench", "server_log"]
+SpeedPart = Literal["decode", "prefill", "conc", "l1", "ctx", "task", "bench", "server_log", "agent"]
 
 
 class ServerTimings(Strict):
@@ -333,6 +333,13 @@ class RequestRecord(Strict):
                                                        "can have sent.")
     timings: ServerTimings | None = Field(None, description="Server timings, when it sent them.")
     error: str | None = Field(None, description="Error text when the request failed.")
+    turn: Positive | None = Field(None, description="Turn of a multi-turn conversation (agent part), 1 = the first.")
+    endpoint: Literal["chat", "messages"] | None = Field(
+        None, description="API the request went to when not the default chat completions: 'chat' = "
+                          "/v1/chat/completions (OpenAI style), 'messages' = /v1/messages (Anthropic style).")
+    cached_tokens: Count | None = Field(
+        None, description="Prompt tokens the server said it served from its prompt cache, from usage "
+                          "(prompt_tokens_details.cached_tokens, or cache_read_input_tokens on /v1/messages).")
 
 
 #: a duration in nanoseconds (one repetition of a benchmark): 64-bit, like the BIGINT it would fill
@@ -491,6 +498,13 @@ class SpeedMethod(Strict):
     server_ctx_per_slot: Count | None = Field(None, description="Context of one server slot, tokens (llama-server's "
                                                                 "/props n_ctx): the longest prompt plus answer one "
                                                                 "request can have.")
+    agent_turns: Positive | None = Field(None, description="Turns of each conversation of the agent part.")
+    agent_tokens: Positive | None = Field(None, description="Prompt tokens the conversation grows to by its last "
+                                                            "turn (agent part), about.")
+    agent_max_tokens: Positive | None = Field(None, description="Output tokens per turn of the agent part.")
+    agent_endpoints: list[Literal["chat", "messages"]] = Field(
+        default_factory=list, description="APIs the agent part talked to: chat = /v1/chat/completions, "
+                                          "messages = /v1/messages.")
     bench_settings: dict[str, str] = Field(
         default_factory=dict, description="Settings of the engine benchmark tool, column -> value as printed.")
 
@@ -687,9 +701,55 @@ class FitContract(RunBase):
     stated: FitStated | None = Field(None, description="Headline as stated by the tool or page.")
 
 
+# --------------------------------------------------------------------------- sweep
+
+
+class SweepVariant(Strict):
+    """One server setting of a sweep: its name, what it adds to the command, and the setup it is stored as."""
+
+    name: Name = Field(description="Name of the variant, e.g. 'q8_0 KV'.")
+    args: list[str] = Field(default_factory=list, description="argv items the variant adds to the template.")
+    setup_id: Slug = Field(description="The setup this variant is stored as (same hardware and model, own argv).")
+    argv: list[str] = Field(default_factory=list, description="The variant's server argv (without the port).")
+
+
+class SweepBoot(Strict):
+    """One fresh start of the server for one variant, in the order the boots ran."""
+
+    order: Positive = Field(description="Place in the order the boots ran, 1 = first.")
+    variant: Name = Field(description="Variant name.")
+    boot: Positive = Field(description="Boot of this variant, 1 = its first.")
+    setup_id: Slug = Field(description="Setup of the variant.")
+    run_id: Slug | None = Field(None, description="Speed run of this boot, when it measured.")
+    status: Literal["ok", "failed", "no_load", "stopped"] = Field(description="Outcome of the boot.")
+    reason: str | None = Field(None, description="Why it failed or did not load (the engine's own words).")
+    pid: Count | None = Field(None, description="Process id of the server of this boot.")
+    load_s: NonNeg | None = Field(None, description="Seconds from start until the server was ready.")
+
+
+class SweepRecord(Strict):
+    """A sweep: several server settings measured on fresh boots in interleaved order (A B A B …)."""
+
+    schema_version: Literal["1"] = Field(description="Schema version; only '1' exists.")
+    kind: Literal["sweep"] = Field(description="Record kind.")
+    sweep_id: Slug = Field(description="Unique id of the sweep.")
+    started_at: Timestamp | None = Field(None, description="When the sweep started.")
+    finished_at: Timestamp | None = Field(None, description="When it finished.")
+    server_template: list[str] = Field(min_length=1, description="The command template, argv items.")
+    ctx: Positive = Field(description="Context every boot was started with ({ctx}).")
+    repeats: Positive = Field(description="Fresh boots asked per variant.")
+    parts: list[SpeedPart] = Field(description="Speed parts measured on every boot.")
+    baseline: Name = Field(description="Variant the others are compared with.")
+    variants: list[SweepVariant] = Field(min_length=1, description="The variants, baseline first.")
+    boots: list[SweepBoot] = Field(default_factory=list, description="Every boot, in the order they ran.")
+    stopped: bool = Field(False, description="True when the person measuring stopped the sweep.")
+    notes: str | None = Field(None, description="Free-text remarks.")
+
+
 CONTRACTS: dict[str, type[Strict]] = {
     "setup": Setup,
     "speed": SpeedContract,
     "quality": QualityContract,
     "fit": FitContract,
+    "sweep": SweepRecord,
 }

@@ -1,0 +1,89 @@
+"""Sweeps on the read side: the sweep records in the database and each variant's Δ against the baseline.
+
+``python -m live sweep`` writes each variant as a setup and the sweep record (``schemas.models.SweepRecord``)
+as ``sweep-….json`` in the baseline's setup folder, so ingest keeps it as a raw file of that setup. Here the
+records are found among the raw files, validated, and every boot's figures are read from the ``metrics``
+table by its run id; ``benchcards.sweepstats`` gives Δ, Δ % and their 95 % intervals. Pure reads.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from benchcards import fmt, sweepstats
+from benchcards.metrics import REGISTRY
+from benchcards.queries import RawFileError, Store
+from schemas.models import SweepRecord
+
+__all__ = ["SWEEP_FILE", "differences", "load_sweeps", "sweep_table"]
+
+#: the name pattern of a sweep record among a setup's raw files (SQL LIKE)
+SWEEP_FILE = "sweep-%.json"
+
+
+def load_sweeps(store: Store) -> list[SweepRecord]:
+    """Every valid sweep record among the ingested raw files, newest first (an unreadable one is left out)."""
+    rows = store.df("SELECT DISTINCT sha256 FROM files WHERE run_id IS NULL AND path LIKE ? AND sha256 IS NOT NULL",
+                    [SWEEP_FILE])
+    out = []
+    for sha in rows.sha256:
+        try:
+            out.append(SweepRecord.model_validate(json.loads(store.raw_file(str(sha)))))
+        except (RawFileError, ValueError):
+            continue
+    return sorted(out, key=lambda r: r.started_at or "", reverse=True)
+
+
+def _boot_figures(store: Store, rec: SweepRecord) -> dict[str, list[dict]]:
+    runs = [b.run_id for b in rec.boots if b.run_id and b.status == "ok"]
+    if not runs:
+        return {}
+    m = store.df("SELECT run_id, metric, prompt, level, value FROM metrics WHERE run_id IN (SELECT unnest(?))",
+                 [runs])
+    by_run: dict[str, dict] = {}
+    for r in m.itertuples():
+        d = REGISTRY.get(str(r.metric))
+        if d is None or d.better is None or d.group in ("server", "setup"):
+            continue
+        prompt = None if fmt.missing(r.prompt) else str(r.prompt)
+        level = None if fmt.missing(r.level) else int(r.level)
+        by_run.setdefault(str(r.run_id), {})[(str(r.metric), prompt, level)] = float(r.value)
+    out: dict[str, list[dict]] = {}
+    for b in rec.boots:
+        if b.run_id in by_run:
+            out.setdefault(b.variant, []).append(by_run[b.run_id])
+    return out
+
+
+def differences(store: Store, rec: SweepRecord) -> dict[str, list[sweepstats.Difference]]:
+    """Every variant against the baseline, figure by figure (docs/definitions.md#sweep)."""
+    boots = _boot_figures(store, rec)
+    if rec.baseline not in boots:
+        return {}
+    return sweepstats.sweep_differences(boots, rec.baseline)
+
+
+def sweep_table(store: Store, rec: SweepRecord) -> pd.DataFrame:
+    """Variant | Figure | Baseline | Variant value | Δ | Δ % | 95 % interval of Δ % | Boots | Verdict | setup id."""
+    setup_of = {v.name: v.setup_id for v in rec.variants}
+    rows = []
+    for name, diffs in differences(store, rec).items():
+        for d in diffs:
+            rows.append({
+                "Variant": name, "Figure": fmt.label(d.metric, d.prompt, d.level),
+                "Baseline": fmt.metric(d.metric, d.base), "Value": fmt.metric(d.metric, d.variant),
+                "Δ %": fmt.number(d.delta_pct, 1, sign=True),
+                "95 % interval of Δ %": (f"{fmt.number(d.pct_lo, 1, sign=True)} … {fmt.number(d.pct_hi, 1, sign=True)}"
+                                         if d.pct_lo is not None else fmt.DASH),
+                "Boots": f"{d.n_base} / {d.n_variant}", "Verdict": d.verdict,
+                "_setup": setup_of.get(name), "_pct": d.delta_pct, "_lo": d.pct_lo, "_hi": d.pct_hi})
+    return pd.DataFrame(rows)
+
+
+def boots_table(rec: SweepRecord) -> pd.DataFrame:
+    """Order | Variant | Boot | Outcome | Why (the engine's words) — the boots in the order they ran."""
+    return pd.DataFrame([{"Order": str(b.order), "Variant": b.variant, "Boot": str(b.boot),
+                          "Outcome": b.status.replace("_", " "),
+                          "Why": b.reason or "", "Server start (s)": fmt.number(b.load_s, 1)} for b in rec.boots])
