@@ -10,6 +10,9 @@ Cases (each a fresh process; peak RSS of its largest process from wait4):
   10^6 records     10^6 invalid request records in 100 contracts of 10^4 (each under the size limit),
                    checked with `python -m ingest --check`; the error report's size is printed too
   10^6 in one file the same records in one contract (refused by its size before it is parsed)
+  export manifest  `python -m benchcards.export` into a folder whose `.benchcards-export.json` lists 10^6
+                   files (refused by its size), and one that lists as many as the limit allows (read), against
+                   the same export into its own earlier folder (``export_manifest``)
 Baseline: the same commands on one valid setup folder. Targets: <= 300 MB RSS each, report <= 1 MB.
 """
 
@@ -75,13 +78,60 @@ def invalid_records(root: Path, total: int, files: int) -> Path:
     return root
 
 
+def fake_manifest(folder: Path, entries: int) -> int:
+    """Rewrite the manifest of the export in ``folder`` to list ``entries`` more files (none of them there);
+    returns its size in bytes."""
+    from benchcards import sitewrite
+
+    path = folder / sitewrite.MANIFEST
+    real = json.loads(path.read_text())
+    with open(path, "w") as fh:
+        fh.write('{"format":1,"stamps":' + json.dumps(real["stamps"]) + ',"files":{')
+        fh.write(",".join(f'"setups/gone-{i:07d}.html":["{i:064x}",12345,{1_700_000_000_000_000_000 + i}]'
+                          for i in range(entries)))
+        for k, v in real["files"].items():
+            fh.write(f",{json.dumps(k)}:{json.dumps(v)}")
+        fh.write("}}")
+    return path.stat().st_size
+
+
+def export_manifest(work: Path, entries: int = 1_000_000) -> None:
+    """Peak RSS of an export into a folder whose manifest lists ``entries`` files (and as many as the limit
+    allows), against an export into its own earlier folder; prints the figures."""
+    from benchcards import sitewrite
+
+    db = work / "export.duckdb"
+    _, _, code, _ = measure(["-m", "ingest", str(make_setup(work / "exp-src")), "--db", str(db)])
+    assert code == 0, "ingest of the valid setup failed"
+    out = work / "exp-out"
+    export = ["-m", "benchcards.export", str(out), "--db", str(db), "--no-raw"]
+    assert measure(export)[2] == 0, "the first export failed"
+    base, t_base, code, _ = measure(export)
+    assert code == 0
+    size = fake_manifest(out, entries)
+    rss_big, t_big, code_big, _ = measure(export)
+    out2 = work / "exp-out2"
+    assert measure([*export[:2], str(out2), *export[3:]])[2] == 0
+    size_lim = fake_manifest(out2, sitewrite.MANIFEST_ENTRIES - 50)
+    rss_lim, t_lim, code_lim, _ = measure([*export[:2], str(out2), *export[3:]])
+    print(f"baseline export (its own manifest) : {base:7.1f} MB peak RSS  {t_base:6.1f} s")
+    print(f"export, manifest of {entries:,} files ({size / MB:.0f} MB): {rss_big:7.1f} MB peak RSS  "
+          f"{t_big:6.1f} s  exit {code_big}  ratio {rss_big / base:.2f}x  (target <= 300 MB)")
+    print(f"export, manifest at the limit ({size_lim / MB:.0f} MB): {rss_lim:7.1f} MB peak RSS  {t_lim:6.1f} s  "
+          f"exit {code_lim}  ratio {rss_lim / base:.2f}x  (target <= 300 MB)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Peak memory of hostile uploads and ingests vs a valid input.")
     parser.add_argument("--records", type=int, default=1_000_000, help="invalid records (default 1,000,000)")
     parser.add_argument("--bomb-gib", type=float, default=2.0, help="GiB the lying bomb inflates to (default 2)")
+    parser.add_argument("--only", choices=["export-manifest"], help="run only this case")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bc-hostile-"))
     try:
+        if args.only == "export-manifest":
+            export_manifest(work, args.records)
+            return 0
         good = good_zip(work)
         raw = [zipcraft.Raw(n, d) for n, d in good.items()]
         db, local = work / "site.duckdb", work / "local"
@@ -135,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
               "(targets <= 300 MB, report <= 1 MB)")
         print(f"{args.records:,} invalid records, 1 file  : {rss_one:7.1f} MB peak RSS  {t_one:6.1f} s  exit "
               f"{code_one}  report {report_one / MB:.3f} MB  ratio {rss_one / base_check:.2f}x")
+        export_manifest(work, args.records)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

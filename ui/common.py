@@ -186,13 +186,16 @@ def store() -> Store:
 
 
 def downloads(df: pd.DataFrame | Callable[[], pd.DataFrame], name: str) -> None:
-    """CSV and JSON downloads of a table (the text as shown, headers from the metric registry), behind one
-    small button. ``df`` may be a function that makes the table: it then runs only when someone downloads."""
+    """CSV and JSON downloads of a table as data (``benchcards.downloads``: numbers as numbers, units in the
+    headers, empty for missing), behind one small button. ``df`` may be a function that makes the table: it
+    then runs only when someone downloads."""
+    from benchcards import downloads as dl
+
     make = df if callable(df) else (lambda: df)
     with st.popover("Download", icon=":material/download:"):
-        st.download_button("CSV", lambda: make().to_csv(index=False).encode(), file_name=f"{name}.csv",
+        st.download_button("CSV", lambda: dl.csv_bytes(make()), file_name=f"{name}.csv",
                            mime="text/csv", key=f"csv-{name}", icon=":material/table:")
-        st.download_button("JSON", lambda: make().to_json(orient="records", indent=1, force_ascii=False).encode(),
+        st.download_button("JSON", lambda: dl.json_bytes(make()),
                            file_name=f"{name}.json", mime="application/json", key=f"json-{name}",
                            icon=":material/data_object:")
 
