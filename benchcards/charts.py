@@ -461,7 +461,8 @@ def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None,
                alt.Tooltip("result_text:N", title="Result (95 % margin)"),
                alt.Tooltip("interval_text:N", title="Interval"), alt.Tooltip("right_text:N", title="Right / n"),
                alt.Tooltip("cut_text:N", title="Cut off")]
-    color = setup_color(**color_values(df, colors))
+    cv = color_values(df, colors)
+    color = setup_color(cv["domain"], cv["range"])
     bars = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi_pct:Q", y=y, yOffset=y_offset, color=color)
     points = base.mark_point().encode(x=alt.X("pct:Q", scale=x_scale), y=y, yOffset=y_offset, color=color,
                                       tooltip=tooltip)

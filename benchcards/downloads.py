@@ -136,8 +136,8 @@ def csv_bytes(df: pd.DataFrame) -> bytes:
     """``data_frame(df)`` as CSV (UTF-8): empty cells for missing values, no cell a spreadsheet runs."""
     data = data_frame(df)
     for k in data.columns:
-        if pd.api.types.is_object_dtype(data[k].dtype):
-            data[k] = [_safe_cell(v) for v in data[k].tolist()]
+        if not pd.api.types.is_numeric_dtype(data[k].dtype):
+            data[k] = pd.Series([_safe_cell(v) for v in data[k].tolist()], index=data.index, dtype="object")
     buf = io.StringIO()
     data.to_csv(buf, index=False)
     return buf.getvalue().encode("utf-8")
