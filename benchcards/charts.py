@@ -440,7 +440,8 @@ def quality_points(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.D
     df["interval_text"] = [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)]
     df["right_text"] = [fmt.right_of(r, n) for r, n in zip(df.right, df.n)]
     df["cut_text"] = [fmt.number(c, 0) for c in df.cut_off]
-    return df
+    # one name per test, the tables' (the contract's own label, e.g. 'RULER 8K', stays out of the chart's data)
+    return df.drop(columns=[c for c in ("label",) if c in df.columns])
 
 
 def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None,

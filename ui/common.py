@@ -258,8 +258,10 @@ def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_se
     ids = [s for s in (options if options is not None else list(titles)) if s in titles]
     if key not in st.session_state:
         unknown = [s for s in st.query_params.get_all(key) if s not in titles]
-        if unknown:
-            st.warning("No setup with the id " + ", ".join(f"“{md(s)}”" for s in unknown)
+        if unknown:  # named, but bounded: a 100,000-character id is shown cut (a setup id is at most 128)
+            shown = [s if len(s) <= 80 else f"{s[:80]}… ({len(s):,} characters)" for s in unknown[:5]]
+            st.warning("No setup with the id " + ", ".join(f"“{md(s)}”" for s in shown)
+                       + (f" (and {len(unknown) - 5:,} more)" if len(unknown) > 5 else "")
                        + " is in this site's data. Choose one below, or start from the overview.")
     if multi:
         if key not in st.session_state:
