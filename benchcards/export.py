@@ -120,6 +120,8 @@ class Table:
     numeric: list[bool] = field(default_factory=list)
     #: columns of short texts (figures, "54.5 % ± 4.9") that never wrap inside a cell
     short: list[bool] = field(default_factory=list)
+    #: the direction of a column's first sort ('desc' for figures where more is better)
+    first: list[str] = field(default_factory=list)
 
 
 def cell_text(v: Any, decimals: int | None = None) -> str:
@@ -187,7 +189,24 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
         rows.append(row)
     short = [bool(rows) and max(len(r[j].text) + len(r[j].note or "") for r in rows) <= SHORT_CELL
              for j in range(len(cols))]
-    return Table([str(c) for c in cols], rows, numeric, short)
+    figures = [num or (bool(rows) and sum(r[j].text[:1].isdigit() for r in rows) * 2 > len(rows))
+               for j, num in enumerate(numeric)]  # numbers, or text figures ('2,989.6', '57.3 % ± 4.8')
+    first = [("asc" if first_ascending(str(c)) else "desc") if fig else "asc" for c, fig in zip(cols, figures)]
+    return Table([str(c) for c in cols], rows, numeric, short, first)
+
+
+#: whether less is better, by column header (the metric registry's headers, long and short)
+_LOWER_IS_BETTER = {h: d.better == "lower" for d in metrics.REGISTRY.values() for h in (d.header(), d.header(True))}
+
+
+def first_ascending(header: str) -> bool:
+    """True when a first click on a numeric column should sort it smallest first: times and other figures
+    where less is better (the metric registry says; a header in seconds or a rank otherwise); figures where
+    more is better sort largest first."""
+    if header in _LOWER_IS_BETTER:
+        return _LOWER_IS_BETTER[header]
+    h = header.lower()
+    return h.endswith(("(s)", "(ms)")) or h.startswith(("rank", "first token", "time")) or "gib" in h
 
 
 # --------------------------------------------------------------------------- pages

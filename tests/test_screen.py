@@ -155,3 +155,11 @@ def test_words_break_only_at_spaces_but_long_tokens_may_break():
     cell = html.cell_text("GPQA Diamond " + "a" * 40)
     assert '<span class="bc-lw">' + "a" * 40 + "</span>" in cell and "GPQA Diamond " in cell
     assert "overflow-wrap: anywhere" not in html.CSS.split(".bc-lw")[0]
+
+
+def test_a_first_click_sorts_a_figure_the_way_it_is_better():
+    from benchcards import export
+
+    t = export.table(pd.DataFrame({"Setup": ["a", "b"], "Decode (tok/s)": ["63.4", "132.0"],
+                                   "First token at 2K (s)": ["1.2", "0.8"], "GPU": ["x", "y"]}))
+    assert t.first == ["asc", "desc", "asc", "asc"]

@@ -177,7 +177,7 @@ def test_a_manifest_that_cannot_be_read_is_a_clear_error_naming_it(tmp_path):
     with pytest.raises(sitewrite.ExportFolderError, match="nested too deep"):
         sitewrite.load_manifest(site)
     (site / sitewrite.MANIFEST).write_bytes(b'{"format": 1, "files": {' + b" " * sitewrite.MANIFEST_LIMIT + b"}}")
-    with pytest.raises(sitewrite.ExportFolderError, match="larger than 32 MiB"):
+    with pytest.raises(sitewrite.ExportFolderError, match="larger than 16 MiB"):
         sitewrite.load_manifest(site)
     # a manifest formatted another way (spaces, other key order) reads the same as the export's own
     (site / sitewrite.MANIFEST).write_text(
