@@ -79,8 +79,8 @@ class PackedEntries(dict):
         sha, size, mtime = self._FMT.unpack(super().__getitem__(rel))
         return Entry(sha.hex(), size, mtime)
 
-    def get(self, rel: str, default: Any = None) -> Any:  # type: ignore[override]
-        return self[rel] if rel in self else default
+    def get(self, rel: str, default: Any = None) -> Any:
+        return self.get(rel, default)
 
     def items(self) -> Iterator[tuple[str, Entry]]:  # type: ignore[override]
         return ((k, self[k]) for k in self)
@@ -89,10 +89,9 @@ class PackedEntries(dict):
         return (self[k] for k in self)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, dict) and dict(self.items()) == dict(other.items() if not isinstance(
-            other, PackedEntries) else other.items())
+        return isinstance(other, dict) and dict(self.items()) == dict(other.items())
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 @dataclass

@@ -9,8 +9,8 @@ import json
 import pandas as pd
 import pytest
 
-from benchcards import charts, downloads, flags, fmt, queries
 from benchcards import card as cardmod
+from benchcards import charts, downloads, flags, fmt, queries
 from ui import html
 
 pytestmark = pytest.mark.integration
