@@ -79,8 +79,10 @@ class PackedEntries(dict):
         sha, size, mtime = self._FMT.unpack(super().__getitem__(rel))
         return Entry(sha.hex(), size, mtime)
 
-    def get(self, rel: str, default: Any = None) -> Any:
-        return self.get(rel, default)
+    def get(self, rel: str, default: Any = None) -> Any:  # unpacks (dict.get would not)
+        if rel in self:
+            return self[rel]
+        return default
 
     def items(self) -> Iterator[tuple[str, Entry]]:  # type: ignore[override]
         return ((k, self[k]) for k in self)
