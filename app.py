@@ -60,7 +60,10 @@ flt = queries.OverviewFilter(
     gpu=tuple(gpu), engine=tuple(engine), model=tuple(model), quant=tuple(quant),
     thinking={"on": True, "off": False}.get(thinking or "any"), kinds=tuple(kinds), tiers=tuple(tier),
     fits_gib=fits, gpu_only=bool(gpu_only), model_gb=whole(size, (lo, hi)), bpw=whole(bpw, (blo, bhi)))
-shown = queries.sort_overview(flt.apply(df), sort or queries.DEFAULT_SORT)
+# "fits in my GPU memory" makes the tiers moot: one list, sorted across them; else ranked within each tier,
+# shown as groups
+by_tier = fits is None and (sort or queries.DEFAULT_SORT) != "newest"
+shown = queries.sort_overview(flt.apply(df), sort or queries.DEFAULT_SORT, within_tiers=by_tier)
 st.write(f"**{len(shown):,}** of {len(df):,} setups")
 if shown.empty:
     st.info("No setup matches these filters. Widen them in the sidebar.")
@@ -82,9 +85,13 @@ figures = [h for h, _, _ in views.OVERVIEW_FIGURES]
 quality = [metrics.quality_label(t) for t in metrics.HEADLINE_TESTS]
 units = {h: metrics.get(k).unit for h, k, _ in views.OVERVIEW_FIGURES}
 with st.container(key="overview"):
-    st.html(bc_html.overview(display, figures, quality, units))
-common.downloads(lambda: views.overview_table(shown, lambda sid: f"Setup_card?setup={sid}"), "overview")
-st.caption(f"Quality: result ± half-width of the Wilson 95 % interval, in points; {fmt.DASH} where a setup was not "
+    st.html(bc_html.overview(display, figures, quality, units, groups=by_tier))
+common.downloads(lambda: views.overview_table(shown), "overview")
+st.caption(("Ranked within each GPU-memory tier, one group per tier. " if by_tier else
+            "One list across the tiers (they are moot once you say how much memory you have). " if fits is not None
+            else "") +
+           f"Quality: result ± half-width of the Wilson 95 % interval, in points; {fmt.DASH} where a setup was not "
            "measured that way. *summary only*: published figures without raw records, not recomputable. "
            "*synthetic*: generated demo data, not a measurement. *method test*: a real measurement of a tiny or "
-           "random-weight model that shows the method, not a model's speed. Hover a name for the full title.")
+           "random-weight model that shows the method, not a model's speed. The full title of a setup: under its name "
+           "on a phone, on hover over its name on a wider screen.")

@@ -14,6 +14,9 @@ Cases (each a fresh process; peak RSS of its largest process from wait4):
                    each imported with `python -m ingest FILE --check`; baseline: the same on a 1 % input
   llama-bench jsonl  a 100 MB llama-bench -o jsonl file (105,000 tests of 1,000 settings), `python -m ingest --check`
   server log         a 97 MB llama-server log (555,000 requests in one server start), `python -m ingest --check`
+  export manifest  `python -m benchcards.export` into a folder whose `.benchcards-export.json` lists 10^6
+                   files (refused by its size), and one that lists as many as the limit allows (read), against
+                   the same export into its own earlier folder (``export_manifest``)
 Baseline: the same commands on one valid setup folder. Targets: <= 300 MB RSS each, report <= 1 MB.
 """
 
@@ -175,6 +178,53 @@ def big_server_log(path: Path, size: int) -> Path:
         while fh.tell() < size:
             fh.writelines(lines[11:17])
     return path
+def fake_manifest(folder: Path, entries: int, max_bytes: int | None = None) -> int:
+    """Rewrite the manifest of the export in ``folder`` to list ``entries`` more files (none of them there),
+    stopping before ``max_bytes``; written in pieces (a big string here would count in the children's peak:
+    Linux keeps the peak of a forked process across exec). Returns its size in bytes."""
+    from benchcards import sitewrite
+
+    path = folder / sitewrite.MANIFEST
+    real = json.loads(path.read_text())
+    tail = "".join(f",{json.dumps(k)}:{json.dumps(v)}" for k, v in real["files"].items()) + "}}"
+    with open(path, "w") as fh:
+        head = '{"format":1,"stamps":' + json.dumps(real["stamps"]) + ',"files":{'
+        fh.write(head)
+        size = len(head) + len(tail)
+        for i in range(entries):
+            line = ("," if i else "") + f'"setups/gone-{i:07d}.html":["{i:064x}",12345,{1_700_000_000 + i}]'
+            if max_bytes is not None and size + len(line) > max_bytes:
+                break
+            fh.write(line)
+            size += len(line)
+        fh.write(tail if i else tail.lstrip(","))
+    return path.stat().st_size
+
+
+def export_manifest(work: Path, entries: int = 1_000_000) -> None:
+    """Peak RSS of an export into a folder whose manifest lists ``entries`` files (and as many as the limit
+    allows), against an export into its own earlier folder; prints the figures."""
+    from benchcards import sitewrite
+
+    db = work / "export.duckdb"
+    _, _, code, _ = measure(["-m", "ingest", str(make_setup(work / "exp-src")), "--db", str(db)])
+    assert code == 0, "ingest of the valid setup failed"
+    out = work / "exp-out"
+    export = ["-m", "benchcards.export", str(out), "--db", str(db), "--no-raw"]
+    assert measure(export)[2] == 0, "the first export failed"
+    base, t_base, code, _ = measure(export)
+    assert code == 0
+    size = fake_manifest(out, entries)
+    rss_big, t_big, code_big, _ = measure(export)
+    out2 = work / "exp-out2"
+    assert measure([*export[:2], str(out2), *export[3:]])[2] == 0
+    size_lim = fake_manifest(out2, sitewrite.MANIFEST_ENTRIES - 50, sitewrite.MANIFEST_LIMIT - 4096)
+    rss_lim, t_lim, code_lim, _ = measure([*export[:2], str(out2), *export[3:]])
+    print(f"baseline export (its own manifest) : {base:7.1f} MB peak RSS  {t_base:6.1f} s")
+    print(f"export, manifest of {entries:,} files ({size / MB:.0f} MB): {rss_big:7.1f} MB peak RSS  "
+          f"{t_big:6.1f} s  exit {code_big}  ratio {rss_big / base:.2f}x  (target <= 300 MB)")
+    print(f"export, manifest at the limit ({size_lim / MB:.0f} MB): {rss_lim:7.1f} MB peak RSS  {t_lim:6.1f} s  "
+          f"exit {code_lim}  ratio {rss_lim / base:.2f}x  (target <= 300 MB)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,11 +233,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bomb-gib", type=float, default=2.0, help="GiB the lying bomb inflates to (default 2)")
     parser.add_argument("--importers", action="store_true", help="only the importers' large inputs")
     parser.add_argument("--scale", type=float, default=1.0, help="size of the importers' inputs (default 1)")
+    parser.add_argument("--only", choices=["export-manifest"], help="run only this case")
     args = parser.parse_args(argv)
     if args.importers:
         return importers_main(args.scale)
     work = Path(tempfile.mkdtemp(prefix="bc-hostile-"))
     try:
+        if args.only == "export-manifest":
+            export_manifest(work, args.records)
+            return 0
         good = good_zip(work)
         raw = [zipcraft.Raw(n, d) for n, d in good.items()]
         db, local = work / "site.duckdb", work / "local"
@@ -254,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{t_log:6.1f} s  exit {code_log}  ratio {rss_log / base_imp:.2f}x  (target <= 300 MB)")
         print(f"{args.records:,} invalid records, 1 file  : {rss_one:7.1f} MB peak RSS  {t_one:6.1f} s  exit "
               f"{code_one}  report {report_one / MB:.3f} MB  ratio {rss_one / base_check:.2f}x")
+        export_manifest(work, args.records)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

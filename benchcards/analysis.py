@@ -443,11 +443,22 @@ def time_to_answer(data: AnalysisData, prompt_tokens: int, answer_words: float, 
 
 
 def rank_answers(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` (rows of ``time_to_answer``, possibly filtered) ranked again by total_s: fastest first,
-    ties share a rank, rows without a time last and unranked."""
+    """``df`` (rows of ``time_to_answer``, possibly filtered) ranked again by total_s: first the setups measured
+    at these sizes (``in_range``), fastest first, then those whose curves had to be held beyond their measured
+    depths, fastest first (an extrapolated time never ranks above a measured one); ties share a rank, rows
+    without a time last and unranked."""
     out = df.copy()
-    out["rank"] = out.total_s.rank(method="min").astype("Int64")
-    return out.sort_values(["total_s", "title"], na_position="last", kind="stable").reset_index(drop=True)
+    held = ~out.in_range.fillna(False).astype(bool) if "in_range" in out.columns else pd.Series(False, index=out.index)
+    timed = out.total_s.notna()
+    measured_n = int((timed & ~held).sum())
+    rank = pd.Series(pd.NA, index=out.index, dtype="Int64")
+    rank[timed & ~held] = out.total_s[timed & ~held].rank(method="min").astype("Int64")
+    rank[timed & held] = (out.total_s[timed & held].rank(method="min") + measured_n).astype("Int64")
+    out["rank"] = rank
+    out["_held"] = held
+    out["_untimed"] = ~timed
+    out = out.sort_values(["_untimed", "_held", "total_s", "title"], na_position="last", kind="stable")
+    return out.drop(columns=["_held", "_untimed"]).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- Pareto frontier

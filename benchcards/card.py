@@ -631,20 +631,41 @@ def fit_table(card: Card) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- server command and reproduction
 
-def flags_table(card: Card) -> pd.DataFrame:
-    """Every environment variable and flag of the server command, explained; problems named."""
+def engine_build(card: Card) -> flags.Build:
+    """Which build the flag explanations describe (llama-server's slot defaults changed in October 2025)."""
+    e = card.setup.engine
+    return flags.build_defaults(e.name, e.version, e.build_number, card.setup.measured_at)
+
+
+def shown_argv(card: Card) -> list[str]:
+    """The server command as the Reproduce section shows it: its model path where step 1 puts the file."""
+    s = card.setup
+    if download_command(card) and s.model.file:
+        return local_model_argv(s.server.argv, s.model.file)[0]
+    return list(s.server.argv)
+
+
+def flags_table(card: Card, as_measured: bool = False) -> pd.DataFrame:
+    """Every environment variable and flag of the server command as the Reproduce section shows it (the same
+    -m path; ``as_measured``: the command exactly as measured, as the export shows it), explained for the
+    setup's engine build; slot settings left at their defaults said; problems named."""
     rows = []
     for k, v in card.setup.server.env.items():
-        rows.append({"Part": f"{k}={v}", "Meaning": flags.explain_env(k) or fmt.DASH})
-    program, args = flags.split_argv(card.setup.server.argv)
+        rows.append({"Part": f"{k}={v}", "Meaning": flags.explain_env(k, v) or fmt.DASH})
+    argv = list(card.setup.server.argv) if as_measured else shown_argv(card)
+    build = engine_build(card)
+    program, args = flags.split_argv(argv)
     bench = program.rsplit("/", 1)[-1].startswith("llama-bench")
     rows.append({"Part": program, "Meaning": "llama.cpp's benchmark program (times the engine itself, no server)"
                  if bench else "the server program"})
     for a in args:
-        meaning = a.explanation or "(not in benchcards' flag list)"
+        explained = None if bench else flags.explain(a.name, a.value, argv, build)
+        explained = explained or (a.explanation if bench else None)
+        meaning = explained or "(not in benchcards' flag list)"
         if a.problem:
-            meaning = f"⚠ {a.problem}" + (f" — {a.explanation}" if a.explanation else "")
+            meaning = f"⚠ {a.problem}" + (f" — {explained}" if explained else "")
         rows.append({"Part": a.flag + (f" {a.value}" if a.value is not None else ""), "Meaning": meaning})
+    rows += [{"Part": part, "Meaning": meaning} for part, meaning in flags.default_notes(argv, build)]
     return pd.DataFrame(rows)
 
 
@@ -811,11 +832,37 @@ def _download_step(card: Card, download: str | None) -> Step:
     return Step("1. Get the model file", f"Into {MODEL_DIR}/: " + "; ".join(said) + ".", [("", download)])
 
 
+def is_engine_bench(card: Card) -> bool:
+    """True when the setup's command is llama-bench's (the engine timed itself: no server was started)."""
+    argv = card.setup.server.argv
+    return bool(argv) and argv[0].rsplit("/", 1)[-1].startswith("llama-bench")
+
+
+def _bench_reproduce(card: Card, out: Reproduce) -> Reproduce:
+    """Reproduce steps of a setup measured with llama-bench: the benchmark command as it was run (its model
+    path where step 1 puts the file). No server is started and the live client does not apply."""
+    s = card.setup
+    argv, was = (local_model_argv(s.server.argv, s.model.file) if out.download and s.model.file
+                 else (s.server.argv, None))
+    out.server = flags.shell_join(argv, s.server.env)
+    detail = ("llama-bench times the engine itself (no server, no HTTP); this is the command as it was run"
+              + (f", with the model path at {MODEL_DIR}/{s.model.file}, where step 1 puts the file (the run read "
+                 f"{was})" if was is not None else ""))
+    out.steps.append(Step("2. Run the benchmark", detail + ". Its output (-o json) can be imported with "
+                                                           "`python -m ingest FILE.json`.",
+                          [("", out.server)]))
+    out.notes.append("A llama-bench run is not repeated with `python -m live measure`: that measures a running "
+                     "server over HTTP, which llama-bench never started.")
+    return out
+
+
 def reproduce(card: Card) -> Reproduce:
     """Everything needed to measure this setup again, as numbered steps whose headings say what is missing."""
     s = card.setup
     out = Reproduce(download=download_command(card), server=None)
     out.steps.append(_download_step(card, out.download))
+    if is_engine_bench(card):
+        return _bench_reproduce(card, out)
     if not s.server.argv[0].endswith("(command not given)"):
         argv, was = (local_model_argv(s.server.argv, s.model.file) if out.download and s.model.file
                      else (s.server.argv, None))

@@ -12,7 +12,9 @@ join measured points, nothing is interpolated beyond them.
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections.abc import Iterable
 from typing import Any, cast
 
 import altair as alt
@@ -43,6 +45,49 @@ PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps", "task": "n
 #: a legend label too long for the plot's width is written one ' · ' part per line (model, quant, build, GPU)
 WRAP_LABEL = "length(datum.label) * 6.6 > width - 30 ? split(datum.label, ' · ') : datum.label"
 POW2_LABEL = "datum.value >= 1024 ? format(datum.value / 1024, ',') + 'K' : format(datum.value, ',')"
+
+
+def setup_colors(ids: Iterable[str]) -> dict[str, str]:
+    """One colour per setup, stable wherever the setup is drawn: each setup id has its own colour of the
+    palette (from a hash of the id), so a setup keeps its colour on every chart of a page and across the
+    app and the export. Two setups of one page whose colours coincide: the later id (in sorted order) takes
+    the next free colour; once the palette is used up colours repeat. A page passes the colours of all its
+    setups to each of its charts, so a setup missing from one chart never moves the others' colours.
+
+    >>> c = setup_colors(["b", "a"]); c == setup_colors(["a", "b", "a"]) and len(set(c.values())) == 2
+    True
+    >>> setup_colors(["a"])["a"] == setup_colors(["a", "zzz"])["a"]
+    True
+    """
+    out: dict[str, str] = {}
+    used: set[int] = set()
+    for sid in sorted(set(map(str, ids))):
+        want = int(hashlib.sha256(sid.encode("utf-8")).hexdigest()[:8], 16) % len(PALETTE)
+        pick = want
+        if len(used) < len(PALETTE):
+            while pick in used:
+                pick = (pick + 1) % len(PALETTE)
+        used.add(pick)
+        out[sid] = PALETTE[pick]
+    return out
+
+
+def color_values(points: pd.DataFrame, colors: dict[str, str] | None = None, name: str = "setup") -> dict:
+    """The holes ``domain`` and ``range`` of a chart coloured by setup: the names (column ``name``) of the
+    points' setups in order and their colours (``colors`` by setup id: the page's; else ``setup_colors``)."""
+    if points.empty:
+        return {"domain": [""], "range": [PALETTE[0]]}
+    pairs = dict(zip(points.setup_id.astype(str).tolist(), points[name].astype(str).tolist()))
+    colors = colors or setup_colors(pairs)
+    order = sorted(pairs, key=lambda s: pairs[s])
+    return {"domain": [pairs[s] for s in order],
+            "range": [colors.get(s) or setup_colors([s])[s] for s in order]}
+
+
+def setup_color(domain: list, range_: list, title: str = "Setup", legend: bool = True) -> alt.Color:
+    """The colour channel of a chart coloured by setup (``color_values``'s domain and range)."""
+    return alt.Color("setup:N", title=title, scale=alt.Scale(domain=domain, range=range_),
+                     legend=alt.Legend(labelExpr=WRAP_LABEL) if legend else None)
 
 
 def theme_config() -> dict:
@@ -248,19 +293,21 @@ def depth_knee_points(points: pd.DataFrame, knees: pd.DataFrame | None, kind: st
 
 
 def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = None,
-                knees: pd.DataFrame | None = None) -> alt.TopLevelMixin:
+                knees: pd.DataFrame | None = None, colors: dict[str, str] | None = None) -> alt.TopLevelMixin:
     """A figure vs prompt depth (tokens), one line per setup through the prefill and long-prompt steps.
 
     Both parts measure the same quantity (the long-prompt steps go deeper); the point shape
     tells them apart. Depth ticks at powers of two, y from zero. ``knees`` (rows of
     ``analysis.knees``) marks each setup's knee within its measured depths: a dashed rule and a
-    cross where the curve falls below the knee's threshold.
+    cross where the curve falls below the knee's threshold. ``colors`` (by setup id, ``setup_colors``):
+    the page's colours; by default those of the series' setups.
     """
     df = depth_points(series, kind, names)
     frames = {"points": df}
     if knees is not None:
         frames["knees"] = depth_knee_points(df, knees, kind)
-    return depth_builder(**frames, **depth_settings(df, kind))
+    return depth_builder(**frames, **depth_settings(df, kind),
+                         **color_values(df, colors or setup_colors(series.setup_id.unique())))
 
 
 def depth_settings(points: pd.DataFrame, kind: str) -> dict:
@@ -268,8 +315,10 @@ def depth_settings(points: pd.DataFrame, kind: str) -> dict:
     return {"kind": kind, "ticks": tuple(powers_of_two(points.tokens))}
 
 
-def depth_builder(points: Any, kind: str, ticks: tuple[int, ...], knees: Any = None) -> alt.TopLevelMixin:
-    """The depth chart of ``depth_points`` frames (or named data with their columns; see benchcards.specs)."""
+def depth_builder(points: Any, kind: str, ticks: tuple[int, ...], domain: list, range: list,
+                  knees: Any = None) -> alt.TopLevelMixin:
+    """The depth chart of ``depth_points`` frames (or named data with their columns; see benchcards.specs);
+    ``domain`` and ``range``: the setups' colours (``color_values``, holes)."""
     y_title, title = CHART_LABELS[kind]
     base = alt.Chart(points)
     x = _x_pow2("tokens", DEPTH_X_TITLE, ticks)
@@ -279,7 +328,7 @@ def depth_builder(points: Any, kind: str, ticks: tuple[int, ...], knees: Any = N
     if kind == "decode":
         tooltip.append(alt.Tooltip("prompts_text:N", title="Per prompt"))
     tooltip += [alt.Tooltip("runs_text:N", title="Runs"), alt.Tooltip("from_text:N", title="From")]
-    color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
+    color = setup_color(domain, range)
     lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="tokens:Q")
     marks = base.mark_point().encode(
         x=x, y=y, color=color, tooltip=tooltip,
@@ -320,14 +369,16 @@ def conc_points(series: pd.DataFrame, rate: str, names: dict[str, str] | None = 
 
 
 def conc_chart(series: pd.DataFrame, rate: str = "total", names: dict[str, str] | None = None,
-               knees: pd.DataFrame | None = None) -> alt.TopLevelMixin:
+               knees: pd.DataFrame | None = None, colors: dict[str, str] | None = None) -> alt.TopLevelMixin:
     """Total output rate (or the rate of one request) vs requests at once, one line per setup. ``knees``
-    (rows of ``analysis.knees``) marks, on the total, where each setup's throughput stops growing."""
+    (rows of ``analysis.knees``) marks, on the total, where each setup's throughput stops growing.
+    ``colors``: as ``depth_chart``'s (a setup without these figures never moves the others' colours)."""
     df = conc_points(series, rate, names)
     frames = {"points": df}
     if knees is not None and rate == "total":
         frames["knees"] = conc_knee_points(df, knees)
-    return conc_builder(**frames, **conc_settings(df, rate))
+    return conc_builder(**frames, **conc_settings(df, rate),
+                        **color_values(df, colors or setup_colors(series.setup_id.unique())))
 
 
 def conc_settings(points: pd.DataFrame, rate: str) -> dict:
@@ -349,8 +400,10 @@ def conc_knee_points(points: pd.DataFrame, knees: pd.DataFrame, with_ids: bool =
     return out if with_ids else out.drop(columns="setup_id")
 
 
-def conc_builder(points: Any, rate: str, levels: tuple[int, ...], knees: Any = None) -> alt.TopLevelMixin:
-    """The requests-at-once chart of ``conc_points`` frames (or named data; see benchcards.specs)."""
+def conc_builder(points: Any, rate: str, levels: tuple[int, ...], domain: list, range: list,
+                 knees: Any = None) -> alt.TopLevelMixin:
+    """The requests-at-once chart of ``conc_points`` frames (or named data; see benchcards.specs); ``domain``
+    and ``range``: the setups' colours (``color_values``, holes)."""
     key = "conc_total" if rate == "total" else "conc_per_request"
     y_title, title = CHART_LABELS[key]
     base = alt.Chart(points)
@@ -362,7 +415,7 @@ def conc_builder(points: Any, rate: str, levels: tuple[int, ...], knees: Any = N
     tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("level_text:N", title="Requests at once"),
                alt.Tooltip("value_text:N", title=y_title.split(" (")[0]), alt.Tooltip("runs_text:N", title="Rounds"),
                alt.Tooltip("from_text:N", title="From")]
-    color = alt.Color("setup:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL))
+    color = setup_color(domain, range)
     lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="level:Q")
     marks = base.mark_point().encode(x=x, y=y, color=color, tooltip=tooltip)
     layers = [lines, marks]
@@ -387,10 +440,12 @@ def quality_points(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.D
     df["interval_text"] = [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)]
     df["right_text"] = [fmt.right_of(r, n) for r, n in zip(df.right, df.n)]
     df["cut_text"] = [fmt.number(c, 0) for c in df.cut_off]
-    return df
+    # one name per test, the tables' (the contract's own label, e.g. 'RULER 8K', stays out of the chart's data)
+    return df.drop(columns=[c for c in ("label",) if c in df.columns])
 
 
-def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None) -> alt.TopLevelMixin:
+def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None,
+                  colors: dict[str, str] | None = None) -> alt.TopLevelMixin:
     """Result per test and setup with its Wilson 95 % interval as an error bar: one row per test
     (a test has one name, whatever its contracts called it), one dot per setup within the row."""
     df = quality_points(q, names)
@@ -407,7 +462,8 @@ def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None) -> alt.T
                alt.Tooltip("result_text:N", title="Result (95 % margin)"),
                alt.Tooltip("interval_text:N", title="Interval"), alt.Tooltip("right_text:N", title="Right / n"),
                alt.Tooltip("cut_text:N", title="Cut off")]
-    color = alt.Color("setup:N", title="Setup", sort=setups, legend=alt.Legend(labelExpr=WRAP_LABEL))
+    cv = color_values(df, colors)
+    color = setup_color(cv["domain"], cv["range"])
     bars = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi_pct:Q", y=y, yOffset=y_offset, color=color)
     points = base.mark_point().encode(x=alt.X("pct:Q", scale=x_scale), y=y, yOffset=y_offset, color=color,
                                       tooltip=tooltip)
@@ -554,14 +610,16 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
     return themed((bars + spread).properties(title=title, width="container", height=alt.Step(24)))
 
 
-def pareto_chart(df: pd.DataFrame) -> alt.TopLevelMixin:
+def pareto_chart(df: pd.DataFrame, colors: dict[str, str] | None = None) -> alt.TopLevelMixin:
     """Total output rate vs the rate each request sees (rows of ``analysis.throughput``), one line per
-    setup through its levels, colour by hardware tier, the Pareto frontier drawn and ringed."""
+    setup through its levels in the setup's colour (``colors``: the page's), the Pareto frontier drawn,
+    ringed and its setups named."""
     data = df.copy()
     data["queued_txt"] = data.queued.map({True: "queued (more requests than slots)", False: "within slots"})
     data["series"] = data.setup_id
     data["total_text"] = [fmt.metric("conc_total", v) for v in data.total_tps]
     data["per_request_text"] = [fmt.metric("conc_per_request", v) for v in data.per_request_tps]
+    data["short"] = [str(t).split(" · ")[0] if len(str(t)) > 28 else str(t) for t in data.title]
     x = alt.X("per_request_tps:Q", title="Per request (tok/s)", scale=_scale(wants_log(data.per_request_tps)))
     y = alt.Y("total_tps:Q", title="Total (tok/s)", scale=_scale(wants_log(data.total_tps)))
     tooltip = [alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),
@@ -569,11 +627,10 @@ def pareto_chart(df: pd.DataFrame) -> alt.TopLevelMixin:
                alt.Tooltip("total_text:N", title="Total"), alt.Tooltip("per_request_text:N", title="Per request"),
                alt.Tooltip("slots:Q", title="Slots"), alt.Tooltip("queued_txt:N", title="Queue"),
                alt.Tooltip("frontier:N", title="On the frontier")]
-    # one tier (a tier's page): colour tells the setups apart while they are few; else the tiers
-    by_setup = data.tier.nunique() <= 1 and 1 < data.setup_id.nunique() <= len(PALETTE)
-    color = (alt.Color("title:N", title="Setup", legend=alt.Legend(labelExpr=WRAP_LABEL, orient="bottom",
-                                                                  columns=1))
-             if by_setup else alt.Color("tier:N", title="Hardware tier"))
+    # one colour per setup (the site's own for it), named in the legend; the frontier's points are also named
+    # beside them (colours repeat once a chart has more setups than the palette has colours)
+    color = alt.Color("title:N", title="Setup", scale=_title_colors(data, colors),
+                      legend=alt.Legend(labelExpr=WRAP_LABEL, orient="bottom", columns=1))
     base = alt.Chart(data)
     lines = base.mark_line(strokeWidth=1, opacity=0.5).encode(x=x, y=y, color=color, detail="series:N",
                                                              order="level:Q")
@@ -584,8 +641,11 @@ def pareto_chart(df: pd.DataFrame) -> alt.TopLevelMixin:
                                             interpolate="step-before").encode(x=x, y=y, order="per_request_tps:Q")
     rings = alt.Chart(front).mark_point(size=220, filled=False, color=FRONTIER_COLOR, strokeWidth=2).encode(
         x=x, y=y, tooltip=tooltip)
-    chart = (lines + front_line + points + rings).properties(
-        title="Throughput vs per-request speed (dashed: the Pareto frontier)", width="container", height=360)
+    names = alt.Chart(front.drop_duplicates("setup_id", keep="last")).mark_text(
+        align="left", dx=9, dy=-9, fontSize=11, limit=180, color=GREY, font=FONT).encode(x=x, y=y, text="short:N")
+    chart = (lines + front_line + points + rings + names).properties(
+        title=alt.TitleParams("Throughput vs per-request speed", subtitle="dashed: the Pareto frontier"),
+        width="container", height=_legend_height(data.setup_id.nunique()))
     return themed(chart)
 
 
@@ -630,9 +690,10 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
     return themed(chart)
 
 
-def _setup_colors(titles: list[str] | None) -> alt.Scale:
-    """One colour per setup title, the same in every chart that gets the same ``titles``."""
-    return alt.Scale(domain=titles) if titles else alt.Scale()
+def _title_colors(rows: pd.DataFrame, colors: dict[str, str] | None) -> alt.Scale:
+    """The colour scale of a chart coloured by its rows' ``title``: each setup's colour (``setup_colors``,
+    ``colors`` being the page's)."""
+    return alt.Scale(**color_values(rows, colors, name="title"))
 
 
 def _legend_height(*rows: int) -> int:
@@ -642,16 +703,17 @@ def _legend_height(*rows: int) -> int:
 
 
 def knee_depth_chart(points: pd.DataFrame, knees: pd.DataFrame, kind: str,
-                     titles: list[str] | None = None) -> alt.TopLevelMixin:
+                     colors: dict[str, str] | None = None) -> alt.TopLevelMixin:
     """A rate vs prompt depth for the setups in ``points`` (rows of ``analysis.depth_curves`` with a
     ``title`` column), each setup's knee marked by a dashed rule and a cross at its threshold.
-    ``titles`` fixes the colour of each setup across charts."""
+    ``colors`` (by setup id, ``setup_colors``): the page's colours, one per setup across its charts."""
     data = points[points.kind == kind].copy()
     k = knees[(knees.kind == kind) & knees["at"].notna()].copy()
     y_title = "Prefill (tok/s)" if kind == "prefill" else "Decode (tok/s)"
     x = alt.X("depth:Q", title="Prompt depth (tokens)", scale=_scale(wants_log(data.depth, 4)))
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False))
-    color = alt.Color("title:N", title="Setup", scale=_setup_colors(titles))
+    color = alt.Color("title:N", title="Setup", scale=_title_colors(data, colors),
+                      legend=alt.Legend(labelExpr=WRAP_LABEL))
     tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("depth:Q", title="depth (tokens)", format=",.0f"),
                alt.Tooltip("value:Q", title=y_title, format=",.1f"), alt.Tooltip("source:N", title="from"),
                alt.Tooltip("n:Q", title="runs")]
@@ -666,18 +728,19 @@ def knee_depth_chart(points: pd.DataFrame, knees: pd.DataFrame, kind: str,
     marks = alt.Chart(k).mark_point(shape="cross", size=160, filled=True).encode(
         x="at:Q", y="threshold:Q", color=color, tooltip=ktip)
     title = f"{'Prefill' if kind == 'prefill' else 'Decode'} vs prompt depth, knees marked (dashed)"
-    height = _legend_height(len(titles) if titles else data.title.nunique(), data.source.nunique())
+    height = _legend_height(data.title.nunique(), data.source.nunique())
     return themed((lines + pts + rules + marks).properties(title=title, width="container", height=height))
 
 
-def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame, titles: list[str] | None = None) -> alt.TopLevelMixin:
+def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame, colors: dict[str, str] | None = None) -> alt.TopLevelMixin:
     """Total throughput vs requests at once (rows of ``analysis.throughput``), each setup's knee (where
-    throughput stops growing) marked by a dashed rule and a ring. ``titles`` fixes the colours."""
+    throughput stops growing) marked by a dashed rule and a ring. ``colors``: as ``knee_depth_chart``'s."""
     k = knees[(knees.kind == "requests at once") & knees["at"].notna()].copy()
     x = alt.X("level:Q", title="Requests at once", scale=_scale(wants_log(tp.level, 8)),
               axis=alt.Axis(values=[int(v) for v in sorted(tp.level.dropna().unique())] or alt.Undefined))
     y = alt.Y("total_tps:Q", title="Total (tok/s)", scale=alt.Scale(zero=False))
-    color = alt.Color("title:N", title="Setup", scale=_setup_colors(titles))
+    color = alt.Color("title:N", title="Setup", scale=_title_colors(tp, colors),
+                      legend=alt.Legend(labelExpr=WRAP_LABEL))
     tooltip = [alt.Tooltip("title:N", title="setup"), alt.Tooltip("level:Q", title="requests at once"),
                alt.Tooltip("total_tps:Q", title="total tok/s", format=",.1f"), alt.Tooltip("slots:Q")]
     base = alt.Chart(tp)
@@ -692,7 +755,7 @@ def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame, titles: list[str] | N
         x="level:Q", y="total_tps:Q", color=color, tooltip=ktip)
     title = "Total throughput vs requests at once, knees marked (dashed, ringed)"
     return themed((lines + pts + rules + rings).properties(title=title, width="container",
-                                                           height=_legend_height(len(titles) if titles else tp.title.nunique())))
+                                                           height=_legend_height(tp.title.nunique())))
 
 
 def sweep_chart(table: pd.DataFrame) -> alt.TopLevelMixin:

@@ -105,6 +105,10 @@ def environment() -> jinja2.Environment:
     # safe: script_json leaves no character that could end the <script> element or open markup
     env.filters["script_json"] = lambda v: markupsafe.Markup(script_json(v))  # noqa: S704
     env.filters["count"] = fmt.count
+    # safe: every run of the text is escaped; only the span around a long word is markup
+    env.filters["words"] = lambda v: markupsafe.Markup("".join(  # noqa: S704
+        f'<span class="lw">{markupsafe.escape(p)}</span>' if long else str(markupsafe.escape(p))
+        for p, long in fmt.long_tokens(str(v))))
     return env
 
 
@@ -131,6 +135,8 @@ class Table:
     numeric: list[bool] = field(default_factory=list)
     #: columns of short texts (figures, "54.5 % ± 4.9") that never wrap inside a cell
     short: list[bool] = field(default_factory=list)
+    #: the direction of a column's first sort ('desc' for figures where more is better)
+    first: list[str] = field(default_factory=list)
 
 
 def cell_text(v: Any, decimals: int | None = None) -> str:
@@ -198,7 +204,24 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
         rows.append(row)
     short = [bool(rows) and max(len(r[j].text) + len(r[j].note or "") for r in rows) <= SHORT_CELL
              for j in range(len(cols))]
-    return Table([str(c) for c in cols], rows, numeric, short)
+    figures = [num or (bool(rows) and sum(r[j].text[:1].isdigit() for r in rows) * 2 > len(rows))
+               for j, num in enumerate(numeric)]  # numbers, or text figures ('2,989.6', '57.3 % ± 4.8')
+    first = [("asc" if first_ascending(str(c)) else "desc") if fig else "asc" for c, fig in zip(cols, figures)]
+    return Table([str(c) for c in cols], rows, numeric, short, first)
+
+
+#: whether less is better, by column header (the metric registry's headers, long and short)
+_LOWER_IS_BETTER = {h: d.better == "lower" for d in metrics.REGISTRY.values() for h in (d.header(), d.header(True))}
+
+
+def first_ascending(header: str) -> bool:
+    """True when a first click on a numeric column should sort it smallest first: times and other figures
+    where less is better (the metric registry says; a header in seconds or a rank otherwise); figures where
+    more is better sort largest first."""
+    if header in _LOWER_IS_BETTER:
+        return _LOWER_IS_BETTER[header]
+    h = header.lower()
+    return h.endswith(("(s)", "(ms)")) or h.startswith(("rank", "first token", "time")) or "gib" in h
 
 
 # --------------------------------------------------------------------------- pages
@@ -321,6 +344,8 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         ("Agentic use (prompt cache)", agentic.agent_table(c), (agentic.EXPLAINED, agentic.agent_summary(c))))
         if not df.empty]
     speed_charts = []
+    # the setup's own colour (the one the app gives it too)
+    colours = {"domain": [s.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
     for kind in ("prefill", "decode", "ttft"):
         pts = depth.get(kind)
         if pts is None or pts.empty:
@@ -329,11 +354,11 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         if kind != "ttft":
             frames["knees"] = knee_points[kind]
         speed_charts.append(page.add_json(specs.spec_json(charts.depth_builder, frames,
-                                                          charts.depth_settings(pts, kind))))
+                                                          charts.depth_settings(pts, kind), colours)))
     if conc is not None and not conc.empty:
         speed_charts.append(page.add_json(specs.spec_json(
             charts.conc_builder, {"points": conc, "knees": knee_points["conc"]},
-            charts.conc_settings(conc, "total"))))
+            charts.conc_settings(conc, "total"), colours)))
     fit_charts = []
     if c.fit is not None and fit is not None and not fit.empty:
         settings, holes = charts.fit_settings(fit)
@@ -359,7 +384,8 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         quality=table(cardmod.quality_table(c)),
         fit=table(cardmod.fit_table(c)) if c.fit is not None else None, fit_charts=fit_charts,
         fit_note=cardmod.fit_note(c),
-        command=flags.shell_join(s.server.argv, s.server.env), flags=table(cardmod.flags_table(c)),
+        command=flags.shell_join(s.server.argv, s.server.env), flags=table(cardmod.flags_table(c, as_measured=True)),
+        flags_build=cardmod.engine_build(c).text,
         sampling=samp, thinking={True: "on", False: "off", None: "not recorded"}[s.thinking],
         runs=table(cardmod.runs_table(c)), warnings=list(c.warnings.itertuples()),
         machine=cardmod.machine_rows(c),
@@ -529,7 +555,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
             f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer, from each "
             "setup's measured prefill and decode curves: rates between measured depths are interpolated on a "
             "log-depth line; outside them the nearest measured rate is held, the notes say so (Within measured "
-            "range: no) and the chart draws the bar pale. ± range: one standard deviation from the spread of the runs. The chart shows the 25 "
+            "range: no), the chart draws the bar pale and such setups rank after every measured one. ± range: one standard deviation from the spread of the runs. The chart shows the 25 "
             "fastest.", left_note], links={"Setup": "href"}, before=chart)
     # throughput vs per-request speed, per tier
     tp_links = []
@@ -547,7 +573,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
         def tp_chart(page: int, page_charts: Charts, tp: pd.DataFrame = tp, on_chart: list[str] = on_chart) -> dict:
             if page == 1:
                 n = tp.setup_id.nunique()
-                page_charts.add(charts.pareto_chart(tp[tp.setup_id.isin(on_chart)]),
+                page_charts.add(charts.pareto_chart(tp[tp.setup_id.isin(on_chart)], charts.setup_colors(on_chart)),
                                 caption=None if n <= len(on_chart) else
                                 f"{len(on_chart)} of {fmt.count(n, 'setup')}: those on the frontier, then the highest totals.")
             return {}
@@ -602,7 +628,7 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
             k = k[k.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
             points = analysis.depth_curves(sub, tasks=False)
             points["title"] = points.setup_id.map(titles)
-            colours = sorted(titles[s] for s in pick)
+            colours = charts.setup_colors(pick)  # one colour per setup across the page's charts
             for kind in (analysis.PREFILL, analysis.DECODE):
                 if (points.kind == kind).any():
                     page_charts.add(charts.knee_depth_chart(points, k, kind, colours))
@@ -742,11 +768,13 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
     """
     start = time.perf_counter()
     base = site.check_base_url(base_url)
-    sitewrite.check_folder(out)
+    sitewrite.check_path(out)
     db.check(db_path)
-    with sitewrite.locked(out):
-        previous = sitewrite.read_manifest(out)
-        previous_stamps = sitewrite.read_stamps(out)
+    with sitewrite.locked(out):  # first: a second export is told that this one is writing
+        sitewrite.check_folder(out)
+        manifest = sitewrite.load_manifest(out)
+        previous, previous_stamps = manifest.files, manifest.stamps
+        del manifest
         writer = sitewrite.Writer(out, previous)
         stamps: dict[str, str] = {}
         store = queries.Store(db_path)

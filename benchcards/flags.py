@@ -6,15 +6,20 @@ explained) and the compare page (only the flags that differ).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # canonical name -> (aliases, takes a value, explanation)
 _FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
     "model": (("-m", "--model"), True, "weights file to load"),
     "alias": (("-a", "--alias"), True, "model name that clients send in requests"),
-    "ctx": (("-c", "--ctx-size"), True, "context window in tokens, shared by all slots unless unified"),
+    "ctx": (("-c", "--ctx-size"), True, "total context window in tokens over all slots: with a unified KV cache "
+                                        "the slots share it as one pool, without one each slot gets -c / slots"),
     "slots": (("-np", "--parallel"), True, "requests served at the same time (slots)"),
-    "kv_unified": (("-kvu", "--kv-unified"), False, "one KV cache pool shared by all slots"),
+    "kv_unified": (("-kvu", "--kv-unified"), False, "one KV cache pool shared by all slots (without it -c is "
+                                                    "split evenly across the slots)"),
+    "no_kv_unified": (("-no-kvu", "--no-kv-unified"), False, "no shared KV pool: -c is split evenly across the "
+                                                             "slots"),
     "n_gpu_layers": (("-ngl", "--gpu-layers", "--n-gpu-layers"), True, "layers placed on the GPU"),
     "n_cpu_moe": (("-ncmoe", "--n-cpu-moe"), True, "expert weights of the first N layers stay in system RAM"),
     "cpu_moe": (("-cmoe", "--cpu-moe"), False, "all expert weights stay in system RAM"),
@@ -64,6 +69,7 @@ _ALIAS: dict[str, str] = {a: name for name, (aliases, _, _) in _FLAGS.items() fo
 LABELS: dict[str, str] = {
     "model": "Model file", "alias": "Model name for clients", "ctx": "Context window (tokens)",
     "slots": "Slots (requests at the same time)", "kv_unified": "One shared KV cache",
+    "no_kv_unified": "No shared KV cache",
     "n_gpu_layers": "Layers on the GPU", "n_cpu_moe": "Expert layers in system RAM",
     "cpu_moe": "All experts in system RAM", "flash_attn": "Flash attention", "batch": "Batch size",
     "ubatch": "Micro-batch size", "threads": "CPU threads", "threads_batch": "CPU threads for prompts",
@@ -82,12 +88,120 @@ LABELS: dict[str, str] = {
 #: settings that say where or how the server is reached, not how it computes: hidden in comparisons
 NOISE: frozenset[str] = frozenset({"alias", "host", "port", "metrics", "no_webui", "model"})
 
+#: device-picking variables whose value names the measuring machine's own devices
+DEVICE_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
 _ENV_EXPLAIN = {
     "CUDA_VISIBLE_DEVICES": "GPUs the process may use",
     "CUDA_DEVICE_ORDER": "how CUDA numbers the GPUs (PCI_BUS_ID = slot order, as nvidia-smi)",
     "HIP_VISIBLE_DEVICES": "AMD GPUs the process may use",
     "GGML_CUDA_ENABLE_UNIFIED_MEMORY": "let CUDA spill into system RAM",
 }
+
+
+# --------------------------------------------------------------------------- defaults that changed between builds
+
+#: llama.cpp changed llama-server's slot defaults in October 2025 (PR #16736, clarified in #17997): ``-np``
+#: defaults to -1 = auto, which starts 4 slots, and ``-kvu`` is on when the slot count is auto. Builds up to
+#: ``OLD_DEFAULTS_UNTIL`` certainly have the old defaults (1 slot), builds from ``NEW_DEFAULTS_FROM`` the new
+#: ones; in between (and without a build number) the date decides when it is before or after the change.
+SLOT_DEFAULTS_PR = "llama.cpp PR #16736, October 2025"
+OLD_DEFAULTS_UNTIL = 6700
+NEW_DEFAULTS_FROM = 7000
+OLD_DEFAULTS_BEFORE = "2025-10-01"
+NEW_DEFAULTS_AFTER = "2025-11-01"
+
+
+@dataclass(frozen=True)
+class Build:
+    """Which llama-server defaults a setup's build has: ``era`` 'auto' (slots auto, unified KV), 'one' (one
+    slot) or None (unknown), and ``text``: the build the explanations describe, in words."""
+
+    era: str | None
+    text: str
+
+
+def build_number(version: object, number: object = None) -> int | None:
+    """The llama.cpp build number from a recorded number or a version like 'b6500' / 'b6500-0c6dca2'."""
+    if isinstance(number, int) and not isinstance(number, bool):
+        return number
+    m = re.match(r"^b(\d{1,7})(?:\b|-)", str(version or "").strip())
+    return int(m.group(1)) if m else None
+
+
+def build_defaults(engine: str | None, version: str | None, number: int | None = None,
+                   measured: list[str] | tuple[str, ...] = ()) -> Build:
+    """The slot defaults of a llama.cpp build, from its build number, else from the measurement dates (a
+    setup measured before the change ran an older build).
+
+    >>> build_defaults("llama.cpp", "b6500").era, build_defaults("llama.cpp", "b12169").era
+    ('one', 'auto')
+    >>> build_defaults("llama.cpp", None, measured=["2025-03-02"]).era, build_defaults("llama.cpp", None).era
+    ('one', None)
+    """
+    n = build_number(version, number)
+    name = f"build b{n}" if n is not None else (f"version {version}" if version else "an unrecorded build")
+    if engine is not None and "llama" not in str(engine).lower():
+        return Build(None, f"{engine} {version or ''}".strip())
+    if n is not None and n >= NEW_DEFAULTS_FROM:
+        return Build("auto", f"{name} (after the slot defaults changed in {SLOT_DEFAULTS_PR})")
+    if n is not None and n <= OLD_DEFAULTS_UNTIL:
+        return Build("one", f"{name} (before the slot defaults changed in {SLOT_DEFAULTS_PR})")
+    dates = sorted(str(d)[:10] for d in measured if d)
+    if dates and dates[-1] < OLD_DEFAULTS_BEFORE:
+        return Build("one", f"{name}, measured {dates[-1]} (before the slot defaults changed in {SLOT_DEFAULTS_PR})")
+    return Build(None, f"{name} (whether it has the slot defaults of {SLOT_DEFAULTS_PR} is not known)")
+
+
+_DEFAULT_SLOTS = {
+    "auto": "not set: this build starts 4 slots (-np -1 = auto) that share one unified KV cache of -c tokens",
+    "one": "not set: this build serves 1 slot, which gets all of -c",
+    None: "not set: builds before llama.cpp's October 2025 change (PR #16736) serve 1 slot; later builds start "
+          "4 (auto) that share one unified KV cache",
+}
+_DEFAULT_KVU = {
+    "auto": "on by default in this build while the slot count is auto (-np not set)",
+    "one": "off by default in this build: each slot has its own part of -c",
+    None: "on by default since llama.cpp's October 2025 change (PR #16736) while the slot count is auto; off "
+          "before",
+}
+
+
+def explain(name: str | None, value: str | None, argv: list[str], build: Build) -> str | None:
+    """The explanation of one flag of ``argv`` for the build ``build`` (defaults that changed between builds
+    are said for that build)."""
+    if name is None:
+        return None
+    base = _FLAGS[name][2]
+    s = settings(argv)
+    slots_set = as_int(s.get("slots")) if isinstance(s.get("slots"), str) else None
+    if name == "ctx":
+        kvu = s.get("kv_unified") is True or (slots_set in (None, -1) and build.era == "auto")
+        if slots_set and slots_set > 1 and not kvu:
+            n = as_int(value)
+            each = f" ({n // slots_set:,} each)" if n else ""
+            return f"{base}; here -np {slots_set} without a unified cache: split across {slots_set} slots{each}"
+        if kvu and (slots_set is None or slots_set == -1):
+            return f"{base}; here one pool shared by the automatic slots ({build.text})"
+        return base
+    if name == "slots" and value is not None and as_int(value) == -1:
+        return f"{base}; -1 = auto (4 slots, with a unified KV cache unless -kvu is turned off)"
+    return base
+
+
+def default_notes(argv: list[str], build: Build) -> list[tuple[str, str]]:
+    """(part, meaning) rows for the slot settings a llama-server command leaves at their defaults, said for the
+    build ``build``."""
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    if "llama-server" not in program:
+        return []
+    s = settings(argv)
+    rows = []
+    if "slots" not in s:
+        rows.append(("-np (not set)", f"{_DEFAULT_SLOTS[build.era]} — {build.text}"))
+    if "kv_unified" not in s and "no_kv_unified" not in s:
+        rows.append(("-kvu (not set)", f"{_DEFAULT_KVU[build.era]} — {build.text}"))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -203,9 +317,15 @@ def host_cache(argv: list[str]) -> HostCache:
     return HostCache("on", mib, f"--cache-ram {value}: the host-RAM prompt cache is on ({limit}).")
 
 
-def explain_env(name: str) -> str | None:
-    """Explanation of a known environment variable."""
-    return _ENV_EXPLAIN.get(name)
+def explain_env(name: str, value: str | None = None) -> str | None:
+    """Explanation of a known environment variable; for a device list that names devices by UUID (or a
+    placeholder such as '<GPU1-UUID>'), a note to put one's own there."""
+    text = _ENV_EXPLAIN.get(name)
+    if name in DEVICE_ENV and value and re.search(r"(?i)uuid|<|GPU-[0-9a-f]|MIG-", value):
+        note = ("replace it with your own GPU's UUID (`nvidia-smi -L` lists them) or its number, e.g. 0: the "
+                "value names a device of the machine that measured")
+        return f"{text}; {note}" if text else note
+    return text
 
 
 def as_int(value: str | bool | None) -> int | None:

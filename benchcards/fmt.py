@@ -23,6 +23,7 @@ Pure functions, no Streamlit, no I/O: the app, the export and notebooks use them
 from __future__ import annotations
 
 import math
+import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from benchcards import metrics
@@ -295,3 +296,28 @@ def p_value(p: object) -> str:
         return DASH
     v = float(p)  # type: ignore[arg-type]
     return "p < 0.001" if v < 0.001 else f"p = {number(v, 3)}"
+
+
+#: a word at least this long may break inside (a hash, a path, a long id); shorter ones break only at spaces
+LONG_TOKEN = 24
+
+
+def long_tokens(text: str, limit: int = LONG_TOKEN) -> list[tuple[str, bool]]:
+    """``text`` cut into runs, each marked True when it is one word of at least ``limit`` characters (the only
+    runs a table may break inside; every other word breaks at spaces only).
+
+    >>> long_tokens("MMLU-Pro")
+    [('MMLU-Pro', False)]
+    >>> long_tokens("file " + "a" * 30 + " end")
+    [('file ', False), ('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', True), (' end', False)]
+    """
+    out: list[tuple[str, bool]] = []
+    for part in re.split(r"(\s+)", text):
+        if not part:
+            continue
+        long = len(part) >= limit and not part.isspace()
+        if out and not long and not out[-1][1]:
+            out[-1] = (out[-1][0] + part, False)
+        else:
+            out.append((part, long))
+    return out

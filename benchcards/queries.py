@@ -568,15 +568,16 @@ SORTS: dict[str, tuple[str, str, bool]] = {
 DEFAULT_SORT = "decode"
 
 
-def sort_overview(df: pd.DataFrame, by: str = DEFAULT_SORT) -> pd.DataFrame:
+def sort_overview(df: pd.DataFrame, by: str = DEFAULT_SORT, within_tiers: bool = True) -> pd.DataFrame:
     """Sort an overview frame by one of ``SORTS`` within VRAM tiers (smallest tier first), missing values last.
 
-    Setups compete within their tier: the fastest 16 GB setup comes before the 24 GB ones
-    ("newest" ignores the tiers).
+    Setups compete within their tier: the fastest 16 GB setup comes before the 24 GB ones, and a page that
+    shows several tiers shows them as groups ("newest" ignores the tiers). ``within_tiers=False`` sorts all
+    setups as one list (the overview does when "fits in my GPU memory" makes the tiers moot).
     """
     _, col, asc = SORTS.get(by, SORTS[DEFAULT_SORT])
     out = df.sort_values(col, ascending=asc, na_position="last", kind="stable")
-    if by == "newest":
+    if by == "newest" or not within_tiers:
         return out
     ranks = pd.Series([tiers.tier_rank(t) for t in out.tier], index=out.index)
     return out.loc[ranks.sort_values(kind="stable").index]

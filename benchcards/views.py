@@ -80,10 +80,12 @@ def engine_only(ov: pd.DataFrame) -> list[str | None]:
     return out
 
 
-def overview_table(ov: pd.DataFrame, link: Callable[[str], str]) -> pd.DataFrame:
-    """Every overview column as text, with ``link`` making each card's address (for exports and downloads)."""
+def overview_table(ov: pd.DataFrame, link: Callable[[str], str] | None = None) -> pd.DataFrame:
+    """Every overview column as text, led by the setup id (downloads: a card is ``?setup=<id>`` on the site,
+    ``setups/<id>.html`` in the export), or by ``link`` making each card's absolute address when given."""
     shown = overview_display(ov)
-    table = pd.DataFrame({"Card": [link(s) for s in ov.setup_id], "Setup": list(ov.title), "Short name": shown.Setup})
+    first = {"Card": [link(s) for s in ov.setup_id]} if link else {"setup_id": list(ov.setup_id)}
+    table = pd.DataFrame({**first, "Setup": list(ov.title), "Short name": shown.Setup})
     for col in shown.columns[4:]:
         if col not in ("offload", "engine_only"):
             table[col] = list(shown[col])

@@ -204,6 +204,7 @@ def reproduce(c: Card) -> None:
             st.code(cmd, language="bash", wrap_lines=True)
         if step.title.startswith("2.") and step.commands:
             with st.expander("What each part of the server command means"):
+                st.caption(md(f"For {cardmod.engine_build(c).text}."))
                 common.table(cardmod.flags_table(c), f"{c.setup_id}-flags")
             for label, value in (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)):
                 if value:

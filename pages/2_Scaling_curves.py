@@ -24,6 +24,7 @@ names = dict(zip(ids, compare.names(cards)))
 metrics = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "task_prefill",
            "task_decode", "task_ttft", "conc_total", "conc_per_request"]
 data = queries.series(store, ids, metrics)
+colours = charts.setup_colors(ids)  # each setup's own colour on every chart of the page (and in the export)
 
 
 def missing_note(have: set[str], what: str) -> None:
@@ -44,7 +45,7 @@ for kind in ("prefill", "decode", "ttft"):
     if pts.empty:
         st.caption(f"No {charts.CHART_LABELS[kind][1].lower()} for these setups.")
         continue
-    common.chart(charts.depth_chart(data, kind, names), key=f"chart-{kind}")
+    common.chart(charts.depth_chart(data, kind, names, colors=colours), key=f"chart-{kind}")
     missing_note(set(pts.setup_id), charts.CHART_LABELS[kind][1].lower())
 
 st.header("Requests at once")
@@ -55,7 +56,7 @@ for rate, metric in (("total", "conc_total"), ("per_request", "conc_per_request"
     if pts.empty:
         st.caption("No requests-at-once measurements for these setups.")
         break
-    common.chart(charts.conc_chart(data, rate, names), key=f"chart-{metric}")
+    common.chart(charts.conc_chart(data, rate, names, colors=colours), key=f"chart-{metric}")
     if rate == "total":  # one note for both charts
         missing_note(set(pts.setup_id), "requests-at-once measurements")
 with st.expander("The measured points"):

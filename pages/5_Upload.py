@@ -23,7 +23,8 @@ with st.expander("How to make a setup folder", icon=":material/help:"):
         "- **Measure a server** on this machine with **Run live** (or `python -m live measure --help` in a shell): "
         "it writes a complete setup folder and adds it to the site.\n"
         "- **Start from an example**: `python -m benchcards.synth OUT --count 1` writes a realistic (synthetic) "
-        "setup folder to copy; the demo folders in `data/raw/` are real examples too.\n"
+        "setup folder to copy; the demo folders in `data/raw/` are examples of the layout too (most hold "
+        "synthetic demo data, marked *synthetic* on the site, not measurements).\n"
         "- **Write one by hand**: the layout and the rules are in the README's *Raw folders* section; every field "
         "is described in the JSON Schemas below (and `schemas/models.py`). Check a folder before uploading with "
         "`python -m ingest FOLDER --check`.")

@@ -54,7 +54,8 @@ with answer_tab:
     else:
         st.info("No setup has both prefill and decode measurements at these sizes.")
     common.table(analysis.answer_table(answers), "time-to-answer", numeric=analysis.NUMERIC_COLUMNS)
-    st.caption(f"Pale bars: setups whose curves do not reach these sizes (their nearest measured rate is held). "
+    st.caption(f"Setups measured at these sizes rank first; pale bars, ranked after them: setups whose curves do not "
+               "reach these sizes (their nearest measured rate is held). "
                f"First token: prompt / prefill rate at the prompt's depth. Answer: words × tokens per word (from the "
                f"setup's own decode runs, else {analysis.DEFAULT_TOKENS_PER_WORD:g}), each token after the first at "
                "the decode rate of the depth it is generated at. Rates between measured depths are interpolated "
@@ -66,7 +67,7 @@ with tp_tab:
     if tp.empty:
         st.info("None of these setups measured several requests at once.")
     else:
-        common.chart(charts.pareto_chart(tp), key="chart-pareto")
+        common.chart(charts.pareto_chart(tp, charts.setup_colors(tp.setup_id.unique())), key="chart-pareto")
         common.table(analysis.throughput_table(tp), "throughput-vs-per-request", numeric=analysis.NUMERIC_COLUMNS)
         st.caption("Each point is one setup at one number of requests at once: total output rate against the rate "
                    "each request sees. A point is on the frontier when no other point is at least as good on both "
@@ -110,7 +111,7 @@ with knee_tab:
     titles = dict(zip(data.setups.setup_id, data.setups.title))
     points["title"] = points.setup_id.map(titles)
     kn_shown = kn[kn.setup_id.isin(shown)]
-    colours = sorted(titles[s] for s in shown)  # one colour per setup across the three charts
+    colours = charts.setup_colors(shown)  # each setup's own colour, the same on the three charts
     for kind in (analysis.PREFILL, analysis.DECODE):
         if (points.kind == kind).any():
             common.chart(charts.knee_depth_chart(points, kn_shown, kind, colours), key=f"chart-knee-{kind}")

@@ -91,7 +91,11 @@ def tables(at) -> list[pd.DataFrame]:
             if not rows:
                 continue
             head = [c[0] for c in rows[0]]
+            # a row of one cell in a wider table is a group's heading (the overview's tiers), not a row
+            groups = [r[0][0] for r in rows[1:] if len(r) == 1 < len(head)]
+            rows = [rows[0], *(r for r in rows[1:] if not len(r) == 1 < len(head))]
             df = pd.DataFrame([[c[0] for c in r] for r in rows[1:]], columns=head)
+            df.attrs["groups"] = groups
             df.attrs["cells"] = [[c[1] for c in r] for r in rows[1:]]
             df.attrs["class"] = t["class"]
             out.append(df)
@@ -171,6 +175,9 @@ def test_overview_ranks_setups_with_short_names_and_published_seed_figures():
 def test_overview_default_order_is_decode_within_the_gpu_memory_tier():
     t = table_with(run("app.py"), "Decode (tok/s)")
     order = ["16 GB", "24 GB", "48 GB", "unified memory", "CPU only"]
+    # ranked within tiers, so the tiers are shown as groups (issue 16), each named once, in order
+    assert t.attrs["groups"] == [f"{o} tier" for o in order if any(f"{o} tier" in h for h in t.Hardware)]
+    assert not any("CPU only" in h and h.count("CPU only") > 1 for h in t.Hardware)
     ranks = [next(i for i, o in enumerate(order) if f"{o} tier" in h) for h in t.Hardware]
     assert ranks == sorted(ranks), list(t.Hardware)
     in_24 = [v for v, h in zip(t["Decode (tok/s)"], t.Hardware) if "24 GB tier" in h]

@@ -75,10 +75,11 @@ def test_writer_rewrites_only_changed_files_and_removes_the_rest(tmp_path):
     sitewrite.finish(tmp_path, w.entries)
     mtime = (tmp_path / "a.html").stat().st_mtime_ns
     w2 = sitewrite.Writer(tmp_path, sitewrite.read_manifest(tmp_path))
-    assert not w2.write("a.html", "one") and w2.write("sub/b.html", "changed")
-    removed = sitewrite.finish(tmp_path, {k: v for k, v in w2.entries.items() if k == "a.html"}, previous=w2.previous)
+    assert not w2.write("a.html", "one") and w2.write("c.html", "new")
+    removed = sitewrite.finish(tmp_path, {k: v for k, v in w2.entries.items() if k != "sub/b.html"},
+                               previous=w2.previous)
     assert removed == ["sub/b.html"] and not (tmp_path / "sub").exists()
-    assert (tmp_path / "a.html").stat().st_mtime_ns == mtime and w2.written == ["sub/b.html"]
+    assert (tmp_path / "a.html").stat().st_mtime_ns == mtime and w2.written == ["c.html"]
     # a file someone edited by hand is written again, even when the site's content is the same
     (tmp_path / "a.html").write_text("edited")
     os.utime(tmp_path / "a.html", ns=(mtime + 10**9, mtime + 10**9))
@@ -139,3 +140,70 @@ def test_a_folder_that_is_no_earlier_export_is_refused(tmp_path):
     with sitewrite.locked(tmp_path / "out"), pytest.raises(sitewrite.ExportFolderError, match="another export"), \
             sitewrite.locked(tmp_path / "out"):
         pass
+
+
+def test_files_listed_in_an_edited_manifest_or_changed_since_are_never_deleted(tmp_path):
+    """Issue 16: thesis.tex, CNAME and notes/todo.txt added to the manifest by hand were deleted."""
+    site = tmp_path / "site"
+    w = sitewrite.Writer(site)
+    w.write("a.html", "one")
+    w.write("old/b.html", "two")
+    w.write("old/c.html", "three")
+    sitewrite.finish(site, w.entries)
+    for rel in ("thesis.tex", "CNAME", "notes/todo.txt"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text("mine")
+    (site / "old/c.html").write_text("edited by hand")  # the export wrote it, someone changed it since
+    manifest = json.loads((site / sitewrite.MANIFEST).read_text())
+    for rel in ("thesis.tex", "CNAME", "notes/todo.txt"):
+        manifest["files"][rel] = [sitewrite.sha256(b"something else"), 4, 1]
+    manifest["files"]["notes/todo.txt"][1] = 4  # the right size, another hash
+    (site / sitewrite.MANIFEST).write_text(json.dumps(manifest))
+    w2 = sitewrite.Writer(site, sitewrite.read_manifest(site))
+    w2.write("a.html", "one")
+    assert sitewrite.finish(site, w2.entries, previous=w2.previous) == ["old/b.html"]
+    assert [(site / r).read_text() for r in ("thesis.tex", "CNAME", "notes/todo.txt", "old/c.html")] == \
+        ["mine", "mine", "mine", "edited by hand"]
+
+
+def test_a_manifest_that_cannot_be_read_is_a_clear_error_naming_it(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / sitewrite.MANIFEST).write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(sitewrite.ExportFolderError, match=r"\.benchcards-export\.json cannot be read"):
+        sitewrite.load_manifest(site)
+    deep = '{"format": 1, "files": {"a.html": ' + "[" * 200_000 + "]" * 200_000 + "}}"
+    (site / sitewrite.MANIFEST).write_text(deep)
+    with pytest.raises(sitewrite.ExportFolderError, match="nested too deep"):
+        sitewrite.load_manifest(site)
+    (site / sitewrite.MANIFEST).write_bytes(b'{"format": 1, "files": {' + b" " * sitewrite.MANIFEST_LIMIT + b"}}")
+    with pytest.raises(sitewrite.ExportFolderError, match="larger than 16 MiB"):
+        sitewrite.load_manifest(site)
+    # a manifest formatted another way (spaces, other key order) reads the same as the export's own
+    (site / sitewrite.MANIFEST).write_text(
+        '{{ "files" : {{ "a.html" : [ "{}" , 3 , 7 ] , "../x" : ["{}", 1, 1], "b.html": "odd" }},\n'
+        '  "stamps": {{"a.html": "s"}}, "format": 1 }}'.format("0" * 64, "0" * 64))
+    m = sitewrite.load_manifest(site)
+    assert m.files == {"a.html": sitewrite.Entry("0" * 64, 3, 7)} and m.stamps == {"a.html": "s"}
+
+
+def test_a_second_export_is_told_another_is_writing_and_a_file_is_no_folder(tmp_path):
+    out = tmp_path / "site"
+    with sitewrite.locked(out):
+        (out / "index.html").write_text("half-written first export")  # no manifest yet
+        with pytest.raises(sitewrite.ExportFolderError, match="another export is writing"), sitewrite.locked(out):
+            sitewrite.check_folder(out)
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    for bad in (f, f / "site"):
+        with pytest.raises(sitewrite.ExportFolderError, match="is a file, not a folder"):
+            sitewrite.check_folder(bad)
+        with pytest.raises(sitewrite.ExportFolderError, match="is a file, not a folder"), sitewrite.locked(bad):
+            pass
+    # a refused folder keeps no lock file of ours
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("x")
+    with pytest.raises(sitewrite.ExportFolderError, match="thesis"), sitewrite.locked(mine):
+        sitewrite.check_folder(mine)
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]

@@ -179,13 +179,16 @@ def store() -> Store:
 
 
 def downloads(df: pd.DataFrame | Callable[[], pd.DataFrame], name: str) -> None:
-    """CSV and JSON downloads of a table (the text as shown, headers from the metric registry), behind one
-    small button. ``df`` may be a function that makes the table: it then runs only when someone downloads."""
+    """CSV and JSON downloads of a table as data (``benchcards.downloads``: numbers as numbers, units in the
+    headers, empty for missing), behind one small button. ``df`` may be a function that makes the table: it
+    then runs only when someone downloads."""
+    from benchcards import downloads as dl
+
     make = df if callable(df) else (lambda: df)
     with st.popover("Download", icon=":material/download:"):
-        st.download_button("CSV", lambda: make().to_csv(index=False).encode(), file_name=f"{name}.csv",
+        st.download_button("CSV", lambda: dl.csv_bytes(make()), file_name=f"{name}.csv",
                            mime="text/csv", key=f"csv-{name}", icon=":material/table:")
-        st.download_button("JSON", lambda: make().to_json(orient="records", indent=1, force_ascii=False).encode(),
+        st.download_button("JSON", lambda: dl.json_bytes(make()),
                            file_name=f"{name}.json", mime="application/json", key=f"json-{name}",
                            icon=":material/data_object:")
 
@@ -248,8 +251,10 @@ def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_se
     ids = [s for s in (options if options is not None else list(titles)) if s in titles]
     if key not in st.session_state:
         unknown = [s for s in st.query_params.get_all(key) if s not in titles]
-        if unknown:
-            st.warning("No setup with the id " + ", ".join(f"“{md(s)}”" for s in unknown)
+        if unknown:  # named, but bounded: a 100,000-character id is shown cut (a setup id is at most 128)
+            shown = [s if len(s) <= 80 else f"{s[:80]}… ({len(s):,} characters)" for s in unknown[:5]]
+            st.warning("No setup with the id " + ", ".join(f"“{md(s)}”" for s in shown)
+                       + (f" (and {len(unknown) - 5:,} more)" if len(unknown) > 5 else "")
                        + " is in this site's data. Choose one below, or start from the overview.")
     if multi:
         if key not in st.session_state:

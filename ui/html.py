@@ -34,11 +34,15 @@ table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; l
 .bc-table th {{ font-weight: 600; border-bottom: 1px solid rgba(128, 128, 128, 0.55); }}
 .bc-table .num {{ text-align: right; }}
 .bc-table td.num {{ white-space: nowrap; }}
-/* a long name without spaces breaks inside the cell instead of widening its column past the screen */
-.bc-table td:not(.num), .bc-card a {{ overflow-wrap: anywhere; }}
+/* words break only at spaces (a wide table scrolls in its box); a long word without spaces (a hash, a path)
+   may break inside instead of widening its column past the screen */
+.bc-table td:not(.num), .bc-card a {{ overflow-wrap: break-word; word-break: normal; }}
+.bc-lw {{ overflow-wrap: anywhere; }}
 .bc-table .better, .bc-card .better {{ color: #009E73; font-weight: 600; }}
 .bc-table .worse, .bc-card .worse {{ color: #D55E00; font-weight: 600; }}
 .bc-nw {{ white-space: nowrap; }}
+.bc-table tr.bc-group th {{ padding-top: 0.9rem; font-size: 0.95rem; border-bottom: 1px solid rgba(128, 128, 128, 0.55); }}
+h4.bc-group {{ margin: 0.9rem 0 0.4rem; font-size: 1rem; }}
 .bc-muted {{ opacity: 0.72; font-size: 0.8rem; }}
 .bc-offload {{ font-size: 0.8rem; color: #D55E00; }}
 .bc-table a, .bc-card a {{ color: inherit; text-decoration: underline; text-underline-offset: 2px;
@@ -88,7 +92,14 @@ def cell_text(value: object) -> str:
                         for p in [text.split(" ± ", 1)[0], "± " + text.split(" ± ", 1)[1]])
     if len(text) <= 40 and _FIGURE.match(text):
         return f'<span class="bc-nw">{esc(text)}</span>'
-    return esc(text)
+    return words(text)
+
+
+def words(text: str) -> str:
+    """Escaped ``text`` whose long words (``fmt.LONG_TOKEN``) may break inside; the others only at spaces."""
+    from benchcards import fmt
+
+    return "".join(f'<span class="bc-lw">{esc(p)}</span>' if long else esc(p) for p, long in fmt.long_tokens(text))
 
 
 def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None = None,
@@ -136,17 +147,19 @@ def tiles(items: Sequence[tuple[str, str, str]]) -> str:
 
 
 def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[str], units: Mapping[str, str],
-             link: str = "Setup_card?setup=") -> str:
+             link: str = "Setup_card?setup=", groups: bool = False) -> str:
     """The overview twice: a table for wide screens and cards for phones (CSS shows one of them).
 
     ``display`` is ``benchcards.views.overview_display``; ``figures`` and ``quality`` name its
-    figure and quality columns; ``units`` gives each figure's unit for the cards.
+    figure and quality columns; ``units`` gives each figure's unit for the cards. ``groups``: the rows are
+    ranked within tiers, so each tier starts with a heading row (and a heading above its cards).
     """
     from urllib.parse import quote
 
     col = {c: [str(v) for v in display[c]] for c in display.columns}
     hrefs = [esc(f"{link}{quote(s, safe='')}") for s in col["setup_id"]]
-    names, titles, badges = ([esc(v) for v in col[c]] for c in ("Setup", "title", "badge"))
+    names = [words(v) for v in col["Setup"]]
+    titles, badges = ([esc(v) for v in col[c]] for c in ("title", "badge"))
     gpus, tiers = [esc(v) for v in col["GPU"]], [esc(v) for v in col["VRAM tier"]]
     offload = [("" if o in ("None", "nan", "") else f'<br><span class="bc-offload">⚠ {esc(o)}</span>')
                for o in (col["offload"] if "offload" in col else [""] * len(display))]
@@ -156,16 +169,24 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     card_figs = {c: [cell_text(_with_unit(v, units.get(c))) for v in col[c]] for c in figures}
     heads = "".join(f'<th scope="col" class="num">{esc(c)}</th>' for c in (*figures, *quality))
     rows, cards = [], []
+    span = 2 + len(figures) + len(quality)
+    # "CPU only" is both a GPU text and a tier: said once
+    tier_line = ["" if g == t else f'<br><span class="bc-muted">{t} tier</span>' for g, t in zip(gpus, tiers)]
+    card_hw = [f"{t} tier" if g == t else f"{g} · {t} tier" for g, t in zip(gpus, tiers)]
     for i in range(len(display)):
+        if groups and (i == 0 or col["VRAM tier"][i] != col["VRAM tier"][i - 1]):
+            rows.append(f'<tr class="bc-group"><th scope="rowgroup" colspan="{span}">{tiers[i]} tier</th></tr>')
+            cards.append(f'<h4 class="bc-group">{tiers[i]} tier</h4>')
         name = f'<a href="{hrefs[i]}" target="_self" title="{titles[i]}">{names[i]}</a>'
         nums = "".join(f'<td class="num">{cells[c][i]}</td>' for c in (*figures, *quality))
         rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span>{engine[i]}</td>{nums}'
-                    f'<td>{gpus[i]}<br><span class="bc-muted">{tiers[i]} tier</span>{offload[i]}</td></tr>')
+                    f'<td>{gpus[i] + " tier" if not tier_line[i] else gpus[i]}{tier_line[i]}{offload[i]}</td></tr>')
         figs = "".join(f"<div><dt>{esc(c.split(' (')[0])}</dt><dd>{card_figs[c][i]}</dd></div>" for c in figures)
         qual = "".join(f"<div><dt>{esc(c)}</dt><dd>{cells[c][i]}</dd></div>" for c in quality)
         cards.append(f'<div class="bc-card"><a class="bc-card-title" href="{hrefs[i]}" target="_self" '
                      f'title="{titles[i]}">{names[i]}</a> <span class="bc-badge">{badges[i]}</span>'
-                     f'<div class="bc-muted">{gpus[i]} · {tiers[i]} tier{offload[i]}{engine[i]}</div>'
+                     f'<div class="bc-muted bc-full">{words(col["title"][i])}</div>'
+                     f'<div class="bc-muted">{card_hw[i]}{offload[i]}{engine[i]}</div>'
                      f'<dl>{figs}{qual}</dl></div>')
     table_html = (f'<div class="bc-ov-wide"><table class="bc-table bc-overview" aria-label="Setups"><thead><tr>'
                   f'<th scope="col">Setup</th>{heads}<th scope="col">Hardware</th></tr></thead>'

@@ -95,12 +95,15 @@ def section(save: Save) -> None:
         c1, c2, c3 = st.columns([3, 1, 1])
         gpu = c1.text_input("GPU name", placeholder="e.g. NVIDIA GeForce RTX 4090 — or none for CPU only", key="imp-gpu")
         count = c2.number_input("GPUs", min_value=1, max_value=64, value=1, step=1, key="imp-count")
-        vram = c3.number_input("VRAM per GPU (GiB)", min_value=0.0, max_value=2048.0, value=0.0, step=1.0,
-                               help="0: the size of cards sold with one size, else the import asks", key="imp-vram")
+        vram = c3.number_input("VRAM per GPU (GiB)", min_value=0.0, max_value=2048.0, value=None, step=1.0,
+                               placeholder="from the GPU name",
+                               help="Empty: the size of cards sold in one size, else the import asks",
+                               key="imp-vram")
         cmd = st.text_input("Server command", placeholder="e.g. llama-server -m model.gguf -c 32768 -np 2 "
                             "(default: rebuilt from the file, or recorded as not given)", key="imp-cmd")
         c4, c5, c6 = st.columns(3)
-        engine = c4.text_input("Engine", placeholder="vLLM, SGLang, llama.cpp … (when the file does not say)",
+        engine = c4.text_input("Engine", placeholder="e.g. vLLM",
+                               help="When the file does not say which engine ran (vLLM, SGLang, llama.cpp …)",
                                key="imp-engine")
         model = c5.text_input("Model name", placeholder="default: from the file", key="imp-model")
         fmt = c6.selectbox("Format", ["detect from the content", *FORMATS], key="imp-format")
@@ -118,7 +121,7 @@ def section(save: Save) -> None:
         st.code("\n".join(errors), language=None)
         return
     opts = Options(gpu=gpu.strip() or None, gpu_count=int(count) if gpu.strip() and count > 1 else None,
-                   vram_gib=float(vram) if vram > 0 else None, server_cmd=server_cmd,
+                   vram_gib=float(vram) if vram else None, server_cmd=server_cmd,
                    engine=engine.strip() or None, model=model.strip() or None)
     try:
         with st.spinner("Converting and checking every file…"):

@@ -18,7 +18,8 @@
     const i = th.cellIndex;  // the column within its own table (a page may have several)
     const table = th.closest('table');
     const body = table.tBodies[0];
-    const asc = th.dataset.sort !== 'asc';
+    // a first click sorts the way the figure is better (largest decode first, soonest first token first)
+    const asc = th.dataset.sort ? th.dataset.sort !== 'asc' : th.dataset.first !== 'desc';
     table.querySelectorAll('th').forEach(h => { delete h.dataset.sort; h.removeAttribute('aria-sort'); });
     th.dataset.sort = asc ? 'asc' : 'desc';
     th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
