@@ -50,8 +50,8 @@ with st.sidebar:
     quant = st.multiselect("Quantisation", sorted(df.quant.dropna().unique()), key="quant", bind="query-params")
     thinking = st.segmented_control("Thinking", ["any", "on", "off"], default="any", key="thinking",
                                     bind="query-params")
-    kinds = st.multiselect("Data", ["verified raw", "summary only", "synthetic", "method test"], key="data",
-                           bind="query-params")
+    kinds = st.multiselect("Data", ["verified raw", "summary only", "reported", "synthetic", "method test"],
+                           key="data", bind="query-params")
     sort = st.selectbox("Sort by", list(queries.SORTS), format_func=lambda k: queries.SORTS[k][0], key="sort",
                         bind="query-params")
 
@@ -86,5 +86,7 @@ with st.container(key="overview"):
 common.downloads(lambda: views.overview_table(shown, lambda sid: f"Setup_card?setup={sid}"), "overview")
 st.caption(f"Quality: result ± half-width of the Wilson 95 % interval, in points; {fmt.DASH} where a setup was not "
            "measured that way. *summary only*: published figures without raw records, not recomputable. "
+           "*reported*: figures someone else posted, as written ('~' = approximate), with the source on the card; "
+           "listed after every measured setup, never ranked with them. "
            "*synthetic*: generated demo data, not a measurement. *method test*: a real measurement of a tiny or "
            "random-weight model that shows the method, not a model's speed. Hover a name for the full title.")

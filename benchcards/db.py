@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 #: version of the table layout; the write side (``ingest.store``) stamps it, readers check it
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: reported_sources, reported_figures, reported_claims
 
 
 class DatabaseError(RuntimeError):

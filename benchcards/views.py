@@ -54,6 +54,9 @@ def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"setup_id": ov.setup_id, "Setup": ov.name, "title": ov.title, "badge": ov.badges})
     for header, key, col in OVERVIEW_FIGURES:
         out[header] = [fmt.value(key, v) for v in ov[col]]
+    if "reported_decode_text" in ov.columns:  # a reported figure says so in its cell (docs/definitions.md#reported)
+        head = OVERVIEW_FIGURES[0][0]
+        out[head] = [f"reported {t}" if not fmt.missing(t) else d for d, t in zip(out[head], ov.reported_decode_text)]
     for test in HEADLINE_TESTS:
         out[metrics.quality_label(test)] = [fmt.quality(p, m) for p, m in zip(ov[f"{test}_pct"],
                                                                                ov[f"{test}_margin"])]

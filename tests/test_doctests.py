@@ -7,7 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats"]
+MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.reported", "benchcards.stats"]
 
 
 @pytest.mark.parametrize("name", MODULES)
