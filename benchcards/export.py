@@ -911,7 +911,8 @@ def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: q
     write("assets/search.js", site.search_script(site.search_index(ov)))
     figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({queries.LATEST_METRICS}) "
                        "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")
-    write("index.json", json.dumps(site.index_json(ov, figures, q, base), ensure_ascii=False, allow_nan=False,
+    write("index.json", json.dumps(site.index_json(ov, figures, q, base, reported.figures(store)), ensure_ascii=False,
+                                   allow_nan=False,
                                    separators=(",", ":")))
     return pages
 

@@ -103,6 +103,9 @@ def overview_table(ov: pd.DataFrame, link: Callable[[str], str]) -> pd.DataFrame
     table["Engine benchmark only"] = [fmt.text(e) for e in shown.engine_only]
     table["Thinking"] = list(ov.thinking.map(fmt.on_off))
     table["Measured"] = list(ov.measured.map(fmt.text))
+    if "reported_decode_text" in ov.columns:  # a reported figure stays out of the measured column (data, not words)
+        table[OVERVIEW_FIGURES[0][0]] = [fmt.value("decode", v) for v in ov.decode_tps]
+        table["Reported decode (tok/s)"] = [fmt.text(t) for t in ov.reported_decode_text]
     table["Data"] = list(ov.badges)
     table["Warnings"] = [fmt.number(n, 0) for n in ov.n_warnings]
     return table

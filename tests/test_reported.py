@@ -321,3 +321,10 @@ def test_demo_contracts_say_what_they_write(demo_db):
             w = reported.parse_written(f["as_written"])
             assert w is not None and w.approx == f.get("approx", False), p
     assert SETUP["setup_id"] == HAND
+
+
+def test_the_overview_download_keeps_reported_figures_out_of_the_measured_column(both):
+    ov = queries.sort_overview(queries.overview(queries.Store(both)))
+    table = views.overview_table(ov, lambda sid: sid).set_index("Card")
+    assert table.loc[REP, "Decode (tok/s)"] == "—" and table.loc[REP, "Reported decode (tok/s)"] == "~110"
+    assert table.loc[HAND, "Decode (tok/s)"] == "28.5" and table.loc[REP, "Data"] == "reported"
