@@ -101,7 +101,8 @@ def test_export_shows_payloads_as_text_and_runs_none(hostile, browser, tmp_path)
     names = {n for _, n in raw_links}
     assert {"report.html", "image.svg", "&lt;img src=x onerror=alert(&#34;name&#34;)&gt;.log"} <= names
     assert {p.suffix for p in (site / "raw").iterdir()} == {".bin"}
-    assert "~110 &lt;img src=x onerror" in html  # the reported figure beside the measured one, as text
+    # the reported claim about -fa (a flag of the hostile command) on the hostile card, as text
+    assert "<li>-fa $.claims[0].from_value &lt;/script&gt;&lt;script&gt;alert(" in html
     rep = (site / "setups" / f"{RSID}.html").read_text()
     assert "<img src=x" not in rep and "<b>bold</b>" not in rep and "&lt;b&gt;bold&lt;/b&gt;" in rep
     assert 'href="https://example.org/post?a=&#39;x&#39;&amp;b=1"' in rep
@@ -112,7 +113,7 @@ def test_export_shows_payloads_as_text_and_runs_none(hostile, browser, tmp_path)
         page.wait_for_timeout(1500)
         if name == f"setups/{RSID}.html":
             assert "$.title </script><script>alert" in page.inner_text("h1")
-            assert "~110 <img src=x onerror" in page.inner_text("#reported ~ table")  # the figure, as text
+            assert "~110 <img src=x onerror" in page.inner_text("body")  # the figure, as text
         elif name.startswith("setups"):
             page.wait_for_selector(".chart svg", timeout=30_000)
             assert "$.title </script><script>alert" in page.inner_text("h1")  # shown, as text
