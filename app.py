@@ -50,8 +50,8 @@ with st.sidebar:
     quant = st.multiselect("Quantisation", sorted(df.quant.dropna().unique()), key="quant", bind="query-params")
     thinking = st.segmented_control("Thinking", ["any", "on", "off"], default="any", key="thinking",
                                     bind="query-params")
-    kinds = st.multiselect("Data", ["verified raw", "summary only", "synthetic", "method test"], key="data",
-                           bind="query-params")
+    kinds = st.multiselect("Data", ["verified raw", "summary only", "reported", "synthetic", "method test"],
+                           key="data", bind="query-params")
     sort = st.selectbox("Sort by", list(queries.SORTS), format_func=lambda k: queries.SORTS[k][0], key="sort",
                         bind="query-params")
 
@@ -92,6 +92,8 @@ st.caption(("Ranked within each GPU-memory tier, one group per tier. " if by_tie
             else "") +
            f"Quality: result ± half-width of the Wilson 95 % interval, in points; {fmt.DASH} where a setup was not "
            "measured that way. *summary only*: published figures without raw records, not recomputable. "
+           "*reported*: figures someone else posted, as written ('~' = approximate), with the source on the card; "
+           "listed after every measured setup, never ranked with them. "
            "*synthetic*: generated demo data, not a measurement. *method test*: a real measurement of a tiny or "
            "random-weight model that shows the method, not a model's speed. The full title of a setup: under its name "
            "on a phone, on hover over its name on a wider screen.")

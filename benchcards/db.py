@@ -20,7 +20,7 @@ import duckdb
 from benchcards.errors import BenchcardsError
 
 #: version of the table layout; the write side (``ingest.store``) stamps it, readers check it
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: reported_sources, reported_figures, reported_claims
 
 
 class DatabaseError(BenchcardsError, RuntimeError):

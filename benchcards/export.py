@@ -63,6 +63,7 @@ from benchcards import (
     fmt,
     metrics,
     queries,
+    reported,
     site,
     sitewrite,
     specs,
@@ -315,12 +316,14 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     steps = [c.fit_steps for c in cards if c.fit is not None and not c.fit_steps.empty]
     fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
     knees = _split(job.knees)
+    snap = reported.Snapshot(store)
     for c in cards:
         path = site.setup_path(c.setup_id)
         html = card_page(env, c, path, depth={k: v.get(c.setup_id) for k, v in depth.items()},
                          conc=conc.get(c.setup_id), fit=fit.get(c.setup_id), knees=knees.get(c.setup_id),
                          knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
-                         raw=job.raw, timeline=job.timelines.get(c.setup_id))
+                         raw=job.raw, timeline=job.timelines.get(c.setup_id),
+                         rep=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
         writer.write(path, html)
     db.forget(job.db_path)
     return writer.entries, writer.written
@@ -328,9 +331,11 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
 
 def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dict[str, pd.DataFrame | None],
               conc: pd.DataFrame | None, fit: pd.DataFrame | None, knees: pd.DataFrame | None,
-              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], timeline: Table | None = None) -> str:
+              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], timeline: Table | None = None,
+              rep: reported.CardSection | None = None) -> str:
     """The card of one setup (its chart points, knees and knee marks computed for many setups at once;
-    ``timeline``: the table of its build group, computed once per group)."""
+    ``timeline``: the table of its build group, computed once per group; ``rep``: its reported figures, beside
+    lines and flag claims)."""
     s = c.setup
     page = Charts()
     up = site.up(path)
@@ -374,7 +379,10 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
               site.Crumb(s.title)]
     return render(
         env, "card.html", path, title=s.title, crumbs=crumbs, charts=page, s=s,
-        badge=queries.badges({**c.row, "method_test": queries.is_method_test(s)}),
+        badge=queries.card_badge(c), reported=rep,
+        reported_table=table(rep.figures) if rep is not None and not rep.figures.empty else None,
+        reported_notes={"explained": reported.EXPLAINED, "beside": reported.BESIDE_EXPLAINED,
+                        "claims": reported.CLAIMS_EXPLAINED},
         gpu=str(c.row["gpu"]), tier=tier, tier_href=site.tier_path(tier), model=model,
         model_href=site.model_path(model),
         tiles=cardmod.headline_tiles(c), speed=table(cardmod.speed_table(c)), speed_extra=speed_extra,
@@ -871,8 +879,9 @@ def _card_extras(store: queries.Store, kn: pd.DataFrame, raw: frozenset[str]) ->
     for row in zip(*cols):
         knees.setdefault(str(row[list(kn.columns).index("setup_id")]), []).append(repr(row))
     ids = store.df("SELECT setup_id FROM setups ORDER BY setup_id").setup_id.tolist()
-    return {str(s): sitewrite.sha256(("\n".join(knees.get(str(s), [])) + "\0" + ",".join(linked.get(str(s), [])))
-                                     .encode())[:16] for s in ids}
+    rep = reported.digests(store)  # reported lines come from other setups' rows
+    return {str(s): sitewrite.sha256(("\n".join(knees.get(str(s), [])) + "\0" + ",".join(linked.get(str(s), []))
+                                      + ("\0" + rep[str(s)] if str(s) in rep else "")).encode())[:16] for s in ids}
 
 
 def _builds_page(env: jinja2.Environment, build_groups: list[builds.Group]) -> str:
@@ -933,7 +942,8 @@ def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: q
     write("assets/search.js", site.search_script(site.search_index(ov)))
     figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({queries.LATEST_METRICS}) "
                        "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")
-    write("index.json", json.dumps(site.index_json(ov, figures, q, base), ensure_ascii=False, allow_nan=False,
+    write("index.json", json.dumps(site.index_json(ov, figures, q, base, reported.figures(store)), ensure_ascii=False,
+                                   allow_nan=False,
                                    separators=(",", ":")))
     return pages
 

@@ -149,6 +149,12 @@ def is_method_test(setup: Setup) -> bool:
                 or (m.params_total_b is not None and m.params_total_b < TINY_MODEL_PARAMS_B))
 
 
+def reported_sql(alias: str = "s") -> str:
+    """SQL (over ``setups`` as ``alias``) that is true for a reported setup: its figures are what someone else
+    posted (docs/definitions.md#reported), with the lowest trust badge and never ranked above a measured one."""
+    return f"EXISTS (SELECT 1 FROM runs rr WHERE rr.setup_id = {alias}.setup_id AND rr.kind = 'reported')"
+
+
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
     if TRACE is not None:
         TRACE.append((sql, list(params or [])))
@@ -174,7 +180,7 @@ def overview(store: Store) -> pd.DataFrame:
                    coalesce(s.unified_memory, false) AS unified_memory, s.engine,
                    coalesce(s.engine_version, '') AS engine_version, s.engine_build, s.model, s.quant,
                    s.model_bytes, s.params_total_b, s.thinking, s.synthetic, s.summary_only,
-                   {method_test_sql()} AS method_test,
+                   {method_test_sql()} AS method_test, {reported_sql()} AS reported,
                    json_extract_string(s.setup_json, '$.server.argv') AS argv_json,
                    s.measured_last AS measured, s.ctx, s.slots, s.kv_type,
                    max(CASE WHEN m.metric = 'decode' AND m.prompt IS NULL AND m.level IS NULL THEN m.value END)
@@ -218,8 +224,20 @@ def overview(store: Store) -> pd.DataFrame:
     base["name"] = (base.model.fillna("model?").astype(str) + quant.where(quant == "", " · " + quant) + " · "
                     + engine + version.where(version == "", " " + version).where(version != "", " (build not given)"))
     base["offload"] = [_offload(a) for a in base.pop("argv_json")]
-    base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t})
-                      for a, b, t in zip(base.synthetic, base.summary_only, base.method_test)]
+    base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
+                      for a, b, t, r in zip(base.synthetic, base.summary_only, base.method_test, base.reported)]
+    return _with_reported(store, base)
+
+
+def _with_reported(store: Store, base: pd.DataFrame) -> pd.DataFrame:
+    """``reported_decode`` (for ordering reported setups among themselves) and ``reported_decode_text`` ('~110
+    tok/s') of each reported setup; empty for measured ones, whose ranked columns they never fill."""
+    from benchcards import reported
+
+    head = reported.headlines(store).set_index("setup_id") if base.reported.any() else None
+    base["reported_decode"] = base.setup_id.map(head.reported_decode).astype(float) if head is not None \
+        else float("nan")
+    base["reported_decode_text"] = base.setup_id.map(head.reported_decode_text) if head is not None else None
     return base
 
 
@@ -248,11 +266,14 @@ def short_name(row: object) -> str:
 
 
 def badges(row: pd.Series | dict) -> str:
-    """Badges of an overview row: synthetic, method test, summary only or verified raw."""
+    """Badges of an overview row: synthetic, method test, reported, summary only or verified raw (trust from
+    lowest to highest for real data: reported, summary only, verified raw)."""
     if row.get("synthetic"):
         return "synthetic"
     if row.get("method_test") and not fmt.missing(row.get("method_test")):
         return "method test"
+    if row.get("reported") and not fmt.missing(row.get("reported")):
+        return "reported"
     if row.get("summary_only"):
         return "summary only"
     return "verified raw"
@@ -307,6 +328,16 @@ class Card:
         """(prompt, level) pairs present for ``metric``, sorted."""
         return sorted(((p, lv) for (m, p, lv) in self._index if m == metric),
                       key=lambda k: (k[0] or "", -1 if k[1] is None else k[1]))
+
+
+def is_reported(card: Card) -> bool:
+    """True when the card's setup holds reported figures (``reported_sql``)."""
+    return bool((card.runs.kind == "reported").any()) if "kind" in card.runs.columns else False
+
+
+def card_badge(card: Card) -> str:
+    """The badge of a card's setup (``badges``), the same as its overview row's."""
+    return badges({**card.row, "method_test": is_method_test(card.setup), "reported": is_reported(card)})
 
 
 class NotFound(BenchcardsError, LookupError):
@@ -527,7 +558,7 @@ class OverviewFilter:
     model: tuple[str, ...] = ()
     quant: tuple[str, ...] = ()
     thinking: bool | None = None
-    kinds: tuple[str, ...] = ()  # badges: synthetic / method test / summary only / verified raw
+    kinds: tuple[str, ...] = ()  # badges: synthetic / method test / reported / summary only / verified raw
     tiers: tuple[str, ...] = ()  # VRAM tiers (benchcards.tiers)
     fits_gib: float | None = None  # only setups whose ``need_gib`` is at most this
     gpu_only: bool = False  # only setups that keep no weights in system RAM (``offload`` empty)
@@ -577,10 +608,23 @@ def sort_overview(df: pd.DataFrame, by: str = DEFAULT_SORT, within_tiers: bool =
     """
     _, col, asc = SORTS.get(by, SORTS[DEFAULT_SORT])
     out = df.sort_values(col, ascending=asc, na_position="last", kind="stable")
-    if by == "newest" or not within_tiers:
-        return out
-    ranks = pd.Series([tiers.tier_rank(t) for t in out.tier], index=out.index)
-    return out.loc[ranks.sort_values(kind="stable").index]
+    if by != "newest" and within_tiers:
+        ranks = pd.Series([tiers.tier_rank(t) for t in out.tier], index=out.index)
+        out = out.loc[ranks.sort_values(kind="stable").index]
+    return reported_last(out, by)
+
+
+def reported_last(df: pd.DataFrame, by: str = DEFAULT_SORT) -> pd.DataFrame:
+    """``df`` with every reported setup after every measured one (docs/definitions.md#reported): a figure someone
+    posted is never ranked above one measured here. Among themselves reported setups keep the order of ``df``,
+    by their reported decode when sorting by decode."""
+    if "reported" not in df.columns or not df.reported.fillna(False).astype(bool).any():
+        return df
+    rep = df.reported.fillna(False).astype(bool)
+    tail = df[rep]
+    if by == "decode" and "reported_decode" in df.columns:
+        tail = tail.sort_values("reported_decode", ascending=False, na_position="last", kind="stable")
+    return pd.concat([df[~rep], tail])
 
 
 def curve_setups(store: Store, limit: int = 3) -> list[str]:
@@ -642,7 +686,8 @@ class AnalysisData:
 
 
 def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
-    """Everything the analysis views need, for every setup or the given ones (one read-only connection)."""
+    """Everything the analysis views need, for every setup or the given ones (one read-only connection).
+    Reported setups are left out: the analysis ranks measured figures only (docs/definitions.md#reported)."""
     sel = "setup_id IN (SELECT unnest(?::VARCHAR[]))"
     id_params: list = [] if ids is None else [ids]
     only = (lambda extra: f"{extra} AND {sel}") if ids is not None else (lambda extra: extra)
@@ -652,7 +697,8 @@ def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
             SELECT setup_id, title, gpu, gpu_count, vram_gib, coalesce(unified_memory, false) AS unified_memory,
                    engine, coalesce(engine_version, '') AS engine_version, model, quant, slots, thinking,
                    synthetic, summary_only, {method_test_sql('setups')} AS method_test
-            FROM setups {('WHERE ' + sel) if ids is not None else ''} ORDER BY setup_id""", id_params)
+            FROM setups WHERE NOT {reported_sql('setups')} {('AND ' + sel) if ids is not None else ''}
+            ORDER BY setup_id""", id_params)
         metrics = _fetch(con, f"""
             SELECT setup_id, metric, prompt, level, value, n, provenance
             FROM ({latest_metrics(only('metric IN (SELECT unnest(?::VARCHAR[]))'))})

@@ -173,13 +173,31 @@ def metric_units() -> dict[str, dict[str, Any]]:
                 "description": d.description} for k, d in sorted(metrics.REGISTRY.items())}
 
 
+def _reported_json(reported: pd.DataFrame | None) -> dict[str, list[dict]]:
+    """Per setup its reported figures (``benchcards.reported.figures``) as plain data: value or range, whether
+    approximate, as written, unit and source (docs/definitions.md#reported)."""
+    from benchcards.reported import UNITS
+
+    out: dict[str, list[dict]] = {}
+    for r in ([] if reported is None else reported.to_dict("records")):
+        out.setdefault(str(r["setup_id"]), []).append({
+            "metric": r["metric"], "value": _num(r["value"]), "low": _num(r["lo"]), "high": _num(r["hi"]),
+            "approx": bool(r["approx"]), "as_written": _plain(r["as_written"]), "unit": UNITS.get(str(r["metric"])),
+            "depth": _num(r["depth"]), "note": _plain(r["note"]),
+            "source": {"title": _plain(r["source_title"]), "author": _plain(r["source_author"]),
+                       "url": _plain(r["source_url"]), "reference": _plain(r["source_reference"]),
+                       "published": _plain(r["source_published"])}})
+    return out
+
+
 def index_json(overview: pd.DataFrame, figures: pd.DataFrame, quality: pd.DataFrame,
-               base_url: str | None = None) -> dict[str, Any]:
+               base_url: str | None = None, reported: pd.DataFrame | None = None) -> dict[str, Any]:
     """Every setup and figure of the site as plain numbers with units from the metric registry.
 
     ``figures`` are the latest metrics of every setup (setup_id, metric, prompt, level, value, n,
     provenance); a value is given in the registry's unit (stored value x the figure's scale),
-    unrounded. ``quality`` are the rows of ``queries.quality_table``.
+    unrounded. ``quality`` are the rows of ``queries.quality_table``. ``reported``: the reported figures
+    (``benchcards.reported.figures``), listed apart from the measured ones under each setup's ``reported``.
     """
     figs: dict[str, list[dict]] = {}
     for sid, metric, prompt, level, value, n, prov in zip(
@@ -199,6 +217,7 @@ def index_json(overview: pd.DataFrame, figures: pd.DataFrame, quality: pd.DataFr
             "pct": _num(r.pct), "margin_pp": _num(r.margin_pp), "lo_pct": _num(r.lo_pct), "hi_pct": _num(r.hi_pct),
             "right": _num(r.right), "n": _num(r.n), "cut_off": _num(r.cut_off), "unit": "%",
             "interval": "Wilson score, 95 %"})
+    rep = _reported_json(reported)
     setups = []
     for r in overview.itertuples(index=False):
         sid = str(r.setup_id)
@@ -213,7 +232,7 @@ def index_json(overview: pd.DataFrame, figures: pd.DataFrame, quality: pd.DataFr
             "model_bytes": _num(r.model_bytes), "params_total_b": _num(r.params_total_b),
             "thinking": _plain(r.thinking), "data": r.badges, "measured": _plain(r.measured),
             "fit_largest_ctx": _num(r.fit_ctx), "fit_peak_gib": _num(r.fit_peak_gib), "warnings": _num(r.n_warnings),
-            "figures": figs.get(sid, []), "quality": qual.get(sid, []),
+            "figures": figs.get(sid, []), "quality": qual.get(sid, []), "reported": rep.get(sid, []),
         })
     return {"generator": "benchcards", "format": 1, "setups_count": len(setups), "units": metric_units(),
             "setups": setups}

@@ -54,6 +54,9 @@ def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"setup_id": ov.setup_id, "Setup": ov.name, "title": ov.title, "badge": ov.badges})
     for header, key, col in OVERVIEW_FIGURES:
         out[header] = [fmt.value(key, v) for v in ov[col]]
+    if "reported_decode_text" in ov.columns:  # a reported figure says so in its cell (docs/definitions.md#reported)
+        head = OVERVIEW_FIGURES[0][0]
+        out[head] = [f"reported {t}" if not fmt.missing(t) else d for d, t in zip(out[head], ov.reported_decode_text)]
     for test in HEADLINE_TESTS:
         out[metrics.quality_label(test)] = [fmt.quality(p, m) for p, m in zip(ov[f"{test}_pct"],
                                                                                ov[f"{test}_margin"])]
@@ -102,6 +105,9 @@ def overview_table(ov: pd.DataFrame, link: Callable[[str], str] | None = None) -
     table["Engine benchmark only"] = [fmt.text(e) for e in shown.engine_only]
     table["Thinking"] = list(ov.thinking.map(fmt.on_off))
     table["Measured"] = list(ov.measured.map(fmt.text))
+    if "reported_decode_text" in ov.columns:  # a reported figure stays out of the measured column (data, not words)
+        table[OVERVIEW_FIGURES[0][0]] = [fmt.value("decode", v) for v in ov.decode_tps]
+        table["Reported decode (tok/s)"] = [fmt.text(t) for t in ov.reported_decode_text]
     table["Data"] = list(ov.badges)
     table["Warnings"] = [fmt.number(n, 0) for n in ov.n_warnings]
     return table

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from benchcards import flags, summarize
 from ingest.store import DDL
 from ingest.validate import Run, SetupFolder
-from schemas.models import FitContract, QualityContract, QualityItem, RequestRecord, SpeedContract
+from schemas.models import FitContract, QualityContract, QualityItem, ReportedContract, RequestRecord, SpeedContract
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -202,6 +202,21 @@ def bulk_table(table: str, batches: list[Batch]) -> pa.Table:
     return pa.Table.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 
+def _reported_rows(add: Any, sid: str, c: ReportedContract) -> int:
+    """The rows of a reported contract (docs/definitions.md#reported): its source, figures and claims, as
+    written (no figure is computed); returns how many figures and claims it has."""
+    rid, cite = c.run_id, c.citation
+    add("reported_sources", (sid, rid, cite.title, cite.author, cite.url, cite.reference, cite.published_at,
+                             cite.accessed_at, cite.relayed))
+    for i, f in enumerate(c.figures):
+        add("reported_figures", (sid, rid, i, f.metric, f.value, f.low, f.high, f.approx, f.as_written, f.depth,
+                                 f.note))
+    for i, k in enumerate(c.claims):
+        add("reported_claims", (sid, rid, i, json.dumps(k.flags), k.from_value, k.to_value, k.metric,
+                                k.change_pct, k.low_pct, k.high_pct, k.approx, k.as_written, k.note))
+    return len(c.figures) + len(c.claims)
+
+
 def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
     """Every row of one setup, per table, as Arrow tables."""
     rows: dict[str, list[tuple]] = defaultdict(list)
@@ -259,7 +274,9 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
         for f in run.attachments:
             add("files", (sid, rid, f.rel, "attachment", f.sha256, f.size, str(f.path)))
         method: str | None
-        if isinstance(c, SpeedContract):
+        if isinstance(c, ReportedContract):
+            n_records, method = _reported_rows(add, sid, c), None
+        elif isinstance(c, SpeedContract):
             for p in c.parts:
                 add("parts", (sid, rid, p.part, p.status, p.reason, getattr(p, "repeat_run_id", None), "stated"))
             result = summarize.speed(c)

@@ -96,11 +96,25 @@ CREATE TABLE files (
 CREATE TABLE warnings (
     setup_id VARCHAR, run_id VARCHAR, kind VARCHAR, message VARCHAR, stated DOUBLE, computed DOUBLE
 );
+CREATE TABLE reported_sources (
+    setup_id VARCHAR, run_id VARCHAR, title VARCHAR, author VARCHAR, url VARCHAR, reference VARCHAR,
+    published_at VARCHAR, accessed_at VARCHAR, relayed BOOLEAN
+);
+CREATE TABLE reported_figures (
+    setup_id VARCHAR, run_id VARCHAR, seq INTEGER, metric VARCHAR, value DOUBLE, lo DOUBLE, hi DOUBLE,
+    approx BOOLEAN, as_written VARCHAR, depth BIGINT, note VARCHAR
+);
+CREATE TABLE reported_claims (
+    setup_id VARCHAR, run_id VARCHAR, seq INTEGER, flags JSON, from_value VARCHAR, to_value VARCHAR,
+    metric VARCHAR, change_pct DOUBLE, lo_pct DOUBLE, hi_pct DOUBLE, approx BOOLEAN, as_written VARCHAR,
+    note VARCHAR
+);
 """
 
 #: tables that hold rows of a setup (all have a ``setup_id`` column)
 SETUP_TABLES = ("setups", "runs", "parts", "requests", "metrics", "quality_tests", "quality_tasks",
-                "quality_items", "fit_steps", "fit_headline", "files", "warnings")
+                "quality_items", "fit_steps", "fit_headline", "files", "warnings", "reported_sources",
+                "reported_figures", "reported_claims")
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -35,9 +35,9 @@ from ingest.errors import ErrorLog, IngestError, clip, safe
 from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
 from ingest.limits import LIMITS, Limits
 from schemas import load_schema
-from schemas.models import ONE_LINE, FitContract, QualityContract, Setup, SpeedContract, SpeedPart
+from schemas.models import ONE_LINE, FitContract, QualityContract, ReportedContract, Setup, SpeedContract, SpeedPart
 
-KINDS = ("speed", "quality", "fit")
+KINDS = ("speed", "quality", "fit", "reported")
 json_path = jsonread.json_path
 
 __all__ = ["CONTRACT_NAME", "KINDS", "SETUP_NAME", "IngestError", "RawFile", "Run", "SetupFolder",
@@ -48,7 +48,7 @@ __all__ = ["CONTRACT_NAME", "KINDS", "SETUP_NAME", "IngestError", "RawFile", "Ru
 class Run:
     """One validated contract with the attachments of its run folder."""
 
-    contract: SpeedContract | QualityContract | FitContract
+    contract: SpeedContract | QualityContract | FitContract | ReportedContract
     file: RawFile
     attachments: list[RawFile] = field(default_factory=list)
     document: dict = field(default_factory=dict)  # the parsed JSON the contract was validated from
@@ -106,6 +106,7 @@ def fast_validator(kind: str) -> Any:
 
 MODELS: dict[str, type[pydantic.BaseModel]] = {
     "setup": Setup, "speed": SpeedContract, "quality": QualityContract, "fit": FitContract,
+    "reported": ReportedContract,
 }
 
 
@@ -129,6 +130,8 @@ def _message(err: jsonschema.exceptions.ValidationError) -> str:
     string (quoting a 70,000-character value would be cut before saying what is wrong)."""
     if err.validator == "maxLength" and isinstance(err.instance, str):
         return f"{len(err.instance):,} characters is too long (at most {err.validator_value:,})"
+    if err.validator == "maxItems" and isinstance(err.instance, list):
+        return f"{len(err.instance):,} entries are too many (at most {err.validator_value:,})"
     if err.validator == "pattern" and err.validator_value == ONE_LINE and isinstance(err.instance, str):
         i, ch = next((i, c) for i, c in enumerate(err.instance) if not re.fullmatch(ONE_LINE, c))
         return (f"must be one line of text; character {i + 1:,} is U+{ord(ch):04X} (control characters, "
@@ -260,6 +263,12 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
                     log.add(where, f"{at}.bytes: the file {got.rel} has {got.size:,} bytes, not the "
                                    f"{att.bytes:,} listed here")
         runs.append(Run(contract=model, file=raw, attachments=attach, document=document))
+    kinds = {r.contract.kind for r in runs}
+    if "reported" in kinds and len(kinds) > 1:
+        first = next(r for r in runs if r.contract.kind != "reported")
+        log.add(str(first.file.path), f"$.kind: {first.contract.kind!r} in a setup that holds reported figures; a "
+                                      "setup is either measured or reported (docs/definitions.md#reported): put "
+                                      "the measured runs in a setup folder of their own")
     if setup is None or log:
         return None, log
     in_runs = {r.file.rel for r in runs} | {a.rel for r in runs for a in r.attachments}
@@ -286,9 +295,11 @@ def _bench_rules(c: SpeedContract) -> Iterator[str]:
             yield f"{where}: needs samples_ns or avg_ts"
 
 
-def contract_rules(c: SpeedContract | QualityContract | FitContract) -> Iterator[str]:
+def contract_rules(c: SpeedContract | QualityContract | FitContract | ReportedContract) -> Iterator[str]:
     """Rules across fields that a schema does not express, as '$.path: message' (lazily)."""
-    if isinstance(c, SpeedContract):
+    if isinstance(c, ReportedContract):
+        yield from reported_rules(c)
+    elif isinstance(c, SpeedContract):
         raw_bench = any(b.samples_ns for b in c.bench)
         if c.summary_only and c.requests:
             yield "$.requests: a summary_only contract must not have request records"
@@ -340,3 +351,31 @@ def contract_rules(c: SpeedContract | QualityContract | FitContract) -> Iterator
             seen_ctx.add(s.ctx)
             if s.prompt_tokens is not None and s.prompt_tokens > s.ctx:
                 yield f"$.steps[{i}].prompt_tokens: {s.prompt_tokens} is more than the context {s.ctx}"
+
+
+def reported_rules(c: ReportedContract) -> Iterator[str]:
+    """A reported contract (docs/definitions.md#reported): figures and claims each a value or a range, written
+    the way ``as_written`` says, the source named; not summary_only (its own kind)."""
+    from benchcards import reported
+
+    if c.summary_only:
+        yield ("$.summary_only: a reported contract is its own kind of data (lower than summary only); leave "
+               "summary_only out")
+    if not c.figures and not c.claims:
+        yield "$.figures: a reported contract needs at least one figure or claim"
+    cite = c.citation
+    if cite.url is None and cite.reference is None:
+        yield "$.citation: name where the figures come from: url or reference"
+    for i, f in enumerate(c.figures):
+        yield from (f"$.figures[{i}].{p}" for p in reported.number_problems(f.value, f.low, f.high, f.approx,
+                                                                             f.as_written, "value", "low", "high"))
+    for i, cl in enumerate(c.claims):
+        where = f"$.claims[{i}]"
+        yield from (f"{where}.{p}" for p in reported.number_problems(cl.change_pct, cl.low_pct, cl.high_pct,
+                                                                      cl.approx, cl.as_written, "change_pct",
+                                                                      "low_pct", "high_pct"))
+        for j, flag in enumerate(cl.flags):
+            if not flag.startswith("-") or any(ch.isspace() for ch in flag):
+                yield f"{where}.flags[{j}]: {flag[:80]!r} is not a command-line flag (e.g. '--cache-type-k')"
+        if cl.from_value == cl.to_value:
+            yield f"{where}.to_value: the same as from_value ({cl.from_value[:80]!r}); a claim is about a change"

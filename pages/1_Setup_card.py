@@ -6,7 +6,7 @@ benchcards.card (tables and texts) and benchcards.charts.
 
 import streamlit as st
 
-from benchcards import agentic, builds, charts, fmt, queries
+from benchcards import agentic, builds, charts, fmt, queries, reported
 from benchcards import card as cardmod
 from benchcards.queries import Card
 from ui import common
@@ -19,10 +19,11 @@ store = common.store()
 def header(c: Card) -> None:
     s, row = c.setup, c.row
     st.title(md(s.title), anchor=False)
-    badge = queries.badges({**row, "method_test": queries.is_method_test(s)})
-    colour = {"synthetic": "orange", "summary only": "blue", "method test": "violet"}.get(badge, "green")
+    badge = queries.card_badge(c)
+    colour = {"synthetic": "orange", "summary only": "blue", "method test": "violet",
+              "reported": "gray"}.get(badge, "green")
     st.markdown(f":{colour}-badge[{badge}]" + (f" &nbsp; {md(s.provenance)}" if s.provenance else ""))
-    st.caption(md(f"{queries.short_name(row)} · {row['gpu']} · measured "
+    st.caption(md(f"{queries.short_name(row)} · {row['gpu']} · {'reported' if badge == 'reported' else 'measured'} "
                   f"{', '.join(s.measured_at) or 'date unknown'}" + (f" by {s.measured_by}" if s.measured_by else "")))
     if badge == "method test":
         st.info("Method test: a real measurement made to show how benchcards measures (a tiny or random-weight "
@@ -30,6 +31,26 @@ def header(c: Card) -> None:
     if badge == "summary only":
         st.info("Summary only: these figures were published without their raw records, so benchcards cannot "
                 "recompute them. Quality margins are still computed from right / n.")
+
+
+def reported_figures(c: Card) -> None:
+    """A reported setup's figures and sources; on any card, reported figures beside measured ones and reported
+    effects of its flags (benchcards.reported)."""
+    r = reported.card_section(store, c.setup_id, c.setup.server.argv)
+    if r.empty and not r.sources:
+        return
+    st.header("Reported", anchor="reported")
+    if not r.figures.empty:
+        st.info(reported.EXPLAINED)
+        common.table(r.figures, f"{c.setup_id}-reported")
+    for said, url in r.sources:
+        st.markdown(f"- Source: {md(said)}" + (f" — {md(url)}" if url else ""))
+    if r.beside:
+        st.caption(reported.BESIDE_EXPLAINED)
+        st.markdown("\n".join(f"- {md(line)}" for line in r.beside))
+    if r.claims:
+        st.caption(reported.CLAIMS_EXPLAINED)
+        st.markdown("\n".join(f"- {md(line)}" for line in r.claims))
 
 
 def speed(c: Card) -> None:
@@ -266,7 +287,7 @@ def raw_files(c: Card) -> None:
         st.warning(f"Not available: {md(exc)}")
 
 
-SECTIONS = [header, speed, named_tasks, server_timings, ttft_gap, long_prompts, conc_latency, agentic_use,
+SECTIONS = [header, reported_figures, speed, named_tasks, server_timings, ttft_gap, long_prompts, conc_latency, agentic_use,
             engine_benchmark, server_log, builds_over_time, speed_charts, quality, memory, method, reproduce, sampling, deviations, runs,
             warnings, machine, raw_files]
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from benchcards import compare, queries
+from benchcards import compare, queries, reported
 from ui import common
 from ui.common import md
 
@@ -31,6 +31,11 @@ common.table(speed.table, "compare-speed", empty="None of these setups has speed
              classes=speed.verdicts, numeric=names)
 st.caption("Better or worse in the sense of each figure: more tokens per second is better, a shorter time is "
            "better. Green: better than the first setup; orange: worse.")
+
+said = reported.compare_lines(store, list(ids), names)
+if said:  # reported figures stay out of the side-by-side table: they are not measured (docs/definitions.md#reported)
+    st.subheader("Reported figures")
+    st.markdown("\n".join(f"- {md(line)}" for line in said))
 
 st.header("Quality")
 qual = compare.quality_side_by_side(cards, lambda a, b: queries.compare_quality(store, a, b), names)

@@ -746,10 +746,85 @@ class SweepRecord(Strict):
     notes: str | None = Field(None, description="Free-text remarks.")
 
 
+# --------------------------------------------------------------------------- reported
+
+#: what a reported figure is a figure of (docs/definitions.md#reported): decode and prefill in tokens/s,
+#: memory in use and file size in GB as the source wrote them
+ReportedMetric = Literal["decode", "prefill", "memory", "file_size"]
+#: where a source is found on the web: http(s) only, no spaces (shown as a link)
+WebAddress = Annotated[str, Field(max_length=2048, pattern=r"^https?://[^\s<>\"]+$",
+                                  description="An http(s) address.")]
+
+
+class Citation(Strict):
+    """Where reported figures come from: the post, page or paper as the person adding them names it."""
+
+    title: Name = Field(description="Title of the post, page, thread or paper.")
+    author: Name | None = Field(None, description="Who wrote it (a name or handle), as the source gives it.")
+    url: WebAddress | None = Field(None, description="Address of the source.")
+    reference: str | None = Field(None, description="A citation in words when there is no address (forum, "
+                                                    "issue number, talk, ...).")
+    published_at: Timestamp | None = Field(None, description="When the source was published, if known.")
+    accessed_at: Timestamp | None = Field(None, description="When the person adding the figures read it.")
+    relayed: bool = Field(False, description="True when the source passes on figures others posted (a post that "
+                                             "collects community reports) rather than its author's own.")
+
+
+class ReportedFigure(Strict):
+    """One figure a source reports for this setup, kept as written: a value, or a range, and whether it is
+    approximate ("~110"). Never recomputed; never ranked with measured figures."""
+
+    metric: ReportedMetric = Field(description="What the figure is: decode or prefill (tokens/s), memory in use "
+                                               "or file size (GB).")
+    value: NonNeg | None = Field(None, description="The figure (a single value); omit for a range.")
+    low: NonNeg | None = Field(None, description="Low end of a range (with high), e.g. 40 of '40-70 tok/s'.")
+    high: NonNeg | None = Field(None, description="High end of a range (with low).")
+    approx: bool = Field(False, description="True when the source marks it approximate ('~110', 'about 110').")
+    as_written: Name | None = Field(None, description="The figure as the source wrote it, e.g. '~110 t/s'; ingest "
+                                                      "checks that it says the same as value/low/high and approx.")
+    depth: Count | None = Field(None, description="Prompt tokens the figure was taken at, when the source says.")
+    note: str | None = Field(None, description="Conditions the source gives (context, flags, ...).")
+
+
+class ReportedClaim(Strict):
+    """A reported effect of changing server flags: 'from f16 to q8_0 KV cache, decode +12-38 %'."""
+
+    flags: list[Name] = Field(min_length=1, max_length=8, description="Server flags changed together, as on the "
+                                                                      "command line, e.g. ['--cache-type-k', "
+                                                                      "'--cache-type-v'].")
+    from_value: Name = Field(description="Value before the change, e.g. 'f16'.")
+    to_value: Name = Field(description="Value after the change, e.g. 'q8_0'.")
+    metric: ReportedMetric = Field(description="Figure the change moves.")
+    change_pct: Real | None = Field(None, description="Change in %, a single value (negative = lower); omit for a "
+                                                      "range.")
+    low_pct: Real | None = Field(None, description="Low end of the change's range, %.")
+    high_pct: Real | None = Field(None, description="High end of the change's range, %.")
+    approx: bool = Field(False, description="True when the source marks it approximate.")
+    as_written: Name | None = Field(None, description="The effect as the source wrote it, e.g. '+12-38 %'.")
+    note: str | None = Field(None, description="Conditions the source gives.")
+
+
+class ReportedContract(RunBase):
+    """Figures someone else reported (a post, a forum thread): no raw records, the source named, approximate
+    figures kept approximate. Shown with the lowest trust badge, *reported*, ranked after every measured setup,
+    and beside measured setups of the same GPU and model. A setup with a reported contract holds only reported
+    contracts."""
+
+    kind: Literal["reported"] = Field(description="Contract kind.")
+    citation: Citation = Field(description="Where the figures come from.")
+    figures: list[ReportedFigure] = Field(default_factory=list, max_length=1000,
+                                          description="Figures the source reports for this setup.")
+    claims: list[ReportedClaim] = Field(default_factory=list, max_length=1000,
+                                        description="Effects of flag changes the source reports.")
+
+
 CONTRACTS: dict[str, type[Strict]] = {
     "setup": Setup,
     "speed": SpeedContract,
     "quality": QualityContract,
     "fit": FitContract,
     "sweep": SweepRecord,
+
+
+    "reported": ReportedContract,
 }

@@ -7,8 +7,8 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.stats", "benchcards.sweepstats",
-           "ingest.importers.base", "ingest.importers.hardware", "schemas.ids"]
+MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.reported", "benchcards.stats",
+           "benchcards.sweepstats", "ingest.importers.base", "ingest.importers.hardware", "schemas.ids"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -595,7 +595,7 @@ def _(ctx):
     ctx.db = ctx.tmp / "notes.txt"
 
 
-@case("--db has another schema version", expect=("has schema version 1, expected 2",))
+@case("--db has another schema version", expect=(f"has schema version 1, expected {read_db.SCHEMA_VERSION}",))
 def _(ctx):
     import duckdb
 
@@ -604,6 +604,89 @@ def _(ctx):
     con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR); INSERT INTO meta VALUES ('schema_version', '1')")
     con.close()
     ctx.db = old
+
+
+# --------------------------------------------------------------------------- reported figures
+
+
+RP = "reported/hand-post/contract.json"
+
+
+def _reported(ctx: Ctx, edit: Callable[[dict], None] | None = None, keep_measured: bool = False) -> None:
+    """Turn the folder to break into a reported setup (docs/definitions.md#reported), then ``edit`` its contract."""
+    import shutil
+
+    from tests.helpers_reported import reported_contract
+
+    if not keep_measured:
+        for kind in ("speed", "quality", "fit"):
+            shutil.rmtree(ctx.bad / kind)
+    c = reported_contract("hand-3090", run_id="hand-post")
+    if edit is not None:
+        edit(c)
+    write(ctx.bad / RP, c)
+
+
+@case("a reported contract beside measured runs", expect=(
+    "{bad}/" + SP + ": $.kind: 'speed' in a setup that holds reported figures",))
+def _(ctx):
+    _reported(ctx, keep_measured=True)
+
+
+@case("a reported figure written with a terminal escape", expect=(
+    "{bad}/" + RP + ": $.figures[0].as_written: must be one line of text; character 5 is U+001B",))
+def _(ctx):
+    _reported(ctx, lambda c: c["figures"][0].__setitem__("as_written", "~110\x1b]0;PWNED\x07 t/s"))
+
+
+@case("a reported source address that runs script", expect=("{bad}/" + RP + ": $.citation.url: ",))
+def _(ctx):
+    _reported(ctx, lambda c: c["citation"].__setitem__("url", "javascript:alert(document.domain)"))
+
+
+@case("a reported source address that breaks out of an attribute", expect=("{bad}/" + RP + ": $.citation.url: ",))
+def _(ctx):
+    _reported(ctx, lambda c: c["citation"].__setitem__("url", 'https://example.org/"><script>alert(1)</script>'))
+
+
+@case("a reported figure written in 100,000 characters", expect=(
+    "{bad}/" + RP + ": $.figures[0].as_written: 100,000 characters is too long (at most 200)",))
+def _(ctx):
+    _reported(ctx, lambda c: c["figures"][0].__setitem__("as_written", "~" + "1" * 99_999))
+
+
+@case("a reported figure of 1e300 tok/s", expect=("{bad}/" + RP + ": $.figures[0].value: ",))
+def _(ctx):
+    _reported(ctx, lambda c: c["figures"][0].update(value=1e300, as_written=None))
+
+
+@case("a reported figure that says ~ without approx", expect=(
+    "{bad}/" + RP + ": $.figures[0].approx: is false but as_written '~110 t/s' marks the figure approximate",))
+def _(ctx):
+    _reported(ctx, lambda c: c["figures"][0].__setitem__("approx", False))
+
+
+@case("a reported claim with 5,000 flags", expect=(
+    "{bad}/" + RP + ": $.claims[0].flags: 5,000 entries are too many (at most 8)",))
+def _(ctx):
+    _reported(ctx, lambda c: c["claims"][0].__setitem__("flags", ["-fa"] * 5000))
+
+
+@case("a reported contract with 100,000 figures", expect=(
+    "{bad}/" + RP + ": $.figures: 100,000 entries are too many (at most 1,000)",))
+def _(ctx):
+    _reported(ctx, lambda c: c.__setitem__("figures", [{"metric": "decode", "value": 1.0}] * 100_000))
+
+
+@case("a valid reported setup loads", code=0, changes_db=True, check=lambda ctx: _reported_loaded(ctx))
+def _(ctx):
+    _reported(ctx)
+
+
+def _reported_loaded(ctx: Ctx) -> None:
+    from benchcards import queries, reported
+
+    assert reported.figures(queries.Store(ctx.db), ["hand-3090"]).as_written.tolist() == ["~110 t/s", "0.7 GB"]
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])

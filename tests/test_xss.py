@@ -13,7 +13,7 @@ from benchcards.export import CSP, export, script_json
 from ingest import ingest_paths
 from tests.live_servers import free_port
 from tests.test_browser import ARTIFACTS, CHROMIUM, READY, start_streamlit
-from tests.xss import SID, TRAP, hostile_setup
+from tests.xss import RSID, SID, TRAP, hostile_reported_setup, hostile_setup
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
@@ -48,8 +48,9 @@ def hostile(tmp_path_factory, demo_db):
     db = tmp / "site.duckdb"
     db.write_bytes(demo_db.read_bytes())
     folder, fields = hostile_setup(tmp / "raw")
-    ingest_paths([folder], db)
-    return db, folder, fields
+    rfolder, rfields = hostile_reported_setup(tmp / "raw")
+    ingest_paths([folder, rfolder], db)
+    return db, folder, fields + rfields
 
 
 @pytest.fixture(scope="module")
@@ -100,12 +101,20 @@ def test_export_shows_payloads_as_text_and_runs_none(hostile, browser, tmp_path)
     names = {n for _, n in raw_links}
     assert {"report.html", "image.svg", "&lt;img src=x onerror=alert(&#34;name&#34;)&gt;.log"} <= names
     assert {p.suffix for p in (site / "raw").iterdir()} == {".bin"}
-    for name in ("index.html", "quality.html", f"setups/{SID}.html"):
+    # the reported claim about -fa (a flag of the hostile command) on the hostile card, as text
+    assert "<li>-fa $.claims[0].from_value &lt;/script&gt;&lt;script&gt;alert(" in html
+    rep = (site / "setups" / f"{RSID}.html").read_text()
+    assert "<img src=x" not in rep and "<b>bold</b>" not in rep and "&lt;b&gt;bold&lt;/b&gt;" in rep
+    assert 'href="https://example.org/post?a=&#39;x&#39;&amp;b=1"' in rep
+    for name in ("index.html", "quality.html", f"setups/{SID}.html", f"setups/{RSID}.html"):
         page = browser.new_page(viewport={"width": 1300, "height": 2000})
         seen = watch(page)
         page.goto((site / name).as_uri())
         page.wait_for_timeout(1500)
-        if name.startswith("setups"):
+        if name == f"setups/{RSID}.html":
+            assert "$.title </script><script>alert" in page.inner_text("h1")
+            assert "~110 <img src=x onerror" in page.inner_text("body")  # the figure, as text
+        elif name.startswith("setups"):
             page.wait_for_selector(".chart svg", timeout=30_000)
             assert "$.title </script><script>alert" in page.inner_text("h1")  # shown, as text
             page.get_by_text("report.html").first.click()  # a download, never a page on the site's origin
@@ -123,7 +132,7 @@ def test_export_shows_payloads_as_text_and_runs_none(hostile, browser, tmp_path)
         page.close()
 
 
-APP_PAGES = ["", f"Setup_card?setup={SID}", f"Scaling_curves?setups={SID}&setups={SYN1}",
+APP_PAGES = ["", f"Setup_card?setup={SID}", f"Setup_card?setup={RSID}", f"Compare?setups={SID}&setups={RSID}", f"Scaling_curves?setups={SID}&setups={SYN1}",
              f"Quality_and_margins?setups={SID}&setups={SYN1}&a={SID}&b={SYN1}", f"Compare?setups={SID}&setups={SYN1}",
              "Analysis", "Upload"]
 

@@ -13,6 +13,8 @@ from schemas.models import ONE_LINE
 from tests.helpers import SETUP, fit_contract, quality_contract, speed_contract, write
 
 SID = "xss-setup"
+#: a reported setup on the hostile setup's GPU and model: its figures are shown beside the hostile card's
+RSID = "xss-reported"
 #: where a payload would call home if it ever ran; nothing listens there (port 9, loopback)
 TRAP = "127.0.0.1:9"
 
@@ -160,3 +162,31 @@ def texts_of(folder: Path) -> list[str]:
     for p in folder.rglob("*.json"):
         walk(json.loads(p.read_text()))
     return out
+
+
+def hostile_reported_setup(root: Path) -> tuple[Path, int]:
+    """A reported setup (docs/definitions.md#reported) whose every free-text field carries a payload, on the same
+    GPU and model names as ``hostile_setup`` (payloads too, the same ones), so that its figures and claim are shown
+    on the hostile card as well; returns (folder, number of fields with a payload)."""
+    from tests.helpers_reported import reported_contract, reported_setup
+
+    setup = reported_setup(RSID, deviations=[{"what": "x", "why": "y"}], notes="n", measured_by="m", provenance="p")
+    c = reported_contract(RSID)
+    c["citation"]["reference"] = "r"
+    for f in c["figures"]:
+        f["note"] = "n"
+    total = 0
+    for kind, obj in (("setup", setup), ("reported", c)):
+        s = schemas.build_schema(kind)
+        total += fill(obj, s, s.get("$defs", {}), "$", SKIP)
+    setup["setup_id"] = c["setup_id"] = RSID
+    setup["server"]["argv"] = ["llama-server (command not given)"]
+    # the figures say what they write (markup around the number), the claim names a flag the hostile setup sets
+    c["figures"][0].update(value=110.0, approx=True, as_written='~110 <img src=x onerror=alert("fig")> t/s')
+    c["figures"][1].update(value=0.7, approx=False, as_written="0.7 <b>bold</b> GB")
+    c["claims"][0].update(flags=["-fa"], as_written="about +5–9 % <script>alert(1)</script>")
+    c["citation"]["url"] = "https://example.org/post?a='x'&b=1"
+    folder = root / RSID
+    write(folder / "setup.json", setup)
+    write(folder / "reported" / c["run_id"] / "contract.json", c)
+    return folder, total
