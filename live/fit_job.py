@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from live.background import BackgroundRun
 from live.fit import FitConfig, FitEvent, fit_setup, headline, run_fit, write_fit_folder
 from live.measure import SetupInput, hardware_problems
 
@@ -29,7 +30,7 @@ def current_job() -> FitJob | None:
 
 
 @dataclass
-class FitJob:
+class FitJob(BackgroundRun):
     """One memory test: ``start()``, poll ``events`` / ``done``, ``stop()``."""
 
     cfg: FitConfig
@@ -58,22 +59,8 @@ class FitJob:
             if _CURRENT and not _CURRENT[0].done:
                 raise FitBusy("a memory test is already running on this site; wait for it or stop it")
             _CURRENT[:] = [self]
-            self._thread = threading.Thread(target=self._run, name="benchcards-fit", daemon=True)
-            self._thread.start()
+            self._spawn(self._run, "benchcards-fit")
         return self
-
-    def stop(self) -> None:
-        """Stop the server in flight now and save the sizes that finished."""
-        self._stop.set()
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.done
 
     def _run(self) -> None:
         from ingest import IngestError, ingest_paths

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from live.background import BackgroundRun
 from live.measure import (
     Event,
     MeasureConfig,
@@ -50,7 +51,7 @@ def running_jobs() -> list[LiveJob]:
 
 
 @dataclass
-class LiveJob:
+class LiveJob(BackgroundRun):
     """One measurement: start it, poll ``events``/``done``, ``stop()`` it.
 
     When it ends (finished, failed part-way or stopped) whatever finished is
@@ -92,28 +93,13 @@ class LiveJob:
             if other is not None and not other.done:
                 raise ServerBusy(other)
             _JOBS[key] = self
-            self._thread = threading.Thread(target=self._run, name="benchcards-live", daemon=True)
-            self._thread.start()
+            self._spawn(self._run, "benchcards-live")
         return self
 
     def describe(self) -> str:
         """'started 07:41:02 UTC by another browser tab' — which job this is, for people."""
         at = datetime.fromtimestamp(self.started, UTC).strftime("%H:%M:%S UTC")
         return f"started {at}" + (f" by {self.owner}" if self.owner else "")
-
-    def stop(self) -> None:
-        """Ask the run to stop after the request in flight; finished steps are kept and saved."""
-        self._stop.set()
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the job ends; True when it did."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.done
 
     def _run(self) -> None:
         from ingest import IngestError, ingest_paths

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from live.background import BackgroundRun
 from live.measure import MeasureConfig, ServerLocked, SetupInput, build_setup, hardware_problems
 from live.quality import QualityConfig, QualityEvent, run_quality, write_quality_folder
 
@@ -19,7 +20,7 @@ __all__ = ["QualityJob"]
 
 
 @dataclass
-class QualityJob:
+class QualityJob(BackgroundRun):
     """One quality run: ``start()`` it, poll ``events`` / ``done``, ``stop()`` it. When it ends whatever
     was answered is written to ``out`` as a raw setup folder and ingested into ``db_path``."""
 
@@ -43,22 +44,8 @@ class QualityJob:
         problems = hardware_problems(self.setup.gpu, self.setup.vram_gib, gpu_field="GPU", vram_field="VRAM per GPU")
         if problems:
             raise ValueError("; ".join(problems))
-        self._thread = threading.Thread(target=self._run, name="benchcards-live-quality", daemon=True)
-        self._thread.start()
+        self._spawn(self._run, "benchcards-live-quality")
         return self
-
-    def stop(self) -> None:
-        """Cut the requests in flight; the items answered are kept and saved."""
-        self._stop.set()
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self.done
 
     def _run(self) -> None:
         from benchcards.summarize import quality_test
