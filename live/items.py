@@ -23,9 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from ingest.jsonread import parse
 from ingest.limits import LIMITS, Limits
 from live.scoring import SCORERS
+from schemas import ids
 from schemas.models import NAME_MAX, ONE_LINE
 
 __all__ = ["ItemFile", "ItemFileError", "UserItem", "choice_prompt", "parse_item_file", "read_item_file"]
@@ -56,7 +59,7 @@ class UserItem:
     aliases: tuple[str, ...] = ()
     tolerance: float = 0.0
     task: str | None = None
-    pattern: re.Pattern[str] | None = None
+    pattern: Any = None  # a compiled ``regex`` pattern (matched with a time limit, live.scoring)
 
     def text(self) -> str:
         """The prompt as sent."""
@@ -155,8 +158,8 @@ def _check(obj: Any, where: str, limits: Limits) -> tuple[UserItem | None, list[
             errs.append(f"{where}, field 'answer': a pattern of at most {limits.item_pattern_chars} characters")
         else:
             try:
-                pattern = re.compile(answer)
-            except re.error as exc:
+                pattern = regex.compile(answer)
+            except regex.error as exc:
                 errs.append(f"{where}, field 'answer': not a valid regular expression ({exc})")
     if errs:
         return None, errs
@@ -168,7 +171,7 @@ def _check(obj: Any, where: str, limits: Limits) -> tuple[UserItem | None, list[
 def parse_item_file(data: bytes, name: str, limits: Limits = LIMITS) -> ItemFile:
     """Check the bytes of an item file called ``name``; raises ItemFileError listing (at most 20) problems,
     each naming the file, the line and the field."""
-    label = re.sub(r"[\x00-\x1f\x7f]", "?", Path(name).name)[:200]
+    label = ids.one_line(Path(name).name)
     if len(data) > limits.items_file_bytes:
         raise ItemFileError([f"{label}: larger than {limits.items_file_bytes // 2**20} MiB"])
     if data.startswith(b"\xef\xbb\xbf"):

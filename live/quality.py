@@ -27,6 +27,7 @@ from live.client import STOPPED, StreamResult, body_pieces, parse_stream, sse_ev
 from live.items import ItemFile, UserItem
 from live.measure import MeasureConfig, Runner, ServerInfo, ServerLocked, probe, server_lock, slug
 from live.scoring import score, split_thinking
+from schemas import ids
 from schemas.models import (
     ANSWER_MAX,
     SCHEMA_VERSION,
@@ -250,7 +251,7 @@ class QualityRunner:
         thinking, answer = split_thinking(res.text, reasoning)
         cut = res.error is None and res.finish_reason == "length"
         verdict = score(q.scorer, answer, q.expected, n_choices=q.n_choices, tolerance=q.tolerance,
-                        pattern=q.pattern, aliases=q.aliases)  # type: ignore[arg-type]
+                        pattern=q.pattern, aliases=q.aliases)
         seconds = res.t_end - res.t_send if res.t_end is not None else None
         return QualityItem(
             id=q.id, right=verdict.right and not cut and res.error is None, cut_off=cut,
@@ -367,7 +368,7 @@ class QualityRunner:
                 status, reason = "skipped", "no item was answered"
             scorers = {q.scorer for q in questions.get(test, [])}
             tests.append(QualityTest(
-                test=test, label=spec.label if spec else f"{f.name} (item file)" if f else test,
+                test=test, label=spec.label if spec else ids.one_line(f"{f.name} (item file)") if f else test,
                 description=gen.DESCRIPTIONS.get(spec.kind) if spec else "the user's own items",
                 status=cast(TestStatus, status),
                 reason=reason[:2000] if reason else None,

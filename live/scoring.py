@@ -16,6 +16,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "SCORERS",
@@ -31,6 +32,9 @@ __all__ = [
 SCORERS = ("choice", "exact", "number", "regex", "set")
 #: characters of an answer the extraction rules look at (the end of a long answer is where it says its result)
 SCAN_CHARS = 20_000
+
+#: longest a user's regex may run on one answer (docs/definitions.md#item-files)
+REGEX_TIMEOUT_S = 1.0
 
 _THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
 _OPEN_THINK = re.compile(r"<think(?:ing)?>", re.I)
@@ -142,7 +146,7 @@ def extract_number(answer: str) -> float | None:
 
 
 def score(scorer: str, answer: str, expected: str | float, *, n_choices: int = 0, tolerance: float = 0.0,
-          pattern: re.Pattern[str] | None = None, aliases: tuple[str, ...] = ()) -> Score:
+          pattern: Any = None, aliases: tuple[str, ...] = ()) -> Score:
     """Score ``answer`` (thinking already removed) with ``scorer`` against ``expected``.
 
     - ``choice``: ``extract_letter`` equals the expected letter;
@@ -170,7 +174,11 @@ def score(scorer: str, answer: str, expected: str | float, *, n_choices: int = 0
     if scorer == "regex":
         assert pattern is not None
         got_text = final_answer(answer)
-        return Score(got_text[:200] or None, pattern.search(got_text[:SCAN_CHARS]) is not None)
+        try:  # a user's pattern may backtrack without end: the ``regex`` module stops it after a time limit
+            hit = pattern.search(got_text[:SCAN_CHARS], timeout=REGEX_TIMEOUT_S) is not None
+        except TimeoutError:
+            return Score(f"(the pattern did not finish within {REGEX_TIMEOUT_S:g} s: counted wrong)", False)
+        return Score(got_text[:200] or None, hit)
     if scorer == "set":
         got_text = final_answer(answer)
         words = {normalise(w) for w in re.split(r"[\s,;]+", got_text) if normalise(w) and normalise(w) != "and"}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["slug"]
+__all__ = ["one_line", "slug"]
 
 _OUTSIDE = re.compile(r"[^a-z0-9._-]+")
 _HYPHENS = re.compile(r"-{2,}")
@@ -27,3 +27,18 @@ def slug(text: str, limit: int = 128, *, fallback: str = "x") -> str:
     one '-', repeated hyphens one, no '.', '_' or '-' at either end; ``fallback`` when nothing is left."""
     s = _HYPHENS.sub("-", _OUTSIDE.sub("-", text.lower())).strip("-._")
     return s[:limit].strip("-._") or fallback
+
+
+#: what a name may not hold (``schemas.models.ONE_LINE``): control characters, line and paragraph separators,
+#: text-direction marks and overrides
+_NOT_ONE_LINE = re.compile(r"[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` made a valid name (``schemas.models.Name``): every character a name may not hold becomes '?',
+    cut to ``limit`` characters.
+
+    >>> one_line("a\\u202eb\\nc")
+    'a?b?c'
+    """
+    return _NOT_ONE_LINE.sub("?", text)[:limit]

@@ -229,3 +229,25 @@ def test_the_servers_separate_thinking_is_read_from_the_stream_and_kept_apart():
     thinking, answer = split_thinking(res.text, reasoning_text(raw))
     assert res.error is None and thinking == "Maybe Answer: A. No." and answer == "Answer: C"
     assert score("choice", answer, "C", n_choices=4).right
+
+
+# --------------------------------------------------------------------------- from the hostile review
+
+
+def test_a_pattern_that_backtracks_without_end_is_stopped_and_counted_wrong(monkeypatch):
+    """`(a|aa)+$` on 35 a's and a b backtracks for minutes: the scorer stops it and says why."""
+    import regex
+
+    from live import scoring
+
+    monkeypatch.setattr(scoring, "REGEX_TIMEOUT_S", 0.1)
+    got = scoring.score("regex", "a" * 35 + "b", "x", pattern=regex.compile(r"(a|aa)+$"))
+    assert got.right is False
+    assert got.extracted is not None and "did not finish" in got.extracted
+
+
+def test_an_item_file_name_with_direction_marks_is_a_safe_label():
+    from live.items import parse_item_file
+
+    f = parse_item_file(b'{"id": "r1", "prompt": "say 4", "scorer": "exact", "answer": "4"}\n', "<b>x\u202e\u0085.jsonl")
+    assert "\u202e" not in f.name and "\u0085" not in f.name and f.name.startswith("<b>x")
