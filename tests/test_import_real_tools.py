@@ -4,6 +4,7 @@ llama-benchy 0.4.0. Each asserts the figures per setup and level, and what detec
 
 import json
 import shutil
+import statistics
 
 import pytest
 
@@ -58,6 +59,46 @@ def test_guidellm_cached_tokens_fire_the_prompt_cache_warning():
     assert [r.get("timings", {}).get("cache_n", 0) for r in c["requests"]] == cached
     _, kinds = figures(c)
     assert kinds.count("prompt_cache") == sum(1 for x in cached if x)
+
+
+G031 = "guidellm-0.3.1-conc2.json"
+
+
+def test_guidellm_031_concurrent_is_two_at_once_with_figures_from_its_requests():
+    """0.3.1 writes the older shape: args.strategy, per-request start/first/last/end times and one
+    inter-token latency per request (not pooled), no version and no cached_tokens."""
+    c = one_run(G031)
+    bench = raw(G031)["benchmarks"][0]
+    reqs = bench["requests"]["successful"]
+    assert bench["args"]["strategy"] == {"type_": "concurrent", "start_time": pytest.approx(1796126797.15),
+                                         "streams": 2}
+    assert c["method"]["conc_levels"] == [2] and len(c["requests"]) == 4 and c["tool"] == "guidellm"
+    # by hand from the raw requests: 16 output tokens over 0.2627 s of wall time
+    t0, t1 = min(r["start_time"] for r in reqs), max(r["end_time"] for r in reqs)
+    assert sum(r["output_tokens"] for r in reqs) == 16 and t1 - t0 == pytest.approx(0.26272, abs=1e-5)
+    figs, kinds = figures(c)
+    assert figs == pytest.approx({
+        "conc_total||2": 16 / (t1 - t0),  # 60.90; GuideLLM's own mean output_tokens_per_second is 57.09
+        "conc_ttft||2": statistics.median(r["time_to_first_token_ms"] for r in reqs) / 1000,  # 33.73 ms
+        "conc_itl||2": statistics.median(r["inter_token_latency_ms"] for r in reqs) / 1000,  # 7.35 ms
+        "conc_per_request||2": statistics.median(r["output_tokens_per_second"] for r in reqs)}, rel=1e-6)
+    assert figs["conc_total||2"] == pytest.approx(60.901, abs=1e-3)
+    # GuideLLM's medians are nearest-rank (30.33 ms, 6.50 ms): checked like with like, so no mismatch warning
+    assert kinds == ["imported", "imported"]
+    reasons = {u["field"]: u["reason"] for u in c["imported"]["unmapped"]}
+    assert reasons["$.benchmarks[0].metrics.time_to_first_token_ms"].startswith("median 30.3314 ms is the nearest")
+    assert reasons["$.benchmarks[0].metrics.inter_token_latency_ms"].startswith(
+        "median 6.49714 ms is the nearest-rank median of the requests' mean gaps")
+    assert check(convert([src(G031)], CPU)) == 1
+
+
+def test_guidellm_031_stated_gap_that_disagrees_is_kept_and_warned():
+    report = raw(G031)
+    report["benchmarks"][0]["metrics"]["inter_token_latency_ms"]["successful"]["median"] = 9.5
+    (res,) = convert([Source("x.json", json.dumps(report).encode())], CPU)
+    c = res.setups[0].runs[0].contract
+    assert c["summary"]["conc"] == [{"level": 2, "itl_s": pytest.approx(0.0095)}]
+    assert "summary_mismatch" in figures(c)[1]
 
 
 def test_guidellm_sweep_throughput_is_not_512_at_once():
