@@ -4,6 +4,7 @@ llama-benchy 0.4.0. Each asserts the figures per setup and level, and what detec
 
 import json
 import shutil
+import statistics
 
 import pytest
 
@@ -60,15 +61,86 @@ def test_guidellm_cached_tokens_fire_the_prompt_cache_warning():
     assert kinds.count("prompt_cache") == sum(1 for x in cached if x)
 
 
+G031 = "guidellm-0.3.1-conc2.json"
+
+
+def test_guidellm_031_concurrent_is_two_at_once_with_figures_from_its_requests():
+    """0.3.1 writes the older shape: args.strategy, per-request start/first/last/end times and one
+    inter-token latency per request (not pooled), no version and no cached_tokens."""
+    c = one_run(G031)
+    bench = raw(G031)["benchmarks"][0]
+    reqs = bench["requests"]["successful"]
+    assert bench["args"]["strategy"] == {"type_": "concurrent", "start_time": pytest.approx(1796126797.15),
+                                         "streams": 2}
+    assert c["method"]["conc_levels"] == [2] and len(c["requests"]) == 4 and c["tool"] == "guidellm"
+    # by hand from the raw requests: 16 output tokens over 0.2627 s of wall time
+    t0, t1 = min(r["start_time"] for r in reqs), max(r["end_time"] for r in reqs)
+    assert sum(r["output_tokens"] for r in reqs) == 16 and t1 - t0 == pytest.approx(0.26272, abs=1e-5)
+    figs, kinds = figures(c)
+    assert figs == pytest.approx({
+        "conc_total||2": 16 / (t1 - t0),  # 60.90; GuideLLM's own mean output_tokens_per_second is 57.09
+        "conc_ttft||2": statistics.median(r["time_to_first_token_ms"] for r in reqs) / 1000,  # 33.73 ms
+        "conc_itl||2": statistics.median(r["inter_token_latency_ms"] for r in reqs) / 1000,  # 7.35 ms
+        "conc_per_request||2": statistics.median(r["output_tokens_per_second"] for r in reqs)}, rel=1e-6)
+    assert figs["conc_total||2"] == pytest.approx(60.901, abs=1e-3)
+    # GuideLLM's medians are nearest-rank (30.33 ms, 6.50 ms): checked like with like, so no mismatch warning
+    assert kinds == ["imported", "imported"]
+    reasons = {u["field"]: u["reason"] for u in c["imported"]["unmapped"]}
+    assert reasons["$.benchmarks[0].metrics.time_to_first_token_ms"].startswith("median 30.3314 ms is the nearest")
+    assert reasons["$.benchmarks[0].metrics.inter_token_latency_ms"].startswith(
+        "median 6.49714 ms is the nearest-rank median of the requests' mean gaps")
+    assert check(convert([src(G031)], CPU)) == 1
+
+
+def test_guidellm_031_stated_gap_that_disagrees_is_kept_and_warned():
+    report = raw(G031)
+    report["benchmarks"][0]["metrics"]["inter_token_latency_ms"]["successful"]["median"] = 9.5
+    (res,) = convert([Source("x.json", json.dumps(report).encode())], CPU)
+    c = res.setups[0].runs[0].contract
+    assert c["summary"]["conc"] == [{"level": 2, "itl_s": pytest.approx(0.0095)}]
+    assert "summary_mismatch" in figures(c)[1]
+
+
+SWEEP = "guidellm-0.8.1-sweep.json"
+
+
+def _in_flight_on_average(bench: dict) -> float:
+    """Time-weighted requests in flight over the benchmark, from the raw request timings."""
+    ts = [r["info"]["timings"] for r in bench["requests"]["successful"]]
+    span = max(t["request_end"] for t in ts) - min(t["request_start"] for t in ts)
+    return sum(t["request_end"] - t["request_start"] for t in ts) / span
+
+
 def test_guidellm_sweep_throughput_is_not_512_at_once():
-    name = "guidellm-0.8.1-sweep.json"
-    if not (REAL / name).exists():
-        pytest.skip("sweep output not recorded")
-    (res,) = convert([src(name)], CPU)
-    levels = sorted(r.contract["method"]["conc_levels"][0] for s in res.setups for r in s.runs)
-    assert 512 not in levels and levels == [1]
-    note = next(n for n in res.notes if "throughput" in n)
-    assert "cap of 512" in note and "requests in flight on average" in note and "not mapped" in note
+    """A real sweep (sweep_size=3, 4 requests each, 2-slot server): synchronous, throughput@512, constant@5.60."""
+    (res,) = convert([src(SWEEP)], CPU)
+    sync, thr, const = raw(SWEEP)["benchmarks"]
+    assert [b["config"]["strategy"]["type_"] for b in (sync, thr, const)] == ["synchronous", "throughput", "constant"]
+    assert thr["config"]["strategy"]["max_concurrency"] == 512
+    (setup,) = res.setups
+    (run,) = setup.runs  # only the synchronous benchmark is a requests-at-once level
+    c = run.contract
+    assert c["method"]["conc_levels"] == [1] and len(c["requests"]) == 4 and c["tool"] == "guidellm 0.8.1"
+    figs, kinds = figures(c)
+    ts = [r["info"]["timings"] for r in sync["requests"]["successful"]]
+    wall = max(t["request_end"] for t in ts) - min(t["request_start"] for t in ts)
+    assert figs == pytest.approx({
+        "conc_total||1": 16 / wall,  # 11.01, what GuideLLM calls output tokens per second
+        "conc_ttft||1": statistics.median(t["first_token_iteration"] - t["request_start"] for t in ts),  # 128.8 ms
+        "conc_itl||1": statistics.median((t["last_token_iteration"] - t["first_token_iteration"]) / 3 for t in ts),
+        "conc_per_request||1": statistics.median(4 / (t["request_end"] - t["request_start"]) for t in ts)}, rel=1e-6)
+    assert figs["conc_total||1"] == pytest.approx(sync["metrics"]["output_tokens_per_second"]["successful"]["mean"])
+    # 7 of 26 prompt tokens came from the cache in 3 of the 4 requests
+    assert [r["input_metrics"]["cached_tokens"] for r in sync["requests"]["successful"]] == [0, 7, 7, 7]
+    assert kinds.count("prompt_cache") == 3 and "summary_mismatch" not in kinds
+    # throughput@512: the 4 requests were really 1.72 in flight on average, so no "512 at once" level
+    assert _in_flight_on_average(thr) == pytest.approx(thr["metrics"]["request_concurrency"]["successful"]["mean"])
+    assert res.notes[1] == (f"{SWEEP}: $.benchmarks[1]: strategy throughput sends every request at once up to a cap "
+                            "of 512; GuideLLM measured 1.72 requests in flight on average, so it is no "
+                            "requests-at-once level; not mapped")
+    assert res.notes[2].startswith(f"{SWEEP}: $.benchmarks[2]: strategy constant@5.60")
+    assert res.notes[2].endswith("is an arrival rate, not a requests-at-once level; not mapped")
+    assert check(convert([src(SWEEP)], CPU)) == 1
 
 
 def test_guidellm_yaml_and_csv_beside_the_json_are_skipped_with_the_reason(tmp_path):

@@ -9,8 +9,8 @@ keeps a fixed number of requests in flight becomes a run of the requests-at-once
 When the report keeps every request (no sampling) the requests become records (client clock;
 both the older ``start_time/first_token_time/last_token_time/end_time`` fields and the newer
 ``info.timings`` are read) and benchmarks figures are computed from them; GuideLLM's median time
-to first token and inter-token latency (same definitions as ours) stay as stated figures to
-check against. Otherwise the run is summary-only: GuideLLM's mean ``output_tokens_per_second``
+to first token (and 0.3's per-request inter-token latency) is checked like with like, as a nearest-rank
+median of the same requests, and kept as a stated figure only when it disagrees. Otherwise the run is summary-only: GuideLLM's mean ``output_tokens_per_second``
 is the total rate, its medians of ``time_to_first_token_ms`` and ``inter_token_latency_ms`` the
 time to first token and the gap between tokens.
 """
@@ -209,25 +209,43 @@ def nearest_rank(values: list[float], q: float = 0.5) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
+def _agrees(theirs: float, stated: float) -> bool:
+    return abs(theirs - stated) <= 1e-3 + 1e-6 * abs(stated)
+
+
+def _request_gaps_ms(records: list[dict[str, Any]]) -> list[float]:
+    """Each successful request's mean gap between tokens (ms), as GuideLLM 0.3 states it per request."""
+    return [(r["t_last"] - r["t_first"]) * 1000 / (r["output_tokens"] - 1) for r in records
+            if "error" not in r and "t_last" in r and (whole(r.get("output_tokens")) or 0) > 1]
+
+
 def _like_with_like(records: list[dict[str, Any]], ttft_ms: float | None, itl_ms: float | None,
-                    where: str) -> tuple[float | None, float | None, list[dict[str, str]]]:
+                    where: str, itl_count: Any = None) -> tuple[float | None, float | None, list[dict[str, str]]]:
     """The stated figures to keep for the card's stated-vs-computed check, and the fields left out with why.
 
     The stated median TTFT is checked here against the nearest-rank median of the same requests' first-token
     times (GuideLLM's definition): when they agree it is dropped (benchcards' own median differs from it by
     definition, not by error); when they disagree it is kept, so the card warns. GuideLLM 0.8's inter-token
     latency is pooled over every gap between tokens, which the report does not list per gap: it cannot be
-    compared with benchcards' median of per-request gaps and is left out."""
+    compared with benchcards' median of per-request gaps and is left out. GuideLLM 0.3 states one gap per
+    request (its distribution counts as many values as requests): that one is checked like the TTFT."""
     left: list[dict[str, str]] = []
     firsts = [(r["t_first"] - r["t_send"]) * 1000 for r in records if "error" not in r and "t_first" in r]
     if ttft_ms is not None and firsts:
         theirs = nearest_rank(firsts)
-        if abs(theirs - ttft_ms) <= 1e-3 + 1e-6 * abs(ttft_ms):
+        if _agrees(theirs, ttft_ms):
             left.append({"field": f"{where}.metrics.time_to_first_token_ms", "reason": (
                 f"median {ttft_ms:.6g} ms is the nearest-rank median of the requests' first-token times "
                 "(checked: it agrees); benchcards' median of the same requests is shown")})
             ttft_ms = None
-    if itl_ms is not None:
+    gaps = _request_gaps_ms(records)
+    if itl_ms is not None and gaps and itl_count == len(gaps):  # 0.3: one value per request, not pooled
+        if _agrees(nearest_rank(gaps), itl_ms):
+            left.append({"field": f"{where}.metrics.inter_token_latency_ms", "reason": (
+                f"median {itl_ms:.6g} ms is the nearest-rank median of the requests' mean gaps between tokens "
+                "(checked: it agrees); benchcards' median of the same requests is shown")})
+            itl_ms = None
+    elif itl_ms is not None:
         left.append({"field": f"{where}.metrics.inter_token_latency_ms", "reason": (
             "GuideLLM's median over every gap between tokens, pooled over all requests (the gaps are not in the "
             "report); benchcards' gap between tokens is the median of per-request mean gaps")})
@@ -313,7 +331,8 @@ def _convert_benchmark(src: Source, report: dict[str, Any], index: int, bench: d
     point: dict[str, Any] = {"level": level}
     checked: list[dict[str, str]] = []
     if records is not None:
-        ttft, itl, checked = _like_with_like(records, ttft, itl, where)
+        ttft, itl, checked = _like_with_like(records, ttft, itl, where,
+                                             _get(metrics, "inter_token_latency_ms", "successful", "count"))
         unmapped.extend(checked)
     if ttft is not None:
         point["ttft_s"] = ttft / 1000.0
