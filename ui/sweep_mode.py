@@ -4,6 +4,8 @@ to the sweep's differences afterwards. Drives live.sweep_job; the page (pages/6_
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pandas as pd
 import streamlit as st
 
@@ -11,7 +13,7 @@ from benchcards import fmt, paths
 from live import launcher
 from live.measure import MeasureConfig, SetupInput, is_cpu_only
 from live.progress import InputError, parse_tokens
-from live.sweep import SweepConfig
+from live.sweep import BootEvent, SweepConfig
 from live.sweep_job import SweepBusy, SweepJob, current_job, variants_from_rows
 from ui import common
 from ui.common import md
@@ -82,13 +84,11 @@ def _settings() -> tuple[SweepConfig | None, SetupInput | None, bool]:
 
 def boot_rows(job: SweepJob) -> pd.DataFrame:
     """Order | Variant | Boot | State | Server pid | Reason — every planned boot, in the order they run."""
-    latest = {}
-    for e in job.events:
-        latest[e.order] = e
+    latest: dict[int, BootEvent] = {ev.order: ev for ev in job.events}
     plan = [(r, v.name) for r in range(1, job.cfg.repeats + 1) for v in job.cfg.variants]
     rows = []
     for k, (r, name) in enumerate(plan, start=1):
-        e = latest.get(k)
+        e: BootEvent | None = latest.get(k)
         if e is None:
             state = "not run" if job.done else "waiting"
         elif e.stage == "done":
@@ -104,6 +104,7 @@ def boot_rows(job: SweepJob) -> pd.DataFrame:
 def _panel(job: SweepJob, mine: bool) -> None:
     finished = sum(1 for e in job.events if e.stage == "done")
     total = job.cfg.repeats * len(job.cfg.variants)
+    state: Literal["running", "complete", "error"]
     if not job.done:
         label, state = f"Sweep: {finished} of {total} boots", "running"
     elif job.error:
