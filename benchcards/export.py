@@ -10,6 +10,9 @@ The site (addresses in ``benchcards.site``):
 - ``tiers/<tier>.html`` and ``models/<model>.html``: every setup of one hardware tier, of one
   model across GPUs and quants (lists of more than ``site.PAGE_ROWS`` rows are split into pages);
 - ``quality.html`` and ``quality/<test>.html``: quality results with their margins, one test a page;
+- ``sweeps.html`` and ``sweeps/<sweep_id>.html``: server-flag sweeps, each figure's Δ % against the
+  baseline with its 95 % interval (table and chart) and links to each variant's card, from the tables of
+  the app's Sweeps page (``benchcards.sweeps``);
 - ``builds.html``: build timelines, the setups measured with several engine builds (``benchcards.builds``);
 - ``analysis.html`` and ``analysis/…``: time to answer at fixed sizes, throughput vs per-request
   speed per tier, speed vs quality per tier, knees: the library functions and display tables of
@@ -67,6 +70,7 @@ from benchcards import (
     site,
     sitewrite,
     specs,
+    sweeps,
     tiers,
     views,
 )
@@ -897,6 +901,40 @@ def _builds_page(env: jinja2.Environment, build_groups: list[builds.Group]) -> s
                   crumbs=[HOME, site.Crumb("Builds over time")], explained=builds.EXPLAINED, timelines=timelines)
 
 
+def _sweep_pages(env: jinja2.Environment, write: Callable[[str, str], Any], store: queries.Store,
+                 carded: set[str]) -> list[str]:
+    """``sweeps.html`` (every sweep) and one page per sweep: the app's Sweeps page, from the same tables
+    (``benchcards.sweeps``); a variant links to its card where the site has one (``carded``)."""
+    paths, listed = [], []
+    for rec in sweeps.load_sweeps(store):
+        path = site.sweep_path(rec.sweep_id)
+        up = site.up(path)
+        diffs = sweeps.sweep_table(store, rec)
+        page = Charts()
+        chart = page.add(charts.sweep_chart(diffs)) if not diffs.empty else None
+        if not diffs.empty:
+            diffs = sweeps.shown_table(diffs).assign(
+                _href=[site.setup_path(str(s)) if s in carded else None for s in diffs["_setup"]])
+        variants = sweeps.variants_table(rec)
+        variants["_setup"] = [site.setup_path(str(s)) if s in carded else None for s in variants["_setup"]]
+        write(path, render(env, "sweep.html", path, title=f"Sweep {rec.sweep_id}", charts=page,
+                           crumbs=[HOME, site.Crumb("Sweeps", "sweeps.html"), site.Crumb(rec.sweep_id)],
+                           rec=rec, explained=sweeps.EXPLAINED, empty=sweeps.EMPTY, summary=sweeps.summary(rec),
+                           chart=chart,
+                           diffs=table(diffs, links={"Variant": "_href"}, up=up) if not diffs.empty else None,
+                           variants=table(variants, links={"Variant": "_setup"}, up=up),
+                           boots=table(sweeps.boots_table(rec))))
+        paths.append(path)
+        verdicts = diffs["Verdict"].value_counts() if not diffs.empty else pd.Series(dtype=int)
+        listed.append({"Sweep": sweeps.label(rec), "href": path, "Started": fmt.text(rec.started_at),
+                       "Baseline": rec.baseline, "Variants": str(len(rec.variants)),
+                       "Verdicts": "; ".join(f"{v}: {n}" for v, n in verdicts.items()) or fmt.DASH})
+    overview = pd.DataFrame(listed, columns=["Sweep", "href", "Started", "Baseline", "Variants", "Verdicts"])
+    write("sweeps.html", render(env, "sweeps.html", "sweeps.html", title="Sweeps", crumbs=[HOME, site.Crumb("Sweeps")],
+                                explained=sweeps.EXPLAINED, sweeps=table(overview, links={"Sweep": "href"})))
+    return ["sweeps.html", *paths]
+
+
 def _spawn() -> Any:
     import multiprocessing
 
@@ -938,6 +976,7 @@ def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: q
     pages += _quality_pages(env, write, q)
     write("builds.html", _builds_page(env, build_groups))
     pages.append("builds.html")
+    pages += _sweep_pages(env, write, store, set(ov.setup_id))
     pages += _analysis_pages(env, write, data, kn, tier_order)
     write("assets/search.js", site.search_script(site.search_index(ov)))
     figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({queries.LATEST_METRICS}) "

@@ -9,6 +9,7 @@ table by its run id; ``benchcards.sweepstats`` gives Δ, Δ % and their 95 % int
 from __future__ import annotations
 
 import json
+import shlex
 
 import pandas as pd
 
@@ -17,10 +18,21 @@ from benchcards.metrics import REGISTRY
 from benchcards.queries import RawFileError, Store
 from schemas.models import SweepRecord
 
-__all__ = ["SWEEP_FILE", "differences", "load_sweeps", "sweep_table"]
+__all__ = ["EMPTY", "EXPLAINED", "HIDDEN", "SWEEP_FILE", "boots_table", "differences", "label", "load_sweeps",
+           "shown_table", "summary", "sweep_table", "variants_table"]
 
 #: the name pattern of a sweep record among a setup's raw files (SQL LIKE)
 SWEEP_FILE = "sweep-%.json"
+
+#: what a sweep view says first (the app's Sweeps page and the export's sweep pages)
+EXPLAINED = ("Each variant is one server setting, booted afresh several times in interleaved order (A B A B …). "
+             "Δ is the variant's mean over its boots minus the baseline's, with a 95 % interval from the spread "
+             "between boots (Welch; Δ % by Fieller): a difference whose interval crosses zero is within noise. "
+             "With one boot per variant noise cannot be told from effect.")
+#: what a sweep view says when nothing can be compared
+EMPTY = "No figure to compare: the baseline or every other variant has no measured boot."
+#: the columns of ``sweep_table`` that the chart and the links read, never shown
+HIDDEN = ["_setup", "_pct", "_lo", "_hi"]
 
 
 def load_sweeps(store: Store) -> list[SweepRecord]:
@@ -87,3 +99,32 @@ def boots_table(rec: SweepRecord) -> pd.DataFrame:
     return pd.DataFrame([{"Order": str(b.order), "Variant": b.variant, "Boot": str(b.boot),
                           "Outcome": b.status.replace("_", " "),
                           "Why": b.reason or "", "Server start (s)": fmt.number(b.load_s, 1)} for b in rec.boots])
+
+
+def label(rec: SweepRecord) -> str:
+    """How a sweep is named in a list: its id and its variants."""
+    return f"{rec.sweep_id} · {', '.join(v.name for v in rec.variants)}"
+
+
+def summary(rec: SweepRecord) -> str:
+    """One line on how the sweep ran: baseline, boots asked, context, parts, and whether it was stopped."""
+    return (f"Baseline: {rec.baseline} · {rec.repeats} boots per variant asked · context {rec.ctx:,} · parts "
+            f"{', '.join(rec.parts)}" + (" · stopped by the user" if rec.stopped else ""))
+
+
+def shown_table(table: pd.DataFrame) -> pd.DataFrame:
+    """``sweep_table`` as it is shown: without its hidden columns."""
+    return table.drop(columns=[c for c in HIDDEN if c in table.columns])
+
+
+def variants_table(rec: SweepRecord) -> pd.DataFrame:
+    """Variant | Server arguments | Boots measured | ``_setup`` — every variant, baseline first (its card is
+    ``_setup``); the differences table has no row for the baseline."""
+    measured = {v.name: 0 for v in rec.variants}
+    for b in rec.boots:
+        if b.status == "ok" and b.variant in measured:
+            measured[b.variant] += 1
+    return pd.DataFrame([{"Variant": v.name + (" (baseline)" if v.name == rec.baseline else ""),
+                          "Server arguments": shlex.join(v.args) if v.args else "(the template as it is)",
+                          "Boots measured": f"{measured[v.name]} of {rec.repeats}", "_setup": v.setup_id}
+                         for v in rec.variants])

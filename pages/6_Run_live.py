@@ -33,8 +33,9 @@ st.markdown("Measure a server running on this machine the same way as every card
             "requests at once, a long answer and long prompts. No GPU here? Start the demo server: "
             f"`{DEMO_COMMAND}` and measure `http://127.0.0.1:8089`.")
 st.caption("Only addresses on this machine (127.0.0.1, localhost, ::1) are measured unless you allow others below.")
-mode = st.radio("Measure", ["Speed", "Quality", "Memory test"], horizontal=True, key="live_mode",
-                help="Quality scores answers; the memory test starts the server itself, once per context size.")
+mode = st.radio("Measure", ["Speed", "Quality", "Memory test", "Sweep"], horizontal=True, key="live_mode",
+                help="Quality scores answers; the memory test starts the server itself, once per context size; a "
+                     "sweep starts it afresh for each boot of each server setting.")
 if mode == "Quality":
     from ui.live_quality import quality_mode
 
@@ -44,6 +45,11 @@ if mode == "Memory test":
     from ui.fit_page import render as memory_test_mode
 
     memory_test_mode()
+    st.stop()
+if mode == "Sweep":
+    from ui.sweep_mode import render as sweep_mode
+
+    sweep_mode()
     st.stop()
 
 job: LiveJob | None = st.session_state.get("live_job")

@@ -1,0 +1,106 @@
+"""The Run live page's sweep mode (AppTest of the real page; the demo engine started by the page's job): variants
+as table rows, per-boot progress in interleaved order, the sweep saved to the site, Stop stops the server."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchcards import queries, sweeps
+from live.sweep_job import current_job, variants_from_rows
+from tests.test_app import page_text, run, table_with
+from tests.test_launcher import alive, wait_gone
+
+DEMO = f"{sys.executable} -m live demo-server --ctx {{ctx}} --slots 1 --decode-tps 400 --prefill-tps 4000"
+
+
+@pytest.fixture()
+def site(demo_db, monkeypatch, tmp_path):
+    import benchcards.paths as paths
+
+    copy = tmp_path / "site.duckdb"
+    copy.write_bytes(Path(demo_db).read_bytes())
+    monkeypatch.setenv("BENCHCARDS_DB", str(copy))
+    monkeypatch.setattr(paths, "LOCAL", tmp_path / "local")
+    yield copy
+    job = current_job()
+    if job is not None and not job.done:
+        job.stop()
+        job.wait(60)
+
+
+def sweep_mode(cmd: str, rows: list[dict], repeats: int = 2):
+    at = run("pages/6_Run_live.py")
+    at.session_state["sweep_start_rows"] = rows
+    at.radio(key="live_mode").set_value("Sweep").run()
+    at.text_input(key="sweep_cmd").set_value(cmd)
+    at.number_input(key="sweep_repeats").set_value(repeats)
+    at.text_input(key="sweep_gpu").set_value("cpu")
+    return at
+
+
+def start(at):
+    next(b for b in at.button if b.label == "Start the sweep").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.mark.unit
+def test_variant_rows_are_read_with_their_problems_named():
+    vs, problems = variants_from_rows([{"Name": "a", "Arguments": ""}, {"Name": "b", "Arguments": "-t 2"},
+                                       {"Name": None, "Arguments": None}])
+    assert [(v.name, v.args) for v in vs] == [("a", ()), ("b", ("-t", "2"))] and not problems
+    _, problems = variants_from_rows([{"Name": "a", "Arguments": ""}, {"Name": "", "Arguments": "-t 2"}])
+    assert problems and problems[0].startswith("Variants, row 2")
+    _, problems = variants_from_rows([{"Name": "only", "Arguments": ""}])
+    assert problems == ["Variants: give at least two rows (the first is the baseline)"]
+
+
+@pytest.mark.integration
+def test_a_sweep_from_the_page_shows_each_boot_and_lands_on_the_sweeps_page(site):
+    at = sweep_mode(DEMO, [{"Name": "fast", "Arguments": ""}, {"Name": "slow", "Arguments": "--decode-tps 200"}])
+    at.number_input(key="sweep_runs").set_value(1)
+    start(at)
+    job = current_job()
+    assert job is not None, [e.value for e in at.error]
+    assert job.wait(300)
+    deadline = time.time() + 30
+    while time.time() < deadline and not at.success:
+        at.run()
+    assert job.error is None, job.error
+    assert at.success and "Saved and added to the site" in at.success[0].value
+    boots = table_with(at, "Server pid")
+    assert list(boots.Variant) == ["fast", "slow", "fast", "slow"] and set(boots.State) == {"measured"}
+    assert all(wait_gone(int(p), 1) for p in boots["Server pid"])  # every boot's server is stopped
+    (rec,) = sweeps.load_sweeps(queries.Store(site))
+    assert rec.sweep_id == job.sweep_id and rec.baseline == "fast"
+    assert set(sweeps.sweep_table(queries.Store(site), rec).Variant) == {"slow"}
+
+
+@pytest.mark.integration
+def test_stop_stops_the_sweep_server_while_it_loads(site):
+    at = sweep_mode(DEMO + " --load-s 600", [{"Name": "a", "Arguments": ""}, {"Name": "b", "Arguments": "-t 2"}])
+    start(at)
+    job = current_job()
+    assert job is not None, [e.value for e in at.error]
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(e.pid for e in job.events):
+        time.sleep(0.1)
+    pid = next(e.pid for e in job.events if e.pid)
+    assert alive(pid)
+    next(b for b in at.button if b.label.startswith("Stop")).click().run()
+    assert job.wait(60) and wait_gone(pid, 1)
+    at.run()
+    assert list(table_with(at, "Server pid").State) == ["stopped", "not run", "not run", "not run"]
+    assert "stopped by the user" in page_text(at)
+    assert job.error == "stopped before any boot measured: nothing to save"
+
+
+@pytest.mark.integration
+def test_a_bad_variant_row_is_named_before_anything_starts(site):
+    at = sweep_mode(DEMO, [{"Name": "a", "Arguments": ""}, {"Name": "b", "Arguments": "--x 'open"}])
+    start(at)
+    assert current_job() is None or current_job().done
+    assert "Variants, row 2" in page_text(at)
