@@ -317,13 +317,13 @@ class Snapshot:
             return []
         mine = f[f.setup_id == setup_id]
         if not mine.empty:  # a reported setup: its figures beside the measured ones
-            return [_line(rep, m) for rep in mine.to_dict("records")
-                    for m in measured[measured.key == rep["key"]].to_dict("records")]
+            rows = measured.to_dict("records")  # keys are tuples: compared one by one, never broadcast by pandas
+            return [_line(rep, m) for rep in mine.to_dict("records") for m in rows if m["key"] == rep["key"]]
         me = measured[measured.setup_id == setup_id]
         if me.empty:
             return []
         m = me.iloc[0].to_dict()
-        return [_line(rep, m) for rep in f[f.key == m["key"]].to_dict("records")]
+        return [_line(rep, m) for rep in f.to_dict("records") if rep["key"] == m["key"]]
 
     def claims_for(self, argv: list[str], setup_id: str) -> list[str]:
         """The reported flag claims shown on one card: those reported with this setup, and those about a flag its

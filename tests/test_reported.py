@@ -328,3 +328,18 @@ def test_the_overview_download_keeps_reported_figures_out_of_the_measured_column
     table = views.overview_table(ov, lambda sid: sid).set_index("Card")
     assert table.loc[REP, "Decode (tok/s)"] == "—" and table.loc[REP, "Reported decode (tok/s)"] == "~110"
     assert table.loc[HAND, "Decode (tok/s)"] == "28.5" and table.loc[REP, "Data"] == "reported"
+
+
+def test_a_site_of_reported_setups_only_exports(tmp_path):
+    """A database that holds only reported setups (no measured one to put them beside) exports its cards; the
+    'beside' lookup once broadcast a tuple key against an empty column and the export stopped."""
+    from benchcards import export
+
+    raw = Path(__file__).resolve().parent.parent / "data" / "raw"
+    folder = next(p for p in sorted(raw.iterdir()) if p.name.startswith("reported-"))
+    dbp = tmp_path / "r.duckdb"
+    ingest_paths([folder], dbp)
+    out = tmp_path / "site"
+    export.export(dbp, out)
+    card = (out / "setups" / f"{folder.name}.html").read_text(encoding="utf-8")
+    assert "reported" in card.lower()
