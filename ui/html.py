@@ -146,6 +146,10 @@ def tiles(items: Sequence[tuple[str, str, str]]) -> str:
     return f'<div class="bc-tiles">{cells}</div>'
 
 
+#: heading of the overview's last group: figures posted elsewhere, never ranked with measured ones
+REPORTED_GROUP = "Reported elsewhere (not measured here; listed after every measured setup)"
+
+
 def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[str], units: Mapping[str, str],
              link: str = "Setup_card?setup=", groups: bool = False) -> str:
     """The overview twice: a table for wide screens and cards for phones (CSS shows one of them).
@@ -173,10 +177,13 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     # "CPU only" is both a GPU text and a tier: said once
     tier_line = ["" if g == t else f'<br><span class="bc-muted">{t} tier</span>' for g, t in zip(gpus, tiers)]
     card_hw = [f"{t} tier" if g == t else f"{g} · {t} tier" for g, t in zip(gpus, tiers)]
+    # reported setups come after every measured one (benchcards.reported): one group of their own, not a
+    # second heading of each tier
+    group = [REPORTED_GROUP if col["badge"][i] == "reported" else f"{tiers[i]} tier" for i in range(len(display))]
     for i in range(len(display)):
-        if groups and (i == 0 or col["VRAM tier"][i] != col["VRAM tier"][i - 1]):
-            rows.append(f'<tr class="bc-group"><th scope="rowgroup" colspan="{span}">{tiers[i]} tier</th></tr>')
-            cards.append(f'<h4 class="bc-group">{tiers[i]} tier</h4>')
+        if groups and (i == 0 or group[i] != group[i - 1]):
+            rows.append(f'<tr class="bc-group"><th scope="rowgroup" colspan="{span}">{group[i]}</th></tr>')
+            cards.append(f'<h4 class="bc-group">{group[i]}</h4>')
         name = f'<a href="{hrefs[i]}" target="_self" title="{titles[i]}">{names[i]}</a>'
         nums = "".join(f'<td class="num">{cells[c][i]}</td>' for c in (*figures, *quality))
         rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span>{engine[i]}</td>{nums}'
