@@ -295,7 +295,7 @@ EMPTY_KNEES = {"prefill": pd.DataFrame(columns=charts.KNEE_TEXT_COLUMNS),
                "conc": pd.DataFrame(columns=["setup", "at", "y", "at_text", "threshold_text", "text"])}
 
 SERIES_METRICS = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "conc_total",
-                  "conc_per_request"]
+                  "conc_per_request", "bench_prefill", "bench_decode"]
 
 
 def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:

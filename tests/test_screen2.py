@@ -1,0 +1,106 @@
+"""Issue 16, on screen (second part): llama-bench depth tests on the scaling curves, the export's tier search,
+builds listed once, a first build without warnings, readable chart ticks and dark-mode chart texts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchcards import charts, export, queries
+from ingest.__main__ import main
+
+pytestmark = pytest.mark.integration
+
+#: llama-bench -d 0,8192 as its markdown prints it (numbers of a 7B Q4_K_M on one GPU)
+DEPTH_MD = """\
+| model                          |       size |     params | backend    | ngl |            test |                  t/s |
+| ------------------------------ | ---------: | ---------: | ---------- | --: | --------------: | -------------------: |
+| llama 7B Q4_K - Medium         |   3.80 GiB |     6.74 B | CUDA       |  99 |           pp512 |      4210.55 ± 12.31 |
+| llama 7B Q4_K - Medium         |   3.80 GiB |     6.74 B | CUDA       |  99 |           tg128 |        151.20 ± 0.41 |
+| llama 7B Q4_K - Medium         |   3.80 GiB |     6.74 B | CUDA       |  99 |   pp512 @ d8192 |      2987.10 ± 20.02 |
+| llama 7B Q4_K - Medium         |   3.80 GiB |     6.74 B | CUDA       |  99 |   tg128 @ d8192 |        118.64 ± 0.93 |
+
+build: 1a2b3c4 (6850)
+"""
+
+
+@pytest.fixture(scope="module")
+def depth_db(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("lbdepth")
+    f = root / "bench.md"
+    f.write_text(DEPTH_MD)
+    db = root / "x.duckdb"
+    assert main([str(f), "--gpu", "NVIDIA GeForce RTX 4090", "--vram-gib", "24", "--db", str(db),
+                 "--out", str(root / "l")]) == 0
+    return db
+
+
+def test_llama_bench_depth_tests_are_points_on_the_depth_curves(depth_db):
+    store = queries.Store(depth_db)
+    (sid,) = [s for s, _ in queries.setup_ids(store)]
+    assert queries.curve_setups(store) == [sid]  # chosen by default on the Scaling curves page
+    series = queries.series(store, [sid], export.SERIES_METRICS)
+    pre = charts.depth_points(series, "prefill")
+    dec = charts.depth_points(series, "decode")
+    # x: the context at the test's end (512 tokens after 8,192 untimed ones), one line per test
+    assert [(r.tokens, round(r.value, 2)) for r in pre.itertuples()] == [(512, 4210.55), (8704, 2987.1)]
+    assert [(r.tokens, round(r.value, 2)) for r in dec.itertuples()] == [(128, 151.2), (8320, 118.64)]
+    assert set(pre.part) == {"llama-bench tests"} and pre.line.nunique() == 1
+    assert "pp512 @ d8192" in pre.depth_text.iloc[1]
+    # the chart draws the bench line apart (its own detail), with the test named in the tooltip
+    spec = json.dumps(charts.depth_chart(series, "decode").to_dict())
+    assert '"detail": {"field": "line"' in spec and "tg128 @ d8192" in spec
+
+
+def test_the_exported_card_draws_the_llama_bench_depth_points(depth_db, tmp_path):
+    out = tmp_path / "site"
+    export.export(depth_db, out)
+    (card,) = list((out / "setups").glob("*.html"))
+    html = card.read_text()
+    specs_json = [json.loads(m) for m in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html,
+                                                    re.S)]
+    text = json.dumps(specs_json)
+    assert "Prefill vs prompt depth" in text and "Decode vs prompt depth" in text
+    assert "pp512 @ d8192" in text and "tg128 @ d8192" in text
+
+
+@pytest.fixture(scope="module")
+def demo_site(demo_db, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("export2") / "site"
+    export.export(demo_db, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def b():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
+def test_the_export_search_for_a_size_lists_that_tier_only(demo_db, demo_site, b):
+    ov = queries.overview(queries.Store(demo_db))
+    tier_of = dict(zip(ov.setup_id, ov.tier))
+    page = b.new_page()
+    page.goto((demo_site / "index.html").as_uri())
+    for query, tier in (("16 GB", "16 GB"), ("24gb", "24 GB"), ("qwen 16 GB", "16 GB")):
+        page.fill("#search", "")
+        page.fill("#search", query)
+        page.wait_for_selector("#search-results li.count")
+        hrefs = page.locator("#search-results li a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+        setups = [re.search(r"setups/([^/]+)\.html$", h).group(1) for h in hrefs if "setups/" in h]
+        want = sorted(s for s, t in tier_of.items() if t == tier)
+        assert setups and all(tier_of[s] == tier for s in setups), (query, [tier_of[s] for s in setups])
+        if query == "16 GB":
+            shown = page.locator("#search-results li a").all_inner_texts()
+            assert "16 GB tier" in shown and len(setups) == min(len(want), 19)
+    page.close()
