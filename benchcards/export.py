@@ -890,7 +890,7 @@ def _builds_page(env: jinja2.Environment, build_groups: list[builds.Group]) -> s
     for grp in build_groups:
         if grp.timeline.empty:
             continue
-        links = [Cell(b, site.setup_path(sid)) for sid, b in zip(grp.sib.setup_id, grp.sib.build)]
+        links = [Cell(text, site.setup_path(sid)) for text, sid in builds.build_links(grp.sib)]
         timelines.append({"title": str(grp.sib.title.iloc[-1]), "builds": links,
                           "table": table(builds.timeline_table(grp.timeline))})
     return render(env, "builds.html", "builds.html", title="Builds over time",
