@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import charts, export, queries
+from benchcards import builds, charts, export, queries
 from ingest.__main__ import main
+from ingest.importers import Options, Source, convert
+from ingest.importers.store import save
+from tests.test_builds import bench_file
 
 pytestmark = pytest.mark.integration
 
@@ -104,3 +107,38 @@ def test_the_export_search_for_a_size_lists_that_tier_only(demo_db, demo_site, b
             shown = page.locator("#search-results li a").all_inner_texts()
             assert "16 GB tier" in shown and len(setups) == min(len(want), 19)
     page.close()
+
+
+def _bench(build: int, commit: str) -> Source:
+    rows = json.loads(bench_file(build, {(0, 128, 0): [100.0, 90.0, 110.0]}).data)
+    for r in rows:
+        r["build_commit"] = commit
+    return Source(f"b{build}-{commit}.json", json.dumps(rows).encode())
+
+
+def test_the_builds_page_names_each_build_once(tmp_path):
+    """Two setups of build b102 (two commits with one build number) beside b101: b102 is listed once."""
+    db = tmp_path / "x.duckdb"
+    save(convert([_bench(101, "c101"), _bench(102, "c102a"), _bench(102, "c102b")], Options()), db, tmp_path / "l")
+    assert len(queries.setup_ids(queries.Store(db))) == 3
+    export.export(db, tmp_path / "site", with_raw=False)
+    page = (tmp_path / "site" / "builds.html").read_text()
+    line = re.search(r"Builds: (.*?)</p>", page).group(1)
+    assert re.sub(r"<[^>]+>", "", line) == "b101, b102 (2 setups)"
+    # one build measured twice is no timeline
+    db2 = tmp_path / "y.duckdb"
+    save(convert([_bench(102, "c102a"), _bench(102, "c102b")], Options()), db2, tmp_path / "l2")
+    assert builds.timelines(queries.Store(db2)) == []
+
+
+def test_a_first_build_of_the_shipped_demo_data_prints_no_warnings(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, BENCHCARDS_LOCAL=str(tmp_path / "local"))
+    done = subprocess.run([sys.executable, "-m", "ingest.build", "--db", str(tmp_path / "x.duckdb")], env=env,
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout + done.stderr
+    assert "no warnings" in out and not [ln for ln in out.splitlines() if "warning:" in ln], out
