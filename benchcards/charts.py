@@ -110,7 +110,9 @@ def theme_config() -> dict:
                    "columns": 1, "rowPadding": {"expr": "width < 560 ? 30 : 4"},  # room for wrapped labels
                    "symbolBaseFillColor": GREY, "symbolBaseStrokeColor": GREY, "labelFontSize": 12,
                    "titleFontSize": 12},
-        "title": {"color": GREY, "font": FONT, "fontSize": 14, "anchor": "start", "offset": 10},
+        # the subtitle too (Vega draws it black unless told: unreadable on the export's dark page)
+        "title": {"color": GREY, "subtitleColor": GREY, "font": FONT, "subtitleFont": FONT, "fontSize": 14,
+                  "anchor": "start", "offset": 10},
         "range": {"category": PALETTE},
         "point": {"size": 60, "filled": True},
         "line": {"strokeWidth": 2},
@@ -280,7 +282,8 @@ def _depth_row(col: dict[str, list], key: tuple, idx: list[int]) -> dict[str, An
     }
 
 
-DEPTH_X_TITLE = "Prompt depth (tokens, as the server counted them)"
+#: short enough for a phone's plot (a longer title was cut at its edges); the tooltip says when tokens were counted
+DEPTH_X_TITLE = "Prompt depth (tokens)"
 KNEE_TEXT_COLUMNS = ["setup", "at", "threshold", "y", "at_text", "threshold_text", "text"]
 
 
@@ -615,14 +618,15 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
                alt.Tooltip("ttft_s_text:N", title="First token"), alt.Tooltip("decode_s_text:N", title="Answer"),
                alt.Tooltip("answer_tokens_text:N", title="Answer tokens"), alt.Tooltip("measured:N", title="Curves"),
                alt.Tooltip("notes:N", title="Notes")]
-    bars = alt.Chart(parts).mark_bar(height={"band": 0.7}).encode(
+    part_scale = alt.Scale(domain=list(ANSWER_PARTS), range=[PALETTE[1], PALETTE[0]])
+    bars = alt.Chart(parts).mark_bar(height={"band": 0.7}, strokeWidth=1.5).encode(
         x=alt.X("start:Q", title="Seconds to the end of the answer"), x2="end:Q", y=y,
-        color=alt.Color("part:N", title="Part", scale=alt.Scale(domain=list(ANSWER_PARTS),
-                                                                 range=[PALETTE[1], PALETTE[0]])),
-        # pale: held beyond the measured depths; said under the chart (a second legend beside the first
-        # would not fit a phone)
-        opacity=alt.Opacity("measured:N", legend=None, scale=alt.Scale(
-            domain=["within measured depths", "held beyond measured depths"], range=[1.0, 0.4])),
+        color=alt.Color("part:N", title="Part", scale=part_scale),
+        # pale with a full-colour outline: held beyond the measured depths (a pale fill alone vanished on a dark
+        # page); said under the chart (a second legend beside the first would not fit a phone)
+        stroke=alt.Stroke("part:N", scale=part_scale, legend=None),
+        fillOpacity=alt.FillOpacity("measured:N", legend=None, scale=alt.Scale(
+            domain=["within measured depths", "held beyond measured depths"], range=[1.0, 0.3])),
         tooltip=tooltip)
     spread = alt.Chart(rows[rows.low_s.notna()]).mark_rule(color=GREY, strokeWidth=2).encode(
         x="low_s:Q", x2="high_s:Q", y=y, tooltip=tooltip)
@@ -683,8 +687,9 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
                            zip(data.model if "model" in data.columns else [None] * len(data),
                                data.quant if "quant" in data.columns else [None] * len(data))]
     label = str(data.label.iloc[0]) if not data.empty else ""
-    # ticks as plain numbers (one point alone gave ticks like 63.400000)
-    x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)), axis=alt.Axis(format=",~g"))
+    # ticks as plain numbers of three digits at most (one point alone gave 63.400000, a log axis 111.722)
+    x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)),
+              axis=alt.Axis(format=",.3~r"))
     color = alt.Color("trade_off:N", title="Within its tier",
                       scale=alt.Scale(domain=["best trade-off in tier", "other"], range=[PALETTE[0], GREY]))
     tooltip = [alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),

@@ -142,3 +142,47 @@ def test_a_first_build_of_the_shipped_demo_data_prints_no_warnings(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout + done.stderr
     assert "no warnings" in out and not [ln for ln in out.splitlines() if "warning:" in ln], out
+
+
+def _wait_charts(page, path: Path) -> None:
+    n = path.read_text().count('data-chart="')
+    assert n, path
+    page.wait_for_function(f"document.querySelectorAll('.chart svg').length >= {n}", timeout=30_000)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
+def test_chart_texts_are_readable_on_a_dark_phone(demo_site, b):
+    ctx = b.new_context(viewport={"width": 390, "height": 844}, color_scheme="dark")
+    page = ctx.new_page()
+    # speed vs quality: tick labels are short numbers, never '111.722'
+    sq = demo_site / "analysis" / "speed-quality-mmlu-pro.html"
+    page.goto(sq.as_uri())
+    _wait_charts(page, sq)
+    ticks = page.locator('g[aria-label^="X-axis"] .role-axis-label text').evaluate_all(
+        "ts => ts.map(t => t.textContent)")
+    assert ticks, "no x ticks"
+    assert all(len(re.sub(r"\D", "", t).lstrip("0")) <= 3 for t in ticks), ticks
+    # time to answer: the subtitle is drawn in the theme's grey (not black on the dark page), and the bars of
+    # setups held beyond their measured depths keep a full-colour outline
+    tta = demo_site / "analysis" / "time-to-answer-2k-500-words.html"
+    page.goto(tta.as_uri())
+    _wait_charts(page, tta)
+    sub = page.locator(".role-title-subtitle text").first
+    assert sub.evaluate("t => t.textContent").endswith("word answer")
+    assert sub.evaluate("t => getComputedStyle(t).fill") not in ("rgb(0, 0, 0)", "#000", "black")
+    bars = page.locator(".mark-rect path").evaluate_all(
+        "ps => ps.map(p => [p.getAttribute('fill-opacity'), p.getAttribute('stroke')])")
+    held = [s for o, s in bars if o == "0.3"]
+    assert held and all(s and s != "none" for s in held), bars
+    # a card's depth charts: axis titles lie inside the chart on a phone
+    card = next(p for p in (demo_site / "setups").glob("*.html") if "Prefill vs prompt depth" in p.read_text())
+    page.goto(card.as_uri())
+    _wait_charts(page, card)
+    cut = page.evaluate("""() => Array.from(document.querySelectorAll('.chart svg')).flatMap(svg => {
+        const box = svg.getBoundingClientRect();
+        return Array.from(svg.querySelectorAll('.role-axis-title text')).map(t => [t.textContent,
+            t.getBoundingClientRect()]).filter(([_, r]) => r.left < box.left - 1 || r.right > box.right + 1
+            || r.top < box.top - 1 || r.bottom > box.bottom + 1).map(([s]) => s); })""")
+    assert cut == [], cut
+    ctx.close()
