@@ -147,6 +147,25 @@ def wants_log(values: pd.Series, ratio: float = 20.0) -> bool:
     return len(v) >= 2 and float(v.max()) / float(v.min()) >= ratio
 
 
+def round_ticks(values: pd.Series) -> list[float]:
+    """Ticks of a log axis at 1, 2 and 5 x 10^k from just below the smallest positive value to just above the
+    largest (Vega's own log ticks on a base-2 scale fall on numbers such as 111.722).
+
+    >>> round_ticks(pd.Series([6.3, 140.0]))
+    [5.0, 10.0, 20.0, 50.0, 100.0, 200.0]
+    """
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    v = v[(v > 0) & (v < math.inf)]
+    if v.empty:
+        return []
+    lo, hi = float(v.min()), float(v.max())
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    cand = [float(f"{m * 10.0 ** k:.12g}") for k in range(first, last + 1) for m in (1, 2, 5)]
+    start = max(c for c in cand if c <= lo)
+    end = min(c for c in cand if c >= hi)
+    return [c for c in cand if start <= c <= end]
+
+
 def _scale(log: bool) -> alt.Scale:
     """A log-2 scale when ``log``, else a linear one that need not start at zero (the analysis charts)."""
     return alt.Scale(type="log", base=2) if log else alt.Scale(zero=False)
@@ -687,9 +706,12 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
                            zip(data.model if "model" in data.columns else [None] * len(data),
                                data.quant if "quant" in data.columns else [None] * len(data))]
     label = str(data.label.iloc[0]) if not data.empty else ""
-    # ticks as plain numbers of three digits at most (one point alone gave 63.400000, a log axis 111.722)
-    x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)),
-              axis=alt.Axis(format=",.3~r"))
+    # ticks as plain numbers of three digits at most (one point alone gave 63.400000, a log axis 111.722): a log
+    # axis ticks at 1, 2, 5 x 10^k
+    log = wants_log(data.speed_tps)
+    ticks = round_ticks(data.speed_tps) if log else []
+    x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(log),
+              axis=alt.Axis(format=",.3~r", values=ticks) if ticks else alt.Axis(format=",.3~r"))
     color = alt.Color("trade_off:N", title="Within its tier",
                       scale=alt.Scale(domain=["best trade-off in tier", "other"], range=[PALETTE[0], GREY]))
     tooltip = [alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),

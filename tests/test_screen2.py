@@ -186,3 +186,15 @@ def test_chart_texts_are_readable_on_a_dark_phone(demo_site, b):
             || r.top < box.top - 1 || r.bottom > box.bottom + 1).map(([s]) => s); })""")
     assert cut == [], cut
     ctx.close()
+
+
+def test_a_log_speed_axis_ticks_at_round_numbers():
+    import pandas as pd
+
+    rows = pd.DataFrame({"setup_id": ["a", "b", "c"], "title": ["A", "B", "C"], "tier": ["24 GB"] * 3,
+                         "label": ["MMLU-Pro"] * 3, "speed_tps": [6.3, 35.0, 140.0], "pct": [50.0, 60.0, 70.0],
+                         "margin_pp": [4.0, 4.0, 4.0], "lo_pct": [46.0, 56.0, 66.0], "hi_pct": [54.0, 64.0, 74.0],
+                         "n": [400] * 3, "frontier": [True, False, True], "model": ["M"] * 3, "quant": ["Q"] * 3})
+    spec = charts.speed_quality_chart(rows, "Decode (tok/s)").to_dict()
+    axes = [lay["encoding"]["x"]["axis"] for lay in spec["layer"] if "x" in lay.get("encoding", {})]
+    assert axes and all(a["values"] == [5.0, 10.0, 20.0, 50.0, 100.0, 200.0] for a in axes), axes
