@@ -198,3 +198,16 @@ def test_a_log_speed_axis_ticks_at_round_numbers():
     spec = charts.speed_quality_chart(rows, "Decode (tok/s)").to_dict()
     axes = [lay["encoding"]["x"]["axis"] for lay in spec["layer"] if "x" in lay.get("encoding", {})]
     assert axes and all(a["values"] == [5.0, 10.0, 20.0, 50.0, 100.0, 200.0] for a in axes), axes
+
+
+def test_the_scaling_curves_page_draws_a_llama_bench_setups_depth_tests(depth_db, monkeypatch):
+    from tests.test_app import chart_data, run, specs, title_of
+
+    monkeypatch.setenv("BENCHCARDS_DB", str(depth_db))
+    at = run("pages/2_Scaling_curves.py")
+    assert len(at.multiselect(key="setups").value) == 1  # chosen by default
+    titles = [title_of(s) for s in specs(at)]
+    assert titles[:2] == ["Prefill vs prompt depth", "Decode vs prompt depth"]
+    pre, dec = chart_data(at, 0)[0], chart_data(at, 1)[0]
+    assert sorted(zip(pre.tokens, pre.value_text)) == [(512, "4,210.6 tok/s"), (8704, "2,987.1 tok/s")]
+    assert sorted(zip(dec.tokens, dec.value_text)) == [(128, "151.2 tok/s"), (8320, "118.6 tok/s")]
