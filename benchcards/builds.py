@@ -74,7 +74,7 @@ def _build_key(row: pd.Series) -> tuple:
 def build_label(row: pd.Series | dict[str, Any]) -> str:
     """'b6123', else the version, else the commit, else the date measured."""
     bn = row.get("engine_build")
-    if bn is not None and not (isinstance(bn, float) and math.isnan(bn)):
+    if bn is not None and not pd.isna(bn):
         return f"b{int(bn)}"
     for key in ("engine_version", "engine_commit", "measured_last"):
         v = row.get(key)
@@ -239,8 +239,8 @@ def _group_rows(df: pd.DataFrame) -> list[list[int]]:
         by_sig.setdefault(_signature(j), []).append(i)
     out = []
     for idx in by_sig.values():
-        if len(idx) < 2:
-            continue
+        if len({build_label(df.iloc[k]) for k in idx}) < 2:
+            continue  # one build measured twice is not a timeline
         out.append(sorted(idx, key=lambda k: _build_key(df.iloc[k])))
     return sorted(out, key=lambda idx: [str(df.setup_id.iloc[k]) for k in idx])
 
@@ -265,6 +265,22 @@ def timeline_table(tl: pd.DataFrame) -> pd.DataFrame:
         cells[build] = cell
     return pd.DataFrame([[test, unit, *(cells.get(b, fmt.DASH) for b in builds)]
                          for test, (unit, cells) in rows.items()], columns=["Test", "Unit", *builds])
+
+
+def build_links(sib: pd.DataFrame) -> list[tuple[str, str]]:
+    """(text, setup_id) of each build of ``sib`` (``siblings``' frame, oldest first), each build once: two setups
+    of one build are one column of ``timeline_table`` (the first's figures), so the build links to that setup
+    and says how many setups share it ('b12169 (2 setups)').
+
+    >>> build_links(pd.DataFrame({"setup_id": ["a", "b", "c"], "build": ["b1", "b2", "b2"]}))
+    [('b1', 'a'), ('b2 (2 setups)', 'b')]
+    """
+    first: dict[str, str] = {}
+    count: dict[str, int] = {}
+    for sid, b in zip(sib.setup_id.tolist(), sib.build.tolist()):
+        first.setdefault(str(b), str(sid))
+        count[str(b)] = count.get(str(b), 0) + 1
+    return [(b if count[b] == 1 else f"{b} ({count[b]} setups)", sid) for b, sid in first.items()]
 
 
 def groups(store: Store) -> list[list[str]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -29,8 +30,8 @@ FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 HEIGHT = 260
 
 DEPTH_METRICS = {
-    "prefill": ("prefill", "ctx_prefill", "task_prefill"),
-    "decode": ("decode_at_depth", "ctx_decode", "task_decode"),
+    "prefill": ("prefill", "ctx_prefill", "task_prefill", "bench_prefill"),
+    "decode": ("decode_at_depth", "ctx_decode", "task_decode", "bench_decode"),
     "ttft": ("ttft", "ctx_ttft", "task_ttft"),
 }
 CHART_LABELS = {
@@ -41,7 +42,10 @@ CHART_LABELS = {
     "conc_total": ("Total output (tok/s)", "Total throughput vs requests at once"),
     "conc_per_request": ("Per request (tok/s)", "Speed of one request vs requests at once"),
 }
-PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps", "task": "named tasks"}
+PART_NAMES = {"prefill": "prefill steps", "ctx": "long-prompt steps", "task": "named tasks",
+              "bench": "llama-bench tests"}
+#: engine tests of llama-bench ('pp512', 'tg128' at each ``-d`` depth): the tokens a test adds to the context
+BENCH_TEST_RE = re.compile(r"(?:pp|tg)(\d{1,9})")
 #: a legend label too long for the plot's width is written one ' · ' part per line (model, quant, build, GPU)
 WRAP_LABEL = "length(datum.label) * 6.6 > width - 30 ? split(datum.label, ' · ') : datum.label"
 POW2_LABEL = "datum.value >= 1024 ? format(datum.value / 1024, ',') + 'K' : format(datum.value, ',')"
@@ -106,7 +110,9 @@ def theme_config() -> dict:
                    "columns": 1, "rowPadding": {"expr": "width < 560 ? 30 : 4"},  # room for wrapped labels
                    "symbolBaseFillColor": GREY, "symbolBaseStrokeColor": GREY, "labelFontSize": 12,
                    "titleFontSize": 12},
-        "title": {"color": GREY, "font": FONT, "fontSize": 14, "anchor": "start", "offset": 10},
+        # the subtitle too (Vega draws it black unless told: unreadable on the export's dark page)
+        "title": {"color": GREY, "subtitleColor": GREY, "font": FONT, "subtitleFont": FONT, "fontSize": 14,
+                  "anchor": "start", "offset": 10},
         "range": {"category": PALETTE},
         "point": {"size": 60, "filled": True},
         "line": {"strokeWidth": 2},
@@ -139,6 +145,25 @@ def wants_log(values: pd.Series, ratio: float = 20.0) -> bool:
     v = pd.to_numeric(values, errors="coerce").dropna()
     v = v[v > 0]
     return len(v) >= 2 and float(v.max()) / float(v.min()) >= ratio
+
+
+def round_ticks(values: pd.Series) -> list[float]:
+    """Ticks of a log axis at 1, 2 and 5 x 10^k from just below the smallest positive value to just above the
+    largest (Vega's own log ticks on a base-2 scale fall on numbers such as 111.722).
+
+    >>> round_ticks(pd.Series([6.3, 140.0]))
+    [5.0, 10.0, 20.0, 50.0, 100.0, 200.0]
+    """
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    v = v[(v > 0) & (v < math.inf)]
+    if v.empty:
+        return []
+    lo, hi = float(v.min()), float(v.max())
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    cand = [float(f"{m * 10.0 ** k:.12g}") for k in range(first, last + 1) for m in (1, 2, 5)]
+    start = max(c for c in cand if c <= lo)
+    end = min(c for c in cand if c >= hi)
+    return [c for c in cand if start <= c <= end]
 
 
 def _scale(log: bool) -> alt.Scale:
@@ -222,45 +247,62 @@ def depth_points(series: pd.DataFrame, kind: str, names: dict[str, str] | None =
     """
     wanted = DEPTH_METRICS[kind]
     df = series[series.metric.isin(wanted)].copy()
-    cols = ["setup_id", "setup", "metric", "part", "level", "tokens", "value", "n", "provenance", "depth_text",
+    cols = ["setup_id", "setup", "metric", "part", "line", "level", "tokens", "value", "n", "provenance", "depth_text",
             "value_text", "prompts_text", "runs_text", "from_text"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     df["setup"] = _names(df, names)
     if "tokens" not in df.columns:
         df["tokens"] = df.level
-    # grouped in plain Python (the export draws thousands of these): one group per setup, metric and depth
+    # grouped in plain Python (the export draws thousands of these): one group per setup, metric, depth and
+    # llama-bench test (pp512 and pp2048 at one depth are two points)
     col = {c: df[c].tolist() for c in ("setup_id", "setup", "metric", "level", "tokens", "value", "n", "provenance",
                                        "prompt")}
     groups: dict[tuple, list[int]] = {}
     for i, key in enumerate(zip(col["setup_id"], col["setup"], col["metric"], col["level"])):
+        test = str(col["prompt"][i]) if str(key[2]).startswith("bench_") else ""
+        if test and not BENCH_TEST_RE.fullmatch(test):
+            continue  # not one test's name (pp512+tg128 is neither a prefill nor a decode point)
         if not fmt.missing(key[3]):
-            groups.setdefault(key, []).append(i)
-    rows = []
-    for (sid, setup, metric, level), idx in sorted(groups.items(), key=lambda kv: kv[0]):
-        values = [float(col["value"][i]) for i in idx if not fmt.missing(col["value"][i])]
-        value = sum(values) / len(values) if values else float("nan")
-        # x is the prompt length the server counted for this step (the requested depth when none was recorded)
-        counted = [float(col["tokens"][i]) for i in idx if not fmt.missing(col["tokens"][i])]
-        tokens = counted[0] if counted else float(level)
-        per_prompt = [(col["prompt"][i], col["value"][i]) for i in idx if not fmt.missing(col["prompt"][i])]
-        runs = [float(col["n"][i]) for i in idx if not fmt.missing(col["n"][i])]
-        n: float | int | None = (int(sum(runs)) if all(r.is_integer() for r in runs) else sum(runs)) if runs else None
-        prov = col["provenance"][idx[0]]
-        rows.append({
-            "setup_id": sid, "setup": setup, "metric": metric,
-            "part": PART_NAMES[str(metric).split("_")[0] if str(metric).startswith(("ctx_", "task_")) else "prefill"],
-            "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": prov,
-            "depth_text": f"{fmt.depth(level)} ({fmt.tokens(tokens)}{'' if round(tokens) == level else ' counted'})",
-            "value_text": fmt.metric(str(metric), value),
-            "prompts_text": " · ".join(f"{p} {fmt.metric(str(metric), v)}" for p, v in per_prompt) or fmt.DASH,
-            "runs_text": fmt.number(n, 0),
-            "from_text": "raw records" if prov == "raw" else "published summary",
-        })
+            groups.setdefault((*key, test), []).append(i)
+    rows = [_depth_row(col, key, idx) for key, idx in sorted(groups.items(), key=lambda kv: kv[0])]
     return pd.DataFrame(rows, columns=cols).sort_values(["setup", "level", "part"]).reset_index(drop=True)
 
 
-DEPTH_X_TITLE = "Prompt depth (tokens, as the server counted them)"
+def _depth_row(col: dict[str, list], key: tuple, idx: list[int]) -> dict[str, Any]:
+    """One point of ``depth_points``: the group ``idx`` of (setup_id, setup, metric, level, llama-bench test)."""
+    sid, setup, metric, level, test = key
+    values = [float(col["value"][i]) for i in idx if not fmt.missing(col["value"][i])]
+    value = sum(values) / len(values) if values else float("nan")
+    runs = [float(col["n"][i]) for i in idx if not fmt.missing(col["n"][i])]
+    n: float | int | None = (int(sum(runs)) if all(r.is_integer() for r in runs) else sum(runs)) if runs else None
+    prov = col["provenance"][idx[0]]
+    if test:
+        # llama-bench's 'pp512 @ d8192': 512 tokens timed after 8,192 untimed ones; x is the context at its end
+        tokens = float(level) + int(BENCH_TEST_RE.fullmatch(test).group(1))  # type: ignore[union-attr]
+        part, line = PART_NAMES["bench"], f"{setup} · llama-bench {test}"
+        depth_text = f"{test} @ d{int(level)} ({fmt.tokens(tokens)} in the context at its end)"
+        per_prompt: list[tuple[Any, Any]] = [(test, value)]
+    else:
+        # x is the prompt length the server counted for this step (the requested depth when none was recorded)
+        counted = [float(col["tokens"][i]) for i in idx if not fmt.missing(col["tokens"][i])]
+        tokens = counted[0] if counted else float(level)
+        part = PART_NAMES[str(metric).split("_")[0] if str(metric).startswith(("ctx_", "task_")) else "prefill"]
+        line = setup  # the server's prefill and long-prompt steps measure the same thing: one line
+        depth_text = f"{fmt.depth(level)} ({fmt.tokens(tokens)}{'' if round(tokens) == level else ' counted'})"
+        per_prompt = [(col["prompt"][i], col["value"][i]) for i in idx if not fmt.missing(col["prompt"][i])]
+    return {
+        "setup_id": sid, "setup": setup, "metric": metric, "part": part, "line": line,
+        "level": int(level), "tokens": tokens, "value": value, "n": n, "provenance": prov,
+        "depth_text": depth_text, "value_text": fmt.metric(str(metric), value),
+        "prompts_text": " · ".join(f"{p} {fmt.metric(str(metric), v)}" for p, v in per_prompt) or fmt.DASH,
+        "runs_text": fmt.number(n, 0),
+        "from_text": "raw records" if prov == "raw" else "published summary",
+    }
+
+
+#: short enough for a phone's plot (a longer title was cut at its edges); the tooltip says when tokens were counted
+DEPTH_X_TITLE = "Prompt depth (tokens)"
 KNEE_TEXT_COLUMNS = ["setup", "at", "threshold", "y", "at_text", "threshold_text", "text"]
 
 
@@ -329,12 +371,13 @@ def depth_builder(points: Any, kind: str, ticks: tuple[int, ...], domain: list, 
         tooltip.append(alt.Tooltip("prompts_text:N", title="Per prompt"))
     tooltip += [alt.Tooltip("runs_text:N", title="Runs"), alt.Tooltip("from_text:N", title="From")]
     color = setup_color(domain, range)
-    lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="tokens:Q")
+    # one line per setup through its server steps, and one per llama-bench test (an engine figure of its own)
+    lines = base.mark_line().encode(x=x, y=y, color=color, detail="line:N", order="tokens:Q")
     marks = base.mark_point().encode(
         x=x, y=y, color=color, tooltip=tooltip,
         # the shapes are explained beside the chart: a second legend would not fit beside the first on a phone
         shape=alt.Shape("part:N", legend=None, scale=alt.Scale(domain=list(PART_NAMES.values()),
-                                                                range=["circle", "square", "triangle-up"])))
+                                                                range=["circle", "square", "triangle-up", "diamond"])))
     layers = [lines, marks]
     if knees is not None:
         layers += _knee_layers(knees, DEPTH_X_TITLE, y_title, color)
@@ -594,14 +637,15 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
                alt.Tooltip("ttft_s_text:N", title="First token"), alt.Tooltip("decode_s_text:N", title="Answer"),
                alt.Tooltip("answer_tokens_text:N", title="Answer tokens"), alt.Tooltip("measured:N", title="Curves"),
                alt.Tooltip("notes:N", title="Notes")]
-    bars = alt.Chart(parts).mark_bar(height={"band": 0.7}).encode(
+    part_scale = alt.Scale(domain=list(ANSWER_PARTS), range=[PALETTE[1], PALETTE[0]])
+    bars = alt.Chart(parts).mark_bar(height={"band": 0.7}, strokeWidth=1.5).encode(
         x=alt.X("start:Q", title="Seconds to the end of the answer"), x2="end:Q", y=y,
-        color=alt.Color("part:N", title="Part", scale=alt.Scale(domain=list(ANSWER_PARTS),
-                                                                 range=[PALETTE[1], PALETTE[0]])),
-        # pale: held beyond the measured depths; said under the chart (a second legend beside the first
-        # would not fit a phone)
-        opacity=alt.Opacity("measured:N", legend=None, scale=alt.Scale(
-            domain=["within measured depths", "held beyond measured depths"], range=[1.0, 0.4])),
+        color=alt.Color("part:N", title="Part", scale=part_scale),
+        # pale with a full-colour outline: held beyond the measured depths (a pale fill alone vanished on a dark
+        # page); said under the chart (a second legend beside the first would not fit a phone)
+        stroke=alt.Stroke("part:N", scale=part_scale, legend=None),
+        fillOpacity=alt.FillOpacity("measured:N", legend=None, scale=alt.Scale(
+            domain=["within measured depths", "held beyond measured depths"], range=[1.0, 0.3])),
         tooltip=tooltip)
     spread = alt.Chart(rows[rows.low_s.notna()]).mark_rule(color=GREY, strokeWidth=2).encode(
         x="low_s:Q", x2="high_s:Q", y=y, tooltip=tooltip)
@@ -662,8 +706,12 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
                            zip(data.model if "model" in data.columns else [None] * len(data),
                                data.quant if "quant" in data.columns else [None] * len(data))]
     label = str(data.label.iloc[0]) if not data.empty else ""
-    # ticks as plain numbers (one point alone gave ticks like 63.400000)
-    x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(wants_log(data.speed_tps)), axis=alt.Axis(format=",~g"))
+    # ticks as plain numbers of three digits at most (one point alone gave 63.400000, a log axis 111.722): a log
+    # axis ticks at 1, 2, 5 x 10^k
+    log = wants_log(data.speed_tps)
+    ticks = round_ticks(data.speed_tps) if log else []
+    x = alt.X("speed_tps:Q", title=speed_label, scale=_scale(log),
+              axis=alt.Axis(format=",.3~r", values=ticks) if ticks else alt.Axis(format=",.3~r"))
     color = alt.Color("trade_off:N", title="Within its tier",
                       scale=alt.Scale(domain=["best trade-off in tier", "other"], range=[PALETTE[0], GREY]))
     tooltip = [alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),

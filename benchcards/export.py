@@ -299,7 +299,7 @@ EMPTY_KNEES = {"prefill": pd.DataFrame(columns=charts.KNEE_TEXT_COLUMNS),
                "conc": pd.DataFrame(columns=["setup", "at", "y", "at_text", "threshold_text", "text"])}
 
 SERIES_METRICS = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "conc_total",
-                  "conc_per_request"]
+                  "conc_per_request", "bench_prefill", "bench_decode"]
 
 
 def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
@@ -894,7 +894,7 @@ def _builds_page(env: jinja2.Environment, build_groups: list[builds.Group]) -> s
     for grp in build_groups:
         if grp.timeline.empty:
             continue
-        links = [Cell(b, site.setup_path(sid)) for sid, b in zip(grp.sib.setup_id, grp.sib.build)]
+        links = [Cell(text, site.setup_path(sid)) for text, sid in builds.build_links(grp.sib)]
         timelines.append({"title": str(grp.sib.title.iloc[-1]), "builds": links,
                           "table": table(builds.timeline_table(grp.timeline))})
     return render(env, "builds.html", "builds.html", title="Builds over time",

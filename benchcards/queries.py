@@ -629,13 +629,14 @@ def reported_last(df: pd.DataFrame, by: str = DEFAULT_SORT) -> pd.DataFrame:
 
 def curve_setups(store: Store, limit: int = 3) -> list[str]:
     """Setups to show on the scaling curves when none is chosen: those with points at prompt depths (prefill,
-    long-prompt or named-task steps). Real measurements of real models come first (published ones before
+    long-prompt or named-task steps, or llama-bench tests at a depth). Real measurements of real models come first (published ones before
     synthetic demo data, the most depth points first, then the fastest decode); method tests
     (``method_test_sql``) are never chosen by default."""
     rows = store.df(f"""
         SELECT s.setup_id FROM setups s
         JOIN (SELECT setup_id, count(*) AS n FROM ({LATEST_METRICS})
-              WHERE metric IN ('prefill', 'ctx_prefill', 'task_prefill') GROUP BY setup_id) p USING (setup_id)
+              WHERE metric IN ('prefill', 'ctx_prefill', 'task_prefill') OR (metric = 'bench_prefill' AND level > 0)
+              GROUP BY setup_id) p USING (setup_id)
         LEFT JOIN (SELECT setup_id, value FROM ({LATEST_METRICS})
                    WHERE metric = 'decode' AND prompt IS NULL AND level IS NULL) d USING (setup_id)
         WHERE NOT {method_test_sql()}

@@ -129,18 +129,30 @@ def pager(stem: str, page: int, n_rows: int, per_page: int = PAGE_ROWS) -> Pager
 
 # --------------------------------------------------------------------------- search index
 
+def tier_key(label: str) -> str:
+    """A tier label as the search matches it: lower case without spaces or '+' ('16gb', '80gb', 'cpuonly').
+
+    >>> tier_key("80+ GB"), tier_key("16 GB")
+    ('80gb', '16gb')
+    """
+    return "".join(ch for ch in label.lower() if ch.isalnum())
+
+
 def search_index(overview: pd.DataFrame) -> list[list[str]]:
-    """Entries of the client-side search: [address, title, kind, words] for every setup, tier and model.
-    ``words`` is the lower-case text a query's words are looked for in (all must occur)."""
+    """Entries of the client-side search: [address, title, kind, words, tier] for every setup, tier and model.
+    ``words`` is the lower-case text a query's words are looked for in (all must occur); ``tier`` is the
+    setup's (or tier page's) ``tier_key``, empty for a model: a query naming a size ('16 GB') lists that
+    tier only, not every setup whose words hold a '16' and a 'GB'."""
     out: list[list[str]] = []
     for r in overview.itertuples(index=False):
         words = " ".join(fmt.text(x) for x in (r.title, r.name, r.gpu, r.model, r.quant, r.engine, r.engine_version,
                                                 r.tier, r.badges, r.setup_id) if not fmt.missing(x))
-        out.append([setup_path(str(r.setup_id)), str(r.title), "setup", words.lower()])
+        out.append([setup_path(str(r.setup_id)), str(r.title), "setup", words.lower(), tier_key(str(r.tier))])
     for label in sorted(set(overview.tier), key=tiers.tier_rank):
-        out.append([tier_path(label), f"{label} tier", "hardware", f"{label} tier hardware vram".lower()])
+        out.append([tier_path(label), f"{label} tier", "hardware", f"{label} tier hardware vram".lower(),
+                    tier_key(label)])
     for name in sorted({model_key(m) for m in overview.model}, key=lambda n: (n.casefold(), n)):
-        out.append([model_path(name), name, "model", f"{name} model".lower()])
+        out.append([model_path(name), name, "model", f"{name} model".lower(), ""])
     return out
 
 

@@ -160,7 +160,9 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
     t = 0.0
     recs: list[dict] = []
     log: list[str] = []
-    short_ctx_fail = rng.random() < 0.15
+    # this draw once chose a short run that failed its step; it stays so the figures after it keep their seed, and
+    # the shipped demo data builds without warnings (the tests' own fixtures show failed steps)
+    rng.random()
     parts_status: list[dict] = []
 
     def request(part: str, prompt: str | None, depth: int, out_tokens: int, *, rnd: int = 0,
@@ -218,18 +220,13 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
     for depth in depths:
         for prompt in PROMPTS:
             for r in range(2):
-                n = 512
-                if short_ctx_fail and depth == depths[0] and prompt == "code" and r == 0:
-                    n = 23
-                request("ctx", prompt, depth, n, rnd=r)
+                request("ctx", prompt, depth, 512, rnd=r)
     for d in (16384, 32768, 65536, 131072):
         if d > ctx:
             parts_status.append({"part": f"ctx/{d}", "status": "skipped",
                                  "reason": f"server context {ctx} is smaller than {d}"})
     parts_status[:0] = [{"part": p, "status": "ok"} for p in ("decode", "prefill", "conc", "l1")]
-    parts_status.append({"part": "ctx", "status": "failed", "reason": "a code run at the first depth ended "
-                         "after 23 tokens (stop), below the 256-token minimum"} if short_ctx_fail else
-                        {"part": "ctx", "status": "ok"})
+    parts_status.append({"part": "ctx", "status": "ok"})
     att = _attach(run_dir, "client.log", "\n".join(log) + "\n")
     contract = {
         "schema_version": SCHEMA_VERSION, "kind": "speed", "run_id": run_id, "setup_id": setup_id,

@@ -22,7 +22,7 @@ if not ids:
 cards = [queries.card(store, s) for s in ids]
 names = dict(zip(ids, compare.names(cards)))
 metrics = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "task_prefill",
-           "task_decode", "task_ttft", "conc_total", "conc_per_request"]
+           "task_decode", "task_ttft", "conc_total", "conc_per_request", "bench_prefill", "bench_decode"]
 data = queries.series(store, ids, metrics)
 colours = charts.setup_colors(ids)  # each setup's own colour on every chart of the page (and in the export)
 
@@ -37,7 +37,9 @@ def missing_note(have: set[str], what: str) -> None:
 st.header("Prompt depth")
 st.caption("Each line joins a setup's prefill steps (2K to 32K prompts, circles) and its long-prompt steps (16K to "
            "128K, a filler then the task, squares): both measure the same thing, the long-prompt steps go deeper. "
-           "Triangles: named tasks of another tool, at their own prompt lengths. Decode at depth is the mean of the "
+           "Triangles: named tasks of another tool, at their own prompt lengths. Diamonds: llama-bench's engine tests "
+           "(pp512 @ d8192: 512 tokens timed after 8,192 untimed ones, at x = the context at the test's end), one line "
+           "per test. Decode at depth is the mean of the "
            "prompts' medians, as the headline decode. Setups that only test the method (a tiny random-weight "
            "model) are not chosen by default.")
 for kind in ("prefill", "decode", "ttft"):

@@ -30,7 +30,13 @@ def generate_builds(out: Path, seed: int = 1) -> list[Path]:
     for res in convert(sources, opts, force="llama-bench"):
         for conv in res.setups:
             conv.setup["provenance"] = (f"benchcards.synth seed {seed}: a synthetic llama-bench output, "
-                                        "generated, not measured, imported with the llama-bench importer")
+                                        "generated, not measured, imported with the llama-bench importer; "
+                                        "its GPU memory, file size and command are the generator's own")
+            for run in conv.runs:
+                # what the importer would assume of a real file (VRAM from the GPU table, the file size from
+                # model_size, the command from the columns) the generator states: it chose them
+                if isinstance(run.contract.get("imported"), dict):
+                    run.contract["imported"]["assumed"] = []
             for rel, data in conv.files():
                 target = out / conv.setup_id / rel
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -75,10 +75,16 @@
     return loading;
   };
   const show = (entries, query) => {
-    const want = words(query);
+    // a size ('16 GB', '16gb', '80+ GB') names a tier: only that tier's setups and page match it
+    let tier = null;
+    const rest = query.toLowerCase().replace(/(^|\s)(\d+)\s*\+?\s*gi?b(?=\s|$)/g, (m, pre, n) => {
+      tier = n + 'gb';
+      return pre;
+    });
+    const want = words(rest);
     list.replaceChildren();
-    if (!want.length) { list.hidden = true; return; }
-    const hits = entries.filter(e => want.every(w => e[3].includes(w)));
+    if (!want.length && tier === null) { list.hidden = true; return; }
+    const hits = entries.filter(e => (tier === null || e[4] === tier) && want.every(w => e[3].includes(w)));
     hits.slice(0, LIMIT).forEach(([href, title, kind]) => {
       const li = document.createElement('li');
       const a = document.createElement('a');
