@@ -32,12 +32,14 @@ def test_depth_and_concurrency_templates_draw_what_altair_draws(demo):
         frames = {"points": pts}
         if kind != "ttft":
             frames["knees"] = charts.depth_knee_points(pts, kn, kind)
-        ours = specs.inline(specs.spec_dict(charts.depth_builder, frames, charts.depth_settings(pts, kind)))
+        colors = charts.color_values(pts, charts.setup_colors(series.setup_id.unique()))  # the page's colours
+        ours = specs.inline(specs.spec_dict(charts.depth_builder, frames, {**charts.depth_settings(pts, kind), **colors}))
         assert ours == built(charts.depth_chart(series, kind, knees=None if kind == "ttft" else kn)), kind
         drawn += len(pts)
     pts = charts.conc_points(series, "total")
     ours = specs.inline(specs.spec_dict(charts.conc_builder, {"points": pts, "knees": charts.conc_knee_points(pts, kn)},
-                                        charts.conc_settings(pts, "total")))
+                                        {**charts.conc_settings(pts, "total"),
+                                         **charts.color_values(pts, charts.setup_colors(series.setup_id.unique()))}))
     assert ours == built(charts.conc_chart(series, "total", knees=kn))
     assert drawn > 20  # the demo's points, not empty charts that agree
 
