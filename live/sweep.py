@@ -48,11 +48,28 @@ def parse_variant(text: str) -> Variant:
     if not sep or not name.strip():
         raise ValueError(f"--variant {text!r}: write NAME=ARGS, e.g. \"q8_0 KV=-ctk q8_0 -ctv q8_0\" (ARGS may be "
                          "empty: \"f16 KV=\")")
+    name = name.strip()
+    if (bad := _name_problem(name)) is not None:
+        raise ValueError(f"--variant {name!a}: {bad}")
     try:
         items = tuple(shlex.split(args))
     except ValueError as exc:
-        raise ValueError(f"--variant {name.strip()!r}: cannot split its arguments ({exc})") from None
-    return Variant(name.strip(), items)
+        raise ValueError(f"--variant {name!r}: cannot split its arguments ({exc})") from None
+    return Variant(name, items)
+
+
+def _name_problem(name: str) -> str | None:
+    """Why a variant name cannot name a setup's variant (``schemas.models.Name``: one line of at most
+    ``NAME_MAX`` characters, no control characters or text-direction marks), or None."""
+    import re
+
+    from schemas.models import NAME_MAX, ONE_LINE
+
+    if len(name) > NAME_MAX:
+        return f"a name of at most {NAME_MAX} characters"
+    if not re.fullmatch(ONE_LINE, name):
+        return "a name is one line of text: no control characters, line breaks or text-direction marks"
+    return None
 
 
 def grid(axes: list[tuple[str, list[str]]]) -> list[Variant]:

@@ -194,3 +194,15 @@ def test_sweep_on_real_llama_server(tmp_path):
     for d in diffs:  # whatever the difference is, it is reported with its verdict
         assert d.verdict in ("within noise", "faster, beyond noise", "slower, beyond noise", "steadier, beyond noise",
                              "noisier, beyond noise")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", ["a\x1b]0;T\x07", "a\nb", "a\u202eb", "x" * 201])
+def test_a_variant_name_that_cannot_name_a_setup_is_refused_before_any_boot(name):
+    """From the hostile review: such names printed raw escapes to the terminal, then lost the first boot's
+    measurement to a validation error; now they are refused with the reason, before anything starts."""
+    from live.sweep import parse_variant
+
+    with pytest.raises(ValueError, match="--variant") as err:
+        parse_variant(f"{name}=-t 2")
+    assert "\x1b" not in str(err.value) and "\u202e" not in str(err.value)
