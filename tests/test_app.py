@@ -315,7 +315,8 @@ def test_seed_000_card_shows_its_named_task_table_as_published():
 
 def test_card_of_a_raw_setup_shows_warnings_and_client_vs_server():
     at = run("pages/1_Setup_card.py", setup=SYN1)
-    assert any("Decode run too short" in w.value for w in at.warning)
+    # the shipped demo data carries no failed step any more (issue 16: its first build printed warnings)
+    assert not any("Decode run too short" in w.value for w in at.warning)
     cvs = table_with(at, "Server (tok/s)")
     assert len(cvs) > 0 and cvs.Difference.str.endswith("%").all()
     assert any(b.label == "Download" for b in at.get("download_button"))
@@ -874,8 +875,7 @@ def test_upload_and_build_clis_list_their_warnings(tmp_path):
                            capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     lines = [ln.strip() for ln in built.stdout.splitlines() if ln.strip().startswith("warning: ")]
-    assert any(ln.startswith("warning: synthetic-00001-qwen35-35b-a3b-q8_0, run ") and "below the minimum of 256"
-               in ln for ln in lines)
+    assert lines and all(ln.startswith("warning: hand-3090, ") for ln in lines), lines  # the demo data warns of nothing
     assert "warning: hand-3090, run hand-speed" in built.stdout
     helptext = subprocess.run([sys.executable, "-m", "ingest.upload", "--help"], cwd=ROOT, capture_output=True,
                               text=True, timeout=60).stdout
