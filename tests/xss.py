@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def fill(obj: Any, node: dict, defs: dict, where: str, skip: set[str]) -> int:
     if isinstance(obj, dict) and "properties" in node:
         for name, prop in node["properties"].items():
             path = f"{where}.{name}"
-            if path in skip:
+            if path in skip or re.sub(r"\[\d+\]", "[]", path) in skip:
                 continue
             p = _resolve(prop, defs)
             if _free_text(p):
@@ -119,7 +120,8 @@ def _documents() -> dict[str, dict]:
 
 
 #: fields that name files or prompts the computation depends on: they get payloads through files instead
-SKIP = {"$.attachments", "$.method.prompt_ids"}
+# a part or step name is checked against the parts there are (ingest refuses others): not free text
+SKIP = {"$.attachments", "$.method.prompt_ids", "$.parts[].part"}
 
 
 def hostile_setup(root: Path) -> tuple[Path, int]:
