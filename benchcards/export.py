@@ -75,7 +75,7 @@ from benchcards import (
     views,
 )
 from benchcards import card as cardmod
-from benchcards.paths import CACHE, DEFAULT_DB
+from benchcards.paths import CACHE, DEFAULT_DB, shown
 from benchcards.specs import script_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -996,7 +996,7 @@ def main(argv: list[str] | None = None) -> int:
                "--base-url https://example.org/bench/",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="folder to write: new, empty, or an earlier export")
-    parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database (default {DEFAULT_DB})")
+    parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database (default {shown(DEFAULT_DB)})")
     parser.add_argument("--no-raw", action="store_true", help="do not copy the raw files")
     parser.add_argument("--base-url", help="address the site is published at (absolute addresses in "
                                            "sitemap.xml and index.json); default: relative addresses")

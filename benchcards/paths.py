@@ -23,6 +23,21 @@ def default_sources(local: Path | None = None) -> tuple[Path, ...]:
     return (RAW, local if local is not None else LOCAL)
 
 
+def shown(path: Path) -> str:
+    """``path`` as help text shows it: relative to the checkout when inside it, so that ``--help`` (and
+    the README's CLI reference made from it) reads the same in every clone.
+
+    >>> shown(ROOT / "data" / "local")
+    'data/local'
+    >>> shown(Path("/elsewhere/x.duckdb"))
+    '/elsewhere/x.duckdb'
+    """
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def staging_for(local: Path) -> Path:
     """Where uploads are unpacked and checked before they move into ``local``: a hidden sibling of it,
     so no build ever scans it (and a rename into ``local`` stays on one file system)."""

@@ -125,7 +125,9 @@ END = "<!-- /cli-reference -->"
 
 def _help_of(command: Command | None) -> str:
     """``--help`` of ``command`` (None: of ``benchcards``) as a plain checkout prints it: run in a fresh
-    process at 100 columns, with no BENCHCARDS_* settings and the checkout's own path left out."""
+    process at 100 columns, with no BENCHCARDS_* settings. Paths in help texts are shown relative to the
+    checkout (``benchcards.paths.shown``); one that is not would make the reference differ between clones,
+    and the sync test fails on it."""
     import subprocess
 
     from benchcards.paths import ROOT
@@ -133,7 +135,7 @@ def _help_of(command: Command | None) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHCARDS_")} | {"COLUMNS": "100"}
     argv = [sys.executable, "-m", "benchcards_cli", *([command.name] if command else []), "--help"]
     out = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False).stdout
-    return out.replace(f"{ROOT}{os.sep}", "").rstrip() + "\n"
+    return out.rstrip() + "\n"
 
 
 def reference() -> str:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from benchcards.errors import UsageError
-from benchcards.paths import DEFAULT_DB, LOCAL
+from benchcards.paths import DEFAULT_DB, LOCAL, shown
 from ingest.errors import print_failure, safe
 from ingest.files import SETUP_NAME, find_setup_folders, has_setup_file
 from ingest.load import ingest_paths, validate_paths
@@ -39,7 +39,7 @@ Importers (detected from the content; --from forces one):
   vllm              vllm bench serve --save-result JSON (or --append-result lines)
   guidellm          GuideLLM JSON report
   lm-eval           lm-evaluation-harness results_<date>.json (+ samples_<task>_<date>.jsonl)
-Imported setups are kept as raw setup folders under --out (default {LOCAL}), checked and
+Imported setups are kept as raw setup folders under --out (default {shown(LOCAL)}), checked and
 loaded like an upload (a setup id another source owns is refused). What a file cannot
 tell is asked with options (--gpu, --vram-gib, --server-cmd, ...); every value that did
 not come from the file is recorded with its source in the run's contract.
@@ -72,13 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                         help="setup folder(s), or result file(s) of another tool to import")
-    parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    parser.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"database file (default: {shown(DEFAULT_DB)})")
     parser.add_argument("--check", action="store_true", help="validate (and convert) only; write nothing")
     parser.add_argument("--rebuild", action="store_true",
                         help="start from an empty database: it will hold only PATH... (still swapped in atomically)")
     imp = parser.add_argument_group("importing result files of other tools")
     imp.add_argument("--from", dest="from_format", choices=sorted(FORMATS), help="use this importer; do not detect")
-    imp.add_argument("--out", type=Path, help=f"where imported setup folders are kept (default: {LOCAL})")
+    imp.add_argument("--out", type=Path, help=f"where imported setup folders are kept (default: {shown(LOCAL)})")
     imp.add_argument("--gpu", help="GPU name when the file does not say, or to override it; 'none' = CPU only")
     imp.add_argument("--gpu-count", type=int, help="how many of that GPU (default: 1, or as the file says)")
     imp.add_argument("--vram-gib", type=float, help="VRAM of one GPU in GiB (default: known GPUs' size)")

@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         epilog="examples:\n  python -m ingest.build\n  python -m ingest.build --force\n"
                "  python -m ingest.build --forget /old/results   # drop the setups of a folder that is gone",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", type=Path, default=None, help=f"database (default {paths.DEFAULT_DB})")
+    parser.add_argument("--db", type=Path, default=None, help=f"database (default {paths.shown(paths.DEFAULT_DB)})")
     parser.add_argument("--force", action="store_true", help="rebuild even when it is up to date")
     parser.add_argument("--forget", action="append", default=[], metavar="FOLDER",
                         help="stop reading this recorded source folder (its setups leave the database)")

@@ -344,9 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         epilog=f"limits: {LIMITS.upload_text()}\n\nexample:\n  python -m ingest.upload my-setup.zip --db data/benchcards.duckdb",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("archive", type=Path, help="the .zip file")
-    parser.add_argument("--db", type=Path, default=paths.DEFAULT_DB, help=f"database (default {paths.DEFAULT_DB})")
+    parser.add_argument("--db", type=Path, default=paths.DEFAULT_DB, help=f"database (default {paths.shown(paths.DEFAULT_DB)})")
     parser.add_argument("--local", type=Path, default=None,
-                        help=f"where uploaded setup folders are kept (default {paths.LOCAL})")
+                        help=f"where uploaded setup folders are kept (default {paths.shown(paths.LOCAL)})")
     args = parser.parse_args(argv)
     try:
         size = args.archive.stat().st_size

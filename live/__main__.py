@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -41,6 +42,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         text = action.help or ""
         if "%(default)" in text or "(default" in text or action.default in (None, False, [], argparse.SUPPRESS):
             return text
+        if isinstance(action.default, (str, Path)) and os.path.isabs(action.default):
+            from benchcards.paths import shown
+            return f"{text} (default: {shown(Path(action.default))})"
         return f"{text} (default: %(default)s)"
 
 
@@ -263,7 +267,7 @@ def cmd_tiny(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchcards.paths import DEFAULT_DB, LOCAL
+    from benchcards.paths import DEFAULT_DB, LOCAL, shown
     from live.demo_server import DemoConfig
     from live.measure import MeasureConfig
 
@@ -312,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--min-prefill-tps", type=float, default=d.min_prefill_tps,
                    help=f"slowest prompt processing accepted, tok/s (default {d.min_prefill_tps:g})")
     m.add_argument("--allow-remote", action="store_true", help="allow a target that is not on this machine")
-    m.add_argument("--out", default=str(LOCAL), help=f"folder for the raw setup folder (default {LOCAL})")
+    m.add_argument("--out", default=str(LOCAL), help=f"folder for the raw setup folder (default {shown(LOCAL)})")
     m.add_argument("--ingest", action="store_true", help="load the folder into the database afterwards")
     m.add_argument("--db", default=str(DEFAULT_DB), help="database for --ingest")
     g = m.add_argument_group("the setup (what the server cannot tell)")

@@ -36,7 +36,7 @@ exit status:
 
 
 def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFormatter]) -> None:
-    from benchcards.paths import DEFAULT_DB, LOCAL
+    from benchcards.paths import DEFAULT_DB, LOCAL, shown
     from live.fit import FitConfig
 
     d = FitConfig()
@@ -58,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFor
     f.add_argument("--gpu-index", help="GPUs to read, e.g. 0 or 0,1 (default: all)")
     f.add_argument("--no-verbosity", action="store_true", help="do not add -lv 4 to llama-server")
     f.add_argument("--allow-remote", action="store_true", help="allow a --host other than loopback")
-    f.add_argument("--out", default=str(LOCAL), help=f"folder for the raw setup folder (default {LOCAL})")
+    f.add_argument("--out", default=str(LOCAL), help=f"folder for the raw setup folder (default {shown(LOCAL)})")
     f.add_argument("--ingest", action="store_true", help="load the folder into the database afterwards")
     f.add_argument("--db", default=str(DEFAULT_DB), help="database for --ingest")
     g = f.add_argument_group("the setup (what the server cannot tell)")

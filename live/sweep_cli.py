@@ -20,7 +20,7 @@ __all__ = ["add_parser", "cmd_sweep", "difference_lines"]
 
 
 def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFormatter]) -> None:
-    from benchcards.paths import LOCAL
+    from benchcards.paths import LOCAL, shown
     from live.measure import MeasureConfig
 
     d = MeasureConfig()
@@ -51,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFor
     p.add_argument("--agent-tokens", type=int, default=d.agent_tokens, help="agent part: prompt tokens at the end")
     p.add_argument("--timeout", type=float, default=d.read_timeout, help="longest silence inside a response, s")
     p.add_argument("--allow-remote", action="store_true", help="allow a --host other than loopback")
-    p.add_argument("--out", default=str(LOCAL), help=f"folder for the setup folders (default {LOCAL})")
+    p.add_argument("--out", default=str(LOCAL), help=f"folder for the setup folders (default {shown(LOCAL)})")
     g = p.add_argument_group("the setup (what the server cannot tell; shared by every variant)")
     g.add_argument("--setup-id", help="setup id prefix (each variant's id adds its name)")
     g.add_argument("--title", help="title prefix (each variant's title adds its name)")
