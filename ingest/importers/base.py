@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeGuard
@@ -234,6 +236,30 @@ def whole(value: Any, lo: int = 0, hi: int = COUNT_MAX) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
         return value
     return None
+
+
+#: what a terminal capture shows before a typed command
+SHELL_PROMPTS = ("$ ", "# ", "> ", "% ")
+
+
+def typed_command(line: str, tool: str, is_tool: Callable[[str], bool]) -> list[str] | None:
+    """The command typed on a line of a terminal capture (after a shell prompt) whose program
+    ``is_tool`` accepts, or None; ``tool`` is the name looked for in the line.
+
+    >>> typed_command("user@box:~$ ./llama-bench -m m.gguf -p 512", "llama-bench", lambda p: "llama-bench" in p)
+    ['./llama-bench', '-m', 'm.gguf', '-p', '512']
+    >>> typed_command("llama-bench: error", "llama-bench", lambda p: p.endswith("llama-bench")) is None
+    True
+    """
+    at = line.find(tool)
+    if at < 0 or len(line) > 16384:
+        return None
+    start = max((line.rfind(p, 0, at) + len(p) if line.rfind(p, 0, at) >= 0 else 0) for p in SHELL_PROMPTS)
+    try:
+        argv = shlex.split(line[start:])
+    except ValueError:
+        return None
+    return argv if argv and is_tool(argv[0]) else None
 
 
 _ONE_LINE = re.compile(ONE_LINE)

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from benchcards import plausible
-from ingest.importers import hardware as hw
+from ingest.importers import served
 from ingest.importers.base import (
     Converted,
     ConvertedRun,
@@ -33,16 +33,14 @@ from ingest.importers.base import (
     attachment,
     finite,
     import_info,
-    short_hash,
-    slug,
     speed_contract,
     whole,
 )
-from schemas.models import SCHEMA_VERSION
 
 NAME = "guidellm"
 IMPORTER = "guidellm 1"
 DEFAULT_VARIANT = "json"
+GUIDELLM = served.Tool("GuideLLM", "guidellm", "a GuideLLM report", "the report")
 #: largest report read: parsed, a report takes about 3 times its size in memory, and an import stays within
 #: 300 MB (bench/hostile_memory.py --importers); GuideLLM 0.8 writes about 20 KB per request
 MAX_REPORT_BYTES = 32 * 2**20
@@ -289,42 +287,11 @@ def _convert_benchmark(src: Source, report: dict[str, Any], index: int, bench: d
         raise src.fail(f"{where}.config.backend.model", "the report does not name the model: pass --model NAME")
     assumed: list[dict[str, str]] = []
     unmapped: list[dict[str, str]] = []
-    hardware = hw.hardware(src, opts, None, assumed=assumed, what="a GuideLLM report")
-    name = model_id.rstrip("/").rsplit("/", 1)[-1]
-    _, quant, _ = hw.split_model_file(name)
-    model: dict[str, Any] = {"name": name}
-    if "/" in model_id and not model_id.startswith("/"):
-        model["repo"] = model_id
-    if quant:
-        model["quant"] = quant
-    engine_name = opts.engine or "OpenAI-compatible server"
-    if not opts.engine:
-        assumed.append({"field": "engine.name", "value": engine_name,
-                        "source": "default (GuideLLM does not record the server engine; pass --engine)"})
-    engine: dict[str, Any] = {"name": engine_name}
-    if opts.engine_version:
-        engine["version"] = opts.engine_version
     target = _get(bench, "config", "backend", "target") or _get(bench, "worker", "backend_target")
-    argv = list(opts.server_cmd) if opts.server_cmd else [f"{engine_name} (command not given)"]
-    assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
-                    "source": "--server-cmd" if opts.server_cmd else "default (not in the report)"})
-    gl = hw.gpu_label(hardware)
-    key = (hardware, model, engine, argv)
-    bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine_name, 16), "guidellm"]
-    setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
-    if setup_id not in setups:
-        setup: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
-            "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine_name} (GuideLLM)")[:200],
-            "synthetic": bool(opts.synthetic),
-            "provenance": f"imported from the GuideLLM report {src.basename}",
-            "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
-            "notes": "Requests at once measured by GuideLLM (client clock)"
-                     + (f" against {target}" if isinstance(target, str) else "") + ".",
-        }
-        if opts.measured_by:
-            setup["measured_by"] = opts.measured_by
-        setups[setup_id] = Converted(setup=setup)
+    setup_id, setup = served.client_setup(
+        src, opts, model_id, GUIDELLM, "Requests at once measured by GuideLLM (client clock)"
+        + (f" against {target}" if isinstance(target, str) else "") + ".", assumed)
+    setups.setdefault(setup_id, Converted(setup=setup))
     metrics = as_dict(bench.get("metrics"))
     records = _records(src, where, bench, level)
     ttft, itl = _median(metrics.get("time_to_first_token_ms")), _median(metrics.get("inter_token_latency_ms"))
@@ -357,11 +324,7 @@ def _convert_benchmark(src: Source, report: dict[str, Any], index: int, bench: d
     if finite(start) and 1e9 < start < 1e10:
         from datetime import UTC, datetime
         started = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        day = started[:10]
-        ma = setups[setup_id].setup.setdefault("measured_at", [])
-        if day not in ma:
-            ma.append(day)
-            ma.sort()
+        served.add_day(setups[setup_id].setup, started[:10])
     errored = sum(1 for r in records or [] if "error" in r)
     status: dict[str, Any] = {"part": "conc", "status": "ok"}
     if errored:

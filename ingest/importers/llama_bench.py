@@ -21,7 +21,6 @@ import csv
 import io
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain
@@ -46,6 +45,7 @@ from ingest.importers.base import (
     short_hash,
     slug,
     speed_contract,
+    typed_command,
     whole,
 )
 from schemas.models import REAL_MAX, SCHEMA_VERSION
@@ -484,20 +484,11 @@ def _params(text: str) -> int | None:
 
 _BUILD_LINE = re.compile(r"build: ?([0-9a-fA-F]{1,40}) ?\((\d{1,9})\)")
 _DEVICE_LINE = re.compile(r"Device \d{1,3}: ([^,]{1,200}), compute capability")
-_PROMPTS = ("$ ", "# ", "> ", "% ")
 
 
 def _command(line: str) -> list[str] | None:
     """The llama-bench command typed on a line of a terminal capture (after a shell prompt), or None."""
-    at = line.find("llama-bench")
-    if at < 0 or len(line) > 16384:
-        return None
-    start = max((line.rfind(p, 0, at) + len(p) if line.rfind(p, 0, at) >= 0 else 0) for p in _PROMPTS)
-    try:
-        argv = shlex.split(line[start:])
-    except ValueError:
-        return None
-    return argv if argv and "llama-bench" in argv[0] else None
+    return typed_command(line, "llama-bench", lambda prog: "llama-bench" in prog)
 
 
 def _md_row(src: Source, n: int, header: list[str], cells: list[str]) -> Row:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchcards import plausible
-from ingest.importers import hardware as hw
+from ingest.importers import served
 from ingest.importers.base import (
     Converted,
     ConvertedRun,
@@ -41,16 +41,14 @@ from ingest.importers.base import (
     attachment,
     finite,
     import_info,
-    short_hash,
-    slug,
     speed_contract,
     whole,
 )
-from schemas.models import SCHEMA_VERSION
 
 NAME = "llama-benchy"
 IMPORTER = "llama-benchy 1"
 DEFAULT_VARIANT = "json"
+LLAMA_BENCHY = served.Tool("llama-benchy", "llama-benchy", "a llama-benchy result", "the llama-benchy file")
 CSV_HEAD = "model,test_name,t_s_mean,t_s_std"
 #: what every llama-benchy output says about itself, and llama-bench's never does
 MD_COLUMNS = ("ttfr (ms)", "est_ppt (ms)", "e2e_ttft (ms)")
@@ -319,24 +317,16 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     if not model_id or not model_id.strip():
         raise src.fail("model", "the file does not name the model: pass --model NAME")
     model_id = model_id.strip()
-    hardware = hw.hardware(src, opts, None, assumed=assumed, what="a llama-benchy result")
-    name = model_id.rstrip("/").rsplit("/", 1)[-1]
-    _, quant, _ = hw.split_model_file(name)
-    model: dict[str, Any] = {"name": name}
-    if "/" in model_id and not model_id.startswith("/"):
-        model["repo"] = model_id
-    if quant:
-        model["quant"] = quant
-    engine_name = opts.engine or "OpenAI-compatible server"
-    if not opts.engine:
-        assumed.append({"field": "engine.name", "value": engine_name,
-                        "source": "default (llama-benchy does not record the server engine; pass --engine)"})
-    engine: dict[str, Any] = {"name": engine_name}
-    if opts.engine_version:
-        engine["version"] = opts.engine_version
-    argv = list(opts.server_cmd) if opts.server_cmd else [f"{engine_name} (command not given)"]
-    assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
-                    "source": "--server-cmd" if opts.server_cmd else "default (not in the llama-benchy file)"})
+    started = None
+    ts = report.get("timestamp")
+    if isinstance(ts, str) and (m := re.fullmatch(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})Z?", ts.strip())):
+        started = f"{m[1]}T{m[2]}Z"
+    setup_id, setup = served.client_setup(src, opts, model_id, LLAMA_BENCHY, CLIENT_NOTE + ".", assumed,
+                                          started[:10] if started else None)
+    if setup_id not in setups:
+        setups[setup_id] = Converted(setup=setup)
+    elif started:
+        served.add_day(setups[setup_id].setup, started[:10])
     bench_cmd = opts.bench_cmd
     flags = bench_flags(bench_cmd)
     caching = report.get("prefix_caching_enabled") if variant == "json" else any(t.kind.startswith("ctx")
@@ -357,30 +347,6 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     dup = {p["task"] for p in points if sum(q["task"] == p["task"] for q in points) > 1}
     if dup:
         raise src.fail("tests", f"the test {sorted(dup)[0]!r} appears more than once: one llama-benchy run per file")
-    gl = hw.gpu_label(hardware)
-    key = (hardware, model, engine, argv)
-    bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine_name, 16), "llama-benchy"]
-    setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
-    started = None
-    ts = report.get("timestamp")
-    if isinstance(ts, str) and (m := re.fullmatch(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})Z?", ts.strip())):
-        started = f"{m[1]}T{m[2]}Z"
-    if setup_id not in setups:
-        setup: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
-            "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine_name} (llama-benchy)")[:200],
-            "synthetic": bool(opts.synthetic),
-            "provenance": f"imported from the llama-benchy result {src.basename}",
-            "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
-            "notes": CLIENT_NOTE + ".",
-        }
-        if started:
-            setup["measured_at"] = [started[:10]]
-        if opts.measured_by:
-            setup["measured_by"] = opts.measured_by
-        setups[setup_id] = Converted(setup=setup)
-    elif started and started[:10] not in setups[setup_id].setup.setdefault("measured_at", []):
-        setups[setup_id].setup["measured_at"] = sorted([*setups[setup_id].setup["measured_at"], started[:10]])
     version = report.get("version") if isinstance(report.get("version"), str) else None
     tool = "llama-benchy" + (f" {version}" if version else "")
     latency = report.get("latency_ms")

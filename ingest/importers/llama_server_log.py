@@ -27,7 +27,6 @@ read with bounded patterns (no pattern can backtrack over a long line), and line
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +45,7 @@ from ingest.importers.base import (
     short_hash,
     slug,
     speed_contract,
+    typed_command,
     whole,
 )
 from ingest.limits import LIMITS
@@ -98,8 +98,6 @@ DEVICE_KIND_RE = re.compile(r"-[ \t]{0,8}(CUDA\d{1,3}|ROCm\d{1,3}|HIP\d{1,3}|Vul
                             r"CPU)[ \t]{0,16}:")
 USING_DEVICE_RE = re.compile(r"using device ([A-Za-z]{1,16})\d{0,3} \(([^)]{1,200})\)")
 CUDA_DEVICE_RE = re.compile(r"Device \d{1,3}: ([^,]{1,200}), compute capability")  # tried once per line
-#: shell prompts a terminal capture puts before a typed command
-PROMPTS = ("$ ", "# ", "> ", "% ")
 
 
 @dataclass
@@ -167,16 +165,8 @@ def _number_after(line: str, key: str) -> str | None:
 
 def _command(line: str) -> list[str] | None:
     """The llama-server command typed on a line of a terminal capture (after a shell prompt), or None."""
-    at = line.find("llama-server")
-    if at < 0 or len(line) > 16384:
-        return None
-    start = max((line.rfind(p, 0, at) + len(p) if line.rfind(p, 0, at) >= 0 else 0) for p in PROMPTS)
-    try:
-        argv = shlex.split(line[start:])
-    except ValueError:
-        return None
-    prog = argv[0].replace("\\", "/").rsplit("/", 1)[-1] if argv else ""
-    return argv if prog in ("llama-server", "llama-server.exe") else None
+    return typed_command(line, "llama-server", lambda prog: prog.replace("\\", "/").rsplit("/", 1)[-1] in (
+        "llama-server", "llama-server.exe"))
 
 
 def _facts(line: str, seg: Segment) -> None:
