@@ -650,6 +650,16 @@ def server_log_metrics(records: Sequence[ServerLogRecord], min_tokens: int) -> t
     return metrics, warns
 
 
+def task_cache_warnings(summary: SpeedSummary | None) -> list[Warn]:
+    """The prompt-cache warning of named tasks whose prompt the server's cache partly served
+    (llama-benchy's prefix caching): their first token is no prefill, and none is shown."""
+    if summary is None:
+        return []
+    return [Warn("prompt_cache", f"{t.task}: {t.cached_tokens:,} prompt tokens of each request came from the "
+                                 "server's cache; its prompt rate is no prefill and is not shown")
+            for t in summary.tasks if t.cached_tokens]
+
+
 def import_warnings(contract: SpeedContract | QualityContract | FitContract) -> list[Warn]:
     """One warning naming what an importer could not carry over, and one naming what it assumed."""
     info = contract.imported
@@ -674,7 +684,7 @@ def speed(contract: SpeedContract) -> SpeedResult:
     stated = stated_metrics(contract.summary) if contract.summary else []
     bench, bench_warns = bench_metrics(contract.bench)
     logged, log_warns = server_log_metrics(contract.server_log, contract.method.min_decode_tokens)
-    extra_warns = bench_warns + log_warns + import_warnings(contract)
+    extra_warns = bench_warns + log_warns + task_cache_warnings(contract.summary) + import_warnings(contract)
     if contract.summary_only:
         return SpeedResult(metrics=stated + bench, warnings=extra_warns)
     if contract.requests:

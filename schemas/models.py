@@ -432,6 +432,9 @@ class TaskPoint(Strict):
                                           description="Decode rate of each run as the tool reports it, tokens/s.")
     ttft_s_runs: list[NonNeg] = Field(default_factory=list, max_length=100_000,
                                       description="Time to first token of each run as the tool reports it, seconds.")
+    cached_tokens: Count | None = Field(
+        None, description="Prompt tokens of each request that the server's prompt cache served (a context the tool "
+                          "loaded just before, with prefix caching): the task's first token is no prefill.")
 
 
 class DecodeWindow(Strict):

@@ -7,13 +7,15 @@ own figures (llama-bench's) and are never stored as such. Each test becomes a na
 summary-only speed run (docs/definitions.md#imported):
 
 - ``pp`` rows: prompt tokens = prompt size + depth (the context is sent with the prompt), prefill =
-  the per-request rate (``pp_req_throughput``: prompt tokens / estimated processing time, the client's
-  time to first response less the measured latency), first token = ``e2e_ttft``;
+  the per-request rate (``pp_req_throughput``: prompt tokens, the server's count when it is within 20 %
+  of that size, / estimated processing time, the client's time to first response less the measured
+  latency), first token = ``e2e_ttft``;
 - ``tg`` rows: output tokens = response size, decode = the per-request rate (``tg_req_throughput``:
   tokens after the first / time from the first to the last token, benchcards' decode definition);
 - with ``--enable-prefix-caching`` a test at depth runs twice: the context load (``ctx_pp``, a cold
   prefill of the context) and the prompt on the cached context. The second one's prompt rate counts a
-  cache hit and is **not** shown as prefill; its first-token time is kept.
+  cache hit and is **not** shown as prefill; its first-token time is kept, and its ``cached_tokens``
+  (the depth) makes the card's prompt-cache warning fire.
 
 JSON keeps every run's values (``values``): they are kept with each task. CSV and markdown keep the
 mean and standard deviation. Whether llama-benchy ran with ``--no-cache`` (unique prompts and
@@ -245,47 +247,73 @@ def _checked(src: Source, t: Test, key: str, kind: str, scale: float = 1.0) -> t
     return mean, (f.std * scale if f.std is not None else None), [v * scale for v in f.values]
 
 
-def task_point(src: Source, t: Test) -> tuple[dict[str, Any], list[str]]:
-    """The named task of one llama-benchy test, and what of it is not shown (with the reason)."""
+def _put(point: dict[str, Any], key: str, figure: tuple[float | None, float | None, list[float]]) -> bool:
+    """Set a figure's mean, standard deviation and runs on a task point; False when it has no mean."""
+    mean, sd, runs = figure
+    if mean is None:
+        return False
+    point[key], point[f"{key}_runs"] = mean, runs
+    if sd is not None:
+        point[f"{key}_sd"] = sd
+    return True
+
+
+def task_point(src: Source, t: Test) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The named task of one llama-benchy test, and what of it is not shown: (figure, reason) pairs."""
     base = {"ctx_pp": f"ctx_pp @ d{t.depth}", "ctx_tg": f"ctx_tg @ d{t.depth}"}.get(
         t.kind, f"{t.kind}{t.size}" + (f" @ d{t.depth}" if t.depth else ""))
     name = base + (f" (c{t.concurrency})" if t.concurrency > 1 else "") + (" on a cached context" if t.cached_context
                                                                           else "")
     point: dict[str, Any] = {"task": name, "concurrency": t.concurrency, "depth": t.depth}
-    left: list[str] = []
+    left: list[tuple[str, str]] = []
+    total = t.figs["t_s"].mean if t.concurrency > 1 and "t_s" in t.figs else None
+    rate = "t_s_req" if "t_s_req" in t.figs else "t_s"
     if t.kind in ("pp", "ctx_pp"):
-        tokens = t.depth if t.kind == "ctx_pp" else (t.size or 0) + (0 if t.cached_context else t.depth)
-        point["prompt_tokens"] = tokens
-        mean, sd, runs = _checked(src, t, "t_s_req" if "t_s_req" in t.figs else "t_s", "prefill")
+        point["prompt_tokens"] = t.depth if t.kind == "ctx_pp" else (t.size or 0) + (0 if t.cached_context
+                                                                                     else t.depth)
         if t.cached_context:
-            if mean is not None:
-                left.append(f"{name}: prompt rate {mean:.2f} tok/s not shown as prefill: the {t.depth:,}-token "
-                            "context came from the server's prefix cache")
-        elif mean is not None:
-            point["prefill_tps"], point["prefill_tps_runs"] = mean, runs
-            if sd is not None:
-                point["prefill_tps_sd"] = sd
-        ttft, ttft_sd, ttft_runs = _checked(src, t, "e2e_ttft", "time", 1e-3)
-        if ttft is not None:
-            point["ttft_s"], point["ttft_s_runs"] = ttft, ttft_runs
-            if ttft_sd is not None:
-                point["ttft_s_sd"] = ttft_sd
-        if t.concurrency > 1 and "t_s" in t.figs:
-            left.append(f"{name}: t/s (total) {t.figs['t_s'].mean:.2f}: all requests' prompt tokens over the "
-                        "batch's time to its last first token (llama-benchy's own total; kept in the file)")
+            point["cached_tokens"] = t.depth  # the card's prompt-cache warning fires
+        prefill = _checked(src, t, rate, "prefill")
+        if t.cached_context and prefill[0] is not None:
+            left.append((f"{name}: prompt rate", f"prompt rate {prefill[0]:.2f} tok/s not shown as prefill: the "
+                                                 f"{t.depth:,}-token context came from the server's prefix cache"))
+        elif not t.cached_context:
+            _put(point, "prefill_tps", prefill)
+        _put(point, "ttft_s", _checked(src, t, "e2e_ttft", "time", 1e-3))
+        if total is not None:
+            left.append((f"{name}: t/s (total)", f"t/s (total) {total:.2f}: all requests' prompt tokens over the "
+                                                 "batch's time to its last first token (llama-benchy's own total; "
+                                                 "kept in the file)"))
     else:
         if t.size is not None:
             point["output_tokens"] = t.size
-        mean, sd, runs = _checked(src, t, "t_s_req" if "t_s_req" in t.figs else "t_s", "decode")
-        if mean is not None:
-            point["decode_tps"], point["decode_tps_runs"] = mean, runs
-            if sd is not None:
-                point["decode_tps_sd"] = sd
-        if t.concurrency > 1 and "t_s" in t.figs:
-            left.append(f"{name}: t/s (total) {t.figs['t_s'].mean:.2f}: tokens after the first over the batch's "
-                        "first-to-last token span (llama-benchy's own total, not benchcards' requests-at-once "
-                        "total; kept in the file)")
+        _put(point, "decode_tps", _checked(src, t, rate, "decode"))
+        if total is not None:
+            left.append((f"{name}: t/s (total)", f"t/s (total) {total:.2f}: tokens after the first over the batch's "
+                                                 "first-to-last token span (llama-benchy's own total, not "
+                                                 "benchcards' requests-at-once total; kept in the file)"))
     return {k: v for k, v in point.items() if v != []}, left
+
+
+#: llama-benchy figures with no benchcards field, and why
+NOT_SHOWN = {
+    "peak_ts": ("peak t/s", "the most tokens in any 1-second window, a llama-benchy figure with no benchcards field"),
+    "ttfr": ("ttfr (ms)", "time to the first response byte, from which llama-benchy derives its prompt rate"),
+    "est_ppt": ("est_ppt (ms)", "estimated processing time (time to first response less the latency): the "
+                                "denominator of the prompt rate shown as prefill"),
+}
+
+
+def _not_shown(report: dict[str, Any], tests: list[Test]) -> list[dict[str, str]]:
+    """One not-mapped entry per llama-benchy figure kind the file holds and no task shows."""
+    out = [{"field": label, "reason": f"{why} (kept in the file)"} for key, (label, why) in NOT_SHOWN.items()
+           if any(key in t.figs for t in tests)]
+    runs = report.get("benchmarks") if isinstance(report.get("benchmarks"), list) else []
+    for key in ("throughput_over_time", "requests_throughput_over_time"):
+        if any(isinstance(r, dict) and r.get(key) for r in runs):
+            out.append({"field": f"$.benchmarks[].{key}", "reason": "llama-benchy's throughput time series "
+                        "(--save-total/all-throughput-timeseries), no benchcards field (kept in the file)"})
+    return out
 
 
 def convert(sources: list[Source], opts: Options, variant: str | None = None) -> ImportResult:
@@ -343,14 +371,16 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     for t in tests:
         point, left = task_point(src, t)
         points.append(point)
-        unmapped.extend({"field": f"{t.where}: {x.split(':', 1)[0]}", "reason": x.split(": ", 1)[1]} for x in left)
+        unmapped.extend({"field": f"{t.where}: {f}", "reason": why} for f, why in left)
+    unmapped.extend(_not_shown(report, tests))
     dup = {p["task"] for p in points if sum(q["task"] == p["task"] for q in points) > 1}
     if dup:
         raise src.fail("tests", f"the test {sorted(dup)[0]!r} appears more than once: one llama-benchy run per file")
     version = report.get("version") if isinstance(report.get("version"), str) else None
     tool = "llama-benchy" + (f" {version}" if version else "")
     latency = report.get("latency_ms")
-    note = (CLIENT_NOTE + ". Per test: prefill = prompt tokens (prompt size + depth) / estimated processing time "
+    note = (CLIENT_NOTE + ". Per test: prefill = prompt tokens (the server's count when it is within 20 % of "
+            "prompt size + depth, else that size) / estimated processing time "
             "(time to first response less the measured latency"
             + (f", {latency:.2f} ms by {report.get('latency_mode')}" if finite(latency) else "")
             + "), per request; decode = tokens after the first / first-to-last token time, per request; first "
@@ -372,4 +402,4 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     )
     setups[setup_id].runs.append(ConvertedRun("speed", contract, {att_name: src.data}))
     notes.append(f"{src.name}: {len(points)} llama-benchy test(s) as named tasks (client-side HTTP figures)"
-                 + (f", {len(unmapped)} figure(s) not shown as prefill or total" if unmapped else ""))
+                 + (f", {len(unmapped)} figure(s) not shown (listed with the reason)" if unmapped else ""))
