@@ -308,7 +308,8 @@ def _not_shown(report: dict[str, Any], tests: list[Test]) -> list[dict[str, str]
     """One not-mapped entry per llama-benchy figure kind the file holds and no task shows."""
     out = [{"field": label, "reason": f"{why} (kept in the file)"} for key, (label, why) in NOT_SHOWN.items()
            if any(key in t.figs for t in tests)]
-    runs = report.get("benchmarks") if isinstance(report.get("benchmarks"), list) else []
+    runs = report.get("benchmarks")
+    runs = runs if isinstance(runs, list) else []
     for key in ("throughput_over_time", "requests_throughput_over_time"):
         if any(isinstance(r, dict) and r.get(key) for r in runs):
             out.append({"field": f"$.benchmarks[].{key}", "reason": "llama-benchy's throughput time series "
