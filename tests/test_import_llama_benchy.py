@@ -19,7 +19,8 @@ pytestmark = pytest.mark.unit
 REAL = FIX / "real-tools"
 CPU = Options(gpu="none")
 ROOT = Path(__file__).resolve().parent.parent
-NEW = ["llama-benchy-0.4.0-nocache.csv", "llama-benchy-0.4.0-prefix.json", "llama-benchy-0.4.0-prefix-c2.csv",
+NEW = ["llama-benchy-0.4.0-nocache.csv", "llama-benchy-0.4.0-prefix.json", "llama-benchy-0.4.0-prefix-nocache.json",
+       "llama-benchy-0.4.0-prefix-c2.csv",
        "llama-benchy-0.4.0-prefix.md", "llama-benchy-0.4.0-timeseries.json", "llama-benchy-0.4.0-c2.md"]
 
 
@@ -183,3 +184,25 @@ def test_a_new_user_imports_the_prefix_cached_csv_and_is_told_of_the_cache(tmp_p
             "its prompt rate is no prefill and is not shown") in r.stdout
     again = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "is already stored exactly like this; nothing was stored" in again.stdout, again.stdout
+
+
+def test_prefix_caching_with_no_cache_named_in_the_command_claims_no_cache_hit():
+    """--no-cache sends cache_prompt false: the prompt after its context load processed the context again
+    (the real server logged 97 prompt tokens for it), so nothing is called cached, and still no prefill is
+    shown (llama-benchy's rate counts only the 32 prompt tokens)."""
+    name = "llama-benchy-0.4.0-prefix-nocache.json"
+    cmd = ["llama-benchy", "--depth", "64", "--enable-prefix-caching", "--no-cache"]
+    c = contract(name, Options(gpu="none", bench_cmd=cmd))
+    got = tasks(c)
+    pp = got["pp32 @ d64 after its context load"]
+    assert pp["prompt_tokens"] == 96 and "cached_tokens" not in pp and "prefill_tps" not in pp
+    assert "tg8 @ d64 after its context load" in got and not any("cached" in t for t in got)
+    _, kinds = figures(c)
+    assert "prompt_cache" not in kinds
+    (u,) = [u for u in c["imported"]["unmapped"] if u["field"].endswith("prompt rate")]
+    assert "with --no-cache the server processed the 64-token context again" in u["reason"]
+    assert "the server cached nothing" in c["summary"]["method_note"]
+    # without the command the file cannot tell: the default (prompt cache on) is assumed, and said so
+    c = contract(name)
+    assert tasks(c)["pp32 @ d64 on a cached context"]["cached_tokens"] == 64
+    assert any(a["field"] == "llama-benchy --no-cache" and a["value"] == "unknown" for a in c["imported"]["assumed"])

@@ -258,26 +258,32 @@ def _put(point: dict[str, Any], key: str, figure: tuple[float | None, float | No
     return True
 
 
-def task_point(src: Source, t: Test) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The named task of one llama-benchy test, and what of it is not shown: (figure, reason) pairs."""
+def task_point(src: Source, t: Test, no_cache: bool = False) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The named task of one llama-benchy test, and what of it is not shown: (figure, reason) pairs.
+
+    ``no_cache``: llama-benchy ran with ``--no-cache`` (``--bench-cmd``), so a prompt after its context load
+    found nothing cached (``cache_prompt: false``) and the server processed the context again."""
     base = {"ctx_pp": f"ctx_pp @ d{t.depth}", "ctx_tg": f"ctx_tg @ d{t.depth}"}.get(
         t.kind, f"{t.kind}{t.size}" + (f" @ d{t.depth}" if t.depth else ""))
-    name = base + (f" (c{t.concurrency})" if t.concurrency > 1 else "") + (" on a cached context" if t.cached_context
-                                                                          else "")
+    after_load = t.cached_context
+    cached = after_load and not no_cache
+    name = base + (f" (c{t.concurrency})" if t.concurrency > 1 else "") + (
+        " on a cached context" if cached else " after its context load" if after_load else "")
     point: dict[str, Any] = {"task": name, "concurrency": t.concurrency, "depth": t.depth}
     left: list[tuple[str, str]] = []
     total = t.figs["t_s"].mean if t.concurrency > 1 and "t_s" in t.figs else None
     rate = "t_s_req" if "t_s_req" in t.figs else "t_s"
     if t.kind in ("pp", "ctx_pp"):
-        point["prompt_tokens"] = t.depth if t.kind == "ctx_pp" else (t.size or 0) + (0 if t.cached_context
-                                                                                     else t.depth)
-        if t.cached_context:
+        point["prompt_tokens"] = t.depth if t.kind == "ctx_pp" else (t.size or 0) + (0 if cached else t.depth)
+        if cached:
             point["cached_tokens"] = t.depth  # the card's prompt-cache warning fires
         prefill = _checked(src, t, rate, "prefill")
-        if t.cached_context and prefill[0] is not None:
-            left.append((f"{name}: prompt rate", f"prompt rate {prefill[0]:.2f} tok/s not shown as prefill: the "
-                                                 f"{t.depth:,}-token context came from the server's prefix cache"))
-        elif not t.cached_context:
+        if after_load and prefill[0] is not None:
+            left.append((f"{name}: prompt rate", f"prompt rate {prefill[0]:.2f} tok/s not shown as prefill: " + (
+                f"the {t.depth:,}-token context came from the server's prefix cache" if cached else
+                f"with --no-cache the server processed the {t.depth:,}-token context again, and llama-benchy's "
+                f"rate counts only the {t.size or 0:,} prompt tokens")))
+        elif not after_load:
             _put(point, "prefill_tps", prefill)
         _put(point, "ttft_s", _checked(src, t, "e2e_ttft", "time", 1e-3))
         if total is not None:
@@ -370,7 +376,7 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
             "prompt cache may have served part of each prompt; prefill may read high")})
     points = []
     for t in tests:
-        point, left = task_point(src, t)
+        point, left = task_point(src, t, flags["no_cache"] is True)
         points.append(point)
         unmapped.extend({"field": f"{t.where}: {f}", "reason": why} for f, why in left)
     unmapped.extend(_not_shown(report, tests))
@@ -387,7 +393,9 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
             + "), per request; decode = tokens after the first / first-to-last token time, per request; first "
               "token = end-to-end time to the first token; mean ± standard deviation over the runs"
             + (" (each run's values kept with the task)" if variant == "json" else "")
-            + ". Prefix caching " + ("on: a test on a cached context shows no prefill" if caching else "off")
+            + ". Prefix caching " + (("on, with --no-cache: the server cached nothing, and a prompt after its context "
+                                      "load shows no prefill" if flags["no_cache"] else
+                                      "on: a test on a cached context shows no prefill") if caching else "off")
             + "; --no-cache " + {None: "not recorded", True: "on", False: "off"}[flags["no_cache"]] + ".")
     run_id = f"{setup_id[:100]}-{src.sha256[:8]}"
     att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", src.basename).lstrip(".")[:120] or f"llama-benchy.{variant}"
