@@ -206,3 +206,14 @@ def test_prefix_caching_with_no_cache_named_in_the_command_claims_no_cache_hit()
     c = contract(name)
     assert tasks(c)["pp32 @ d64 on a cached context"]["cached_tokens"] == 64
     assert any(a["field"] == "llama-benchy --no-cache" and a["value"] == "unknown" for a in c["imported"]["assumed"])
+
+
+def test_runs_per_test_come_from_json_values_or_the_command():
+    """The card's 'Runs (n)' of each mean ± SD: JSON keeps runs x requests-at-once values per test."""
+    assert contract("llama-benchy-0.4.0-prefix.json")["method"]["runs"] == 2
+    assert contract("llama-benchy-0.4.0-timeseries.json")["method"]["runs"] == 2  # c1 and c2 tests alike
+    assert "runs" not in contract("llama-benchy-0.4.0-nocache.csv")["method"]  # CSV and md do not say
+    cmd = ["llama-benchy", "--pp", "32", "--tg", "8", "--runs", "2", "--no-cache"]
+    assert contract("llama-benchy-0.4.0-c2.md", Options(gpu="none", bench_cmd=cmd))["method"]["runs"] == 2
+    # a request that gave no rate leaves a test with fewer values: the runs are not guessed
+    assert "runs" not in contract("llama-benchy-0.4.0-prefix-nocache.json")["method"]

@@ -323,6 +323,19 @@ def _not_shown(report: dict[str, Any], tests: list[Test]) -> list[dict[str, str]
     return out
 
 
+def runs_per_test(tests: list[Test], bench_cmd: list[str] | None) -> int | None:
+    """Runs of each test: from JSON's per-request values (runs x requests at once, the same for every test),
+    else from ``--runs N`` of the command; None when neither says."""
+    counts = {len(f.values) // t.concurrency for t in tests if (f := t.figs.get("t_s_req")) and f.values
+              and len(f.values) % t.concurrency == 0}
+    if len(counts) == 1:
+        return counts.pop() or None
+    if bench_cmd and "--runs" in bench_cmd[:-1]:
+        n = bench_cmd[bench_cmd.index("--runs") + 1]
+        return int(n) if n.isdigit() and 0 < int(n) <= 1_000_000 else None
+    return None
+
+
 def convert(sources: list[Source], opts: Options, variant: str | None = None) -> ImportResult:
     """Convert llama-benchy results into setups (one summary-only speed run per file); pure."""
     setups: dict[str, Converted] = {}
@@ -403,7 +416,7 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
         run_id, setup_id, summary_only=True, started_at=started, tool=tool,
         source=f"llama-benchy result {src.basename}" + (f" ({shlex.join(bench_cmd)[:300]})" if bench_cmd else ""),
         notes=CLIENT_NOTE + ".",
-        method={"parts": ["task"]},
+        method={"parts": ["task"], **({"runs": runs} if (runs := runs_per_test(tests, bench_cmd)) else {})},
         parts=[{"part": "task", "status": "ok"}],
         summary={"tasks": points, "method_note": note},
         attachments=[attachment(att_name, src.data, "original llama-benchy result")],
