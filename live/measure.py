@@ -39,7 +39,6 @@ from live.client import (
     Cancel,
     Limits,
     StreamResult,
-    Target,
     check_target,
     clock,
     get_json,
@@ -50,7 +49,8 @@ from live.client import (
     stream_many,
 )
 from live.prompts import TASKS, BuiltPrompt, PromptBuilder
-from live.settings import LIVE_SAMPLING, PARTS, Rate, SpeedSettings, TargetSettings, error_lines
+from live.settings import LIVE_SAMPLING, Rate, SpeedSettings, TargetSettings, error_lines
+from live.settings import PARTS as PARTS  # the parts, for the callers of live.measure
 from schemas import ids
 from schemas.models import (
     NAME_MAX,
@@ -71,7 +71,6 @@ from schemas.models import (
     SpeedMethod,
     SpeedPart,
 )
-
 
 
 class MeasureConfig(TargetSettings, SpeedSettings):

@@ -22,10 +22,33 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
-    "FIT_MEMORY", "LIVE_SAMPLING", "METHOD_FIELDS", "MIN_DECODE_TPS", "MIN_PREFILL_TPS", "PARTS", "PART_FIELDS", "SWEEP_SPEED", "FitSettings", "OutputSettings",
-    "QualitySettings", "SetupSettings", "Settings", "SpeedSettings", "SweepSettings", "TargetSettings",
-    "add_options", "build", "error_lines", "flag_of", "from_args", "method_settings", "page_default",
-    "page_limits", "to_argv", "tokens_text",
+    "FIT_MEMORY",
+    "LIVE_SAMPLING",
+    "METHOD_FIELDS",
+    "MIN_DECODE_TPS",
+    "MIN_PREFILL_TPS",
+    "PARTS",
+    "PART_FIELDS",
+    "SWEEP_SPEED",
+    "FitSettings",
+    "OutputSettings",
+    "QualitySettings",
+    "Settings",
+    "SetupSettings",
+    "SpeedSettings",
+    "SweepSettings",
+    "TargetSettings",
+    "add_options",
+    "build",
+    "error_lines",
+    "flag_of",
+    "from_args",
+    "label_of",
+    "method_settings",
+    "page_default",
+    "page_limits",
+    "to_argv",
+    "tokens_text",
 ]
 
 #: what ``python -m live measure`` sends with every request (MeasureConfig.sampling)
@@ -46,16 +69,17 @@ Rate = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # seconds or tokens p
 
 def option(default: Any, help: str, *, kind: str, flag: str | None = None, choices: Iterable[str] | None = None,
            metavar: str | None = None, required: bool = False, page: Any = None,
-           form: tuple[float, float] | None = None, **bounds: Any) -> Any:
+           form: tuple[float, float] | None = None, label: str | None = None, **bounds: Any) -> Any:
     """A settings field and its command-line form.
 
     ``kind`` says how it is typed on the command line: int, float, str (as is), words (a comma list), tokens
     (token counts, K = 1,024), counts (whole numbers 1-256), token (one token count), onoff (on/off/auto =
     True/False/None), flag (present = True), noflag (present = False), append (repeatable), indices (0,1).
     ``page`` is the Run live page's default where it deliberately differs (it says why in the field's
-    help); ``form`` the page's (lowest, highest)."""
+    help); ``form`` the page's (lowest, highest); ``label`` the setting's name on the card (How it was
+    measured)."""
     extra = {"kind": kind, "flag": flag, "choices": list(choices) if choices else None, "metavar": metavar,
-             "required": required, "page": page, "form": form}
+             "required": required or None, "page": page, "form": form, "label": label}
     return Field(default, description=help, json_schema_extra={k: v for k, v in extra.items() if v is not None},
                  **bounds)
 
@@ -135,34 +159,34 @@ class OutputSettings(Settings):
 class SpeedSettings(Settings):
     """What a speed run measures and how; the field names are the contract's (``schemas.models.SpeedMethod``)."""
 
-    parts: tuple[str, ...] = option(("decode", "prefill", "conc"), "comma list of " + ",".join(PARTS), kind="words")
-    prompt_ids: tuple[str, ...] = option(("code", "prose"), "decode prompts (code,prose)", kind="words",
+    parts: tuple[str, ...] = option(("decode", "prefill", "conc"), "comma list of " + ",".join(PARTS), label="Parts", kind="words")
+    prompt_ids: tuple[str, ...] = option(("code", "prose"), "decode prompts (code,prose)", label="Decode prompts", kind="words",
                                          flag="--prompts")
-    runs: Whole = option(2, "decode runs per prompt", kind="int", form=(1, 20))
-    warmups: Zero = option(1, "warm-up requests per prompt (not counted)", kind="int")
-    max_tokens: Whole = option(512, "output tokens per decode run", kind="int", form=(16, 8192))
-    min_decode_tokens: Zero = option(256, "a decode run shorter than this is invalid and fails its step", kind="int",
+    runs: Whole = option(2, "decode runs per prompt", label="Decode runs per prompt", kind="int", form=(1, 20))
+    warmups: Zero = option(1, "warm-up requests per prompt (not counted)", label="Warm-up requests per prompt (not counted)", kind="int")
+    max_tokens: Whole = option(512, "output tokens per decode run", label="Output tokens per decode run", kind="int", form=(16, 8192))
+    min_decode_tokens: Zero = option(256, "a decode run shorter than this is invalid and fails its step", label="Shortest valid decode run", kind="int",
                                      form=(1, 8192))
     prefill_depths: tuple[Whole, ...] = option((2048, 8192, 32768), "prompt tokens per prefill step, e.g. 2048,8192 "
-                                               "or 2K,8K (K = 1,024)", kind="tokens")
-    prefill_runs: Whole = option(3, "requests per prefill depth", kind="int")
-    prefill_max_tokens: Whole = option(16, "output tokens per prefill request", kind="int")
-    conc_levels: tuple[Whole, ...] = option((1, 2, 4, 8), "requests at once", kind="counts")
-    conc_rounds: Whole = option(2, "rounds per level", kind="int", form=(1, 10))
-    conc_max_tokens: Whole = option(512, "tokens per concurrent request", kind="int")
-    l1_max_tokens: Whole = option(4096, "limit of the long answer", kind="int")
+                                               "or 2K,8K (K = 1,024)", label="Prefill depths", kind="tokens")
+    prefill_runs: Whole = option(3, "requests per prefill depth", label="Requests per prefill depth", kind="int")
+    prefill_max_tokens: Whole = option(16, "output tokens per prefill request", label="Output tokens per prefill request", kind="int")
+    conc_levels: tuple[Whole, ...] = option((1, 2, 4, 8), "requests at once", label="Requests at once", kind="counts")
+    conc_rounds: Whole = option(2, "rounds per level", label="Rounds per level", kind="int", form=(1, 10))
+    conc_max_tokens: Whole = option(512, "tokens per concurrent request", label="Output tokens per request at once", kind="int")
+    l1_max_tokens: Whole = option(4096, "limit of the long answer", label="Token limit of the long answer", kind="int")
     ctx_depths: tuple[Whole, ...] = option((16384, 32768, 65536, 131072), "long-prompt depths in tokens, e.g. "
-                                           "16K,32K (K = 1,024)", kind="tokens")
-    ctx_runs: Whole = option(2, "runs per prompt per long-prompt depth", kind="int")
-    ctx_max_tokens: Whole = option(512, "tokens per long-prompt run", kind="int")
-    agent_turns: Whole = option(10, "agent part: turns per conversation", kind="int")
+                                           "16K,32K (K = 1,024)", label="Long-prompt depths", kind="tokens")
+    ctx_runs: Whole = option(2, "runs per prompt per long-prompt depth", label="Runs per prompt and long-prompt depth", kind="int")
+    ctx_max_tokens: Whole = option(512, "tokens per long-prompt run", label="Output tokens per long-prompt run", kind="int")
+    agent_turns: Whole = option(10, "agent part: turns per conversation", label="Turns per agent conversation", kind="int")
     agent_tokens: Whole = option(32768, "agent part: prompt tokens the conversation grows to by its last turn "
-                                 "(e.g. 32K)", kind="token")
-    agent_max_tokens: Whole = option(16, "agent part: tokens per answer", kind="int")
+                                 "(e.g. 32K)", label="Agent prompt grows to", kind="token")
+    agent_max_tokens: Whole = option(16, "agent part: tokens per answer", label="Output tokens per agent turn", kind="int")
     agent_endpoints: tuple[str, ...] = option(("chat", "messages"), "agent part: chat (/v1/chat/completions) and/or "
-                                              "messages (/v1/messages)", kind="words")
+                                              "messages (/v1/messages)", label="Agent APIs", kind="words")
     thinking: bool | None = option(False, "send enable_thinking through the chat template (llama-server); auto "
-                                   "sends nothing", kind="onoff")
+                                   "sends nothing", label="Thinking", kind="onoff")
     read_timeout: Rate = option(60.0, "longest silence inside a response, s", kind="float", flag="--timeout")
     #: the slowest rates accepted: a request gets 60 s + prompt / min_prefill_tps + max_tokens / min_decode_tps
     #: to finish (live.client.Limits), so a server that streams forever or trickles cannot hang the run
@@ -449,13 +473,18 @@ def to_argv(settings: Settings, names: Iterable[str] | None = None, *, always: I
         elif kind == "append":
             for v in value:
                 out += [flag, str(v)]
-        elif value is not None:
+        elif value is not None or kind == "onoff":
             text = _default_text(kind, value)
             out += [flag, f"{text:g}" if isinstance(text, float) else str(text)]
     return out
 
 
 # --------------------------------------------------------------------------- the Run live page
+
+def label_of(model: type[Settings], name: str) -> str:
+    """The setting's name on the card's "How it was measured"."""
+    return str(_extra(model, name).get("label") or name.replace("_", " ").capitalize())
+
 
 def page_default(model: type[Settings], name: str) -> Any:
     """The page's default of a field: the model's, unless the field names the page's own (``page``)."""
