@@ -127,16 +127,13 @@ def ingest_folder(run_dir: Path, db: str) -> int:
 def speed_config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
     """(the MeasureConfig of the target and speed options, problems one line each)."""
     from live.measure import MeasureConfig
-    from live.settings import SpeedSettings, TargetSettings, from_args
+    from live.settings import SpeedSettings, TargetSettings, build, from_args
 
     target, problems = from_args(TargetSettings, args)
     speed, more = from_args(SpeedSettings, args)
     if problems or more:
         return None, problems + more
-    try:
-        return MeasureConfig(**target, **speed), []
-    except ValueError as exc:
-        return None, [str(exc)]
+    return build(MeasureConfig, {**target, **speed})
 
 
 def _measure_inputs(args: argparse.Namespace) -> tuple[object | None, object | None, list[str]]:

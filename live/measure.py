@@ -49,7 +49,7 @@ from live.client import (
     stream_many,
 )
 from live.prompts import TASKS, BuiltPrompt, PromptBuilder
-from live.settings import LIVE_SAMPLING, Rate, SpeedSettings, TargetSettings, error_lines
+from live.settings import LIVE_SAMPLING, Rate, SettingsError, SpeedSettings, TargetSettings, error_lines
 from live.settings import PARTS as PARTS  # the parts, for the callers of live.measure
 from schemas import ids
 from schemas.models import (
@@ -88,7 +88,7 @@ class MeasureConfig(TargetSettings, SpeedSettings):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise ValueError("; ".join(error_lines(exc, MeasureConfig))) from None
+            raise SettingsError(error_lines(exc, MeasureConfig)) from None
 
 
 @dataclass

@@ -433,6 +433,14 @@ def from_args(model: type[Settings], args: argparse.Namespace,
     return values, problems
 
 
+class SettingsError(ValueError):
+    """Settings that cannot run: ``lines`` says each problem, naming its flag (the message joins them)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("; ".join(lines))
+        self.lines = lines
+
+
 def error_lines(exc: ValidationError, model: type[Settings] | None = None) -> list[str]:
     """One line per problem of a validation, naming the flag (a check's own message is shown as written)."""
     out = []
@@ -452,6 +460,8 @@ def build(model: type[M], values: dict[str, Any]) -> tuple[M | None, list[str]]:
         return model(**values), []
     except ValidationError as exc:
         return None, error_lines(exc, model)
+    except SettingsError as exc:
+        return None, exc.lines
 
 
 def to_argv(settings: Settings, names: Iterable[str] | None = None, *, always: Iterable[str] = ()) -> list[str]:
