@@ -69,10 +69,30 @@ def _config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
     return cfg, problems
 
 
+def _print_size(e: object) -> None:
+    """A progress line of the memory test: one per phase of a size."""
+    from live.fit import RESULT_WORDS, FitEvent
+
+    e = cast(FitEvent, e)
+    what = {"starting": "starting the server", "loading": "loading", "answering":
+            f"answering a prompt of {e.prompt_tokens:,} tokens" if e.prompt_tokens else "answering"}
+    if e.phase == "stopped":
+        line = RESULT_WORDS.get(e.result or "", e.result or "")
+        bits = [f"{e.seconds:.1f} s" if e.seconds is not None else None,
+                f"peak {e.peak_gib:.2f} GiB" if e.peak_gib is not None else None,
+                f"decode {e.decode_tps:.1f} tok/s" if e.decode_tps is not None else None]
+        extra = ", ".join(b for b in bits if b)
+        print(f"[{e.index + 1}/{e.total}] {e.ctx:,}: {line}" + (f" ({extra})" if extra else "") +
+              (f" — {e.reason}" if e.reason and e.result != "answered" else ""), file=sys.stderr, flush=True)
+    else:
+        pid = f" (server pid {e.pid})" if e.pid else ""
+        print(f"[{e.index + 1}/{e.total}] {e.ctx:,}: {what[e.phase]}{pid}", file=sys.stderr, flush=True)
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from live import launcher
     from live.__main__ import ingest_folder, refuse, setup_input, setup_problems
-    from live.fit import RESULT_WORDS, FitConfig, FitEvent, fit_setup, headline, run_fit, write_fit_folder
+    from live.fit import FitConfig, fit_setup, headline, run_fit, write_fit_folder
     from live.measure import SetupInput
     from schemas.models import Setup
 
@@ -85,21 +105,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
     template = cfg.template()
     print(f"server command: {template.shown()}" + (f"  (added by benchcards: {' '.join(template.added)})"
                                                     if template.added else ""), file=sys.stderr, flush=True)
-
-    def progress(e: FitEvent) -> None:
-        what = {"starting": "starting the server", "loading": "loading", "answering":
-                f"answering a prompt of {e.prompt_tokens:,} tokens" if e.prompt_tokens else "answering"}
-        if e.phase == "stopped":
-            line = RESULT_WORDS.get(e.result or "", e.result or "")
-            bits = [f"{e.seconds:.1f} s" if e.seconds is not None else None,
-                    f"peak {e.peak_gib:.2f} GiB" if e.peak_gib is not None else None,
-                    f"decode {e.decode_tps:.1f} tok/s" if e.decode_tps is not None else None]
-            extra = ", ".join(b for b in bits if b)
-            print(f"[{e.index + 1}/{e.total}] {e.ctx:,}: {line}" + (f" ({extra})" if extra else "") +
-                  (f" — {e.reason}" if e.reason and e.result != "answered" else ""), file=sys.stderr, flush=True)
-        else:
-            pid = f" (server pid {e.pid})" if e.pid else ""
-            print(f"[{e.index + 1}/{e.total}] {e.ctx:,}: {what[e.phase]}{pid}", file=sys.stderr, flush=True)
 
     stop = threading.Event()
     in_main = threading.current_thread() is threading.main_thread()
@@ -116,7 +121,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             previous[s] = signal.signal(s, interrupt)
     try:
-        run = run_fit(cfg, progress, stop)
+        run = run_fit(cfg, _print_size, stop)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
