@@ -789,7 +789,7 @@ def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
         parts = ["decode", "prefill", "conc"]
     speed, names = _recorded_speed(method, parts, notes)
     args = ["python", "-m", "live", "measure",
-            *to_argv(TargetSettings(base_url=f"http://127.0.0.1:{port_text}"), ["base_url"]),
+            *to_argv(TargetSettings.model_construct(base_url=f"http://127.0.0.1:{port_text}"), ["base_url"]),
             *to_argv(speed, names, always=["thinking"]), *_setup_argv(card)]
     sent = method.get("sampling") or {}
     if any(k in LIVE_SAMPLING and v != LIVE_SAMPLING[k] for k, v in sent.items()):
