@@ -69,19 +69,18 @@ Rate = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # seconds or tokens p
 
 def option(default: Any, help: str, *, kind: str, flag: str | None = None, choices: Iterable[str] | None = None,
            metavar: str | None = None, required: bool = False, page: Any = None,
-           form: tuple[float, float] | None = None, label: str | None = None, **bounds: Any) -> Any:
+           form: tuple[float, float] | None = None, label: str | None = None) -> Any:
     """A settings field and its command-line form.
 
     ``kind`` says how it is typed on the command line: int, float, str (as is), words (a comma list), tokens
     (token counts, K = 1,024), counts (whole numbers 1-256), token (one token count), onoff (on/off/auto =
     True/False/None), flag (present = True), noflag (present = False), append (repeatable), indices (0,1).
-    ``page`` is the Run live page's default where it deliberately differs (it says why in the field's
-    help); ``form`` the page's (lowest, highest); ``label`` the setting's name on the card (How it was
+    ``page`` is the Run live page's default where it deliberately differs (a comment beside the field says
+    why); ``form`` the page's (lowest, highest); ``label`` the setting's name on the card (How it was
     measured)."""
     extra = {"kind": kind, "flag": flag, "choices": list(choices) if choices else None, "metavar": metavar,
              "required": required or None, "page": page, "form": form, "label": label}
-    return Field(default, description=help, json_schema_extra={k: v for k, v in extra.items() if v is not None},
-                 **bounds)
+    return Field(default, description=help, json_schema_extra={k: v for k, v in extra.items() if v is not None})
 
 
 class Settings(BaseModel):
