@@ -10,11 +10,15 @@ import json
 import shlex
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from benchcards import flags, fmt, metrics
 from benchcards.queries import Card
+
+if TYPE_CHECKING:
+    from live.settings import SpeedSettings
 
 
 def rows_of(df: pd.DataFrame) -> list[SimpleNamespace]:
@@ -405,31 +409,37 @@ def _sampling_text(sampling: dict | None) -> str:
         or fmt.DASH
 
 
-#: speed method fields in words: field -> (setting, how to show the value)
-_SPEED_METHOD: tuple[tuple[str, str, object], ...] = (
-    ("parts", "Parts", lambda v: ", ".join(metrics.part_label(p) for p in v)),
-    ("prompt_ids", "Decode prompts", lambda v: ", ".join(v)),
-    ("runs", "Decode runs per prompt", lambda v: fmt.number(v, 0)),
-    ("warmups", "Warm-up requests per prompt (not counted)", lambda v: fmt.number(v, 0)),
-    ("max_tokens", "Output tokens per decode run", fmt.tokens),
-    ("min_decode_tokens", "Shortest valid decode run", fmt.tokens),
-    ("prefill_depths", "Prefill depths", _depths),
-    ("prefill_runs", "Requests per prefill depth", lambda v: fmt.number(v, 0)),
-    ("prefill_max_tokens", "Output tokens per prefill request", fmt.tokens),
-    ("conc_levels", "Requests at once", lambda v: ", ".join(fmt.number(x, 0) for x in v)),
-    ("conc_rounds", "Rounds per level", lambda v: fmt.number(v, 0)),
-    ("conc_max_tokens", "Output tokens per request at once", fmt.tokens),
-    ("l1_max_tokens", "Token limit of the long answer", fmt.tokens),
-    ("ctx_depths", "Long-prompt depths", _depths),
-    ("ctx_runs", "Runs per prompt and long-prompt depth", lambda v: fmt.number(v, 0)),
-    ("ctx_max_tokens", "Output tokens per long-prompt run", fmt.tokens),
-    ("cache_prompt", "Server prompt cache", lambda v: "on" if v else "off (cache_prompt false)"),
-    ("thinking", "Thinking", fmt.on_off),
+def _count(v: object) -> str:
+    return fmt.number(v, 0)
+
+
+#: how each speed method field is shown (the settings' names come from live.settings, where they are declared
+#: with their command-line options; the rest are what the server said or the run stored)
+_SPEED_SHOW: dict[str, object] = {
+    "parts": lambda v: ", ".join(metrics.part_label(p) for p in v), "prompt_ids": lambda v: ", ".join(v),
+    "runs": _count, "warmups": _count, "max_tokens": fmt.tokens, "min_decode_tokens": fmt.tokens,
+    "prefill_depths": _depths, "prefill_runs": _count, "prefill_max_tokens": fmt.tokens,
+    "conc_levels": lambda v: ", ".join(fmt.number(x, 0) for x in v), "conc_rounds": _count,
+    "conc_max_tokens": fmt.tokens, "l1_max_tokens": fmt.tokens, "ctx_depths": _depths, "ctx_runs": _count,
+    "ctx_max_tokens": fmt.tokens, "agent_turns": _count, "agent_tokens": fmt.tokens, "agent_max_tokens": fmt.tokens,
+    "agent_endpoints": lambda v: ", ".join(v), "thinking": fmt.on_off,
+}
+_SERVER_SAID: tuple[tuple[str, str, object], ...] = (
     ("sampling", "Sampling sent", _sampling_text),
-    ("server_slots", "Server slots", lambda v: fmt.number(v, 0)),
+    ("server_slots", "Server slots", _count),
     ("server_ctx", "Server context, all slots", fmt.tokens),
     ("server_ctx_per_slot", "Server context per slot", fmt.tokens),
 )
+
+
+def _speed_method_rows() -> tuple[tuple[str, str, object], ...]:
+    """(field, setting, how to show) of every speed method field the card shows, in the card's order."""
+    from live.settings import METHOD_FIELDS, SpeedSettings, label_of
+
+    rows = [(k, label_of(SpeedSettings, k), _SPEED_SHOW[k]) for k in METHOD_FIELDS if k != "thinking"]
+    rows += [("cache_prompt", "Server prompt cache", lambda v: "on" if v else "off (cache_prompt false)"),
+             ("thinking", label_of(SpeedSettings, "thinking"), fmt.on_off)]
+    return (*rows, *_SERVER_SAID)
 
 
 def _method(raw: object) -> dict:
@@ -442,20 +452,12 @@ def _method(raw: object) -> dict:
     return out if isinstance(out, dict) else {}
 
 
-#: speed method fields that only matter when the run has one of these parts
-_FIELD_PARTS: dict[str, tuple[str, ...]] = {
-    "prompt_ids": ("decode", "ctx"), "runs": ("decode",), "warmups": ("decode",), "max_tokens": ("decode",),
-    "min_decode_tokens": ("decode", "ctx"), "prefill_depths": ("prefill",), "prefill_runs": ("prefill",),
-    "prefill_max_tokens": ("prefill",), "conc_levels": ("conc",), "conc_rounds": ("conc",),
-    "conc_max_tokens": ("conc",), "l1_max_tokens": ("l1",), "ctx_depths": ("ctx",), "ctx_runs": ("ctx",),
-    "ctx_max_tokens": ("ctx",),
-}
-
-
 def _relevant(method: dict) -> dict:
     """The fields of a speed method that belong to the parts it ran."""
+    from live.settings import PART_FIELDS
+
     parts = set(method.get("parts") or [])
-    return {k: v for k, v in method.items() if k not in _FIELD_PARTS or parts & set(_FIELD_PARTS[k])}
+    return {k: v for k, v in method.items() if k not in PART_FIELDS or parts & set(PART_FIELDS[k])}
 
 
 def method_table(card: Card) -> pd.DataFrame:
@@ -465,7 +467,7 @@ def method_table(card: Card) -> pd.DataFrame:
         method = _method(getattr(r, "method_json", None))
         if r.kind == "speed":
             method = _relevant(method)
-            for key, setting, show in _SPEED_METHOD:
+            for key, setting, show in _speed_method_rows():
                 if key in method and method[key] not in (None, []):
                     rows.append((r.run_id, setting, show(method[key])))  # type: ignore[operator]
         elif r.kind == "quality":
@@ -689,11 +691,6 @@ class Reproduce:
     steps: list[Step] = field(default_factory=list)
 
 
-#: what ``python -m live measure`` sends unless told otherwise (see live.measure.MeasureConfig)
-LIVE_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42}
-LIVE_PARTS = ("decode", "prefill", "conc", "l1", "ctx")
-
-
 #: where the download line puts the model file; the server command of the Reproduce section reads it there
 MODEL_DIR = "models"
 _MODEL_FLAGS = ("-m", "--model")
@@ -735,70 +732,68 @@ def local_model_argv(argv: list[str], file: str) -> tuple[list[str], str | None]
     return out, None
 
 
+def _recorded_speed(method: dict, parts: list[str], notes: list[str]) -> tuple[SpeedSettings, list[str]]:
+    """The speed settings a stored method records for ``parts`` (live.settings.SpeedSettings); a stored value
+    the live client would refuse is left at its default, with a note."""
+    from pydantic import ValidationError
+
+    from live.settings import PART_FIELDS, SpeedSettings, flag_of, method_settings
+
+    recorded = {k: v for k, v in method_settings(method).items()
+                if k != "parts" and (k not in PART_FIELDS or set(PART_FIELDS[k]) & set(parts))}
+    kept: dict = {"parts": tuple(parts)}
+    for key, value in recorded.items():
+        try:
+            SpeedSettings(**kept, **{key: value})
+        except ValidationError:
+            notes.append(f"The stored {flag_of(SpeedSettings, key)} {value!r} is not one the live client takes; "
+                         "the command leaves it at its default.")
+            continue
+        kept[key] = value
+    kept.setdefault("thinking", None)  # not recorded: send nothing (auto)
+    return SpeedSettings(**kept), [k for k in kept if k != "thinking"]
+
+
+def _setup_argv(card: Card) -> list[str]:
+    """The setup options (live.settings.SetupSettings) that describe this card's machine, engine and model."""
+    from live.settings import OutputSettings, SetupSettings, to_argv
+
+    s = card.setup
+    hw = s.hardware
+    values: dict = {"title": f"{s.title} (repeat)", "engine": s.engine.name, "model_name": s.model.name,
+                    "cpu": hw.cpu, "ram_gib": hw.ram_gib or None, "quant": s.model.quant, "model_repo": s.model.repo}
+    if hw.gpus:
+        g = hw.gpus[0]
+        values.update(gpu=g.name, gpu_count=g.count, vram_gib=g.vram_gib)
+    else:
+        values["gpu"] = "cpu"  # the live client needs it said: no GPU is never assumed
+    if not s.server.argv[0].endswith("(command not given)"):
+        values["server_cmd"] = shlex.join(s.server.argv)
+    given = {k: v for k, v in values.items() if v is not None}
+    return to_argv(SetupSettings(**given), given) + to_argv(OutputSettings(ingest=True), ["ingest"])
+
+
 def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
     """The ``python -m live measure`` command that repeats a speed run with its settings, and notes on what
-    it cannot repeat."""
+    it cannot repeat. Its options are live.settings' (the command line of ``python -m live measure`` is built
+    from the same models), so it parses back to the settings the run recorded."""
+    from live.settings import LIVE_SAMPLING, PARTS, TargetSettings, to_argv
+
     notes: list[str] = []
-    s = card.setup
-    settings = flags.settings(s.server.argv)
-    port = settings.get("port")
+    port = flags.settings(card.setup.server.argv).get("port")
     port_text = str(port) if isinstance(port, str) and port.isdigit() else "8080"
-    parts = [p for p in method.get("parts", []) if p in LIVE_PARTS]
+    parts = [p for p in method.get("parts", []) if p in PARTS]
     if not parts:
         notes.append("This run measured named tasks with another tool; the command measures the same server "
                      "the benchcards way (decode, prefill at depth, requests at once) instead.")
         parts = ["decode", "prefill", "conc"]
-    args: list[str] = ["python", "-m", "live", "measure", "--base-url", f"http://127.0.0.1:{port_text}",
-                       "--parts", ",".join(parts)]
-
-    def opt(flag: str, key: str, joined: bool = False) -> None:
-        v = method.get(key)
-        if v is None or v == []:
-            return
-        args.extend([flag, ",".join(str(x) for x in v) if joined else str(v)])
-
-    opt("--prompts", "prompt_ids", joined=True)
-    for flag, key in (("--runs", "runs"), ("--warmups", "warmups"), ("--max-tokens", "max_tokens"),
-                      ("--min-decode-tokens", "min_decode_tokens")):
-        opt(flag, key)
-    if "prefill" in parts:
-        opt("--prefill-depths", "prefill_depths", joined=True)
-        opt("--prefill-runs", "prefill_runs")
-    if "conc" in parts:
-        opt("--conc-levels", "conc_levels", joined=True)
-        opt("--conc-rounds", "conc_rounds")
-        opt("--conc-max-tokens", "conc_max_tokens")
-    if "l1" in parts:
-        opt("--l1-max-tokens", "l1_max_tokens")
-    if "ctx" in parts:
-        opt("--ctx-depths", "ctx_depths", joined=True)
-        opt("--ctx-runs", "ctx_runs")
-        opt("--ctx-max-tokens", "ctx_max_tokens")
-    thinking = method.get("thinking")
-    args += ["--thinking", "on" if thinking is True else "off" if thinking is False else "auto"]
-    hw = s.hardware
-    if hw.gpus:
-        g = hw.gpus[0]
-        args += ["--gpu", g.name, "--gpu-count", str(g.count), "--vram-gib", f"{g.vram_gib:g}"]
-    else:
-        args += ["--gpu", "cpu"]  # the live client needs it said: no GPU is never assumed
-    if hw.cpu:
-        args += ["--cpu", hw.cpu]
-    if hw.ram_gib:
-        args += ["--ram-gib", f"{hw.ram_gib:g}"]
-    args += ["--engine", s.engine.name, "--model-name", s.model.name]
-    if s.model.quant:
-        args += ["--quant", s.model.quant]
-    if s.model.repo:
-        args += ["--model-repo", s.model.repo]
-    if not s.server.argv[0].endswith("(command not given)"):
-        args += ["--server-cmd", shlex.join(s.server.argv)]
-    args += ["--title", f"{s.title} (repeat)", "--ingest"]
+    speed, names = _recorded_speed(method, parts, notes)
+    args = ["python", "-m", "live", "measure",
+            *to_argv(TargetSettings.model_construct(base_url=f"http://127.0.0.1:{port_text}"), ["base_url"]),
+            *to_argv(speed, names, always=["thinking"]), *_setup_argv(card)]
     sent = method.get("sampling") or {}
-    differs = {k: v for k, v in sent.items() if k in LIVE_SAMPLING and v != LIVE_SAMPLING[k]}
-    if differs:
-        notes.append("The live client sends temperature 0.6, top-p 0.95, top-k 20 and seed 42; this run sent "
-                     + _sampling_text(sent) + ".")
+    if any(k in LIVE_SAMPLING and v != LIVE_SAMPLING[k] for k, v in sent.items()):
+        notes.append(f"The live client sends {_sampling_text(LIVE_SAMPLING)}; this run sent {_sampling_text(sent)}.")
     return _shell_lines(args), notes
 
 

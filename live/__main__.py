@@ -88,83 +88,98 @@ def setup_problems(args: argparse.Namespace) -> tuple[object | None, list[str]]:
     return base, problems
 
 
-def cmd_measure(args: argparse.Namespace) -> int:
-    from ingest.errors import safe  # what a server (or an option) holds is escaped before it reaches a terminal
-    from live.client import NotLoopback
-    from live.measure import (
-        Event,
-        MeasureConfig,
-        ServerLocked,
-        SetupInput,
-        build_setup,
-        figures_text,
-        hardware_problems,
-        measure,
-        measured,
-        name_problem,
-        place_setup,
-        server_cmd_problem,
-        write_folder,
-    )
-    from live.progress import InputError, parse_counts, parse_tokens
-    from schemas.models import Setup
+def refuse(problems: list[str]) -> int:
+    """Print every problem as an error line (escaped for the terminal) and give the usage exit status, 2."""
+    from ingest.errors import safe
+
+    for problem in problems:
+        print(f"error: {safe(problem)}", file=sys.stderr)
+    return 2
+
+
+def setup_input(args: argparse.Namespace) -> object:
+    """The setup options given (live.settings.SetupSettings) as live.measure.SetupInput."""
+    from dataclasses import fields
+
+    from live.measure import SetupInput
+
+    return SetupInput(**{f.name: getattr(args, f.name) for f in fields(SetupInput) if hasattr(args, f.name)})
+
+
+def ingest_folder(run_dir: Path, db: str) -> int:
+    """Load the setup folder of ``run_dir`` into ``db``; 0, or 1 with the errors printed."""
+    from benchcards.db import DatabaseError
+    from ingest import IngestError, ingest_paths
+    from ingest.errors import safe
+
+    try:
+        report = ingest_paths([run_dir.parent.parent], Path(db))
+    except IngestError as exc:
+        print("\n".join(safe(e) for e in exc.errors), file=sys.stderr)
+        return 1
+    except DatabaseError as exc:
+        print(f"error: {safe(exc)}", file=sys.stderr)
+        return 1
+    print(safe(f"ingested into {db}: {report.text()}"))
+    return 0
+
+
+def speed_config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
+    """(the MeasureConfig of the target and speed options, problems one line each)."""
+    from live.measure import MeasureConfig
+    from live.settings import SpeedSettings, TargetSettings, build, from_args
+
+    target, problems = from_args(TargetSettings, args)
+    speed, more = from_args(SpeedSettings, args)
+    if problems or more:
+        return None, problems + more
+    return build(MeasureConfig, {**target, **speed})
+
+
+def _measure_inputs(args: argparse.Namespace) -> tuple[object | None, object | None, list[str]]:
+    """(config, the --setup-file's Setup, problems): everything checked before anything is sent."""
+    from live.measure import hardware_problems, name_problem, server_cmd_problem
 
     problems = [] if args.setup_file else hardware_problems(args.gpu, args.vram_gib)
     problems += [p for p in (name_problem(args.title, "--title"), name_problem(args.engine, "--engine"),
                              name_problem(args.engine_version, "--engine-version"),
                              name_problem(args.model_name, "--model-name"), name_problem(args.quant, "--quant"),
                              server_cmd_problem(args.server_cmd, "--server-cmd")) if p]
-    try:
-        depths = parse_tokens(args.prefill_depths, "--prefill-depths")
-        levels = parse_counts(args.conc_levels, "--conc-levels")
-        ctx_depths = parse_tokens(args.ctx_depths, "--ctx-depths")
-        agent_tokens = parse_tokens(args.agent_tokens, "--agent-tokens")
-    except InputError as exc:
-        problems.append(str(exc))
-    if problems:
-        for problem in problems:
-            print(f"error: {safe(problem)}", file=sys.stderr)
-        return 2
-    try:
-        cfg = MeasureConfig(
-            base_url=args.base_url, model=args.model, parts=tuple(p.strip() for p in args.parts.split(",")),
-            prompt_ids=tuple(args.prompts.split(",")), runs=args.runs, warmups=args.warmups,
-            max_tokens=args.max_tokens, min_decode_tokens=args.min_decode_tokens,
-            prefill_depths=depths, prefill_runs=args.prefill_runs,
-            conc_levels=levels, conc_rounds=args.conc_rounds, conc_max_tokens=args.conc_max_tokens,
-            l1_max_tokens=args.l1_max_tokens, ctx_depths=ctx_depths, ctx_runs=args.ctx_runs,
-            ctx_max_tokens=args.ctx_max_tokens, thinking={"on": True, "off": False, "auto": None}[args.thinking],
-            read_timeout=args.timeout, allow_remote=args.allow_remote, min_decode_tps=args.min_decode_tps,
-            min_prefill_tps=args.min_prefill_tps, agent_turns=args.agent_turns,
-            agent_tokens=agent_tokens[0] if len(agent_tokens) == 1 else -1, agent_max_tokens=args.agent_max_tokens,
-            agent_endpoints=tuple(e.strip() for e in args.agent_endpoints.split(",") if e.strip()))
-    except ValueError as exc:
-        print(f"error: {safe(exc)}", file=sys.stderr)
-        return 2
-    from benchcards import fmt
-
+    cfg, more = speed_config(args)
+    if problems or more:
+        return None, None, problems + more
     base, early = setup_problems(args)
-    for problem in early:
-        print(f"error: {safe(problem)}", file=sys.stderr)
-    if early:
-        return 2
+    return cfg, base, early
+
+
+def _print_step(e: object) -> None:
+    """A progress line of the run: a bar, the step, its figures named as on the card, and warnings."""
+    from benchcards import fmt
+    from ingest.errors import safe
+    from live.measure import Event, figures_text
+
+    e = cast(Event, e)
+    if e.kind == "info" and e.reason:
+        print(f"warning: {safe(e.reason)}", file=sys.stderr, flush=True)
+    if e.kind != "step":
+        return
     width = 30
+    filled = int(width * e.done / max(1, e.total))
+    # the step's figures named and defined as on the card (benchcards.metrics), plus the server's own
+    rate = f" {figures_text(e.figures)}" if e.figures else ""
+    if e.server_decode_tps:
+        rate += f" (server's own decode {fmt.metric('server_decode', e.server_decode_tps)})"
+    why = f" — {e.reason}" if e.reason else ""
+    print(safe(f"[{'#' * filled}{'.' * (width - filled)}] {e.done}/{e.total} {e.label}: {e.status}{rate}{why}"),
+          file=sys.stderr, flush=True)
 
-    def progress(e: Event) -> None:
-        if e.kind == "info" and e.reason:
-            print(f"warning: {safe(e.reason)}", file=sys.stderr, flush=True)
-        if e.kind != "step":
-            return
-        filled = int(width * e.done / max(1, e.total))
-        # the step's figures named and defined as on the card (benchcards.metrics), plus the server's own
-        rate = f" {figures_text(e.figures)}" if e.figures else ""
-        if e.server_decode_tps:
-            rate += f" (server's own decode {fmt.metric('server_decode', e.server_decode_tps)})"
-        why = f" — {e.reason}" if e.reason else ""
-        print(safe(f"[{'#' * filled}{'.' * (width - filled)}] {e.done}/{e.total} {e.label}: {e.status}{rate}{why}"),
-              file=sys.stderr, flush=True)
 
-    stop = threading.Event()
+def _run_measure(cfg: object, stop: threading.Event) -> tuple | int:
+    """Measure with Ctrl-C as the page's Stop (a second one quits): the results, or an exit status."""
+    from ingest.errors import safe
+    from live.client import NotLoopback
+    from live.measure import MeasureConfig, ServerLocked, measure
+
     previous = signal.getsignal(signal.SIGINT)
 
     def interrupt(signum: int, frame: object) -> None:  # the first Ctrl-C stops the run like the page's Stop
@@ -178,7 +193,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if in_main:
         signal.signal(signal.SIGINT, interrupt)
     try:
-        contract, info, log = measure(cfg, progress, stop)
+        return measure(cast(MeasureConfig, cfg), _print_step, stop)
     except (NotLoopback, ServerLocked) as exc:
         print(f"error: {safe(exc)}", file=sys.stderr)
         return 2
@@ -188,6 +203,22 @@ def cmd_measure(args: argparse.Namespace) -> int:
     finally:
         if in_main:
             signal.signal(signal.SIGINT, previous)
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    from benchcards.card import step_name
+    from ingest.errors import safe  # what a server (or an option) holds is escaped before it reaches a terminal
+    from live.measure import MeasureConfig, SetupInput, build_setup, measured, place_setup, write_folder
+    from schemas.models import Setup
+
+    cfg, base, problems = _measure_inputs(args)
+    if problems or cfg is None:
+        return refuse(problems)
+    stop = threading.Event()
+    result = _run_measure(cfg, stop)
+    if isinstance(result, int):
+        return result
+    contract, info, log = result
     if not measured(contract):
         # nothing was measured: write nothing (a folder would become a setup with no figures)
         print(f"error: nothing measured, nothing written: "
@@ -196,12 +227,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
             if p.status != "ok" and p.reason:
                 print(safe(f"part {p.part} {p.status}: {p.reason}"), file=sys.stderr)
         return 1
-    setup = build_setup(SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, gpu_count=args.gpu_count,
-                                   vram_gib=args.vram_gib, cpu=args.cpu, ram_gib=args.ram_gib,
-                                   engine=args.engine, engine_version=args.engine_version,
-                                   model_name=args.model_name, quant=args.quant,
-                                   model_repo=args.model_repo, server_cmd=args.server_cmd, notes=args.notes,
-                                   measured_by=args.measured_by), info, cfg, cast("Setup | None", base))
+    setup = build_setup(cast(SetupInput, setup_input(args)), info, cast(MeasureConfig, cfg), cast("Setup | None", base))
     extra = [(Path(f), "server log (stdout and stderr of the server during the run)") for f in args.server_log]
     extra += [(Path(f), "file attached by the person measuring") for f in args.attach]
     try:
@@ -213,24 +239,11 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if placed:
         print(f"note: {safe(placed)}", file=sys.stderr)
     print(f"wrote {safe(run_dir)}")
-    from benchcards.card import step_name
-
     for p in contract.parts:
         if p.status != "ok":
             print(safe(f"{step_name(p.part)}: {p.status} — {p.reason}"), file=sys.stderr)
-    if args.ingest:
-        from benchcards.db import DatabaseError
-        from ingest import IngestError, ingest_paths
-
-        try:
-            report = ingest_paths([run_dir.parent.parent], Path(args.db))
-        except IngestError as exc:
-            print("\n".join(safe(e) for e in exc.errors), file=sys.stderr)
-            return 1
-        except DatabaseError as exc:
-            print(f"error: {safe(exc)}", file=sys.stderr)
-            return 1
-        print(safe(f"ingested into {args.db}: {report.text()}"))
+    if args.ingest and ingest_folder(run_dir, args.db):
+        return 1
     if stop.is_set():
         return 130
     return 0 if info.reachable and any(p.status == "ok" for p in contract.parts) else 1
@@ -266,88 +279,27 @@ def cmd_tiny(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    from benchcards.paths import DEFAULT_DB, LOCAL, shown
-    from live.demo_server import DemoConfig
-    from live.measure import MeasureConfig
+def add_measure_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``measure`` subcommand: every option from the settings models (live.settings)."""
+    from live.settings import OutputSettings, SetupSettings, SpeedSettings, TargetSettings, add_options
 
-    d = MeasureConfig()
-    dd = DemoConfig()
-    parser = argparse.ArgumentParser(prog="python -m live", description="Measure a local OpenAI-compatible "
-                                     "server (llama-server first) the benchcards way.")
-    sub = parser.add_subparsers(dest="command", required=True)
     m = sub.add_parser("measure", help="measure a running server and write a raw setup folder",
                        description="Measure decode, prefill at depth, requests at once, a long answer and long "
                        "prompts of a running server; write a raw setup folder that `python -m ingest` accepts.",
-                       epilog=MEASURE_EPILOG, formatter_class=HelpFormatter)
-    m.add_argument("--base-url", default=d.base_url, help=f"server address (default {d.base_url})")
-    m.add_argument("--model", help="model id to send (default: the server's first model)")
-    m.add_argument("--parts", default=",".join(d.parts), help="comma list of decode,prefill,conc,l1,ctx,agent")
-    m.add_argument("--prompts", default=",".join(d.prompt_ids), help="decode prompts (code,prose)")
-    m.add_argument("--runs", type=int, default=d.runs, help="decode runs per prompt")
-    m.add_argument("--warmups", type=int, default=d.warmups, help="warm-up requests per prompt (not counted)")
-    m.add_argument("--max-tokens", type=int, default=d.max_tokens, help="output tokens per decode run")
-    m.add_argument("--min-decode-tokens", type=int, default=d.min_decode_tokens,
-                   help="a decode run shorter than this is invalid and fails its step")
-    m.add_argument("--prefill-depths", default=",".join(map(str, d.prefill_depths)),
-                   help="prompt tokens per prefill step, e.g. 2048,8192 or 2K,8K (K = 1,024)")
-    m.add_argument("--prefill-runs", type=int, default=d.prefill_runs, help="requests per prefill depth")
-    m.add_argument("--conc-levels", default=",".join(map(str, d.conc_levels)), help="requests at once")
-    m.add_argument("--conc-rounds", type=int, default=d.conc_rounds, help="rounds per level")
-    m.add_argument("--conc-max-tokens", type=int, default=d.conc_max_tokens, help="tokens per concurrent request")
-    m.add_argument("--l1-max-tokens", type=int, default=d.l1_max_tokens, help="limit of the long answer")
-    m.add_argument("--ctx-depths", default=",".join(map(str, d.ctx_depths)),
-                   help="long-prompt depths in tokens, e.g. 16K,32K (K = 1,024)")
-    m.add_argument("--ctx-runs", type=int, default=d.ctx_runs, help="runs per prompt per long-prompt depth")
-    m.add_argument("--ctx-max-tokens", type=int, default=d.ctx_max_tokens, help="tokens per long-prompt run")
-    m.add_argument("--agent-turns", type=int, default=d.agent_turns, help="agent part: turns per conversation")
-    m.add_argument("--agent-tokens", default=str(d.agent_tokens),
-                   help="agent part: prompt tokens the conversation grows to by its last turn (e.g. 32K)")
-    m.add_argument("--agent-max-tokens", type=int, default=d.agent_max_tokens, help="agent part: tokens per answer")
-    m.add_argument("--agent-endpoints", default=",".join(d.agent_endpoints),
-                   help="agent part: chat (/v1/chat/completions) and/or messages (/v1/messages)")
-    m.add_argument("--thinking", choices=["on", "off", "auto"], default="off",
-                   help="send enable_thinking through the chat template (llama-server); auto sends nothing")
-    m.add_argument("--timeout", type=float, default=d.read_timeout, help="longest silence inside a response, s")
-    m.add_argument("--min-decode-tps", type=float, default=d.min_decode_tps,
-                   help="slowest decode accepted, tok/s: a request fails once it has taken 60 s + its prompt at "
-                   "--min-prefill-tps + max_tokens at this rate, so a server that never stops cannot hang the run "
-                   f"(default {d.min_decode_tps:g})")
-    m.add_argument("--min-prefill-tps", type=float, default=d.min_prefill_tps,
-                   help=f"slowest prompt processing accepted, tok/s (default {d.min_prefill_tps:g})")
-    m.add_argument("--allow-remote", action="store_true", help="allow a target that is not on this machine")
-    m.add_argument("--out", default=str(LOCAL), help=f"folder for the raw setup folder (default {shown(LOCAL)})")
-    m.add_argument("--ingest", action="store_true", help="load the folder into the database afterwards")
-    m.add_argument("--db", default=str(DEFAULT_DB), help="database for --ingest")
-    g = m.add_argument_group("the setup (what the server cannot tell)")
-    g.add_argument("--setup-file", help="a setup.json to use as is")
-    g.add_argument("--setup-id", help="setup id (default: from the title)")
-    g.add_argument("--title", help="title of the setup")
-    g.add_argument("--gpu", help="GPU name, e.g. \"RTX 4090\" (needs --vram-gib); 'cpu' for a machine without "
-                   "a GPU. Required unless --setup-file is given")
-    g.add_argument("--gpu-count", type=int, default=1, help="number of GPUs")
-    g.add_argument("--vram-gib", type=float, help="memory of one GPU, GiB (required with a GPU name: the "
-                   "hardware tier comes from it)")
-    g.add_argument("--cpu", help="CPU model")
-    g.add_argument("--ram-gib", type=float, help="system RAM, GiB")
-    g.add_argument("--engine", help="engine name (default: llama.cpp for llama-server)")
-    g.add_argument("--engine-version", help="engine version (default: from the server's build info)")
-    g.add_argument("--model-name", help="model name (default: from the server)")
-    g.add_argument("--quant", help="quantisation, e.g. Q4_K_M")
-    g.add_argument("--model-repo", help="model repository")
-    g.add_argument("--server-cmd", help="the exact server command line")
-    g.add_argument("--notes", help="free-text notes")
-    g.add_argument("--measured-by", help="who measured")
-    g.add_argument("--server-log", action="append", default=[], metavar="FILE",
-                   help="the server's log of the run, copied into the run folder as an attachment (repeatable)")
-    g.add_argument("--attach", action="append", default=[], metavar="FILE",
-                   help="any other file to keep with the run (repeatable; at most 16 MiB each)")
+                       epilog=MEASURE_EPILOG + EXIT_CODES, formatter_class=HelpFormatter)
+    add_options(m, TargetSettings, skip=("allow_remote",))
+    add_options(m, SpeedSettings)
+    add_options(m, TargetSettings, only=("allow_remote",))
+    add_options(m, OutputSettings, defaults=OutputSettings.defaults())
+    add_options(m.add_argument_group("the setup (what the server cannot tell)"), SetupSettings)
     m.set_defaults(func=cmd_measure)
-    m.epilog = (m.epilog or "") + EXIT_CODES
-    from live.quality_cli import add_quality_parser
+    return m
 
-    add_quality_parser(sub, HelpFormatter, g, {"out": str(LOCAL), "db": str(DEFAULT_DB)})
 
+def add_demo_parser(sub: argparse._SubParsersAction) -> None:
+    from live.demo_server import DemoConfig
+
+    dd = DemoConfig()
     s = sub.add_parser("demo-server", help="run a llama-server look-alike with configurable timing",
                        description="An OpenAI-compatible streaming server that behaves like llama-server, with "
                        "exact configured rates. For trying the Run live page without a GPU, and for tests.",
@@ -387,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--refuse-above", type=int, help="fail to load above this context with llama.cpp's own lines")
     s.set_defaults(func=cmd_demo)
 
+
+
+def add_tiny_parser(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("tiny-gguf", help="write a tiny random-weight llama GGUF (for tests with a real engine)",
                        description="Write a tiny llama-architecture GGUF with random weights and a chat template, "
                        "so llama.cpp engines can load it: with a small built-in vocabulary, or with the real Llama 3 "
@@ -404,13 +359,28 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--eager-eos", action="store_true",
                    help="the model ends every answer after one token unless ignore_eos is sent")
     t.set_defaults(func=cmd_tiny)
-    from live.fit_cli import add_parser as add_fit_parser
 
-    add_fit_parser(sub, HelpFormatter)
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m live`` with every subcommand."""
+    from live.fit_cli import add_parser as add_fit_parser
+    from live.quality_cli import add_quality_parser
     from live.sweep_cli import add_parser as add_sweep_parser
 
+    parser = argparse.ArgumentParser(prog="python -m live", description="Measure a local OpenAI-compatible "
+                                     "server (llama-server first) the benchcards way.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_measure_parser(sub)
+    add_quality_parser(sub, HelpFormatter)
+    add_demo_parser(sub)
+    add_tiny_parser(sub)
+    add_fit_parser(sub, HelpFormatter)
     add_sweep_parser(sub, HelpFormatter)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 

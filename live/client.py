@@ -72,8 +72,8 @@ MAX_SSE_LINE = 256 << 10
 EXTRA_EVENTS = 16
 #: the slowest rates a measurement accepts, for the per-request deadline: decode tokens/s and prompt tokens/s
 #: (CPU-only runs of large models reach about 1-3 tok/s decode and tens of tok/s prefill)
-MIN_DECODE_TPS = 1.0
-MIN_PREFILL_TPS = 20.0
+from live.settings import MIN_DECODE_TPS, MIN_PREFILL_TPS  # noqa: E402  (declared with the settings)
+
 #: fixed part of every deadline, s: connecting, a model waking up, a request waiting for a free slot
 DEADLINE_BASE_S = 60.0
 #: a prompt's tokens are taken as at most one per this many characters for its deadline (real BPE: about 4

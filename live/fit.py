@@ -30,12 +30,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ConfigDict, Field
+
 from benchcards import stats
 from live import launcher, memsample
 from live.client import STOPPED, get_json
 from live.engine_log import EngineLog
 from live.launcher import NotReady, ServerTemplate
 from live.measure import MeasureConfig, Runner, ServerInfo, SetupInput, build_setup, probe, slug
+from live.settings import FIT_MEMORY, FitSettings
 from schemas.models import (
     SCHEMA_VERSION,
     Attachment,
@@ -47,30 +50,20 @@ from schemas.models import (
 )
 
 GIB = 1024.0  # MiB per GiB
-DEFAULT_SIZES = (4096, 8192, 16384, 32768, 65536, 131072, 262144)
 TOOL = "benchcards live 0.1.0 (fit)"
 
 
-@dataclass
-class FitConfig:
-    """What the memory test runs."""
+class FitConfig(FitSettings):
+    """What the memory test runs: ``live.settings.FitSettings`` (declared once, with the command line) plus what
+    only a caller sets. ``problems()`` says what is wrong, one line per option."""
 
-    server_cmd: str | list[str] = ""
-    sizes: tuple[int, ...] = DEFAULT_SIZES
-    fill_pct: float = 95.0
-    max_tokens: int = 96
-    keep_going: bool = False
-    allow_remote: bool = False
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
     host: str = "127.0.0.1"
-    add_verbosity: bool = True
-    load_timeout_s: float = 900.0
-    read_timeout_s: float = 300.0
     grace_s: float = launcher.DEFAULT_GRACE_S
-    memory: str = "auto"  # auto | nvml | nvidia-smi | none (the process tree is always read)
-    gpu_indices: tuple[int, ...] | None = None
     sample_interval_s: float = memsample.INTERVAL_S
     thinking: bool | None = False
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
 
     def template(self) -> ServerTemplate:
         """The parsed command (raises launcher.TemplateError naming the problem)."""
@@ -88,7 +81,7 @@ class FitConfig:
             out.append(f"--fill: {self.fill_pct:g} is not a share from 1 to 100 %")
         if not 1 <= self.max_tokens <= 65536:
             out.append(f"--max-tokens: {self.max_tokens} is not from 1 to 65,536")
-        if self.memory not in ("auto", "nvml", "nvidia-smi", "none"):
+        if self.memory not in FIT_MEMORY:
             out.append(f"--memory: {self.memory!r}; choose auto, nvml, nvidia-smi or none")
         try:
             t = self.template()

@@ -24,24 +24,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import httpx
-from pydantic import TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from benchcards import __version__, stats
 from benchcards.locks import LockBusy, file_lock
 from benchcards.summarize import depth_problem
 from live.client import (
     CHARS_PER_PROMPT_TOKEN,
-    MIN_DECODE_TPS,
-    MIN_PREFILL_TPS,
     STOPPED,
     Cancel,
     Limits,
     StreamResult,
-    Target,
     check_target,
     clock,
     get_json,
@@ -52,6 +49,8 @@ from live.client import (
     stream_many,
 )
 from live.prompts import TASKS, BuiltPrompt, PromptBuilder
+from live.settings import LIVE_SAMPLING, Rate, SettingsError, SpeedSettings, TargetSettings, error_lines
+from live.settings import PARTS as PARTS  # the parts, for the callers of live.measure
 from schemas import ids
 from schemas.models import (
     NAME_MAX,
@@ -73,91 +72,23 @@ from schemas.models import (
     SpeedPart,
 )
 
-PARTS = ("decode", "prefill", "conc", "l1", "ctx", "agent")
 
+class MeasureConfig(TargetSettings, SpeedSettings):
+    """What to measure and how: the target and the speed settings (``live.settings``, where each is declared
+    once with its command-line form, default and bounds) plus what only a caller sets. Bad values raise
+    ValueError, one clause per field, before anything is sent."""
 
-@dataclass
-class MeasureConfig:
-    """What to measure and how."""
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), arbitrary_types_allowed=True)
 
-    base_url: str = "http://127.0.0.1:8080"
-    model: str | None = None
-    parts: tuple[str, ...] = ("decode", "prefill", "conc")
-    prompt_ids: tuple[str, ...] = ("code", "prose")
-    runs: int = 2
-    warmups: int = 1
-    max_tokens: int = 512
-    min_decode_tokens: int = 256
-    prefill_depths: tuple[int, ...] = (2048, 8192, 32768)
-    prefill_runs: int = 3
-    prefill_max_tokens: int = 16
-    conc_levels: tuple[int, ...] = (1, 2, 4, 8)
-    conc_rounds: int = 2
-    conc_max_tokens: int = 512
-    l1_max_tokens: int = 4096
-    ctx_depths: tuple[int, ...] = (16384, 32768, 65536, 131072)
-    ctx_runs: int = 2
-    ctx_max_tokens: int = 512
-    agent_turns: int = 10  # agent part (live.agent): turns per conversation,
-    agent_tokens: int = 32768  # prompt tokens it grows to by the last turn,
-    agent_max_tokens: int = 16  # output tokens per turn,
-    agent_endpoints: tuple[str, ...] = ("chat", "messages")  # APIs: /v1/chat/completions, /v1/messages
-    sampling: dict = field(default_factory=lambda: {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42})
-    thinking: bool | None = False
+    sampling: dict = Field(default_factory=lambda: dict(LIVE_SAMPLING))
     ignore_eos: bool | None = None  # None: send it when the server is llama-server
-    connect_timeout: float = 5.0
-    read_timeout: float = 60.0  # longest silence allowed inside a response
-    allow_remote: bool = False
-    #: the slowest rates accepted: a request gets 60 s + prompt / min_prefill_tps + max_tokens / min_decode_tps
-    #: to finish (live.client.Limits), so a server that streams forever or trickles cannot hang the run
-    min_decode_tps: float = MIN_DECODE_TPS
-    min_prefill_tps: float = MIN_PREFILL_TPS
+    connect_timeout: Rate = 5.0
 
-    def __post_init__(self) -> None:
-        bad = [p for p in self.parts if p not in PARTS]
-        if bad:
-            raise ValueError(f"unknown part(s) {bad}; choose from {', '.join(PARTS)}")
-        Target.parse(self.base_url)  # http:// only (raises ValueError with the reason)
-        problems = config_problems(self)
-        if problems:
-            raise ValueError("; ".join(problems))
-
-
-_POSITIVE = ("runs", "max_tokens", "prefill_runs", "prefill_max_tokens", "conc_rounds", "conc_max_tokens",
-             "l1_max_tokens", "ctx_runs", "ctx_max_tokens", "agent_turns", "agent_tokens", "agent_max_tokens")
-_COUNTS = ("warmups", "min_decode_tokens")
-_LISTS = ("prefill_depths", "conc_levels", "ctx_depths")
-_RATES = ("connect_timeout", "read_timeout", "min_decode_tps", "min_prefill_tps")
-
-
-def config_problems(cfg: MeasureConfig) -> list[str]:
-    """What is wrong with a configuration, one line per field (empty when it can run).
-
-    Checked before anything is sent, so no measurement is lost to a bad argument: depths, levels, runs and
-    token limits are whole numbers >= 1 (warm-ups and the decode minimum may be 0), times and rates > 0.
-    """
-    out: list[str] = []
-    for name in _POSITIVE + _COUNTS:
-        v = getattr(cfg, name)
-        low = 1 if name in _POSITIVE else 0
-        if isinstance(v, bool) or not isinstance(v, int) or v < low or v > 2**31 - 1:
-            out.append(f"{name.replace('_', '-')}: {v!r} is not a whole number >= {low}")
-    for name in _LISTS:
-        bad = [v for v in getattr(cfg, name) if isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 2**31]
-        if bad:
-            out.append(f"{name.replace('_', '-')}: {', '.join(map(str, bad))} — every value must be a whole "
-                       "number >= 1")
-    unknown = [p for p in cfg.prompt_ids if p not in TASKS]
-    if unknown or not cfg.prompt_ids:
-        out.append(f"prompts: {', '.join(map(repr, unknown)) or 'none given'} — choose from {', '.join(TASKS)}")
-    bad_api = [e for e in cfg.agent_endpoints if e not in ("chat", "messages")]
-    if bad_api or not cfg.agent_endpoints:
-        out.append(f"agent-endpoints: {', '.join(bad_api) or 'none given'} — choose chat and/or messages")
-    for name in _RATES:
-        v = getattr(cfg, name)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
-            out.append(f"{name.replace('_', '-')}: {v!r} must be a number > 0")
-    return out
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise SettingsError(error_lines(exc, MeasureConfig)) from None
 
 
 @dataclass

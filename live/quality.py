@@ -27,6 +27,7 @@ from live.client import STOPPED, StreamResult, body_pieces, parse_stream, sse_ev
 from live.items import ItemFile, UserItem
 from live.measure import MeasureConfig, Runner, ServerInfo, ServerLocked, probe, server_lock, slug
 from live.scoring import score, split_thinking
+from live.settings import QUALITY_MAX_TOKENS, QualitySettings, TargetSettings
 from schemas import ids
 from schemas.models import (
     ANSWER_MAX,
@@ -47,11 +48,13 @@ __all__ = [
     "ServerLocked",
     "build_questions",
     "parse_max_tokens",
+    "quality_config",
     "run_quality",
     "write_quality_folder",
 ]
 
-DEFAULT_MAX_TOKENS = 1024
+DEFAULT_MAX_TOKENS = QUALITY_MAX_TOKENS
+_DEFAULTS = QualitySettings()
 TestStatus = Literal["ok", "failed", "repeated", "skipped", "stopped"]
 TOOL = "benchcards live quality 0.1.0"
 
@@ -60,16 +63,17 @@ TOOL = "benchcards live quality 0.1.0"
 class QualityConfig:
     """What to ask and how."""
 
-    base_url: str = "http://127.0.0.1:8080"
+    # the defaults are live.settings' (TargetSettings, QualitySettings), which also give the command line
+    base_url: str = TargetSettings().base_url
     model: str | None = None
     tests: tuple[gen.TestSpec, ...] = ()
     item_files: tuple[ItemFile, ...] = ()
-    thinking: bool | None = False
+    thinking: bool | None = _DEFAULTS.thinking
     max_tokens: dict[str, int] = field(default_factory=dict)  # test id or kind -> answer limit
     default_max_tokens: int = DEFAULT_MAX_TOKENS
-    in_flight: int = 4
-    seed: int = 0
-    read_timeout: float = 120.0
+    in_flight: int = _DEFAULTS.in_flight
+    seed: int = _DEFAULTS.seed
+    read_timeout: float = _DEFAULTS.read_timeout
     allow_remote: bool = False
     sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "top_k": 1})
 
@@ -89,6 +93,38 @@ class QualityConfig:
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
             raise ValueError(f"test {', '.join(dup)} asked twice (two item files of the same name?)")
+
+
+def quality_config(settings: QualitySettings, target: TargetSettings) -> tuple[QualityConfig | None, list[str]]:
+    """The run's configuration from the settings as typed (tests parsed, item files read), or None and every
+    problem, one line each (naming the option)."""
+    from live.generators import SpecError, parse_tests
+    from live.items import ItemFileError, read_item_file
+
+    problems: list[str] = []
+    specs: list = []
+    files: list = []
+    try:
+        specs = parse_tests(settings.tests)
+    except SpecError as exc:
+        problems.append(str(exc))
+    for name in settings.items:
+        try:
+            files.append(read_item_file(Path(name)))
+        except ItemFileError as exc:
+            problems.extend(exc.errors)
+        except OSError as exc:
+            problems.append(f"--items {name}: {exc.strerror or exc}")
+    try:
+        default, per = parse_max_tokens(list(settings.max_tokens))
+        if problems:
+            return None, problems
+        return QualityConfig(base_url=target.base_url, model=target.model, tests=tuple(specs), item_files=tuple(files),
+                             thinking=settings.thinking, max_tokens=per, default_max_tokens=default or DEFAULT_MAX_TOKENS,
+                             in_flight=settings.in_flight, seed=settings.seed, read_timeout=settings.read_timeout,
+                             allow_remote=target.allow_remote, sampling={"temperature": settings.temperature}), []
+    except ValueError as exc:
+        return None, [*problems, str(exc)]
 
 
 def parse_max_tokens(values: list[str]) -> tuple[int | None, dict[str, int]]:

@@ -29,73 +29,37 @@ exit status:
 """
 
 
-def add_quality_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFormatter],
-                       setup_group: argparse._ArgumentGroup, defaults: dict[str, str]) -> None:
-    """The ``quality`` subcommand; the setup options are the very ones of ``measure`` (``setup_group``)."""
-    from live.quality import DEFAULT_MAX_TOKENS
+def add_quality_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFormatter]) -> None:
+    """The ``quality`` subcommand: its options from live.settings (the setup options are ``measure``'s)."""
+    from live.settings import OutputSettings, QualitySettings, SetupSettings, TargetSettings, add_options
 
     q = sub.add_parser("quality", help="ask a running server generated tests and your item files; write a "
                        "quality contract", description="Long-context retrieval at an exact depth, short reasoning "
                        "with exact answers, and your own JSONL item files (never downloaded), scored with their "
                        "thinking kept apart; writes a raw setup folder with a quality contract that "
                        "`python -m ingest` accepts.", epilog=QUALITY_EPILOG, formatter_class=formatter)
-    q.add_argument("--base-url", default="http://127.0.0.1:8080", help="server address")
-    q.add_argument("--model", help="model id to send (default: the server's first model)")
-    q.add_argument("--tests", default="", help="generated tests, e.g. needle:8K,needle:32K,vartrack:8K,words:8K,"
-                   "arith:200,dates:50,logic:50 (long-context: depth[:items], K = 1,024; short: items)")
-    q.add_argument("--items", action="append", default=[], metavar="FILE.jsonl",
-                   help="your own item file (repeatable; docs/definitions.md#item-files)")
-    q.add_argument("--thinking", choices=["on", "off", "auto"], default="off",
-                   help="send enable_thinking through the chat template (llama-server); auto sends nothing")
-    q.add_argument("--max-tokens", action="append", default=[], metavar="N|TEST=N",
-                   help=f"answer limit: for every test, or per test id or kind (needle=64, items-mmlu=2048); "
-                   f"repeatable (default {DEFAULT_MAX_TOKENS})")
-    q.add_argument("--in-flight", type=int, default=4, help="requests at once")
-    q.add_argument("--seed", type=int, default=0, help="seed of the generated items and of sampling")
-    q.add_argument("--temperature", type=float, default=0.0, help="sampling temperature sent")
-    q.add_argument("--timeout", type=float, default=120.0, help="longest silence inside a response, s")
-    q.add_argument("--allow-remote", action="store_true", help="allow a target that is not on this machine")
-    q.add_argument("--out", default=defaults["out"], help="folder for the raw setup folder")
-    q.add_argument("--ingest", action="store_true", help="load the folder into the database afterwards")
-    q.add_argument("--db", default=defaults["db"], help="database for --ingest")
-    g = q.add_argument_group(setup_group.title)
-    for action in setup_group._group_actions:
-        if action.dest not in ("server_log", "attach"):
-            g._add_action(action)
-    q.set_defaults(func=cmd_quality, server_log=[], attach=[])
+    add_options(q, TargetSettings, skip=("allow_remote",))
+    add_options(q, QualitySettings)
+    add_options(q, TargetSettings, only=("allow_remote",))
+    add_options(q, OutputSettings, defaults=OutputSettings.defaults())
+    add_options(q.add_argument_group("the setup (what the server cannot tell)"), SetupSettings,
+                skip=("server_log", "attach"))
+    q.set_defaults(func=cmd_quality)
 
 
 def _config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
-    from live.generators import SpecError, parse_tests
-    from live.items import ItemFileError, read_item_file
-    from live.quality import DEFAULT_MAX_TOKENS, QualityConfig, parse_max_tokens
+    from live.quality import quality_config
+    from live.settings import QualitySettings, TargetSettings, build, from_args
 
-    problems: list[str] = []
-    specs: list = []
-    files: list = []
-    try:
-        specs = parse_tests(args.tests)
-    except SpecError as exc:
-        problems.append(str(exc))
-    for name in args.items:
-        try:
-            files.append(read_item_file(Path(name)))
-        except ItemFileError as exc:
-            problems.extend(exc.errors)
-        except OSError as exc:
-            problems.append(f"--items {name}: {exc.strerror or exc}")
-    try:
-        default, per = parse_max_tokens(args.max_tokens)
-        if problems:
-            return None, problems
-        cfg = QualityConfig(base_url=args.base_url, model=args.model, tests=tuple(specs), item_files=tuple(files),
-                            thinking={"on": True, "off": False, "auto": None}[args.thinking], max_tokens=per,
-                            default_max_tokens=default or DEFAULT_MAX_TOKENS, in_flight=args.in_flight,
-                            seed=args.seed, read_timeout=args.timeout, allow_remote=args.allow_remote,
-                            sampling={"temperature": args.temperature})
-    except ValueError as exc:
-        return None, [*problems, str(exc)]
-    return cfg, problems
+    values, problems = from_args(QualitySettings, args)
+    target_values, more = from_args(TargetSettings, args)
+    settings, bad = build(QualitySettings, values)
+    target, bad_target = build(TargetSettings, target_values)
+    problems += more + bad + bad_target
+    if settings is None or target is None:
+        return None, problems
+    cfg, more = quality_config(settings, target)
+    return cfg, problems + more
 
 
 def _progress(e: object) -> None:
@@ -108,7 +72,7 @@ def _progress(e: object) -> None:
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
-    from live.__main__ import setup_problems
+    from live.__main__ import ingest_folder, refuse, setup_input, setup_problems
     from live.client import NotLoopback
     from live.measure import SetupInput, build_setup, hardware_problems, name_problem
     from live.quality import QualityConfig, ServerLocked, run_quality, write_quality_folder
@@ -120,9 +84,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
     base, early = setup_problems(args)
     problems += more + early
     if problems or cfg is None:
-        for p in problems:
-            print(f"error: {p}", file=sys.stderr)
-        return 2
+        return refuse(problems)
     cfg = cast(QualityConfig, cfg)
     stop = threading.Event()
     previous = signal.getsignal(signal.SIGINT)
@@ -157,11 +119,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
 
     mcfg = MeasureConfig(base_url=cfg.base_url, thinking=cfg.thinking, allow_remote=cfg.allow_remote,
                          sampling={**cfg.sampling, "seed": cfg.seed})
-    setup = build_setup(SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, gpu_count=args.gpu_count,
-                                   vram_gib=args.vram_gib, cpu=args.cpu, ram_gib=args.ram_gib, engine=args.engine,
-                                   engine_version=args.engine_version, model_name=args.model_name, quant=args.quant,
-                                   model_repo=args.model_repo, server_cmd=args.server_cmd, notes=args.notes,
-                                   measured_by=args.measured_by), info, mcfg, cast("Setup | None", base))
+    setup = build_setup(cast(SetupInput, setup_input(args)), info, mcfg, cast("Setup | None", base))
     try:
         run_dir = write_quality_folder(Path(args.out), setup, contract, log)
     except (OSError, ValueError) as exc:
@@ -174,19 +132,8 @@ def cmd_quality(args: argparse.Namespace) -> int:
         s, _ = quality_test(t)
         if s is not None:
             print(f"{t.test}: {s.right}/{s.n} right = {s.pct:.1f} % ± {s.margin_pp:.1f} (cut off {s.cut_off})")
-    if args.ingest:
-        from benchcards.db import DatabaseError
-        from ingest import IngestError, ingest_paths
-
-        try:
-            report = ingest_paths([run_dir.parent.parent], Path(args.db))
-        except IngestError as exc:
-            print("\n".join(exc.errors), file=sys.stderr)
-            return 1
-        except DatabaseError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        print(f"ingested into {args.db}: {report.text()}")
+    if args.ingest and ingest_folder(run_dir, args.db):
+        return 1
     if stop.is_set():
         return 130
     return 0 if all(t.status == "ok" for t in contract.tests) else 1

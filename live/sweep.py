@@ -27,10 +27,14 @@ from benchcards.summarize import speed_from_records
 from live import launcher
 from live.launcher import NotReady, ServerTemplate
 from live.measure import MeasureConfig, SetupInput, build_setup, measure, slug, write_folder
+from live.settings import SWEEP_SPEED, SweepSettings
 from schemas.models import SCHEMA_VERSION, Setup, SpeedContract, SweepBoot, SweepRecord, SweepVariant
 
 __all__ = ["BootEvent", "SweepConfig", "SweepResult", "Variant", "boot_figures", "differences", "grid",
            "parse_variant", "run_sweep", "write_sweep"]
+
+
+_DEFAULTS = SweepSettings()
 
 
 @dataclass(frozen=True)
@@ -89,10 +93,10 @@ class SweepConfig:
 
     server_cmd: str
     variants: list[Variant]
-    repeats: int = 3
-    ctx: int = 8192
-    measure: MeasureConfig = field(default_factory=lambda: MeasureConfig(parts=("decode",)))
-    load_timeout_s: float = 300.0
+    repeats: int = _DEFAULTS.repeats  # the defaults are live.settings' (SweepSettings), as on the command line
+    ctx: int = _DEFAULTS.ctx
+    measure: MeasureConfig = field(default_factory=lambda: MeasureConfig(**SWEEP_SPEED))
+    load_timeout_s: float = _DEFAULTS.load_timeout_s
     grace_s: float = launcher.DEFAULT_GRACE_S
     allow_remote: bool = False
 
@@ -242,7 +246,7 @@ def _one_boot(cfg: SweepConfig, t: ServerTemplate, v: Variant, r: int, k: int, l
                 return {**out, "status": "stopped", "reason": "stopped by the user while the server was loading"}
             return {**out, "status": "no_load", "reason": _load_failure(server, exc)[:2000]}
         emit(BootEvent(k, total, v.name, r, "measuring", pid=server.pid))
-        mcfg = replace(cfg.measure, base_url=server.base_url)
+        mcfg = cfg.measure.model_copy(update={"base_url": server.base_url})
         contract, info, client_log = measure(mcfg, stop=stop)
         ok = any(p.status == "ok" for p in contract.parts)
         status = "stopped" if stop.is_set() else "ok" if ok else "failed"

@@ -15,52 +15,38 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import cast
 
 __all__ = ["add_parser", "cmd_sweep", "difference_lines"]
 
 
 def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFormatter]) -> None:
-    from benchcards.paths import LOCAL, shown
-    from live.measure import MeasureConfig
+    """The ``sweep`` subcommand: its options from live.settings (SweepSettings, the speed settings each boot
+    measures with the sweep's defaults, and part of the setup options)."""
+    from live.settings import (
+        SWEEP_SPEED,
+        SWEEP_SPEED_FIELDS,
+        OutputSettings,
+        SetupSettings,
+        SpeedSettings,
+        SweepSettings,
+        add_options,
+    )
 
-    d = MeasureConfig()
     p = sub.add_parser("sweep", help="compare server settings on fresh boots, with a 95 %% interval on each difference",
                        description=__doc__, formatter_class=formatter)
-    p.add_argument("--server-cmd", required=True, help="the server command with {ctx} (and optionally {port}, "
-                   "{host}); each variant's arguments are added at its end")
-    p.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
-                   help="a variant (repeatable; the first is the baseline), e.g. \"q8_0 KV=-ctk q8_0 -ctv q8_0\"")
-    p.add_argument("--grid", action="append", default=[], metavar="FLAG=V1,V2",
-                   help="a grid axis from a comma list (repeatable): every combination is a variant, e.g. -t=1,2")
-    p.add_argument("--repeats", type=int, default=3, help="fresh boots per variant, interleaved A B A B …")
-    p.add_argument("--ctx", type=int, default=8192, help="context every boot is started with ({ctx})")
-    p.add_argument("--load-timeout", type=float, default=300.0, help="longest load of one boot, s")
-    p.add_argument("--parts", default="decode", help="parts measured on every boot (as measure: decode,prefill,"
-                                                      "conc,l1,ctx,agent)")
-    p.add_argument("--prompts", default=",".join(d.prompt_ids), help="decode prompts (code,prose)")
-    p.add_argument("--runs", type=int, default=d.runs, help="decode runs per prompt")
-    p.add_argument("--warmups", type=int, default=d.warmups, help="warm-up requests per prompt")
-    p.add_argument("--max-tokens", type=int, default=d.max_tokens, help="output tokens per decode run")
-    p.add_argument("--min-decode-tokens", type=int, default=d.min_decode_tokens, help="shortest valid decode run")
-    p.add_argument("--prefill-depths", default="2K", help="prefill depths (K = 1,024)")
-    p.add_argument("--prefill-runs", type=int, default=d.prefill_runs, help="requests per prefill depth")
-    p.add_argument("--conc-levels", default="1,2", help="requests at once")
-    p.add_argument("--conc-rounds", type=int, default=d.conc_rounds, help="rounds per level")
-    p.add_argument("--conc-max-tokens", type=int, default=128, help="tokens per concurrent request")
-    p.add_argument("--agent-turns", type=int, default=d.agent_turns, help="agent part: turns")
-    p.add_argument("--agent-tokens", type=int, default=d.agent_tokens, help="agent part: prompt tokens at the end")
-    p.add_argument("--timeout", type=float, default=d.read_timeout, help="longest silence inside a response, s")
-    p.add_argument("--allow-remote", action="store_true", help="allow a --host other than loopback")
-    p.add_argument("--out", default=str(LOCAL), help=f"folder for the setup folders (default {shown(LOCAL)})")
-    g = p.add_argument_group("the setup (what the server cannot tell; shared by every variant)")
-    g.add_argument("--setup-id", help="setup id prefix (each variant's id adds its name)")
-    g.add_argument("--title", help="title prefix (each variant's title adds its name)")
-    g.add_argument("--gpu", help="GPU name (needs --vram-gib), or 'cpu'")
-    g.add_argument("--vram-gib", type=float, help="memory of one GPU, GiB")
-    g.add_argument("--cpu", help="CPU model")
-    g.add_argument("--model-name", help="model name (default: from the server)")
-    g.add_argument("--quant", help="quantisation, e.g. Q4_K_M")
-    g.add_argument("--measured-by", help="who measured")
+    add_options(p, SweepSettings, skip=("allow_remote",))
+    add_options(p, SpeedSettings, only=SWEEP_SPEED_FIELDS, defaults=SWEEP_SPEED,
+                helps={"parts": "parts measured on every boot (as measure: decode,prefill,conc,l1,ctx,agent)"})
+    add_options(p, SweepSettings, only=("allow_remote",))
+    add_options(p, OutputSettings, only=("out",), defaults=OutputSettings.defaults(),
+                helps={"out": "folder for the setup folders"})
+    add_options(p.add_argument_group("the setup (what the server cannot tell; shared by every variant)"),
+                SetupSettings, only=("setup_id", "title", "gpu", "vram_gib", "cpu", "model_name", "quant",
+                                     "measured_by"),
+                helps={"gpu": "GPU name (needs --vram-gib), or 'cpu'",
+                       "setup_id": "setup id prefix (each variant's id adds its name)",
+                       "title": "title prefix (each variant's title adds its name)"})
     p.set_defaults(func=cmd_sweep)
 
 
@@ -84,15 +70,13 @@ def _variants(args: argparse.Namespace) -> list:
 
 def _measure_config(args: argparse.Namespace):
     from live.measure import MeasureConfig
-    from live.progress import parse_counts, parse_tokens
+    from live.progress import InputError
+    from live.settings import SWEEP_SPEED_FIELDS, SpeedSettings, from_args
 
-    return MeasureConfig(
-        parts=tuple(p.strip() for p in args.parts.split(",") if p.strip()), prompt_ids=tuple(args.prompts.split(",")),
-        runs=args.runs, warmups=args.warmups, max_tokens=args.max_tokens, min_decode_tokens=args.min_decode_tokens,
-        prefill_depths=parse_tokens(args.prefill_depths, "--prefill-depths"), prefill_runs=args.prefill_runs,
-        conc_levels=parse_counts(args.conc_levels, "--conc-levels"), conc_rounds=args.conc_rounds,
-        conc_max_tokens=args.conc_max_tokens, agent_turns=args.agent_turns, agent_tokens=args.agent_tokens,
-        read_timeout=args.timeout)
+    values, problems = from_args(SpeedSettings, args, only=SWEEP_SPEED_FIELDS)
+    if problems:
+        raise InputError("; ".join(problems))
+    return MeasureConfig(**values)
 
 
 def difference_lines(diffs: dict) -> list[str]:
@@ -113,6 +97,7 @@ def difference_lines(diffs: dict) -> list[str]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from live import launcher
+    from live.__main__ import setup_input
     from live.measure import SetupInput, hardware_problems
     from live.progress import InputError
     from live.sweep import BootEvent, SweepConfig, differences, run_sweep, write_sweep
@@ -122,7 +107,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         variants = _variants(args)
         mcfg = _measure_config(args)
         cfg = SweepConfig(server_cmd=args.server_cmd, variants=variants, repeats=args.repeats, ctx=args.ctx,
-                          measure=mcfg, load_timeout_s=args.load_timeout, allow_remote=args.allow_remote)
+                          measure=mcfg, load_timeout_s=args.load_timeout_s, allow_remote=args.allow_remote)
         problems += cfg.problems()
         for v in variants:
             cfg.template(v)
@@ -165,8 +150,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for s, h in previous.items():
             with contextlib.suppress(Exception):
                 signal.signal(s, h)
-    user = SetupInput(title=args.title, setup_id=args.setup_id, gpu=args.gpu, vram_gib=args.vram_gib, cpu=args.cpu,
-                      model_name=args.model_name, quant=args.quant, measured_by=args.measured_by)
+    user = cast(SetupInput, setup_input(args))
+    user.server_cmd = None  # --server-cmd is the template; each variant's setup records its own command
     record, setups = write_sweep(Path(args.out), result, user, mcfg)
     for line in difference_lines(differences(result)):
         print(line)

@@ -20,12 +20,13 @@ from live.measure import (
     server_cmd_problem,
 )
 from live.progress import InputError, demo_command, estimate, parse_counts, parse_tokens, plan
+from live.settings import SpeedSettings, TargetSettings, page_default, page_limits, tokens_text
 from ui import common
 from ui.common import md
 
 common.page("Run live", "⏱️")
 common.store()
-DEFAULT_PARTS = ("decode", "prefill", "conc")
+DEFAULT_PARTS = page_default(SpeedSettings, "parts")  # the form's defaults and limits are live.settings'
 st.title("Run live")
 # the suggested demo server has the context per slot that the form's default steps need (none is skipped)
 DEMO_COMMAND = shlex.join(demo_command(MeasureConfig(parts=DEFAULT_PARTS)))
@@ -68,21 +69,28 @@ progress_area = st.container()
 # Enter in a field must not start a measurement: only the Start button does
 with st.form("live", enter_to_submit=False):
     c1, c2 = st.columns(2)
-    base_url = c1.text_input("Server address", "http://127.0.0.1:8089", key="live_base_url")
+    base_url = c1.text_input("Server address", page_default(TargetSettings, "base_url"), key="live_base_url")
     model = c2.text_input("Model id (empty: the server's first model)", key="live_model")
     parts = st.multiselect("Parts", list(PARTS), default=list(DEFAULT_PARTS), key="live_parts",
                            format_func=metrics.part_label)
     a, b, c, d = st.columns(4)
-    runs = a.number_input("Decode runs per prompt", 1, 20, 2, key="live_runs")
-    max_tokens = b.number_input("Decode tokens", 16, 8192, 512, key="live_max_tokens")
-    min_tokens = c.number_input("Minimum valid decode run", 1, 8192, 256, key="live_min_tokens")
-    thinking = d.selectbox("Thinking", ["off", "on", "leave to the server"], key="live_thinking")
+    runs = a.number_input("Decode runs per prompt", *page_limits(SpeedSettings, "runs"),
+                          page_default(SpeedSettings, "runs"), key="live_runs")
+    max_tokens = b.number_input("Decode tokens", *page_limits(SpeedSettings, "max_tokens"),
+                                page_default(SpeedSettings, "max_tokens"), key="live_max_tokens")
+    min_tokens = c.number_input("Minimum valid decode run", *page_limits(SpeedSettings, "min_decode_tokens"),
+                                page_default(SpeedSettings, "min_decode_tokens"), key="live_min_tokens")
+    thinking = d.selectbox("Thinking", ["off", "on", "leave to the server"], key="live_thinking",
+                           index=[False, True, None].index(page_default(SpeedSettings, "thinking")))
     a, b, c, d = st.columns(4)
-    depths = a.text_input("Prefill depths", "2K, 8K, 32K", key="live_depths",
+    depths = a.text_input("Prefill depths", tokens_text(page_default(SpeedSettings, "prefill_depths")), key="live_depths",
                           help="Prompt lengths in tokens, e.g. 2048, 8192 or 2K, 8K (K = 1,024).")
-    levels = b.text_input("Requests at once", "1, 2, 4, 8", key="live_levels", help="Whole numbers, e.g. 1, 2, 4, 8.")
-    rounds = c.number_input("Rounds per level", 1, 10, 2, key="live_rounds")
-    ctx_depths = d.text_input("Long-prompt depths", "16K, 32K, 64K, 128K", key="live_ctx_depths",
+    levels = b.text_input("Requests at once", ", ".join(map(str, page_default(SpeedSettings, "conc_levels"))),
+                          key="live_levels", help="Whole numbers, e.g. 1, 2, 4, 8.")
+    rounds = c.number_input("Rounds per level", *page_limits(SpeedSettings, "conc_rounds"),
+                            page_default(SpeedSettings, "conc_rounds"), key="live_rounds")
+    ctx_depths = d.text_input("Long-prompt depths", tokens_text(page_default(SpeedSettings, "ctx_depths")),
+                              key="live_ctx_depths",
                               help="Prompt lengths in tokens, e.g. 16K, 32K (K = 1,024).")
     st.markdown("**The setup** (what the server cannot tell)")
     a, b, c, d = st.columns(4)

@@ -8,7 +8,7 @@ import pytest
 pytestmark = pytest.mark.unit
 
 MODULES = ["benchcards.fmt", "benchcards.metrics", "benchcards.plausible", "benchcards.reported", "benchcards.stats",
-           "benchcards.sweepstats", "ingest.importers.base", "ingest.importers.hardware", "schemas.ids"]
+           "benchcards.sweepstats", "ingest.importers.base", "ingest.importers.hardware", "live.settings", "schemas.ids"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -13,6 +13,7 @@ from live.fit import RESULT_WORDS, FitConfig, FitEvent, time_left
 from live.fit_job import FitBusy, FitJob, current_job
 from live.measure import SetupInput, hardware_problems, is_cpu_only
 from live.progress import InputError, duration, parse_tokens
+from live.settings import FitSettings, page_default, page_limits, tokens_text
 from ui import common
 from ui.common import md
 
@@ -45,7 +46,7 @@ def _settings() -> tuple[FitConfig | None, SetupInput | None, bool]:
                         placeholder="llama-server -m model.gguf -c {ctx} -np 1 -fa on",
                         help="Write {ctx} where the context size goes; {port} and {host} are optional "
                         "(benchcards picks a free port on 127.0.0.1).")
-    sizes_text = st.text_input("Context sizes", "4K, 8K, 16K, 32K, 64K, 128K", key="fit_sizes",
+    sizes_text = st.text_input("Context sizes", tokens_text(page_default(FitSettings, "sizes")), key="fit_sizes",
                                help="Tokens, e.g. 4096, 8192 or 4K, 8K (K = 1,024).")
     sizes: tuple[int, ...] = ()
     problems = []
@@ -57,8 +58,10 @@ def _settings() -> tuple[FitConfig | None, SetupInput | None, bool]:
     _argv_preview(cmd, allow_remote, sizes)
     with st.form("fit", enter_to_submit=False):
         a, b, c, d = st.columns(4)
-        fill = a.number_input("Prompt fills (%)", 1.0, 100.0, 95.0, key="fit_fill")
-        max_tokens = b.number_input("Answer tokens", 1, 65536, 96, key="fit_max_tokens")
+        fill = a.number_input("Prompt fills (%)", *page_limits(FitSettings, "fill_pct"),
+                              page_default(FitSettings, "fill_pct"), key="fit_fill")
+        max_tokens = b.number_input("Answer tokens", *page_limits(FitSettings, "max_tokens"),
+                                    page_default(FitSettings, "max_tokens"), key="fit_max_tokens")
         keep_going = c.checkbox("Go on after a failure", key="fit_keep_going")
         a, b, c, d = st.columns(4)
         title = a.text_input("Title (optional)", key="fit_title")

@@ -17,6 +17,7 @@ from live.items import ItemFileError, parse_item_file
 from live.measure import SetupInput, hardware_problems, is_cpu_only, name_problem
 from live.quality import DEFAULT_MAX_TOKENS, QualityConfig, parse_max_tokens
 from live.quality_job import QualityJob
+from live.settings import QualitySettings, TargetSettings, page_default, page_limits
 from ui import common
 from ui.common import md
 
@@ -28,9 +29,11 @@ def _form() -> tuple[bool, dict]:
     running = job is not None and not job.done
     with st.form("live_quality", enter_to_submit=False):
         c1, c2 = st.columns(2)
-        v: dict = {"base_url": c1.text_input("Server address", "http://127.0.0.1:8089", key="lq_base_url"),
+        # the defaults and limits are live.settings' (TargetSettings, QualitySettings), as on the command line
+        v: dict = {"base_url": c1.text_input("Server address", page_default(TargetSettings, "base_url"),
+                                             key="lq_base_url"),
                    "model": c2.text_input("Model id (empty: the server's first model)", key="lq_model")}
-        v["tests"] = st.text_input("Generated tests", "needle:8K,vartrack:8K,words:8K,arith:50", key="lq_tests",
+        v["tests"] = st.text_input("Generated tests", page_default(QualitySettings, "tests"), key="lq_tests",
                                    help="needle, vartrack, words at a depth (8K = 8,192 tokens, optionally "
                                    ":items); arith, dates, logic with an item count. Empty: only the item file.")
         v["file"] = st.file_uploader("Your item file (JSONL, optional)", type=["jsonl"], key="lq_items",
@@ -38,11 +41,15 @@ def _form() -> tuple[bool, dict]:
                                      help="One JSON object per line: id, prompt, scorer (choice, exact, number, "
                                      "regex), answer; see docs/definitions.md#item-files. Nothing is downloaded.")
         a, b, c, d = st.columns(4)
-        v["max_tokens"] = a.text_input("Answer limit (tokens)", str(DEFAULT_MAX_TOKENS), key="lq_max_tokens",
+        v["max_tokens"] = a.text_input("Answer limit (tokens)", ",".join(page_default(QualitySettings, "max_tokens")),
+                                       key="lq_max_tokens",
                                        help="One number for every test, or per test: 1024, needle=64")
-        v["thinking"] = b.selectbox("Thinking", ["off", "on", "leave to the server"], key="lq_thinking")
-        v["in_flight"] = c.number_input("Requests at once", 1, 64, 4, key="lq_in_flight")
-        v["seed"] = d.number_input("Seed", 0, 2**31 - 1, 0, key="lq_seed")
+        v["thinking"] = b.selectbox("Thinking", ["off", "on", "leave to the server"], key="lq_thinking",
+                                    index=[False, True, None].index(page_default(QualitySettings, "thinking")))
+        v["in_flight"] = c.number_input("Requests at once", *page_limits(QualitySettings, "in_flight"),
+                                        page_default(QualitySettings, "in_flight"), key="lq_in_flight")
+        v["seed"] = d.number_input("Seed", *page_limits(QualitySettings, "seed"), page_default(QualitySettings, "seed"),
+                                   key="lq_seed")
         st.markdown("**The setup** (what the server cannot tell)")
         a, b, c, d = st.columns(4)
         v["title"] = a.text_input("Title (optional)", key="lq_title")

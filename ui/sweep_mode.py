@@ -13,6 +13,7 @@ from benchcards import fmt, paths
 from live import launcher
 from live.measure import MeasureConfig, SetupInput, is_cpu_only
 from live.progress import InputError, parse_tokens
+from live.settings import SWEEP_SPEED, SpeedSettings, SweepSettings, page_default, page_limits, tokens_text
 from live.sweep import BootEvent, SweepConfig
 from live.sweep_job import SweepBusy, SweepJob, current_job, variants_from_rows
 from ui import common
@@ -40,10 +41,14 @@ def _settings() -> tuple[SweepConfig | None, SetupInput | None, bool]:
                                          "Arguments": st.column_config.TextColumn("Arguments", max_chars=2000)})
     with st.form("sweep", enter_to_submit=False):
         a, b, c, d = st.columns(4)
-        repeats = a.number_input("Boots per variant", 1, 100, 3, key="sweep_repeats")
-        ctx_text = b.text_input("Context", "8K", key="sweep_ctx", help="Tokens, e.g. 8192 or 8K.")
-        parts = c.multiselect("Measure", list(PARTS), ["decode"], key="sweep_parts")
-        runs = d.number_input("Runs per boot", 1, 20, 2, key="sweep_runs")
+        # the defaults and limits are live.settings' (SweepSettings, SWEEP_SPEED), as on the command line
+        repeats = a.number_input("Boots per variant", *page_limits(SweepSettings, "repeats"),
+                                 page_default(SweepSettings, "repeats"), key="sweep_repeats")
+        ctx_text = b.text_input("Context", tokens_text([page_default(SweepSettings, "ctx")]), key="sweep_ctx",
+                                help="Tokens, e.g. 8192 or 8K.")
+        parts = c.multiselect("Measure", list(PARTS), list(SWEEP_SPEED["parts"]), key="sweep_parts")
+        runs = d.number_input("Runs per boot", *page_limits(SpeedSettings, "runs"), page_default(SpeedSettings, "runs"),
+                              key="sweep_runs")
         a, b, c, d = st.columns(4)
         title = a.text_input("Title (optional)", key="sweep_title")
         gpu = b.text_input("GPU", key="sweep_gpu", placeholder="e.g. RTX 4090, or cpu")
@@ -65,7 +70,7 @@ def _settings() -> tuple[SweepConfig | None, SetupInput | None, bool]:
     if not parts:
         problems.append("Measure: choose at least one part")
     cfg = SweepConfig(server_cmd=cmd, variants=variants, repeats=int(repeats), ctx=ctx or 8192,
-                      measure=MeasureConfig(parts=tuple(parts), runs=int(runs)))
+                      measure=MeasureConfig(**{**SWEEP_SPEED, "parts": tuple(parts), "runs": int(runs)}))
     if variants and len(variants) >= 2:
         problems += cfg.problems()
         for v in variants:

@@ -1,0 +1,225 @@
+"""Settings declared once (live/settings.py): the command line, the runners, the Run live page, the contract's
+method block and the card's reproduce command all come from the same models, so they cannot drift apart."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+import pytest
+
+from live.__main__ import build_parser
+from live.fit import FitConfig
+from live.measure import MeasureConfig
+from live.quality import QualityConfig
+from live.settings import (
+    METHOD_FIELDS,
+    SWEEP_SPEED,
+    SWEEP_SPEED_FIELDS,
+    FitSettings,
+    OutputSettings,
+    QualitySettings,
+    SetupSettings,
+    SpeedSettings,
+    SweepSettings,
+    TargetSettings,
+    flag_of,
+    from_args,
+    page_default,
+    page_limits,
+    to_argv,
+    tokens_text,
+)
+from live.sweep import SweepConfig
+from schemas.models import SpeedMethod
+from tests.live_servers import demo_server
+
+pytestmark = pytest.mark.unit
+
+REQUIRED = {"fit": ["--server-cmd", "x -c {ctx}"], "sweep": ["--server-cmd", "x -c {ctx}"]}
+SETUP_ALL = [f for f in SetupSettings.model_fields]
+#: every subcommand: the models (and the fields of each) its options come from
+COMMANDS: dict[str, list[tuple[type, list[str]]]] = {
+    "measure": [(TargetSettings, list(TargetSettings.model_fields)), (SpeedSettings, list(SpeedSettings.model_fields)),
+                (OutputSettings, list(OutputSettings.model_fields)), (SetupSettings, SETUP_ALL)],
+    "quality": [(TargetSettings, list(TargetSettings.model_fields)),
+                (QualitySettings, list(QualitySettings.model_fields)), (OutputSettings, list(OutputSettings.model_fields)),
+                (SetupSettings, [f for f in SETUP_ALL if f not in ("server_log", "attach")])],
+    "fit": [(FitSettings, list(FitSettings.model_fields)), (OutputSettings, list(OutputSettings.model_fields)),
+            (SetupSettings, [f for f in SETUP_ALL if f not in ("server_cmd", "server_log", "attach")])],
+    "sweep": [(SweepSettings, list(SweepSettings.model_fields)), (SpeedSettings, list(SWEEP_SPEED_FIELDS)),
+              (OutputSettings, ["out"]),
+              (SetupSettings, ["setup_id", "title", "gpu", "vram_gib", "cpu", "model_name", "quant", "measured_by"])],
+}
+
+
+def subparser(name: str) -> argparse.ArgumentParser:
+    actions = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return actions.choices[name]
+
+
+def parsed(name: str, *argv: str) -> argparse.Namespace:
+    return build_parser().parse_args([name, *REQUIRED.get(name, []), *argv])
+
+
+# --------------------------------------------------------------------------- every field is an option
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_model_field_is_an_option_of_its_command_with_the_model_help(name):
+    options = {a.dest: a for a in subparser(name)._actions}
+    for model, fields in COMMANDS[name]:
+        for field in fields:
+            assert field in options, f"{name}: {model.__name__}.{field} has no option"
+            action = options[field]
+            assert flag_of(model, field) in action.option_strings
+            assert action.help, f"{name} {flag_of(model, field)} has no help"
+    declared = {f for _, fields in COMMANDS[name] for f in fields} | {"help", "func"}
+    assert set(options) - declared == set(), "an option that no settings model declares"
+
+
+# --------------------------------------------------------------------------- defaults: CLI == model == runner
+
+def test_measure_defaults_on_the_command_line_are_the_models_and_the_runners():
+    args = parsed("measure")
+    speed, problems = from_args(SpeedSettings, args)
+    target, more = from_args(TargetSettings, args)
+    assert not problems and not more
+    assert SpeedSettings(**speed) == SpeedSettings()
+    assert TargetSettings(**target) == TargetSettings()
+    runner = MeasureConfig()
+    for field in (*SpeedSettings.model_fields, *TargetSettings.model_fields):
+        assert getattr(runner, field) == getattr(SpeedSettings(), field, getattr(TargetSettings(), field, None))
+    assert args.runs == 2 and args.prefill_depths == "2048,8192,32768" and args.thinking == "off"
+    out = from_args(OutputSettings, args)[0]
+    assert out == OutputSettings.defaults() | {"ingest": False}
+
+
+def test_fit_quality_and_sweep_defaults_on_the_command_line_are_their_runners():
+    fit, problems = from_args(FitSettings, parsed("fit"))
+    assert not problems
+    assert FitConfig(**fit) == FitConfig(server_cmd="x -c {ctx}")
+    assert FitConfig().sizes == FitSettings().sizes == (4096, 8192, 16384, 32768, 65536, 131072, 262144)
+    from live.quality_cli import _config
+
+    cli, problems = _config(parsed("quality", "--tests", "arith:5"))
+    assert not problems and isinstance(cli, QualityConfig)
+    library = QualityConfig(tests=cli.tests)
+    assert cli == QualityConfig(tests=cli.tests, sampling={"temperature": QualitySettings().temperature})
+    assert (library.in_flight, library.seed, library.read_timeout, library.default_max_tokens) == (4, 0, 120.0, 1024)
+    args = parsed("sweep")
+    sweep = SweepSettings(**from_args(SweepSettings, args)[0])
+    speed = SpeedSettings(**from_args(SpeedSettings, args, only=SWEEP_SPEED_FIELDS)[0])
+    library = SweepConfig(server_cmd="x", variants=[])
+    assert (library.repeats, library.ctx, library.load_timeout_s) == (sweep.repeats, sweep.ctx, sweep.load_timeout_s)
+    assert speed == SpeedSettings(**SWEEP_SPEED)
+    assert library.measure == MeasureConfig(**SWEEP_SPEED)
+    assert speed.parts == ("decode",) and speed.conc_max_tokens == 128
+
+
+def test_bad_values_are_refused_naming_the_flag(capsys):
+    assert build_parser().parse_args(["measure", "--runs", "0", "--gpu", "cpu"]).func is not None
+    from live.__main__ import main
+
+    assert main(["measure", "--runs", "0", "--agent-tokens", "1K,2K", "--gpu", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --agent-tokens: give one number of tokens" in err
+    assert main(["measure", "--runs", "0", "--timeout", "-1", "--gpu", "cpu"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["error: --runs: 0 — input should be greater than or equal to 1",
+                   "error: --timeout: -1.0 — input should be greater than 0"]
+    with pytest.raises(ValueError, match="--conc-rounds: True"):
+        MeasureConfig(conc_rounds=True)  # a bool is not a count
+    assert main(["fit", "--server-cmd", "x -c {ctx}", "--gpu-index", "a", "--gpu", "cpu"]) == 2
+    assert "error: --gpu-index: whole numbers, e.g. 0 or 0,1" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the contract's method block
+
+def test_method_fields_are_the_contracts_names_and_to_argv_reads_back():
+    assert set(METHOD_FIELDS) <= set(SpeedMethod.model_fields)  # same names, same meaning: no mapping to drift
+    assert set(METHOD_FIELDS) <= set(SpeedSettings.model_fields)
+    # what the runner records is exactly the method fields: the rest only bound how long the client waits
+    assert set(SpeedSettings.model_fields) - set(METHOD_FIELDS) == {"read_timeout", "min_decode_tps",
+                                                                    "min_prefill_tps"}
+    odd = SpeedSettings(parts=("decode", "agent"), prompt_ids=("prose",), runs=5, warmups=0, agent_tokens=4096,
+                        agent_endpoints=("messages",), thinking=None, prefill_depths=(1000, 3072), read_timeout=7.5)
+    args = build_parser().parse_args(["measure", *to_argv(odd)])
+    assert SpeedSettings(**from_args(SpeedSettings, args)[0]) == odd
+    fit = FitSettings(server_cmd="a -c {ctx}", sizes=(4096,), add_verbosity=False, gpu_indices=(0, 2), keep_going=True)
+    args = build_parser().parse_args(["fit", *to_argv(fit)])
+    assert FitSettings(**from_args(FitSettings, args)[0]) == fit
+
+
+# --------------------------------------------------------------------------- the round trip
+
+def test_a_measured_runs_reproduce_command_parses_back_to_its_settings(tmp_path):
+    from benchcards import card as cards
+    from benchcards import queries
+    from live.__main__ import main
+
+    given = ["--parts", "decode,prefill,conc,agent", "--prompts", "prose", "--runs", "1", "--warmups", "0",
+             "--max-tokens", "24", "--min-decode-tokens", "8", "--prefill-depths", "512,1K", "--prefill-runs", "1",
+             "--prefill-max-tokens", "4", "--conc-levels", "1,2", "--conc-rounds", "1", "--conc-max-tokens", "16",
+             "--agent-turns", "2", "--agent-tokens", "2K", "--agent-max-tokens", "4", "--agent-endpoints", "chat",
+             "--thinking", "auto"]
+    setup = ["--gpu", "RTX 4090", "--vram-gib", "24", "--gpu-count", "2", "--quant", "Q4_K_M", "--title", "round trip",
+             "--model-name", "tiny", "--setup-id", "round-trip"]
+    db = tmp_path / "db.duckdb"
+    server = demo_server(slots=4, ctx=65536, **{"decode-tps": 2000, "prefill-tps": 200000})
+    try:
+        rc = main(["measure", "--base-url", server.url, *given, *setup, "--out", str(tmp_path / "out"), "--ingest",
+                   "--db", str(db)])
+    finally:
+        server.stop()
+    assert rc == 0
+    card = queries.card(queries.Store(db), "round-trip")
+    [(_run, command)] = cards.reproduce(card).measure.items()
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert argv[:4] == ["python", "-m", "live", "measure"]
+    back = build_parser().parse_args(argv[3:])
+    want = build_parser().parse_args(["measure", *given, *setup])
+    for model in (SpeedSettings, SetupSettings):
+        fields = METHOD_FIELDS if model is SpeedSettings else [
+            "gpu", "vram_gib", "gpu_count", "quant", "model_name"]
+        got, expected = from_args(model, back, fields)[0], from_args(model, want, fields)[0]
+        assert got == expected, (command, sys.version)
+    assert back.title == "round trip (demo server) (repeat)" and back.ingest
+
+
+# --------------------------------------------------------------------------- the Run live page
+
+def test_the_run_live_forms_start_from_the_model_defaults(demo_db, monkeypatch):
+    from live.progress import parse_counts, parse_tokens
+    from tests.test_app import run
+
+    monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))
+    at = run("pages/6_Run_live.py")
+    speed = SpeedSettings()
+    assert at.text_input(key="live_base_url").value == page_default(TargetSettings, "base_url") == \
+        "http://127.0.0.1:8089"  # the page's own: the demo server it suggests
+    assert tuple(at.multiselect(key="live_parts").value) == speed.parts
+    for key, field in (("live_runs", "runs"), ("live_max_tokens", "max_tokens"),
+                       ("live_min_tokens", "min_decode_tokens"), ("live_rounds", "conc_rounds")):
+        widget = at.number_input(key=key)
+        assert widget.value == getattr(speed, field) and (widget.min, widget.max) == page_limits(SpeedSettings, field)
+    assert parse_tokens(at.text_input(key="live_depths").value, "x") == speed.prefill_depths
+    assert parse_tokens(at.text_input(key="live_ctx_depths").value, "x") == speed.ctx_depths
+    assert parse_counts(at.text_input(key="live_levels").value, "x") == speed.conc_levels
+    assert at.selectbox(key="live_thinking").value == "off"
+
+    at.radio(key="live_mode").set_value("Memory test").run()
+    assert parse_tokens(at.text_input(key="fit_sizes").value, "x") == page_default(FitSettings, "sizes")
+    assert at.number_input(key="fit_fill").value == FitSettings().fill_pct
+    assert at.number_input(key="fit_max_tokens").value == FitSettings().max_tokens
+    at.radio(key="live_mode").set_value("Quality").run()
+    quality = QualitySettings()
+    assert at.number_input(key="lq_in_flight").value == quality.in_flight
+    assert (at.number_input(key="lq_in_flight").min, at.number_input(key="lq_in_flight").max) == (1, 64)
+    assert at.number_input(key="lq_seed").value == quality.seed
+    assert at.text_input(key="lq_max_tokens").value == "1024"
+    at.radio(key="live_mode").set_value("Sweep").run()
+    assert at.number_input(key="sweep_repeats").value == SweepSettings().repeats
+    assert parse_tokens(at.text_input(key="sweep_ctx").value, "x") == (SweepSettings().ctx,)
+    assert tuple(at.multiselect(key="sweep_parts").value) == SWEEP_SPEED["parts"]
+    assert tokens_text((2048, 8192, 1000)) == "2K, 8K, 1000"
