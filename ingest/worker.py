@@ -123,8 +123,8 @@ def run(kind: str, job: dict[str, Any], progress: Callable[[str, float], None] |
     try:
         with open(os.open(job_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
             pickle.dump({**job, "db": str(job["db"]), "local": str(job["local"])}, fh, protocol=5)
-        proc = ctx.Process(target=_main, args=(kind, str(job_file), messages), daemon=True,
-                           name=f"benchcards-{kind}")
+        # not daemonic: a large upload's validation may start worker processes of its own (ingest.load)
+        proc = ctx.Process(target=_main, args=(kind, str(job_file), messages), name=f"benchcards-{kind}")
         start = time.monotonic()
         proc.start()
         out = _wait(proc, messages, start, limit, progress)
