@@ -10,7 +10,10 @@ Cases (each a fresh process; peak RSS of its largest process from wait4):
   10^6 records     10^6 invalid request records in 100 contracts of 10^4 (each under the size limit),
                    checked with `python -m ingest --check`; the error report's size is printed too
   10^6 in one file the same records in one contract (refused by its size before it is parsed)
-  importers        (--importers) lm-eval samples 104 MB, a GuideLLM report 96 MB, a vLLM detailed result 17 MB,
+  invalid contract an 11 MB contract of 200,000 invalid records (under the size limit, so it is parsed and every
+                   error counted), `python -m ingest --check` (``--only invalid-contract``)
+  importers        (--importers) lm-eval samples 104 MB, a GuideLLM report 96 MB (refused: over 32 MiB) and one
+                   of 33 MB (the largest accepted), a vLLM detailed result 17 MB,
                    each imported with `python -m ingest FILE --check`; baseline: the same on a 1 % input
   llama-bench jsonl  a 100 MB llama-bench -o jsonl file (105,000 tests of 1,000 settings), `python -m ingest --check`
   server log         a 97 MB llama-server log (555,000 requests in one server start), `python -m ingest --check`
@@ -139,10 +142,12 @@ def importer_cases(work: Path, scale: float = 1.0) -> list[tuple[str, float, lis
     gpu = ["--gpu", "NVIDIA L40S", "--check"]
     lm = lm_eval_samples(work / "lm-eval", 104 * scale)
     gl = guidellm_report(work / "guidellm.json", 96 * scale)
+    at = guidellm_report(work / "guidellm-limit.json", 33 * scale)  # just under the 32 MiB a report may be
     vl = vllm_detailed(work / "vllm.json", 17 * scale)
     size = lambda p: sum(f.stat().st_size for f in ([p] if p.is_file() else p.iterdir())) / MB
     return [(name, size(p), ["-m", "ingest", str(p), *gpu]) for name, p in
-            (("lm-eval samples", lm), ("GuideLLM report", gl), ("vLLM detailed", vl))]
+            (("lm-eval samples", lm), ("GuideLLM report", gl), ("GuideLLM at limit", at),
+                                                   ("vLLM detailed", vl))]
 
 
 def importers_main(scale: float) -> int:
@@ -152,7 +157,7 @@ def importers_main(scale: float) -> int:
         small = {n: measure(a)[0] for n, _, a in importer_cases(work / "small", scale / 100)}
         for name, mb, argv in importer_cases(work / "big", scale):
             rss, t, code, _ = measure(argv)
-            print(f"{name:16s} {mb:6.1f} MB: {rss:7.1f} MB peak RSS  {t:6.1f} s  exit {code}  ratio "
+            print(f"{name:17s} {mb:6.1f} MB: {rss:7.1f} MB peak RSS  {t:6.1f} s  exit {code}  ratio "
                   f"{rss / small[name]:.2f}x against a 1 % input ({small[name]:.1f} MB)  (target <= 300 MB)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -227,13 +232,25 @@ def export_manifest(work: Path, entries: int = 1_000_000) -> None:
           f"exit {code_lim}  ratio {rss_lim / base:.2f}x  (target <= 300 MB)")
 
 
+def invalid_contract(work: Path, records: int = 200_000) -> None:
+    """Peak RSS of checking one invalid contract just under the size limit, against a valid setup folder."""
+    base, t_base, code, _ = measure(["-m", "ingest", str(make_setup(work / "ic-one")), "--check"])
+    assert code == 0
+    folder = invalid_records(work / "ic-bad", records, 1)
+    size = sum(p.stat().st_size for p in folder.rglob("contract.json"))
+    rss, t, code, report = measure(["-m", "ingest", str(folder), "--check"])
+    print(f"baseline ingest --check (valid)   : {base:7.1f} MB peak RSS  {t_base:6.1f} s")
+    print(f"invalid contract {size / MB:.0f} MB ({records:,} records): {rss:7.1f} MB peak RSS  {t:6.1f} s  exit "
+          f"{code}  report {report / MB:.3f} MB  ratio {rss / base:.2f}x  (target <= 300 MB)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Peak memory of hostile uploads and ingests vs a valid input.")
     parser.add_argument("--records", type=int, default=1_000_000, help="invalid records (default 1,000,000)")
     parser.add_argument("--bomb-gib", type=float, default=2.0, help="GiB the lying bomb inflates to (default 2)")
     parser.add_argument("--importers", action="store_true", help="only the importers' large inputs")
     parser.add_argument("--scale", type=float, default=1.0, help="size of the importers' inputs (default 1)")
-    parser.add_argument("--only", choices=["export-manifest"], help="run only this case")
+    parser.add_argument("--only", choices=["export-manifest", "invalid-contract"], help="run only this case")
     args = parser.parse_args(argv)
     if args.importers:
         return importers_main(args.scale)
@@ -241,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.only == "export-manifest":
             export_manifest(work, args.records)
+            return 0
+        if args.only == "invalid-contract":
+            invalid_contract(work)
             return 0
         good = good_zip(work)
         raw = [zipcraft.Raw(n, d) for n, d in good.items()]
@@ -308,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{t_log:6.1f} s  exit {code_log}  ratio {rss_log / base_imp:.2f}x  (target <= 300 MB)")
         print(f"{args.records:,} invalid records, 1 file  : {rss_one:7.1f} MB peak RSS  {t_one:6.1f} s  exit "
               f"{code_one}  report {report_one / MB:.3f} MB  ratio {rss_one / base_check:.2f}x")
+        invalid_contract(work)
         export_manifest(work, args.records)
     finally:
         shutil.rmtree(work, ignore_errors=True)

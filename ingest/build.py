@@ -82,6 +82,17 @@ def build(db_path: Path | None = None, local: Path | None = None, forget: tuple[
     return BuildReport(roots=wanted, report=report, forgotten=forgotten, recovered=recovered)
 
 
+def tidy(db_path: Path, local: Path | None = None) -> list[str]:
+    """Finish or roll back uploads that a killed process left half-done, and remove their staging
+    folders, without building; returns what was done (empty when nothing was left behind).
+
+    Side effects: takes the sources lock; folders of live uploads (their lock held) are left alone.
+    """
+    local = local if local is not None else paths.LOCAL
+    with sources_lock(local):
+        return recover(local, db_path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ingest.build",
@@ -100,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         state = freshness(db_path).state
         if state == "fresh" and not args.force and not args.forget:
-            print(f"up to date: {safe(db_path)}")
-            return 0
+            # an up-to-date database still gets what a killed upload left in the staging area removed
+            for line in tidy(db_path):
+                print(line)
+            if freshness(db_path).state == "fresh":
+                print(f"up to date: {safe(db_path)}")
+                return 0
         t0 = time.perf_counter()
         result = build(db_path, forget=tuple(str(Path(f).resolve()) for f in args.forget))
     except (Exception, KeyboardInterrupt) as exc:

@@ -126,6 +126,9 @@ def recover(local: Path, db_path: Path) -> list[str]:
                 _roll_back(moves)
             done.append(f"{'finished' if committed else 'rolled back'} an interrupted upload of "
                         f"{', '.join(m['setup_id'] for m in moves) or 'nothing'}")
+        else:
+            done.append(f"removed the staging folder of an interrupted upload ({txn.name}; nothing of it had "
+                        "been stored)")
         shutil.rmtree(txn, ignore_errors=True)
     return done
 

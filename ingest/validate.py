@@ -30,7 +30,7 @@ import jsonschema
 import jsonschema_rs
 import pydantic
 
-from ingest import jsonread
+from ingest import jsonread, schemacount
 from ingest.errors import ErrorLog, IngestError, clip, safe
 from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
 from ingest.limits import LIMITS, Limits
@@ -140,8 +140,9 @@ def _message(err: jsonschema.exceptions.ValidationError) -> str:
 
 
 def schema_error_count(kind: str, obj: Any) -> int:
-    """How many JSON Schema errors ``obj`` has (counted by the Rust validator, no messages kept)."""
-    return sum(1 for _ in fast_validator(kind).iter_errors(obj))
+    """How many JSON Schema errors ``obj`` has (counted by the Rust validator record by record, so the
+    errors of a long list of records are never all held at once: ``ingest.schemacount``)."""
+    return schemacount.error_count(kind, obj)
 
 
 def pydantic_errors(kind: str, obj: Any) -> tuple[Any, list[str]]:
@@ -183,10 +184,13 @@ def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limit
             return None, None, None
     errs = schema_errors(kind, obj, limits.errors_per_file)
     if errs:
-        # explain with the numbers exactly as written (the fast parser rounds integers beyond 64 bits)
-        exact, _ = jsonread.parse(raw.data, limits.json_depth, exact=True)
-        if exact is not None:
-            obj = exact
+        # explain with the numbers exactly as written (the fast parser rounds integers beyond 64 bits);
+        # the first document is let go before, so two copies of a large one are never held at once
+        obj = None
+        obj, _ = jsonread.parse(raw.data, limits.json_depth, exact=True)
+        if obj is None:
+            obj, _ = jsonread.parse(raw.data, limits.json_depth)
+        else:
             errs = schema_errors(kind, obj, limits.errors_per_file)
         log.extend(where, errs, more=max(0, schema_error_count(kind, obj) - len(errs)))
         return None, None, None

@@ -3,10 +3,8 @@
 import streamlit as st
 
 from benchcards import paths
-from ingest import upload
-from ingest.errors import IngestError
 from ingest.limits import LIMITS
-from ui import common, importing
+from ui import common, importing, jobs
 
 common.page("Upload", "⬆️")
 common.store()
@@ -41,7 +39,7 @@ with st.expander("How to make a setup folder", icon=":material/help:"):
 kind = st.segmented_control("Upload as", ["zip archive", "folder", "results of another tool"], default="zip archive",
                             key="kind")
 if kind == "results of another tool":
-    importing.section(importing.default_save(common.db_path(), paths.LOCAL))
+    importing.section(common.db_path(), paths.LOCAL)
     st.stop()
 if kind == "folder":
     picked = st.file_uploader("Setup folder", accept_multiple_files="directory", key="folder",
@@ -50,20 +48,22 @@ else:
     picked = st.file_uploader("Zip of one or more setup folders", type=["zip"], key="zip",
                               max_upload_size=LIMITS.upload_mib())
 if st.button("Validate and add", type="primary", disabled=not picked):
-    try:
-        with st.spinner("Checking every file…"):
-            if kind == "folder":
-                files = [(f.name, f.getvalue()) for f in picked or []]
-                result = upload.accept_files(files, common.db_path(), label="folder")
-            else:
-                result = upload.accept_zip(picked.getvalue(), common.db_path(), label=picked.name)
-    except IngestError as exc:
-        st.error(f"Rejected: {exc.count:,} problem(s). Nothing was stored.")
-        st.code("\n".join(exc.errors), language=None, wrap_lines=True)
-        if exc.notes:
-            st.caption("Not taken from the upload:")
-            st.code("\n".join(exc.notes), language=None, wrap_lines=True)
+    job = {"db": common.db_path(), "local": paths.LOCAL}
+    if kind == "folder":
+        out = jobs.run("files", {**job, "files": [(f.name, f.getvalue()) for f in picked or []], "label": "folder"},
+                       "Checking every file")
     else:
+        out = jobs.run("zip", {**job, "data": picked.getvalue(), "label": picked.name}, "Unpacking and checking every file")
+    if out.status in ("rejected", "not imported"):
+        st.error(f"Rejected: {out.count:,} problem(s). Nothing was stored.")
+        st.code("\n".join(out.errors), language=None, wrap_lines=True)
+        if out.notes:
+            st.caption("Not taken from the upload:")
+            st.code("\n".join(out.notes), language=None, wrap_lines=True)
+    elif out.report is None:  # the database, or the time limit: one clear line
+        st.error(f"Not stored: {out.errors[0] if out.errors else 'the upload did not finish'}")
+    else:
+        result = out.report
         if result.report is None:
             st.info("Unchanged: exactly this is already stored. Nothing was stored again.")
         else:

@@ -6,6 +6,7 @@ Headless Chromium against a real `streamlit run` on a free loopback port.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def test_upload_page_imports_result_files(site):
         assert "fill in “GPU name” (and “VRAM per GPU”)" in page.locator("[data-testid=stCode]", has_text="GPU name").first.inner_text()
         page.get_by_label("GPU name").fill("NVIDIA L40S")
         page.get_by_role("button", name="Import and add").click()
-        page.get_by_text("Imported:").first.wait_for(timeout=60_000)
+        page.get_by_text(re.compile(r"^Imported:")).first.wait_for(timeout=120_000)  # not "Not imported:"
         page.wait_for_selector(READY, timeout=60_000)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "upload-import.png"), full_page=True)

@@ -1,23 +1,22 @@
 """Upload page: result files of other tools, detected from their content, with fields for what a
-format cannot tell. Thin: detection and conversion live in ``ingest.importers``; storing goes through
-``ingest.upload`` (staging, validation, ownership, one atomic swap), like any upload."""
+format cannot tell. Thin: detection and conversion live in ``ingest.importers``; converting and storing run
+in a worker process (``ingest.worker``) and go through ``ingest.upload`` (staging, validation, ownership,
+one atomic swap), like any upload."""
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from ingest.errors import IngestError, safe
-from ingest.importers import FORMATS, MAX_FILES, ImportFailed, ImportResult, Options, Source, convert, detect
+from ingest.errors import safe
+from ingest.importers import FORMATS, MAX_FILES, ImportFailed, Options, Source, detect
 from ingest.importers.base import MAX_FILE_BYTES
 from ingest.limits import LIMITS
-from ingest.upload import UploadReport
-from ui import common
+from ui import common, jobs
 
 #: importer advice written for the command line -> the same advice for this form
 PHRASES = (
@@ -72,12 +71,9 @@ def detected(sources: list[Source]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["File", "Detected as"])
 
 
-Save = Callable[[list[ImportResult]], UploadReport]
-
-
-def section(save: Save) -> None:
-    """The whole import section. ``save(results)`` stores converted setups (raises on problems) and
-    returns a report with ``text()`` and the setup ids in ``new``/``replaced``/``unchanged``."""
+def section(db_path: Path, local: Path) -> None:
+    """The whole import section: converted setups are checked and stored into ``db_path`` and ``local`` by a
+    worker process (``ingest.worker``: bounded in time; the page only waits), like any upload."""
     st.markdown(
         "Upload **result files of another tool**: `llama-bench` output (`-o json`, `jsonl`, `csv`, `sql` or `md`), a "
         "`llama-server` log, a `vllm bench serve` result, a GuideLLM JSON report, or lm-evaluation-harness "
@@ -123,37 +119,29 @@ def section(save: Save) -> None:
     opts = Options(gpu=gpu.strip() or None, gpu_count=int(count) if gpu.strip() and count > 1 else None,
                    vram_gib=float(vram) if vram else None, server_cmd=server_cmd,
                    engine=engine.strip() or None, model=model.strip() or None)
-    try:
-        with st.spinner("Converting and checking every file…"):
-            results = convert(sources, opts, force=None if fmt.startswith("detect") else fmt)
-            report = save(results)
-    except ImportFailed as exc:
-        st.error(f"Not imported: {exc.count:,} problem(s). Nothing was stored.")
-        st.code("\n".join(for_form(e) for e in exc.errors), language=None, wrap_lines=True)
+    out = jobs.run("import", {"sources": sources, "options": opts, "force": None if fmt.startswith("detect") else fmt,
+                              "db": db_path, "local": local}, "Converting and checking every file")
+    if out.status == "not imported":
+        st.error(f"Not imported: {out.count:,} problem(s). Nothing was stored.")
+        st.code("\n".join(for_form(e) for e in out.errors), language=None, wrap_lines=True)
         return
-    except IngestError as exc:  # validation of the converted folders, or a setup id another source owns
-        st.error(f"Rejected: {exc.count:,} problem(s). Nothing was stored.")
-        st.code("\n".join(exc.errors), language=None, wrap_lines=True)
+    if out.status == "rejected":  # validation of the converted folders, or a setup id another source owns
+        st.error(f"Rejected: {out.count:,} problem(s). Nothing was stored.")
+        st.code("\n".join(out.errors), language=None, wrap_lines=True)
         return
-    except Exception as exc:  # the database: the same clear report, never a traceback
-        st.error(f"Not stored: {safe(exc)}")
+    if out.report is None:  # the database, or the time limit: the same clear report, never a traceback
+        st.error(f"Not stored: {out.errors[0] if out.errors else 'the import did not finish'}")
         return
+    report = out.report
     if report.report is None:
         st.info("Unchanged: exactly this is already stored. Nothing was stored again.")
     else:
         st.success(f"Imported: {report.report.text()}")
-    for r in results:
-        st.caption(common.md(r.summary()))
-        if r.notes:
+    for summary, notes in out.summaries:
+        st.caption(common.md(summary))
+        if notes:
             with st.expander("What could not be carried over, and other notes"):
-                st.code("\n".join(safe(n) for n in r.notes), language=None, wrap_lines=True)
+                st.code("\n".join(safe(n) for n in notes), language=None, wrap_lines=True)
     for sid, what in report.setups.items():
         st.page_link("pages/1_Setup_card.py", label=f"Open the card of {common.md(sid)} ({what})",
                      query_params={"setup": sid}, icon=":material/arrow_forward:")
-
-
-def default_save(db_path: Path, local: Path) -> Save:
-    """The store function of the page: the converted setups go through the upload path."""
-    from ingest.importers.store import save
-
-    return lambda results: save(results, db_path, local, label="import")
