@@ -4,7 +4,7 @@ Examples::
 
   python -m live sweep --server-cmd "llama-server -m M.gguf -c {ctx} -np 1" \\
       --variant "f16 KV=" --variant "q8_0 KV=-ctk q8_0 -ctv q8_0" --repeats 3 --parts decode --gpu cpu
-  python -m live sweep --server-cmd "llama-server -m M.gguf -c {ctx}" --grid "-t=1,2" --repeats 4 --gpu cpu
+  python -m live sweep --server-cmd "llama-server -m M.gguf -c {ctx}" --grid="-t=1,2" --repeats 4 --gpu cpu
 """
 
 from __future__ import annotations
