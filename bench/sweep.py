@@ -4,12 +4,13 @@ Usage: python bench/sweep.py [--repeats 3] [--runs 3] [--max-tokens 400]
 
 Needs $LLAMA_SERVER (scripts/build_llama_cpp.sh --print-env). Three figures, all measured in this run:
 
-1. ``-t 1`` vs ``-t 2`` on decode: Δ and Δ % with the 95 % interval (Welch on per-boot values, Fieller for
-   Δ %; docs/definitions.md#sweep) and the verdict;
+1. ``-t 1`` vs ``-t 2`` on decode: Δ and Δ % with the 95 % interval (Welch on the logs of per-boot values,
+   the ratio of geometric means; docs/definitions.md#sweep) and the verdict;
 2. "A vs A": the baseline against itself (same flags, its own boots, interleaved): it must say "within
    noise" on every figure;
-3. boots per variant needed to call a 5 % difference at 95 % (80 % power) on this machine, from the
-   boot-to-boot spread of the baseline's decode (the compass goal is <= 6 on a quiet machine).
+3. boots per variant needed to call a 5 % difference at 95 % (80 % power) on this machine: per figure at
+   the spread of its two variants' boots (every line of the table), and from the spread of the ``-t 1``
+   boots' decode alone (the compass goal is <= 6 on a quiet machine).
 
 The baseline of every ratio is the ``-t 1`` variant measured in the same run.
 """
@@ -17,6 +18,7 @@ The baseline of every ratio is the ``-t 1`` variant measured in the same run.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -72,10 +74,11 @@ def main() -> int:
     base = [boot_figures(c).get(("decode", None, None)) for name in ("-t 1", "A again (-t 1)")
             for c in result.contracts.get(name, [])]
     values = [v for v in base if v is not None]
-    if len(values) >= 2:
-        cv = statistics.stdev(values) / statistics.mean(values) * 100
-        need = sweepstats.boots_needed(cv, 5.0)
-        print(f"boot-to-boot spread of decode at -t 1: CV {cv:.2f} % over {len(values)} boots -> boots per variant "
+    if len(values) >= 2 and min(values) > 0:
+        spread = statistics.stdev(math.log(v) for v in values) * 100
+        need = sweepstats.boots_to_resolve(spread, spread, 100 * math.log(1.05))
+        print(f"boot-to-boot spread of decode at -t 1: {spread:.2f} % (sd of the logs) over {len(values)} boots -> "
+              f"boots per variant "
               f"to call a 5 % difference at 95 % (80 % power): {need if need is not None else 'more than 1,000'} "
               f"(goal <= 6 on a quiet machine)")
     return 0

@@ -48,6 +48,10 @@ EVENTS_PER_TOKEN_MAX = 2
 #: tokens; a count beyond that cannot have been timed token by token (each event would stand for many tokens,
 #: and a client-clock decode rate built on it reads high)
 TOKENS_PER_EVENT_MAX = 4
+#: parts whose figures divide by the completion count (decode, requests at once, long answer, decode at a
+#: context size): only there must the count be carried by the events (``TOKENS_PER_EVENT_MAX``). A prefill
+#: step or an agentic turn times the first token only; a real model's control tokens stream no text there
+PER_TOKEN_PARTS = frozenset({"decode", "conc", "l1", "ctx"})
 #: tokens counted beyond what the events carry: the end-of-generation token and one control token stream
 #: no text
 TOKENS_WITHOUT_EVENT = 2
@@ -187,7 +191,8 @@ def depth_problem(depth: int | None, prompt_tokens: int | None,
 
 
 def token_count_problem(output_tokens: int | None, *, max_tokens: int | None = None, events: int | None = None,
-                        text_bytes: int | None = None, what: str = "completion tokens") -> str | None:
+                        text_bytes: int | None = None, what: str = "completion tokens",
+                        per_token: bool = True) -> str | None:
     """Why a server's count of generated tokens cannot be true, or None when it is plausible.
 
     Bounds, not equality (servers may batch several tokens into one event; docs/definitions.md#plausible-counts):
@@ -198,7 +203,8 @@ def token_count_problem(output_tokens: int | None, *, max_tokens: int | None = N
     - at least one token for every ``EVENTS_PER_TOKEN_MAX`` text events, less the slack: an event carries
       at least one token;
     - at most ``TOKENS_PER_EVENT_MAX`` tokens per text event plus ``TOKENS_WITHOUT_EVENT``: a count that its
-      events cannot carry was not streamed token by token (4 events claiming 32 tokens).
+      events cannot carry was not streamed token by token (4 events claiming 32 tokens); only with
+      ``per_token``, for figures that divide by the count (``PER_TOKEN_PARTS``).
     """
     if output_tokens is None:
         return None
@@ -211,7 +217,7 @@ def token_count_problem(output_tokens: int | None, *, max_tokens: int | None = N
                 f"{f' in {events:,} events' if events is not None else ''}: a token is at least one byte")
     if events is not None and events > 0 and (n == 0 or events > EVENTS_PER_TOKEN_MAX * n + TOKEN_SLACK):
         return f"the server counted {n:,} {what} but streamed {events:,} text events: an event carries a token"
-    if events is not None and n > TOKENS_PER_EVENT_MAX * events + TOKENS_WITHOUT_EVENT:
+    if per_token and events is not None and n > TOKENS_PER_EVENT_MAX * events + TOKENS_WITHOUT_EVENT:
         return (f"the server counted {n:,} {what} but streamed only {events:,} text events: at most "
                 f"{TOKENS_PER_EVENT_MAX} tokens share an event, so these tokens were not timed one by one")
     return None
@@ -261,8 +267,11 @@ def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
     """Why a request record's figures are physically implausible, or None: ``token_count_problem`` for its
     counts, ``benchcards.plausible``'s bounds for its own clock's rates and for the server's timings
     (``timings_problem``), and the server's timings against its own counts and the request's wall time.
-    Every source's records pass this one rule (docs/definitions.md#plausible-counts, #plausible-figures)."""
-    why = (token_count_problem(r.output_tokens, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes)
+    Every source's records pass this one rule (docs/definitions.md#plausible-counts, #plausible-figures); the
+    tokens-per-event bound only where the part's figures divide by the count (``PER_TOKEN_PARTS``)."""
+    per_token = r.part in PER_TOKEN_PARTS
+    why = (token_count_problem(r.output_tokens, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes,
+                               per_token=per_token)
            or plausible.count_problem(r.prompt_tokens, "prompt tokens") or client_rates_problem(r))
     if why:
         return why
@@ -270,7 +279,7 @@ def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
     if t is not None:
         if t.predicted_n is not None and (why := token_count_problem(
                 t.predicted_n, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes,
-                what="tokens in timings.predicted_n")):
+                what="tokens in timings.predicted_n", per_token=per_token)):
             return why
         if why := timings_problem(t):
             return why

@@ -18,7 +18,7 @@ from benchcards.metrics import REGISTRY
 from benchcards.queries import RawFileError, Store
 from schemas.models import SweepRecord
 
-__all__ = ["EMPTY", "EXPLAINED", "HIDDEN", "SWEEP_FILE", "boots_table", "differences", "label", "load_sweeps",
+__all__ = ["EMPTY", "EXPLAINED", "HIDDEN", "RESOLVE_COLUMN", "SWEEP_FILE", "boots_table", "differences", "label", "load_sweeps",
            "shown_table", "summary", "sweep_table", "variants_table"]
 
 #: the name pattern of a sweep record among a setup's raw files (SQL LIKE)
@@ -27,10 +27,15 @@ SWEEP_FILE = "sweep-%.json"
 #: what a sweep view says first (the app's Sweeps page and the export's sweep pages)
 EXPLAINED = ("Each variant is one server setting, booted afresh several times in interleaved order (A B A B …). "
              "Δ is the variant's mean over its boots minus the baseline's, with a 95 % interval from the spread "
-             "between boots (Welch; Δ % by Fieller): a difference whose interval crosses zero is within noise. "
-             "With one boot per variant noise cannot be told from effect.")
+             "between boots (Welch's t on the logs of the boot values, so Δ % is the ratio of their geometric means; "
+             "Fieller's ratio on the raw values where a value is 0): a difference whose interval crosses zero is "
+             "within noise. \"Boots to resolve 5 %\" is how many boots per variant would tell a 5 % difference "
+             "from noise at the spread these boots show. With one boot per variant noise cannot be told from "
+             "effect.")
 #: what a sweep view says when nothing can be compared
 EMPTY = "No figure to compare: the baseline or every other variant has no measured boot."
+#: the column that says how many boots per variant would resolve RESOLVE_PCT at the observed spread
+RESOLVE_COLUMN = f"Boots to resolve {sweepstats.RESOLVE_PCT:g} %"
 #: the columns of ``sweep_table`` that the chart and the links read, never shown
 HIDDEN = ["_setup", "_pct", "_lo", "_hi"]
 
@@ -78,7 +83,8 @@ def differences(store: Store, rec: SweepRecord) -> dict[str, list[sweepstats.Dif
 
 
 def sweep_table(store: Store, rec: SweepRecord) -> pd.DataFrame:
-    """Variant | Figure | Baseline | Variant value | Δ | Δ % | 95 % interval of Δ % | Boots | Verdict | setup id."""
+    """Variant | Figure | Baseline | Value | Δ % | 95 % interval of Δ % | Boots | Verdict | Boots to resolve 5 %
+    (per variant, at the spread observed; docs/definitions.md#sweep) | hidden setup id and chart columns."""
     setup_of = {v.name: v.setup_id for v in rec.variants}
     rows = []
     for name, diffs in differences(store, rec).items():
@@ -90,8 +96,15 @@ def sweep_table(store: Store, rec: SweepRecord) -> pd.DataFrame:
                 "95 % interval of Δ %": (f"{fmt.number(d.pct_lo, 1, sign=True)} … {fmt.number(d.pct_hi, 1, sign=True)}"
                                          if d.pct_lo is not None else fmt.DASH),
                 "Boots": f"{d.n_base} / {d.n_variant}", "Verdict": d.verdict,
+                RESOLVE_COLUMN: _resolve(d),
                 "_setup": setup_of.get(name), "_pct": d.delta_pct, "_lo": d.pct_lo, "_hi": d.pct_hi})
     return pd.DataFrame(rows)
+
+
+def _resolve(d: sweepstats.Difference) -> str:
+    if d.boots_needed is not None:
+        return str(d.boots_needed)
+    return fmt.DASH if d.lo is None else f"more than {sweepstats.MAX_BOOTS:,}"
 
 
 def boots_table(rec: SweepRecord) -> pd.DataFrame:

@@ -4,10 +4,17 @@ A sweep boots the server afresh several times per variant; every boot gives one 
 decode median, a prefill median at one depth, ...). The spread between boots is the noise a setting has
 to beat. For every figure this module compares a variant against the baseline variant:
 
-- Δ = mean over the variant's boots − mean over the baseline's boots, with a **Welch** 95 % interval:
-  Δ ± t(0.975, ν) · √(s²_A/n_A + s²_B/n_B), ν by Welch–Satterthwaite;
-- Δ % = 100 · (mean_B / mean_A − 1), its interval by **Fieller's theorem** for the ratio of two
-  independent means at the same t and ν (unbounded when the baseline's own interval reaches zero);
+- figures whose boot values are all > 0 (rates, times, memory, context: nearly all) are compared on the
+  **logs** of the per-boot values: Welch's 95 % interval on mean(log b) − mean(log a), back-transformed,
+  is the interval of the ratio of the geometric means; Δ % = 100 · (ratio − 1) and Δ = G_b − G_a with its
+  interval G_a · (ratio interval − 1). A noisy baseline (one boot at half speed) then cannot hide a
+  variant that is many times slower, as it does on the raw values;
+- a figure with a value <= 0 (a share from cache of 0) keeps **Welch on the raw values**:
+  Δ = b̄ − ā ± t(0.975, ν) · √(s²_A/n_A + s²_B/n_B), ν by Welch–Satterthwaite, and Δ % by **Fieller's
+  theorem** for the ratio of two independent means at the same t and ν (unbounded when the baseline's
+  own interval reaches zero);
+- per figure, the fresh boots per variant that would resolve a difference of ``resolve_pct`` (5 %) at
+  the observed spread (``boots_to_resolve``);
 - quality by the paired test (McNemar's exact test, ``benchcards.stats.mcnemar``) over items both
   variants answered, boot i of one against boot i of the other;
 - a verdict in words: "faster, beyond noise", "within noise", "slower, beyond noise" (words and
@@ -18,8 +25,8 @@ Pure functions, no I/O. The Student t quantile is computed here (regularised inc
 statistics package is needed.
 
 >>> d = difference("decode", [100.0, 101.0, 99.0], [110.0, 111.0, 109.0])
->>> round(d.delta, 1), round(d.lo, 2), round(d.hi, 2), d.verdict
-(10.0, 7.73, 12.27, 'faster, beyond noise')
+>>> round(d.delta_pct, 2), round(d.pct_lo, 2), round(d.pct_hi, 2), d.verdict, d.boots_needed
+(10.0, 7.63, 12.42, 'faster, beyond noise', 3)
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from benchcards import stats
 from benchcards.metrics import REGISTRY
 
 __all__ = [
-    "Difference", "FigureKey", "boots_needed", "difference", "quality_difference", "sweep_differences",
+    "Difference", "FigureKey", "boots_needed", "boots_to_resolve", "difference", "quality_difference", "sweep_differences",
     "t_quantile", "verdict_words", "welch",
 ]
 
@@ -40,6 +47,13 @@ __all__ = [
 FigureKey = tuple[str, str | None, int | None]
 
 CONFIDENCE = 0.95
+#: the Δ % that the per-figure boots-needed figure is for
+RESOLVE_PCT = 5.0
+#: most boots per variant that ``boots_to_resolve`` looks for
+MAX_BOOTS = 1000
+#: how each kind of interval is named in a ``Difference``
+LOG_METHOD = "Welch t on the logs of per-boot values (ratio of geometric means)"
+RAW_METHOD = "Welch t on per-boot values; Δ % by Fieller"
 ONE_BOOT = "one boot per variant: cannot tell noise from effect"
 WITHIN = "within noise"
 
@@ -238,7 +252,10 @@ class Difference:
     """One figure of a variant against the baseline: Δ, Δ % and their 95 % intervals, and the verdict.
 
     Intervals are None with one boot per variant (or, for Δ %, when Fieller's interval is unbounded);
-    ``method`` names how they were made.
+    ``method`` names how they were made. ``base`` and ``variant`` are the geometric means of the boots
+    where the logs were compared, else the plain means. ``boots_needed`` is the number of boots per
+    variant that would resolve a difference of ``resolve_pct`` % at the spread these boots show (None
+    with one boot, or beyond ``boots_to_resolve``'s cap).
     """
 
     metric: str
@@ -258,6 +275,8 @@ class Difference:
     verdict: str
     method: str
     p_value: float | None = None
+    boots_needed: int | None = None
+    resolve_pct: float | None = None
 
     @property
     def key(self) -> FigureKey:
@@ -265,30 +284,67 @@ class Difference:
 
 
 def difference(metric: str, base: Sequence[float], variant: Sequence[float], prompt: str | None = None,
-               level: int | None = None, confidence: float = CONFIDENCE) -> Difference:
-    """The difference of one figure between the baseline's boots and a variant's boots.
+               level: int | None = None, confidence: float = CONFIDENCE, resolve_pct: float = RESOLVE_PCT
+               ) -> Difference:
+    """The difference of one figure between the baseline's boots and a variant's boots: on the logs
+    where every value is > 0 (``_log_difference``), else on the raw values (``_raw_difference``).
 
     >>> d = difference("decode", [10.0, 12.0, 14.0], [13.0, 15.0, 17.0])
-    >>> round(d.lo, 2), round(d.hi, 2), round(d.df, 1), d.verdict
-    (-1.53, 7.53, 4.0, 'within noise')
+    >>> round(d.pct_lo, 2), round(d.pct_hi, 2), round(d.df, 2), d.verdict, d.boots_needed
+    (-11.8, 78.37, 3.81, 'within noise', 154)
     >>> difference("decode", [50.0], [55.0]).verdict
     'one boot per variant: cannot tell noise from effect'
+    >>> difference("agent_cached_share", [0.0, 0.0], [0.9, 0.92]).method
+    'Welch t on per-boot values; Δ % by Fieller'
     """
     if not base or not variant:
         raise ValueError(f"{metric}: both variants need at least one boot with this figure")
+    key = (metric, prompt, level)
+    if all(x > 0 for x in (*base, *variant)):
+        return _log_difference(key, base, variant, confidence, resolve_pct)
+    return _raw_difference(key, base, variant, confidence, resolve_pct)
+
+
+def _log_difference(key: FigureKey, base: Sequence[float], variant: Sequence[float], confidence: float,
+                    resolve_pct: float) -> Difference:
+    """Welch on the logs, back-transformed: the ratio of geometric means and its interval."""
+    la, lb = [math.log(x) for x in base], [math.log(x) for x in variant]
+    g_a, g_b = math.exp(sum(la) / len(la)), math.exp(sum(lb) / len(lb))
+    delta, ratio = g_b - g_a, g_b / g_a
+    n = (len(base), len(variant))
+    if min(n) < 2:
+        return Difference(*key, *n, g_a, g_b, delta, None, None, 100.0 * (ratio - 1.0), None, None, None, ONE_BOOT,
+                          "one boot: no interval")
+    w = welch(la, lb, confidence)
+    r_lo, r_hi = math.exp(w.delta - w.half_width), math.exp(w.delta + w.half_width)
+    lo, hi = g_a * (r_lo - 1.0), g_a * (r_hi - 1.0)
+    need = boots_to_resolve(100.0 * math.sqrt(_sample_var(la)), 100.0 * math.sqrt(_sample_var(lb)),
+                            100.0 * math.log1p(resolve_pct / 100.0), confidence=confidence)
+    return Difference(*key, *n, g_a, g_b, delta, lo, hi, 100.0 * (ratio - 1.0), 100.0 * (r_lo - 1.0),
+                      100.0 * (r_hi - 1.0), w.df, verdict(key[0], delta, lo, hi), LOG_METHOD,
+                      boots_needed=need, resolve_pct=resolve_pct)
+
+
+def _raw_difference(key: FigureKey, base: Sequence[float], variant: Sequence[float], confidence: float,
+                    resolve_pct: float) -> Difference:
+    """Welch on the raw values, Δ % by Fieller (a figure with a value <= 0, where logs do not exist)."""
     mean_a, mean_b = sum(base) / len(base), sum(variant) / len(variant)
     delta = mean_b - mean_a
     pct = 100.0 * delta / mean_a if mean_a else None
-    if len(base) < 2 or len(variant) < 2:
-        return Difference(metric, prompt, level, len(base), len(variant), mean_a, mean_b, delta, None, None, pct,
-                          None, None, None, ONE_BOOT, "one boot: no interval")
+    n = (len(base), len(variant))
+    if min(n) < 2:
+        return Difference(*key, *n, mean_a, mean_b, delta, None, None, pct, None, None, None, ONE_BOOT,
+                          "one boot: no interval")
     w = welch(base, variant, confidence)
     lo, hi = delta - w.half_width, delta + w.half_width
     ratio = fieller_ratio(w)
     pct_lo, pct_hi = ((100.0 * (ratio[0] - 1.0), 100.0 * (ratio[1] - 1.0)) if ratio is not None and pct is not None
                       else (None, None))
-    return Difference(metric, prompt, level, len(base), len(variant), mean_a, mean_b, delta, lo, hi, pct, pct_lo,
-                      pct_hi, w.df, verdict(metric, delta, lo, hi), "Welch t on per-boot values; Δ % by Fieller")
+    need = (boots_to_resolve(100.0 * math.sqrt(_sample_var(base)) / abs(mean_a),
+                             100.0 * math.sqrt(_sample_var(variant)) / abs(mean_a), resolve_pct, confidence=confidence)
+            if mean_a else None)
+    return Difference(*key, *n, mean_a, mean_b, delta, lo, hi, pct, pct_lo, pct_hi, w.df,
+                      verdict(key[0], delta, lo, hi), RAW_METHOD, boots_needed=need, resolve_pct=resolve_pct)
 
 
 def quality_difference(test: str, base_boots: Sequence[Mapping[str, bool]],
@@ -325,7 +381,7 @@ def quality_difference(test: str, base_boots: Sequence[Mapping[str, bool]],
 
 
 def sweep_differences(boots: Mapping[str, Sequence[Mapping[FigureKey, float]]], baseline: str,
-                      confidence: float = CONFIDENCE) -> dict[str, list[Difference]]:
+                      confidence: float = CONFIDENCE, resolve_pct: float = RESOLVE_PCT) -> dict[str, list[Difference]]:
     """Every figure of every variant against ``baseline``: {variant: [Difference, ...]}.
 
     ``boots`` maps a variant name to its boots, each {figure key: value}. A figure is compared where the
@@ -343,7 +399,7 @@ def sweep_differences(boots: Mapping[str, Sequence[Mapping[FigureKey, float]]], 
         mine = _by_figure(runs)
         keys = sorted(base.keys() & mine.keys(),
                       key=lambda k: (order.get(k[0], len(order)), k[0], k[1] or "", -1 if k[2] is None else k[2]))
-        out[name] = [difference(k[0], base[k], mine[k], k[1], k[2], confidence) for k in keys]
+        out[name] = [difference(k[0], base[k], mine[k], k[1], k[2], confidence, resolve_pct) for k in keys]
     return out
 
 
@@ -356,24 +412,48 @@ def _by_figure(runs: Iterable[Mapping[FigureKey, float]]) -> dict[FigureKey, lis
     return out
 
 
-def boots_needed(cv_pct: float, effect_pct: float = 5.0, power: float = 0.8, confidence: float = CONFIDENCE,
-                 max_boots: int = 1000) -> int | None:
-    """Fresh boots per variant needed to call a difference of ``effect_pct`` % beyond noise.
+def boots_to_resolve(spread_a: float, spread_b: float, effect: float, power: float = 0.8,
+                     confidence: float = CONFIDENCE, max_boots: int = MAX_BOOTS) -> int | None:
+    """Fresh boots per variant (n each) that would resolve a difference of ``effect`` at the spreads
+    ``spread_a``, ``spread_b`` (the sample standard deviation of one boot's figure, in the unit of
+    ``effect``: % of the baseline, or 100 × the log for a comparison on logs, which is close to %).
 
-    With boot-to-boot spread ``cv_pct`` (coefficient of variation of one boot's figure, %), two variants
-    of n boots each give a Welch interval of half-width about t(0.975, 2n−2) · CV · √(2/n). The smallest
-    n with (t(0.975, 2n−2) + t(power, 2n−2)) · CV · √(2/n) <= effect calls a true difference of that size
-    with the given power (0.5: the interval just excludes zero when the difference is exactly that).
-    None when more than ``max_boots`` would be needed.
+    The smallest n with (t(0.975, 2n − 2) + t(power, 2n − 2)) · √((s²_a + s²_b) / n) <= effect: a
+    true difference of that size is called beyond noise with the given power (0.5: the interval just
+    excludes zero when the difference is exactly that). None when more than ``max_boots`` would be needed.
+
+    >>> boots_to_resolve(2.0, 2.0, 5.0), boots_to_resolve(52.0, 3.0, 100.0 * math.log(1.05))
+    (4, 896)
+    """
+    if spread_a < 0 or spread_b < 0 or effect <= 0:
+        raise ValueError("the spreads must be >= 0 and the effect > 0")
+    def resolves(n: int) -> bool:
+        df = 2 * n - 2
+        need = t_quantile(0.5 + confidence / 2.0, df) + (t_quantile(power, df) if power > 0.5 else 0.0)
+        return need * math.sqrt((spread_a ** 2 + spread_b ** 2) / n) <= effect
+
+    # the width shrinks as n grows (both t and 1/√n fall): bisect for the smallest n that resolves
+    if max_boots < 2 or not resolves(max_boots):
+        return None
+    lo, hi = 1, max_boots  # resolves(hi), and lo is below every candidate
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if resolves(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def boots_needed(cv_pct: float, effect_pct: float = 5.0, power: float = 0.8, confidence: float = CONFIDENCE,
+                 max_boots: int = MAX_BOOTS) -> int | None:
+    """Fresh boots per variant needed to call a difference of ``effect_pct`` % beyond noise when both
+    variants show the boot-to-boot spread ``cv_pct`` (coefficient of variation of one boot's figure, %):
+    ``boots_to_resolve(cv_pct, cv_pct, effect_pct)``, i.e. (t + t_power) · CV · √(2/n) <= effect.
 
     >>> boots_needed(2.0), boots_needed(0.5), boots_needed(0.0)
     (4, 2, 2)
     """
     if cv_pct < 0 or effect_pct <= 0:
         raise ValueError("the spread must be >= 0 and the effect > 0")
-    for n in range(2, max_boots + 1):
-        df = 2 * n - 2
-        need = t_quantile(0.5 + confidence / 2.0, df) + (t_quantile(power, df) if power > 0.5 else 0.0)
-        if need * cv_pct * math.sqrt(2.0 / n) <= effect_pct:
-            return n
-    return None
+    return boots_to_resolve(cv_pct, cv_pct, effect_pct, power, confidence, max_boots)

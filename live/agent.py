@@ -86,8 +86,8 @@ def _send(runner: Runner, endpoint: str, payload: dict, prompt_chars: int, max_t
     raw = stream_chat(f"{runner.base}{PATHS[endpoint]}", payload, connect_timeout=cfg.connect_timeout,
                       read_timeout=cfg.read_timeout, limits=limits, cancel=runner.cancel)
     if endpoint == "messages":
-        return parse_messages_stream(raw, max_tokens)
-    res = parse_stream(raw, max_tokens)
+        return parse_messages_stream(raw, max_tokens, per_token=False)  # a turn times its first token only
+    res = parse_stream(raw, max_tokens, per_token=False)
     cached, why = chat_cached_tokens(raw)
     if why and res.error is None:
         res.error = why

@@ -803,13 +803,15 @@ def check_timings(t: dict) -> tuple[dict | None, str | None]:
     return out, None
 
 
-def parse_stream(raw: RawStream, max_tokens: int | None = None) -> StreamResult:
+def parse_stream(raw: RawStream, max_tokens: int | None = None, per_token: bool = True) -> StreamResult:
     """Parse the HTTP response and its events after the fact; each event carries the stamp of its read.
 
     With ``max_tokens`` (what the request asked for) the server's counts are checked too: a stream with
     more than ``EXTRA_EVENTS`` text events past max_tokens, or a token count that its text and events
     cannot hold (``benchcards.summarize.token_count_problem``), fails with the reason. Server-sent
     nonsense (negative or non-numeric usage or timings) fails with a one-line reason naming the field.
+    ``per_token=False`` (a prefill request, an agentic turn: nothing divides by the count) leaves out the
+    tokens-per-event bound.
     """
     from benchcards.summarize import token_count_problem
 
@@ -902,10 +904,12 @@ def parse_stream(raw: RawStream, max_tokens: int | None = None) -> StreamResult:
         error = (f"the server sent {text_events:,} text events for max_tokens {max_tokens:,}: it did not stop at "
                  "the limit")
     if error is None and not estimated:
-        error = token_count_problem(out_tokens, max_tokens=max_tokens, events=text_events, text_bytes=text_bytes)
+        error = token_count_problem(out_tokens, max_tokens=max_tokens, events=text_events, text_bytes=text_bytes,
+                                    per_token=per_token)
         if error is None and timings and timings.get("predicted_n") is not None:
             error = token_count_problem(timings["predicted_n"], max_tokens=max_tokens, events=text_events,
-                                        text_bytes=text_bytes, what="tokens in timings.predicted_n")
+                                        text_bytes=text_bytes, what="tokens in timings.predicted_n",
+                                        per_token=per_token)
     return StreamResult(t_send=raw.t_send, t_first=t_first, t_last=t_last, t_end=raw.t_end, text="".join(text),
                         output_tokens=out_tokens, prompt_tokens=prompt_tokens, tokens_estimated=estimated,
                         finish_reason=finish, timings=timings, events=events, done=done, error=error,

@@ -375,11 +375,11 @@ class Runner:
         return thread
 
     def one(self, content: str, max_tokens: int, force_length: bool = True,
-            need_prompt_tokens: bool = False) -> StreamResult:
+            need_prompt_tokens: bool = False, per_token: bool = True) -> StreamResult:
         raw = stream_chat(f"{self.base}/v1/chat/completions", self.payload(content, max_tokens, force_length=force_length),
                           connect_timeout=self.cfg.connect_timeout, read_timeout=self.cfg.read_timeout,
                           limits=self.limits(content, max_tokens), cancel=self.cancel)
-        res = parse_stream(raw, max_tokens)
+        res = parse_stream(raw, max_tokens, per_token=per_token)  # prefill times the first token only
         if need_prompt_tokens and res.ok and res.prompt_tokens is None and not self.stop.is_set():
             # The stream had no usage (llama-cpp-python): ask the server to count this exact prompt
             # with a one-token request after the timed one, so prefill still uses the real count.
@@ -570,7 +570,8 @@ class Runner:
         why = self.too_long(depth, cfg.prefill_max_tokens)
         if why:
             return "skipped", why, {}
-        recs = [self.record(self.one(self.prompt("prose", depth), cfg.prefill_max_tokens, need_prompt_tokens=True),
+        recs = [self.record(self.one(self.prompt("prose", depth), cfg.prefill_max_tokens, need_prompt_tokens=True,
+                                     per_token=False),
                             "prefill", "prose",
                             depth=depth, rnd=r) for r in range(cfg.prefill_runs) if not self.stop.is_set()]
         status, reason = self._verdict(recs, None)

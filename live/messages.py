@@ -103,13 +103,14 @@ def _usage_counts(usage: dict, where: str, into: dict[str, int]) -> str | None:
     return None
 
 
-def parse_messages_stream(raw: RawStream, max_tokens: int | None = None) -> tuple[StreamResult, int | None]:
+def parse_messages_stream(raw: RawStream, max_tokens: int | None = None, per_token: bool = True
+                          ) -> tuple[StreamResult, int | None]:
     """Parse a ``/v1/messages`` stream after the fact; returns (result, cached prompt tokens or None).
 
     Rules as ``parse_stream``: every event carries the stamp of its read; the first ``text_delta`` is the
     first content token; a stream without ``message_stop`` or without a stop reason fails; the server's
     counts are checked against the text and events it streamed (``token_count_problem``) and against
-    ``max_tokens``; nonsense in ``usage`` fails with a reason naming the field.
+    ``max_tokens``; nonsense in ``usage`` fails with a reason naming the field. ``per_token`` as there.
     """
     from benchcards.summarize import token_count_problem
 
@@ -175,7 +176,7 @@ def parse_messages_stream(raw: RawStream, max_tokens: int | None = None) -> tupl
                  "the limit")
     if error is None and not estimated:
         error = token_count_problem(out_tokens, max_tokens=max_tokens, events=text_events, text_bytes=text_bytes,
-                                    what="output tokens")
+                                    what="output tokens", per_token=per_token)
     if error is None and cached is not None and prompt_tokens is not None and cached > prompt_tokens:
         error = f"the server said {cached:,} prompt tokens came from its cache of {prompt_tokens:,} in all"
     finish = STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None

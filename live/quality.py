@@ -280,7 +280,7 @@ class QualityRunner:
         raw = stream_chat(f"{r.base}/v1/chat/completions", payload, connect_timeout=self.mcfg.connect_timeout,
                           read_timeout=self.mcfg.read_timeout, limits=r.limits(q.prompt, q.max_tokens),
                           cancel=r.cancel)
-        res = parse_stream(raw, q.max_tokens)
+        res = parse_stream(raw, q.max_tokens, per_token=False)  # a score, no rate divides by the count
         return res, reasoning_text(raw) if res.status == 200 else ""
 
     def record(self, q: Question, res: StreamResult, reasoning: str) -> QualityItem:

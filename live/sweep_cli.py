@@ -4,7 +4,7 @@ Examples::
 
   python -m live sweep --server-cmd "llama-server -m M.gguf -c {ctx} -np 1" \\
       --variant "f16 KV=" --variant "q8_0 KV=-ctk q8_0 -ctv q8_0" --repeats 3 --parts decode --gpu cpu
-  python -m live sweep --server-cmd "llama-server -m M.gguf -c {ctx}" --grid "-t=1,2" --repeats 4 --gpu cpu
+  python -m live sweep --server-cmd "llama-server -m M.gguf -c {ctx}" --grid="-t=1,2" --repeats 4 --gpu cpu
 """
 
 from __future__ import annotations
@@ -91,8 +91,17 @@ def difference_lines(diffs: dict) -> list[str]:
                   if d.pct_lo is not None else "")
             lines.append(f"{name} vs baseline · {fmt.label(d.metric, d.prompt, d.level)}: "
                          f"{fmt.metric(d.metric, d.base)} → {fmt.metric(d.metric, d.variant)}, Δ {pct}{ci} "
-                         f"(n = {d.n_base}, {d.n_variant}) — {d.verdict}")
+                         f"(n = {d.n_base}, {d.n_variant}) — {d.verdict}{_resolve_words(d)}")
     return lines
+
+
+def _resolve_words(d) -> str:
+    from benchcards import sweepstats
+
+    if d.lo is None:
+        return ""
+    n = f"{d.boots_needed}" if d.boots_needed is not None else f"more than {sweepstats.MAX_BOOTS:,}"
+    return f"; {n} boots per variant would resolve {d.resolve_pct:g} % at this spread"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

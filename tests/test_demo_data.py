@@ -45,3 +45,24 @@ def test_seed_000_tasks_are_shown_as_tasks(demo_db):
     c = queries.card(queries.Store(demo_db), SEED0)
     assert c.value("decode") == 51.0
     assert c.value("task_prefill", "Long context summarisation", 300) == 1221.4
+
+
+def test_demo_sweep_shows_its_differences(demo_db, tmp_path):
+    # the sweep measured on the real llama-server (scripts/measure_demo_sweep.sh): both variants' setups
+    # are method tests, the record names them, and every shared figure has an interval and a verdict
+    from benchcards import export, fmt, sweeps
+
+    store = queries.Store(demo_db)
+    (rec,) = sweeps.load_sweeps(store)
+    assert [v.name for v in rec.variants] == ["default micro-batch", "micro-batch 64"]
+    assert [b.status for b in rec.boots] == ["ok"] * 6 and rec.repeats == 3
+    for v in rec.variants:
+        assert json.loads((RAW / str(v.setup_id) / "setup.json").read_text())["method_test"] is True
+    table = sweeps.sweep_table(store, rec)
+    assert {"Prefill at 1K", "Prefill at 2K"} <= set(table["Figure"])
+    assert (table["95 % interval of Δ %"] != fmt.DASH).all() and table["Verdict"].str.contains("noise").all()
+    assert table[sweeps.RESOLVE_COLUMN].str.fullmatch(r"\d+|more than 1,000").all()
+    out = tmp_path / "site"
+    export.export(demo_db, out, with_raw=False)
+    assert f'href="sweeps/{rec.sweep_id}.html"' in (out / "sweeps.html").read_text()
+    assert "micro-batch 64" in (out / "sweeps" / f"{rec.sweep_id}.html").read_text()

@@ -13,6 +13,7 @@ import pytest
 
 from benchcards.summarize import record_problem, speed_from_records
 from live.__main__ import main
+from live.client import RawStream
 from live.job import LiveJob
 from live.measure import MeasureConfig, SetupInput
 from schemas.models import RequestRecord, ServerTimings, Setup, SpeedContract
@@ -247,6 +248,36 @@ def test_plausible_records_pass():
     assert record_problem(one_token, 512) is None  # one token times no decode: nothing to check
     utf8 = _record(output_tokens=32, events=9, text_bytes=40)  # tokens held back for incomplete UTF-8
     assert record_problem(utf8, 512) is None
+
+
+@pytest.mark.unit
+def test_tokens_per_event_bound_only_where_a_figure_divides_by_the_count():
+    # the real llama-server with a random-weight model (n_embd 128): 16 tokens counted, 3 text events and
+    # 22 bytes for a 16-token prefill request; its control tokens stream no text
+    seen = {"output_tokens": 16, "events": 3, "text_bytes": 22, "prompt_tokens": 400, "t_last": 0.05}
+    for part in ("decode", "conc", "l1", "ctx"):
+        assert "at most 4 tokens share an event" in (record_problem(_record(part=part, **seen), 16) or "")
+    for part in ("prefill", "agent"):  # time the first token only: nothing divides by the 16
+        assert record_problem(_record(part=part, depth=400 if part == "prefill" else None, **seen), 16) is None
+    # the other bounds still hold there: more tokens than bytes of text is no stream at all
+    assert "a token is at least one byte" in (record_problem(_record(part="prefill", depth=400, **{
+        **seen, "output_tokens": 60, "events": 3, "text_bytes": 22}), 64) or "")
+
+
+@pytest.mark.unit
+def test_the_client_leaves_the_bound_to_per_token_requests():
+    from live.client import parse_stream
+
+    # 16 tokens in 3 text events, as the real engine streamed them for a prefill request
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"content": t}}]} for t in ("Sea ", "waves", " roll")]
+    chunks += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]},
+               {"choices": [], "usage": {"completion_tokens": 16, "prompt_tokens": 400}}]
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n"
+    raw = RawStream.from_reads(0.0, [(0.5, head + body)])
+    assert "at most 4 tokens share an event" in (parse_stream(raw, 16).error or "")
+    assert parse_stream(raw, 16, per_token=False).error is None
 
 
 def _method():

@@ -177,11 +177,10 @@ def test_sweep_on_real_llama_server(tmp_path):
     if binary is None:
         need_engine("llama-server")
     # q8_0 KV needs a head size divisible by 32 (4 heads of 32); this random model's answers are mostly
-    # control tokens that stream no text, which the plausibility rule refuses for decode: prefill only, with
+    # control tokens that stream no text, which the tokens-per-event bound refuses for decode: prefill only,
+    # at its default answer length (the bound does not apply to prefill, which times the first token only)
     model = tiny_model("llama-bpe", n_embd=128)
-    # answers of 2 tokens (a prefill step times the first token; more of them would be counted without events)
-    m = MeasureConfig(parts=("prefill",), prefill_depths=(1024,), prefill_runs=2, prefill_max_tokens=2,
-                      read_timeout=60.0)
+    m = MeasureConfig(parts=("prefill",), prefill_depths=(1024,), prefill_runs=2, read_timeout=60.0)
     cfg = SweepConfig(server_cmd=f"{binary} -m {model} -c {{ctx}} -np 1 -t 1", ctx=4096, measure=m, repeats=2,
                       variants=[Variant("f16 KV"), Variant("q8_0 KV", ("-ctk", "q8_0", "-ctv", "q8_0"))])
     result = run_sweep(cfg, tmp_path / "logs")

@@ -14,7 +14,7 @@ from live.fit_job import FitBusy, FitJob, current_job
 from live.measure import SetupInput, hardware_problems, is_cpu_only
 from live.progress import InputError, duration, parse_tokens
 from live.settings import FitSettings, page_default, page_limits, tokens_text
-from ui import common
+from ui import common, live_panel
 from ui.common import md
 
 PHASE_WORDS = {"starting": "starting the server", "loading": "loading", "answering": "answering",
@@ -111,26 +111,18 @@ def _rows(job: FitJob) -> pd.DataFrame:
 def _panel(job: FitJob, mine: bool) -> None:
     finished = sum(1 for e in job.events if e.phase == "stopped")
     total = len(job.cfg.sizes)
-    if not job.done:
-        left = time_left(job.cfg.sizes, job.events)
-        when = "estimating the time left…" if left is None else f"about {duration(left)} left"
-        label, state = f"Memory test: {finished} of {total} sizes · {when}", "running"
-    elif job.error:
-        label, state = f"Memory test ended: {job.error}", "error"
-    else:
-        label, state = f"Memory test {'stopped' if job.stopping else 'finished'}: {job.summary or ''}", "complete"
-    box = st.status(label, state=state, expanded=True)
-    with box.container():
-        st.progress(1.0 if job.done else min(1.0, finished / max(1, total)))
-        common.table(_rows(job), f"fit-steps-{id(job)}-{len(job.events)}", download=False)
-    if not job.done:
-        if st.button("Stop (stops the server now)", disabled=job.stopping, key=f"fit-stop-{id(job)}"):
-            job.stop()
-            st.toast("Stopping the server; the sizes that finished will be saved.")
-    elif mine and job.run_dir is not None:
-        st.success(md(f"Saved and added to the site: {job.report}"))
-        st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
-                     icon=":material/arrow_forward:")
+    left = None if job.done else time_left(job.cfg.sizes, job.events)
+    when = "estimating the time left…" if left is None else f"about {duration(left)} left"
+    saved = mine and job.run_dir is not None
+    live_panel.panel(job, live_panel.Panel(
+        running=f"Memory test: {finished} of {total} sizes · {when}", ended="Memory test ended",
+        finished=f"Memory test {'stopped' if job.stopping else 'finished'}: {job.summary or ''}",
+        fraction=finished / max(1, total),
+        body=lambda: common.table(_rows(job), f"fit-steps-{id(job)}-{len(job.events)}", download=False),
+        key="fit", stop_label="Stop (stops the server now)",
+        stop_toast="Stopping the server; the sizes that finished will be saved.",
+        saved=job.report if saved else None,
+        link=live_panel.Link("pages/1_Setup_card.py", "Open its card", {"setup": str(job.setup_id)}) if saved else None))
 
 
 def render() -> None:
@@ -145,15 +137,4 @@ def render() -> None:
             st.session_state["fit_job"] = FitJob(cfg, user, paths.LOCAL, common.db_path()).start()
         except (FitBusy, ValueError) as exc:
             st.error(md(str(exc)))
-    job = current_job()
-    running = job is not None and not job.done
-
-    @st.fragment(run_every=1.0 if running else None)
-    def progress() -> None:
-        j = current_job()
-        if j is not None:
-            _panel(j, j is st.session_state.get("fit_job"))
-            if running and j.done:
-                st.rerun(scope="app")
-
-    progress()
+    live_panel.follow(current_job, lambda j: _panel(j, j is st.session_state.get("fit_job")))  # type: ignore[arg-type]

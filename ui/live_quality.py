@@ -18,7 +18,7 @@ from live.measure import SetupInput, hardware_problems, is_cpu_only, name_proble
 from live.quality import DEFAULT_MAX_TOKENS, QualityConfig, parse_max_tokens
 from live.quality_job import QualityJob
 from live.settings import QualitySettings, TargetSettings, page_default, page_limits
-from ui import common
+from ui import common, live_panel
 from ui.common import md
 
 KEY = "live_quality_job"
@@ -100,34 +100,28 @@ def read_settings(v: dict) -> tuple[QualityConfig | None, list[str]]:
     return cfg, []
 
 
+def _items(job: QualityJob) -> None:
+    items = [e for e in job.events if e.kind == "item"]
+    if items:
+        rows = [{"Test": e.test, "Item": e.item, "Result": "error" if e.error else "cut off" if e.cut_off
+                 else "right" if e.right else "wrong", "Seconds": e.seconds} for e in items[-200:]]
+        common.table(pd.DataFrame(rows), f"lq-items-{id(job)}-{len(items)}", download=False)
+    for line in job.summary:
+        st.markdown(f"- {md(line)}")
+
+
 def _panel(job: QualityJob) -> None:
     items = [e for e in job.events if e.kind == "item"]
     last = items[-1] if items else None
-    if not job.done:
-        left = f", about {last.left_s:,.0f} s left" if last and last.left_s is not None else ""
-        label = f"Asking… {last.done} of {last.total} items{left}" if last else "Building the prompts…"
-        state = "running"
-    elif job.error:
-        label, state = f"Ended: {job.error}", "error"
-    else:
-        label, state = f"{'Stopped' if job.stopping else 'Finished'}: {len(items)} items answered", "complete"
-    box = st.status(label, state=state, expanded=True)
-    with box.container():
-        st.progress(1.0 if job.done else (last.done / last.total if last else 0.0))
-        if items:
-            rows = [{"Test": e.test, "Item": e.item, "Result": "error" if e.error else "cut off" if e.cut_off
-                     else "right" if e.right else "wrong", "Seconds": e.seconds} for e in items[-200:]]
-            common.table(pd.DataFrame(rows), f"lq-items-{id(job)}-{len(items)}", download=False)
-        for line in job.summary:
-            st.markdown(f"- {md(line)}")
-    if not job.done:
-        if st.button("Stop", disabled=job.stopping, key=f"lq-stop-{id(job)}"):
-            job.stop()
-            st.toast("Stopping: the requests in flight are cut; answered items will be saved.")
-    elif job.run_dir is not None:
-        st.success(f"Saved and added to the site: {md(job.report)}")
-        st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
-                     icon=":material/arrow_forward:")
+    left = f", about {last.left_s:,.0f} s left" if last and last.left_s is not None else ""
+    saved = job.run_dir is not None
+    live_panel.panel(job, live_panel.Panel(
+        running=f"Asking… {last.done} of {last.total} items{left}" if last else "Building the prompts…",
+        ended="Ended", finished=f"{'Stopped' if job.stopping else 'Finished'}: {len(items)} items answered",
+        fraction=last.done / last.total if last and last.total else 0.0, body=lambda: _items(job),
+        key="lq", stop_label="Stop", stop_toast="Stopping: the requests in flight are cut; answered items will be saved.",
+        saved=job.report if saved else None,
+        link=live_panel.Link("pages/1_Setup_card.py", "Open its card", {"setup": str(job.setup_id)}) if saved else None))
 
 
 def quality_mode() -> None:
@@ -144,16 +138,4 @@ def quality_mode() -> None:
                               vram_gib=None if is_cpu_only(v["gpu"]) else v["vram"], quant=v["quant"] or None,
                               server_cmd=v["server_cmd"] or None)
             st.session_state[KEY] = QualityJob(cfg, user, LOCAL, common.db_path()).start()
-    job: QualityJob | None = st.session_state.get(KEY)
-
-    @st.fragment(run_every=1.0 if job is not None and not job.done else None)
-    def progress() -> None:
-        j: QualityJob | None = st.session_state.get(KEY)
-        if j is not None:
-            _panel(j)
-            if j.done and st.session_state.pop("lq_running", False):
-                st.rerun(scope="app")  # the run ended: re-enable the form
-            if not j.done:
-                st.session_state["lq_running"] = True
-
-    progress()
+    live_panel.follow(lambda: st.session_state.get(KEY), _panel)  # type: ignore[arg-type]

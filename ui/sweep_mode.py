@@ -4,8 +4,6 @@ to the sweep's differences afterwards. Drives live.sweep_job; the page (pages/6_
 
 from __future__ import annotations
 
-from typing import Literal
-
 import pandas as pd
 import streamlit as st
 
@@ -16,7 +14,7 @@ from live.progress import InputError, parse_tokens
 from live.settings import SWEEP_SPEED, SpeedSettings, SweepSettings, page_default, page_limits, tokens_text
 from live.sweep import BootEvent, SweepConfig
 from live.sweep_job import SweepBusy, SweepJob, current_job, variants_from_rows
-from ui import common
+from ui import common, live_panel
 from ui.common import md
 
 #: the table a new sweep starts from (the KV-cache type, a claim the community posts make)
@@ -109,24 +107,16 @@ def boot_rows(job: SweepJob) -> pd.DataFrame:
 def _panel(job: SweepJob, mine: bool) -> None:
     finished = sum(1 for e in job.events if e.stage == "done")
     total = job.cfg.repeats * len(job.cfg.variants)
-    state: Literal["running", "complete", "error"]
-    if not job.done:
-        label, state = f"Sweep: {finished} of {total} boots", "running"
-    elif job.error:
-        label, state = f"Sweep ended: {job.error}", "error"
-    else:
-        label, state = f"Sweep {'stopped' if job.stopping else 'finished'}: {finished} of {total} boots", "complete"
-    box = st.status(label, state=state, expanded=True)
-    with box.container():
-        st.progress(1.0 if job.done else min(1.0, finished / max(1, total)))
-        common.table(boot_rows(job), f"sweep-boots-{id(job)}-{len(job.events)}", download=False)
-    if not job.done:
-        if st.button("Stop (stops the server now)", disabled=job.stopping, key=f"sweep-stop-{id(job)}"):
-            job.stop()
-            st.toast("Stopping the server; the boots that finished will be saved.")
-    elif mine and job.sweep_id is not None:
-        st.success(md(f"Saved and added to the site: {job.report}"))
-        st.page_link("pages/8_Sweeps.py", label="Open the sweep's differences", icon=":material/arrow_forward:")
+    saved = mine and job.sweep_id is not None
+    live_panel.panel(job, live_panel.Panel(
+        running=f"Sweep: {finished} of {total} boots", ended="Sweep ended",
+        finished=f"Sweep {'stopped' if job.stopping else 'finished'}: {finished} of {total} boots",
+        fraction=finished / max(1, total),
+        body=lambda: common.table(boot_rows(job), f"sweep-boots-{id(job)}-{len(job.events)}", download=False),
+        key="sweep", stop_label="Stop (stops the server now)",
+        stop_toast="Stopping the server; the boots that finished will be saved.",
+        saved=job.report if saved else None,
+        link=live_panel.Link("pages/8_Sweeps.py", "Open the sweep's differences") if saved else None))
 
 
 def render() -> None:
@@ -140,15 +130,4 @@ def render() -> None:
             st.session_state["sweep_job"] = SweepJob(cfg, user, paths.LOCAL, common.db_path()).start()
         except (SweepBusy, ValueError, launcher.TemplateError) as exc:
             st.error(md(str(exc)))
-    job = current_job()
-    running = job is not None and not job.done
-
-    @st.fragment(run_every=1.0 if running else None)
-    def progress() -> None:
-        j = current_job()
-        if j is not None:
-            _panel(j, j is st.session_state.get("sweep_job"))
-            if running and j.done:
-                st.rerun(scope="app")
-
-    progress()
+    live_panel.follow(current_job, lambda j: _panel(j, j is st.session_state.get("sweep_job")))  # type: ignore[arg-type]

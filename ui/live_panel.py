@@ -1,0 +1,110 @@
+"""The Run live page's panel for a run in the background (memory test, quality, sweep): one status box with
+the run's state, a progress bar, the run's own rows, Stop while it runs, and once it is saved a "saved" line
+with a link to its result. One definition used by ui.fit_page, ui.live_quality and ui.sweep_mode; the forms
+that start the runs stay with their modes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import streamlit as st
+
+from ui.common import md
+
+__all__ = ["Link", "Panel", "RunningJob", "follow", "panel", "state_of"]
+
+State = Literal["running", "complete", "error"]
+
+
+class RunningJob(Protocol):
+    """What the panel reads of a job (live.fit_job.FitJob, live.quality_job.QualityJob, live.sweep_job.SweepJob)."""
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Link:
+    """Where the "saved" line leads: a page of the app and its query parameters."""
+
+    page: str
+    label: str
+    query: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One mode's words and parts of the panel.
+
+    ``running``: the status line while it runs; ``ended``: what precedes the job's error; ``finished``: the
+    status line once it ended without an error; ``fraction``: share done (0 … 1); ``body`` draws the mode's
+    own rows inside the box; ``key`` names the Stop button's widget (with the job's id); ``stop_label`` and
+    ``stop_toast`` are the button and what it says once pressed; ``saved`` (the job's report) and ``link``
+    are shown once the run is saved, None while there is nothing to show.
+    """
+
+    running: str
+    ended: str
+    finished: str
+    fraction: float
+    body: Callable[[], None]
+    key: str
+    stop_label: str
+    stop_toast: str
+    saved: str | None = None
+    link: Link | None = None
+
+
+def state_of(job: RunningJob, p: Panel) -> tuple[str, State]:
+    """(status line, state) of the box: running, ended with the job's error, or finished."""
+    if not job.done:
+        return p.running, "running"
+    if job.error:
+        return f"{p.ended}: {job.error}", "error"
+    return p.finished, "complete"
+
+
+def panel(job: RunningJob, p: Panel) -> None:
+    """Draw the panel of ``job``. Side effect: a press of Stop calls ``job.stop()`` (the job stops its server)."""
+    label, state = state_of(job, p)
+    box = st.status(label, state=state, expanded=True)
+    with box.container():
+        st.progress(1.0 if job.done else min(1.0, max(0.0, p.fraction)))
+        p.body()
+    if not job.done:
+        if st.button(p.stop_label, disabled=job.stopping, key=f"{p.key}-stop-{id(job)}"):
+            job.stop()
+            st.toast(p.stop_toast)
+    elif p.saved is not None:
+        st.success(f"Saved and added to the site: {md(p.saved)}")
+        if p.link is not None:
+            st.page_link(p.link.page, label=p.link.label, query_params=p.link.query or None,
+                         icon=":material/arrow_forward:")
+
+
+def follow(current: Callable[[], RunningJob | None], draw: Callable[[RunningJob], None]) -> None:
+    """Draw ``draw(job)`` for the current job in a fragment that reruns every second while the job runs, and
+    rerun the whole page once it has ended (so that its form is enabled again)."""
+    job = current()
+    running = job is not None and not job.done
+
+    @st.fragment(run_every=1.0 if running else None)
+    def progress() -> None:
+        j = current()
+        if j is not None:
+            draw(j)
+            if running and j.done:
+                st.rerun(scope="app")
+
+    progress()
