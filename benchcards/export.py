@@ -60,6 +60,7 @@ from benchcards import (
     agentic,
     analysis,
     builds,
+    cardview,
     charts,
     db,
     flags,
@@ -282,7 +283,7 @@ class CardJob:
     raw: frozenset[str]
     knees: pd.DataFrame
     #: the build timeline a card shows (setups that are builds of one another share their group's)
-    timelines: dict[str, Table] = field(default_factory=dict)
+    timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
@@ -321,40 +322,31 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
     knees = _split(job.knees)
     snap = reported.Snapshot(store)
+    prompt_tokens = queries.decode_prompt_tokens_by_run(store, [r for c in cards if (r := _decode_run(c))])
     for c in cards:
         path = site.setup_path(c.setup_id)
-        html = card_page(env, c, path, depth={k: v.get(c.setup_id) for k, v in depth.items()},
-                         conc=conc.get(c.setup_id), fit=fit.get(c.setup_id), knees=knees.get(c.setup_id),
+        inputs = cardview.Inputs(prompt_tokens=prompt_tokens.get(_decode_run(c) or ""),
+                                 timeline=job.timelines.get(c.setup_id), knees=knees.get(c.setup_id),
+                                 reported=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
+        html = card_page(env, c, path, inputs, depth={k: v.get(c.setup_id) for k, v in depth.items()},
+                         conc=conc.get(c.setup_id), fit=fit.get(c.setup_id),
                          knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
-                         raw=job.raw, timeline=job.timelines.get(c.setup_id),
-                         rep=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
+                         raw=job.raw)
         writer.write(path, html)
     db.forget(job.db_path)
     return writer.entries, writer.written
 
 
-def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dict[str, pd.DataFrame | None],
-              conc: pd.DataFrame | None, fit: pd.DataFrame | None, knees: pd.DataFrame | None,
-              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], timeline: Table | None = None,
-              rep: reported.CardSection | None = None) -> str:
-    """The card of one setup (its chart points, knees and knee marks computed for many setups at once;
-    ``timeline``: the table of its build group, computed once per group; ``rep``: its reported figures, beside
-    lines and flag claims)."""
-    s = c.setup
-    page = Charts()
-    up = site.up(path)
-    gap_notes = (cardmod.TTFT_GAP_EXPLAINED, cardmod.hygiene_notes(c))
-    speed_extra = [(title, table(df), notes) for title, df, notes in (
-        ("Named tasks", cardmod.task_table(c), None), ("Client vs server", cardmod.client_vs_server(c), None),
-        ("Time to first token vs the server's prompt time", cardmod.ttft_gap_table(c), gap_notes),
-        ("Long prompts", cardmod.long_prompt_table(c), None), ("Requests at once", cardmod.conc_table(c), None),
-        ("Engine benchmark (llama-bench)", cardmod.engine_table(c), None),
-        ("From the server's log", cardmod.server_log_table(c), None),
-        ("Agentic use (prompt cache)", agentic.agent_table(c), (agentic.EXPLAINED, agentic.agent_summary(c))))
-        if not df.empty]
-    speed_charts = []
-    # the setup's own colour (the one the app gives it too)
-    colours = {"domain": [s.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
+def _decode_run(c: queries.Card) -> str | None:
+    """The run of the card's headline decode (its prompt length is read for all cards at once)."""
+    return c.run_of("decode")
+
+
+def _card_charts(c: queries.Card, page: Charts, depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
+                 fit: pd.DataFrame | None, knee_points: dict[str, pd.DataFrame]) -> dict[str, dict]:
+    """The card's charts by ``cardview.Chart`` id, in the setup's own colour (the one the app gives it too)."""
+    colours = {"domain": [c.setup.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
+    out = {}
     for kind in ("prefill", "decode", "ttft"):
         pts = depth.get(kind)
         if pts is None or pts.empty:
@@ -362,47 +354,56 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         frames = {"points": pts}
         if kind != "ttft":
             frames["knees"] = knee_points[kind]
-        speed_charts.append(page.add_json(specs.spec_json(charts.depth_builder, frames,
-                                                          charts.depth_settings(pts, kind), colours)))
+        out[f"depth-{kind}"] = page.add_json(specs.spec_json(charts.depth_builder, frames,
+                                                             charts.depth_settings(pts, kind), colours))
     if conc is not None and not conc.empty:
-        speed_charts.append(page.add_json(specs.spec_json(
+        out["conc-total"] = page.add_json(specs.spec_json(
             charts.conc_builder, {"points": conc, "knees": knee_points["conc"]},
-            charts.conc_settings(conc, "total"), colours)))
-    fit_charts = []
+            charts.conc_settings(conc, "total"), colours))
     if c.fit is not None and fit is not None and not fit.empty:
         settings, holes = charts.fit_settings(fit)
-        fit_charts.append(page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes)))
-    files = cardmod.files_table(c)
-    if not files.empty:
+        out["fit"] = page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes))
+    return out
+
+
+def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str) -> dict | None:
+    """One ``cardview`` block as the template's ``block`` macro reads it (None: nothing to draw here)."""
+    if isinstance(b, cardview.Table):
+        return {"kind": "table", "t": table(b.df), "empty": b.empty} if not (b.df.empty and b.empty is None) else None
+    if isinstance(b, cardview.Files):
+        files = b.df.copy()
         files["href"] = [f"raw/{h}.bin" if h in raw else None for h in files["SHA-256"]]
         files["name"] = [p.rsplit("/", 1)[-1] for p in files["File"]]
-    samp = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.sampling.model_dump().items() if v is not None)
+        return {"kind": "files", "note": b.note,
+                "t": table(files, links={"File": "href"}, downloads={"File": "name"}, up=up)}
+    if isinstance(b, cardview.Chart):
+        return {"kind": "chart", "c": drawn[b.id]} if b.id in drawn else None
+    if isinstance(b, cardview.Link):
+        return {"kind": "link", "b": b} if b.site else None
+    if isinstance(b, cardview.Details):
+        inner = [x for x in (_block(i, drawn, raw, up) for i in b.blocks) if x is not None]
+        return {"kind": "details", "summary": b.summary, "blocks": inner}
+    return {"kind": type(b).__name__.lower(), "b": b}
+
+
+def card_page(env: jinja2.Environment, c: queries.Card, path: str, inputs: cardview.Inputs, *,
+              depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None, fit: pd.DataFrame | None,
+              knee_points: dict[str, pd.DataFrame], raw: frozenset[str]) -> str:
+    """The card of one setup: the sections of ``cardview.sections`` (the app's), in their order, with its charts
+    (their points and knee marks computed for many setups at once) and links to its raw files."""
+    s = c.setup
+    page = Charts()
+    up = site.up(path)
+    drawn = _card_charts(c, page, depth, conc, fit, knee_points)
+    inputs.charts = set(drawn)
+    shown = [{"s": sec, "blocks": [x for x in (_block(b, drawn, raw, up) for b in sec.blocks) if x is not None]}
+             for sec in cardview.sections(c, inputs)]
     tier = tier_of(c.row)
     model = site.model_key(c.row.get("model"))
     crumbs = [HOME, site.Crumb(f"{tier} tier", site.tier_path(tier)), site.Crumb(model, site.model_path(model)),
               site.Crumb(s.title)]
-    return render(
-        env, "card.html", path, title=s.title, crumbs=crumbs, charts=page, s=s,
-        badge=queries.card_badge(c), reported=rep,
-        reported_table=table(rep.figures) if rep is not None and not rep.figures.empty else None,
-        reported_notes={"explained": reported.EXPLAINED, "beside": reported.BESIDE_EXPLAINED,
-                        "claims": reported.CLAIMS_EXPLAINED},
-        gpu=str(c.row["gpu"]), tier=tier, tier_href=site.tier_path(tier), model=model,
-        model_href=site.model_path(model),
-        tiles=cardmod.headline_tiles(c), speed=table(cardmod.speed_table(c)), speed_extra=speed_extra,
-        speed_charts=speed_charts, knees=table(analysis.knee_table(knees)) if knees is not None else None,
-        timeline=timeline or Table([], []),
-        builds_explained=builds.EXPLAINED,
-        quality=table(cardmod.quality_table(c)),
-        fit=table(cardmod.fit_table(c)) if c.fit is not None else None, fit_charts=fit_charts,
-        fit_note=cardmod.fit_note(c),
-        command=flags.shell_join(s.server.argv, s.server.env), flags=table(cardmod.flags_table(c, as_measured=True)),
-        flags_build=cardmod.engine_build(c).text,
-        sampling=samp, thinking={True: "on", False: "off", None: "not recorded"}[s.thinking],
-        runs=table(cardmod.runs_table(c)), warnings=list(c.warnings.itertuples()),
-        machine=cardmod.machine_rows(c),
-        files=table(files, links={"File": "href"}, downloads={"File": "name"}, up=up) if not files.empty else None,
-    )
+    return render(env, "card.html", path, title=s.title, crumbs=crumbs, charts=page, sections=shown,
+                  tier=tier, tier_href=site.tier_path(tier), model=model, model_href=site.model_path(model))
 
 
 # --------------------------------------------------------------------------- lists: home, tiers, models
@@ -813,7 +814,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             build_groups = builds.timelines(store)
             timelines = {}
             for grp in build_groups:
-                t = table(builds.timeline_table(grp.timeline))
+                t = builds.timeline_table(grp.timeline)
                 timelines.update({m: t for m in grp.ids})
             for g in (grp.ids for grp in build_groups):
                 stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]

@@ -21,9 +21,8 @@ CURVE_METRICS = {"prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "con
 
 def inputs(store: Store, c: Card) -> cv.Inputs:
     """What the card shows besides its own rows, read for this one setup."""
-    decode_run = c.metrics[(c.metrics.metric == "decode") & c.metrics.prompt.isna() & c.metrics.level.isna()]
-    prompt_tokens = (queries.decode_prompt_tokens(store, str(decode_run.run_id.iloc[0]))
-                     if not decode_run.empty else None)
+    decode_run = c.run_of("decode")
+    prompt_tokens = queries.decode_prompt_tokens(store, decode_run) if decode_run else None
     timeline = builds.timeline(store, c.setup_id)
     kn = None
     if not c.metrics.empty and c.metrics.metric.isin(CURVE_METRICS).any():
