@@ -57,13 +57,12 @@ import markupsafe
 import pandas as pd
 
 from benchcards import (
-    agentic,
     analysis,
+    analysisview,
     builds,
     cardview,
     charts,
     db,
-    flags,
     fmt,
     metrics,
     queries,
@@ -75,7 +74,6 @@ from benchcards import (
     tiers,
     views,
 )
-from benchcards import card as cardmod
 from benchcards.paths import CACHE, DEFAULT_DB, shown
 from benchcards.specs import script_json
 
@@ -460,7 +458,8 @@ def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tes
                                        notes=LIST_NOTES)})
     return render(env, "index.html", "index.html", title="All setups", sections=sections,
                   models=table(models, links={"Model": "href"}), n_setups=len(ov), n_models=len(models),
-                  n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=_answer_links())
+                  n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=_answer_links(), lead=analysisview.LEAD,
+                  legend=analysisview.LEGEND)
 
 
 def _models_table(ov: pd.DataFrame) -> pd.DataFrame:
@@ -536,51 +535,85 @@ def _chart_setups(df: pd.DataFrame, order_col: str, limit: int = CHART_SETUPS) -
     return best.setup_id.head(limit).tolist()
 
 
+@dataclass
+class _Analysis:
+    """What every analysis page reads: the data (method tests left out, as in the app), knees, tiers, crumbs."""
+
+    env: jinja2.Environment
+    write: Callable[[str, str], Any]
+    data: queries.AnalysisData
+    kn: pd.DataFrame
+    tier_order: list[str]
+    left_note: str
+    by_tier: dict[str, list[str]]
+    titles: dict[str, str]
+    crumbs: list[site.Crumb]
+
+
 def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], data: queries.AnalysisData,
                     kn: pd.DataFrame, tier_order: list[str]) -> list[str]:
-    paths: list[str] = []
-    crumbs = [HOME, site.Crumb("Analysis", "analysis.html")]
+    """The analysis index and every view's pages (their words: ``benchcards.analysisview``)."""
     # as in the app: method tests (tiny or random-weight models) show the method, not a speed to rank
     data, left_out = analysis.without_method_tests(data)
-    kn = kn[kn.setup_id.isin(set(data.setups.setup_id))]
-    left_note = (f"Left out as a method test (its card has its figures): {'; '.join(left_out)}." if left_out else "")
     setups = analysis.with_tiers(data.setups)
-    by_tier = {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order}
-    titles = dict(zip(setups.setup_id, setups.title))
-    # time to answer at fixed sizes
-    answers = []
+    a = _Analysis(env, write, data, kn[kn.setup_id.isin(set(data.setups.setup_id))], tier_order,
+                  analysisview.left_out_note(left_out),
+                  {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order},
+                  dict(zip(setups.setup_id, setups.title)), [HOME, site.Crumb("Analysis", "analysis.html")])
+    paths: list[str] = []
+    answers, more = _answer_pages(a)
+    paths += more
+    tp_links, more = _throughput_pages(a)
+    paths += more
+    sq_links, more = _speed_quality_pages(a)
+    paths += more
+    knee_links, more = _knee_pages(a)
+    paths += more
+    views_shown = [{"view": v, "links": links} for v, links in zip(
+        analysisview.VIEWS, (answers, tp_links, sq_links, knee_links))]
+    write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
+                                  crumbs=[HOME, site.Crumb("Analysis")], views=views_shown,
+                                  intro=analysisview.INTRO, n_setups=len(setups), left_note=a.left_note))
+    return ["analysis.html", *paths]
+
+
+def _answer_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Time to answer at the fixed sizes: one ranked page each."""
+    view = analysisview.TIME_TO_ANSWER
+    links, paths = [], []
     for p, w in ANSWER_SIZES:
-        res = analysis.time_to_answer(data, p, float(w))
+        res = analysis.time_to_answer(a.data, p, float(w))
         stem = _answer_stem(p, w)
         shown = analysis.answer_table(res)
         shown.insert(2, "href", [site.setup_path(s) for s in res.setup_id])
-        ranked = int(res.total_s.notna().sum())
-        answers.append({"href": f"{stem}.html", "text": f"{fmt.depth(p)}-token prompt, {w:,}-word answer",
-                        "count": ranked})
+        links.append({"href": f"{stem}.html", "text": f"{fmt.depth(p)}-token prompt, {w:,}-word answer",
+                      "count": int(res.total_s.notna().sum()), "unit": "ranked"})
 
         def chart(page: int, page_charts: Charts, res: pd.DataFrame = res) -> dict:
             if page == 1 and res.total_s.notna().any():
-                page_charts.add(charts.answer_time_chart(res))
+                page_charts.add(charts.answer_time_chart(res), caption=analysisview.CHART_FASTEST)
             return {}
 
-        title = f"Time to answer: {fmt.depth(p)} prompt, {w:,} words"
-        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
-            f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer, from each "
-            "setup's measured prefill and decode curves: rates between measured depths are interpolated on a "
-            "log-depth line; outside them the nearest measured rate is held, the notes say so (Within measured "
-            "range: no), the chart draws the bar pale and such setups rank after every measured one. ± range: one standard deviation from the spread of the runs. The chart shows the 25 "
-            "fastest.", left_note], links={"Setup": "href"}, before=chart)
-    # throughput vs per-request speed, per tier
-    tp_links = []
-    tp_all = analysis.throughput(data)
-    for t in tier_order:
+        title = f"{view.title}: {fmt.depth(p)} prompt, {w:,} words"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)], intro=[
+            f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer.", view.rules,
+            a.left_note], links={"Setup": "href"}, before=chart)
+    return links, paths
+
+
+def _throughput_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Throughput vs per-request speed, one page per tier."""
+    view = analysisview.THROUGHPUT
+    links, paths = [], []
+    tp_all = analysis.throughput(a.data)
+    for t in a.tier_order:
         if not (tp_all.tier == t).any():
             continue
-        tp = analysis.throughput(data.only(by_tier[t]))
+        tp = analysis.throughput(a.data.only(a.by_tier[t]))
         stem = f"analysis/throughput-{site.tier_slug(t)}"
         shown = analysis.throughput_table(tp)
         shown.insert(1, "href", [site.setup_path(s) for s in tp.setup_id])
-        tp_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": tp.setup_id.nunique()})
+        links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": tp.setup_id.nunique()})
         on_chart = _chart_setups(tp, "total_tps")
 
         def tp_chart(page: int, page_charts: Charts, tp: pd.DataFrame = tp, on_chart: list[str] = on_chart) -> dict:
@@ -591,23 +624,25 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
                                 f"{len(on_chart)} of {fmt.count(n, 'setup')}: those on the frontier, then the highest totals.")
             return {}
 
-        title = f"Throughput vs per-request speed: {t} tier"
-        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
-            "Each point is one setup at one number of requests at once: total output rate against the rate each "
-            "request sees. A point is on the frontier when no other setup of the tier is at least as good on "
-            "both and better on one. Queued: more requests than server slots."], links={"Setup": "href"},
-            before=tp_chart)
-    # speed vs quality per tier, one page per test
-    sq_links = []
+        title = f"{view.title}: {t} tier"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)], intro=[
+            view.intro, view.rules], links={"Setup": "href"}, before=tp_chart)
+    return links, paths
+
+
+def _speed_quality_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Speed vs quality per tier, one page per test."""
+    view = analysisview.SPEED_QUALITY
+    links, paths = [], []
     speed_label = analysis.SPEED_MEASURES["decode"][0]
-    for test, label in analysis.quality_tests(data):
-        sq = analysis.speed_quality(data, test, "decode")
+    for test, label in analysis.quality_tests(a.data):
+        sq = analysis.speed_quality(a.data, test, "decode")
         if sq.empty:
             continue
         stem = f"analysis/speed-quality-{site.quality_path(test)[len('quality/'):-5]}"
         sections = []
         page_charts = Charts()
-        for t in [t for t in tier_order if (sq.tier == t).any()]:
+        for t in [t for t in a.tier_order if (sq.tier == t).any()]:
             rows = sq[sq.tier == t]
             on_chart = _chart_setups(rows, "speed_tps")
             c = page_charts.add(charts.speed_quality_chart(rows[rows.setup_id.isin(on_chart)], speed_label, [t]))
@@ -617,52 +652,52 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
                              "anchor": site.tier_slug(t), "table": table(front, links={"Setup": "href"}, up="../")})
         title = f"{label} vs speed per hardware tier"
         path = f"{stem}.html"
-        write(path, render(env, "speed_quality.html", path, title=title, crumbs=[*crumbs, site.Crumb(title)],
-                           charts=page_charts, sections=sections, label=label, speed_label=speed_label))
+        a.write(path, render(a.env, "speed_quality.html", path, title=title, crumbs=[*a.crumbs, site.Crumb(title)],
+                             charts=page_charts, sections=sections, label=label, speed_label=speed_label,
+                             rules=view.rules))
         paths.append(path)
-        sq_links.append({"href": path, "text": label, "count": len(sq)})
-    # knees, per tier
-    knee_links = []
-    for t in tier_order:
-        ids = by_tier[t]
-        k = _tier_rows(kn, ids)
+        links.append({"href": path, "text": label, "count": len(sq)})
+    return links, paths
+
+
+def _knee_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Knees, one page per tier, with the tier's fastest setups on the charts."""
+    view = analysisview.KNEES
+    links, paths = [], []
+    for t in a.tier_order:
+        k = _tier_rows(a.kn, a.by_tier[t])
         if k.empty:
             continue
         stem = f"analysis/knees-{site.tier_slug(t)}"
         shown = analysis.knee_table(k)
         shown.insert(1, "href", [site.setup_path(s) for s in k.setup_id])
-        knee_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
-        pick = _knee_chart_setups(data, list(dict.fromkeys(k.setup_id)))  # setups with curves only
+        links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
+        pick = _knee_chart_setups(a.data, list(dict.fromkeys(k.setup_id)))  # setups with curves only
+        title = f"{view.title}: {t} tier"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)],
+                             intro=[view.rules], links={"Setup": "href"},
+                             before=lambda page, page_charts, pick=pick, k=k: _knee_charts(a, page, page_charts,
+                                                                                           pick, k))
+    return links, paths
 
-        def knee_charts(page: int, page_charts: Charts, pick: list[str] = pick, k: pd.DataFrame = k) -> dict:
-            if page > 1 or not pick:
-                return {}
-            sub = data.only(pick)
-            k = k[k.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
-            points = analysis.depth_curves(sub, tasks=False)
-            points["title"] = points.setup_id.map(titles)
-            colours = charts.setup_colors(pick)  # one colour per setup across the page's charts
-            for kind in (analysis.PREFILL, analysis.DECODE):
-                if (points.kind == kind).any():
-                    page_charts.add(charts.knee_depth_chart(points, k, kind, colours))
-            tp = analysis.throughput(sub)
-            if not tp.empty:
-                page_charts.add(charts.knee_conc_chart(tp, k, colours))
-            fastest = f"{len(pick)} fastest setups" if len(pick) > 1 else "fastest setup"
-            return {"chart_note": f"The charts show the tier's {fastest} (decode); the table "
-                                  "lists every setup's knees."}
 
-        title = f"Knees: {t} tier"
-        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
-            f"Depth knee: where prefill or decode falls below {analysis.KNEE_FRACTION * 100:.0f} % of its value at "
-            "the shortest measured prompt and stays below, placed on the log-depth line between the two measured "
-            "depths around it. Requests at once: the smallest number from which each further step adds less than "
-            f"{analysis.CONC_MIN_GAIN * 100:.0f} % total throughput per doubling of requests. Each setup's card "
-            "marks its knees on its curves."], links={"Setup": "href"}, before=knee_charts)
-    write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
-                                  crumbs=[HOME, site.Crumb("Analysis")], answers=answers, throughput=tp_links,
-                                  speed_quality=sq_links, knees=knee_links, n_setups=len(setups), left_note=left_note))
-    return ["analysis.html", *paths]
+def _knee_charts(a: _Analysis, page: int, page_charts: Charts, pick: list[str], k: pd.DataFrame) -> dict:
+    """The knee charts of a tier's first page: its fastest setups' curves with their knees marked."""
+    if page > 1 or not pick:
+        return {}
+    sub = a.data.only(pick)
+    k = k[k.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
+    points = analysis.depth_curves(sub, tasks=False)
+    points["title"] = points.setup_id.map(a.titles)
+    colours = charts.setup_colors(pick)  # one colour per setup across the page's charts
+    for kind in (analysis.PREFILL, analysis.DECODE):
+        if (points.kind == kind).any():
+            page_charts.add(charts.knee_depth_chart(points, k, kind, colours))
+    tp = analysis.throughput(sub)
+    if not tp.empty:
+        page_charts.add(charts.knee_conc_chart(tp, k, colours))
+    fastest = f"{len(pick)} fastest setups" if len(pick) > 1 else "fastest setup"
+    return {"chart_note": f"The charts show the tier's {fastest} (decode); the table lists every setup's knees."}
 
 
 def _knee_chart_setups(data: queries.AnalysisData, ids: list[str]) -> list[str]:
