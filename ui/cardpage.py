@@ -16,7 +16,7 @@ from ui.common import md
 
 BADGE_COLOURS = {"synthetic": "orange", "summary only": "blue", "method test": "violet", "reported": "gray"}
 #: the metrics a card needs for its knees (no knee without a curve: the analysis read is skipped)
-CURVE_METRICS = {"prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "conc_total"}
+CURVE_METRICS = {"decode", "prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "conc_total"}
 
 
 def inputs(store: Store, c: Card) -> cv.Inputs:
