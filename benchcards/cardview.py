@@ -11,7 +11,7 @@ plain text (no Markdown, no HTML: escape it for where it lands). No Streamlit, n
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -39,7 +39,7 @@ class Text(NamedTuple):
 class Bullets(NamedTuple):
     """A list of plain lines (``label`` optional per line: (label, text) pairs lead in bold)."""
 
-    items: list[str | tuple[str, str]]
+    items: Sequence[str | tuple[str, str]]
 
 
 class Table(NamedTuple):

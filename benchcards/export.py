@@ -675,14 +675,25 @@ def _knee_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
         pick = _knee_chart_setups(a.data, list(dict.fromkeys(k.setup_id)))  # setups with curves only
         title = f"{view.title}: {t} tier"
         paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)],
-                             intro=[view.rules], links={"Setup": "href"},
-                             before=lambda page, page_charts, pick=pick, k=k: _knee_charts(a, page, page_charts,
-                                                                                           pick, k))
+                             intro=[view.rules], links={"Setup": "href"}, before=_KneeCharts(a, pick, k))
     return links, paths
 
 
+@dataclass
+class _KneeCharts:
+    """The knee charts of a tier's first page (a ``_write_list`` ``before``): its fastest setups' curves with
+    their knees marked."""
+
+    a: _Analysis
+    pick: list[str]
+    k: pd.DataFrame
+
+    def __call__(self, page: int, page_charts: Charts) -> dict:
+        return _knee_charts(self.a, page, page_charts, self.pick, self.k)
+
+
 def _knee_charts(a: _Analysis, page: int, page_charts: Charts, pick: list[str], k: pd.DataFrame) -> dict:
-    """The knee charts of a tier's first page: its fastest setups' curves with their knees marked."""
+    """See ``_KneeCharts``."""
     if page > 1 or not pick:
         return {}
     sub = a.data.only(pick)
@@ -847,10 +858,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             extras = _card_extras(store, kn, raw)
             # a card in a build group shows the group's timeline: it changes with any member's data
             build_groups = builds.timelines(store)
-            timelines = {}
-            for grp in build_groups:
-                t = builds.timeline_table(grp.timeline)
-                timelines.update({m: t for m in grp.ids})
+            timelines = _timeline_tables(build_groups)
             for g in (grp.ids for grp in build_groups):
                 stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]
                 for m in g:
@@ -886,6 +894,15 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
     return ExportResult(pages=[out / p for p in html], written=writer.written,
                         kept=len(writer.entries) - len(set(writer.written)), removed=removed,
                         seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+
+
+def _timeline_tables(groups: list[builds.Group]) -> dict[str, pd.DataFrame]:
+    """The build timeline each card of a build group shows (one display table per group, shared)."""
+    out: dict[str, pd.DataFrame] = {}
+    for grp in groups:
+        t = builds.timeline_table(grp.timeline)
+        out.update({m: t for m in grp.ids})
+    return out
 
 
 def code_stamp() -> str:
