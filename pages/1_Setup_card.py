@@ -15,9 +15,10 @@ store = common.store()
 if not queries.setup_ids(store):
     st.info("No setups yet: nothing to show a card for.")
     st.stop()
+named = st.query_params.get("setup")  # read before the picker, which drops an unknown id from the URL
 sid = common.setup_picker(store, "Setup", key="setup")
 if sid is None:
-    if not st.query_params.get("setup"):  # an unknown id was just named in the picker's warning: say it once
+    if not named:  # an unknown id was just named in the picker's warning, which says what to do: say it once
         st.info("Choose a setup above, or open one from the overview.")
     st.stop()
 cardpage.show(store, queries.card(store, sid))
