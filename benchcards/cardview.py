@@ -21,7 +21,7 @@ from benchcards import agentic, analysis, builds, fmt, queries, reported
 from benchcards import card as cardmod
 from benchcards.queries import Card
 
-__all__ = ["Bullets", "Chart", "Code", "Details", "Facts", "Files", "Inputs", "Link", "Section", "Table", "Text",
+__all__ = ["Bullets", "Chart", "Code", "Details", "Facts", "Files", "Inputs", "Link", "Section", "Sources", "Table", "Text",
            "Tiles", "sections"]
 
 
@@ -40,6 +40,13 @@ class Bullets(NamedTuple):
     """A list of plain lines (``label`` optional per line: (label, text) pairs lead in bold)."""
 
     items: Sequence[str | tuple[str, str]]
+
+
+class Sources(NamedTuple):
+    """Where reported figures come from: (source in words, its http(s) address or None); the export links the
+    address (nofollow), the app shows it as text."""
+
+    items: list[tuple[str, str | None]]
 
 
 class Table(NamedTuple):
@@ -105,7 +112,7 @@ class Files(NamedTuple):
     note: str
 
 
-Block = Text | Bullets | Table | Tiles | Code | Facts | Chart | Link | Details | Files
+Block = Text | Bullets | Sources | Table | Tiles | Code | Facts | Chart | Link | Details | Files
 
 
 @dataclass
@@ -185,7 +192,7 @@ def reported_figures(r: reported.CardSection | None) -> Section | None:
     if not r.figures.empty:
         blocks += [Text(reported.EXPLAINED, "info"), Table(r.figures, "reported")]
     if r.sources:
-        blocks.append(Bullets([f"Source: {said}" + (f" — {url}" if url else "") for said, url in r.sources]))
+        blocks.append(Sources(list(r.sources)))
     if r.beside:
         blocks += [Text(reported.BESIDE_EXPLAINED, "note"), Bullets(list(r.beside))]
     if r.claims:

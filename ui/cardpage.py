@@ -87,6 +87,8 @@ def draw(store: Store, c: Card, b: object) -> None:
     elif isinstance(b, cv.Bullets):
         st.markdown("\n".join(f"- **{md(x[0])}** — {md(x[1])}" if isinstance(x, tuple) else f"- {md(x)}"
                               for x in b.items))
+    elif isinstance(b, cv.Sources):
+        st.markdown("\n".join(f"- Source: {md(said)}" + (f" — {md(url)}" if url else "") for said, url in b.items))
     elif isinstance(b, cv.Code):
         if b.caption:
             st.caption(md(b.caption))
