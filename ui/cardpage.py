@@ -49,10 +49,10 @@ def heading(section: cv.Section) -> None:
         return
     if section.level == 1:
         st.title(md(section.title), anchor=False)
-    elif section.level == 2:
-        st.header(md(section.title), anchor=section.anchor)
+    elif section.level == 2:  # the view's own words (no data): shown as written
+        st.header(section.title, anchor=section.anchor)
     else:
-        st.subheader(md(section.title), anchor=section.anchor)
+        st.subheader(section.title, anchor=section.anchor)
 
 
 def text(b: cv.Text) -> None:
