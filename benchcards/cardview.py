@@ -34,6 +34,8 @@ class Text(NamedTuple):
     tone: str = "text"
     label: str | None = None
     sep: str = ": "
+    #: the view's own words with no data inside (a renderer may show them as written, Markdown and all)
+    own: bool = False
 
 
 class Bullets(NamedTuple):
@@ -177,9 +179,9 @@ def header(c: Card) -> Section:
     blocks.append(Text(f"{queries.short_name(row)} · {row['gpu']} · {'reported' if badge == 'reported' else 'measured'}"
                        f" {', '.join(s.measured_at) or 'date unknown'}{by}", "note"))
     if badge == "method test":
-        blocks.append(Text(METHOD_TEST, "info"))
+        blocks.append(Text(METHOD_TEST, "info", own=True))
     if badge == "summary only":
-        blocks.append(Text(SUMMARY_ONLY, "info"))
+        blocks.append(Text(SUMMARY_ONLY, "info", own=True))
     return Section("top", s.title, blocks, level=1)
 
 
@@ -190,7 +192,7 @@ def reported_figures(r: reported.CardSection | None) -> Section | None:
         return None
     blocks: list = []
     if not r.figures.empty:
-        blocks += [Text(reported.EXPLAINED, "info"), Table(r.figures, "reported")]
+        blocks += [Text(reported.EXPLAINED, "info", own=True), Table(r.figures, "reported")]
     if r.sources:
         blocks.append(Sources(list(r.sources)))
     if r.beside:

@@ -60,7 +60,7 @@ def text(b: cv.Text) -> None:
         st.markdown(f":{BADGE_COLOURS.get(b.label or '', 'green')}-badge[{md(b.label)}]"
                     + (f" &nbsp; {md(b.text)}" if b.text else ""))
         return
-    words = (f"**{md(b.label)}**{md(b.sep)}" if b.label else "") + md(b.text)
+    words = (f"**{md(b.label)}**{md(b.sep)}" if b.label else "") + (b.text if b.own else md(b.text))
     if b.tone == "heading":
         st.markdown(f"**{md(b.text)}**")
     elif b.tone == "note":
