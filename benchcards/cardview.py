@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from benchcards import agentic, analysis, builds, fmt, queries, reported
+from benchcards import agentic, builds, fmt, queries, reported
 from benchcards import card as cardmod
 from benchcards.queries import Card
 
@@ -133,11 +133,12 @@ class Section:
 @dataclass
 class Inputs:
     """What a card shows besides its own rows, read once per page (the app) or for many cards at once (the
-    export): the decode prompt length, the build timeline (display table), the knees, the reported part."""
+    export): the decode prompt length, the build timeline (display table), the reported part. (A setup's knees
+    are marked on the export's curves and listed on the analysis pages: computing them for one card cost the
+    app's page more than the rest of the card.)"""
 
     prompt_tokens: float | None = None
     timeline: pd.DataFrame | None = None
-    knees: pd.DataFrame | None = None
     reported: reported.CardSection | None = None
     #: chart ids the renderer has points for (None: every chart the card's data allows)
     charts: set[str] | None = None
@@ -154,8 +155,6 @@ SLOTS = ("Requests at once: the server has {slots} slots; more requests than slo
          "rounds.")
 CONC = ("Total = all output tokens / wall time of a round; per request = its tokens / its end-to-end time; first "
         "token and gap between tokens are medians over the requests of a level.")
-KNEES = ("Dashed lines on the curves: where prefill or decode falls below 80 % of its short-prompt value for good, "
-         "and where total throughput stops growing with more requests at once.")
 NO_WARNINGS = "No warnings: every stated figure agrees with the raw records and the server command parses."
 FILES = "Each file downloads under its own name; none is opened in the browser."
 
@@ -166,7 +165,7 @@ def sections(c: Card, inputs: Inputs | None = None) -> list[Section]:
     """Every section of the card of ``c``, in the order both renderers show them (empty ones left out)."""
     i = inputs or Inputs()
     parts = [header(c), reported_figures(i.reported), speed(c, i), *speed_details(c), charts(c, i),
-             builds_over_time(i.timeline), knees(i.knees), quality(c), memory(c), method(c), reproduce(c),
+             builds_over_time(i.timeline), quality(c), memory(c), method(c), reproduce(c),
              sampling(c), deviations(c), runs(c), warnings(c), machine(c), raw_files(c)]
     return [s for s in parts if s is not None]
 
@@ -302,12 +301,6 @@ def builds_over_time(timeline: pd.DataFrame | None) -> Section | None:
     return Section("builds", "Builds over time", [Text(builds.EXPLAINED, "note"),
                                                   Link("All build timelines", site="builds.html"),
                                                   Table(timeline, "builds")], 3)
-
-
-def knees(kn: pd.DataFrame | None) -> Section | None:
-    if kn is None or kn.empty:
-        return None
-    return Section("knees", "Knees", [Text(KNEES, "note"), Table(analysis.knee_table(kn), "knees")], 3)
 
 
 def quality(c: Card) -> Section:

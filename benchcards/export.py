@@ -318,13 +318,12 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     knee_points["conc"] = _split(charts.conc_knee_points(conc_all, job.knees, with_ids=True), drop_id=True)
     steps = [c.fit_steps for c in cards if c.fit is not None and not c.fit_steps.empty]
     fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
-    knees = _split(job.knees)
     snap = reported.Snapshot(store)
     prompt_tokens = queries.decode_prompt_tokens_by_run(store, [r for c in cards if (r := _decode_run(c))])
     for c in cards:
         path = site.setup_path(c.setup_id)
         inputs = cardview.Inputs(prompt_tokens=prompt_tokens.get(_decode_run(c) or ""),
-                                 timeline=job.timelines.get(c.setup_id), knees=knees.get(c.setup_id),
+                                 timeline=job.timelines.get(c.setup_id),
                                  reported=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
         html = card_page(env, c, path, inputs, depth={k: v.get(c.setup_id) for k, v in depth.items()},
                          conc=conc.get(c.setup_id), fit=fit.get(c.setup_id),

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from benchcards import analysis, builds, charts, fmt, queries, reported
+from benchcards import builds, charts, fmt, queries, reported
 from benchcards import cardview as cv
 from benchcards.queries import Card, Store
 from ui import common
 from ui.common import md
 
 BADGE_COLOURS = {"synthetic": "orange", "summary only": "blue", "method test": "violet", "reported": "gray"}
-#: the metrics a card needs for its knees (no knee without a curve: the analysis read is skipped)
-CURVE_METRICS = {"decode", "prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "conc_total"}
 
 
 def inputs(store: Store, c: Card) -> cv.Inputs:
@@ -24,12 +22,8 @@ def inputs(store: Store, c: Card) -> cv.Inputs:
     decode_run = c.run_of("decode")
     prompt_tokens = queries.decode_prompt_tokens(store, decode_run) if decode_run else None
     timeline = builds.timeline(store, c.setup_id)
-    kn = None
-    if not c.metrics.empty and c.metrics.metric.isin(CURVE_METRICS).any():
-        data = queries.analysis_data(store, [c.setup_id])
-        kn = analysis.knees(data) if not data.setups.empty else None
     return cv.Inputs(prompt_tokens=prompt_tokens,
-                     timeline=None if timeline.empty else builds.timeline_table(timeline), knees=kn,
+                     timeline=None if timeline.empty else builds.timeline_table(timeline),
                      reported=reported.card_section(store, c.setup_id, c.setup.server.argv))
 
 
