@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from benchcards import fmt, metrics, queries, tiers, views
+from benchcards import analysisview, fmt, metrics, queries, tiers, views
 from ui import common
 from ui import html as bc_html
 
@@ -11,9 +11,8 @@ store = common.store()
 df = queries.overview(store)
 
 st.title("benchcards")
-st.caption("Local LLM inference setups, measured the same way: decode, prefill at depth, requests at once, "
-           "quality with honest margins, and how much context fits. Ranked fastest first within each GPU-memory "
-           "tier; pick yours in the sidebar.")
+st.caption(common.md(analysisview.LEAD) + " Ranked fastest first within each GPU-memory tier; pick yours in the "
+           "sidebar.")
 
 if df.empty:
     st.info("No setups yet. Upload a raw setup folder on the **Upload** page, measure your own server on "
@@ -90,10 +89,5 @@ common.downloads(lambda: views.overview_table(shown), "overview")
 st.caption(("Ranked within each GPU-memory tier, one group per tier. " if by_tier else
             "One list across the tiers (they are moot once you say how much memory you have). " if fits is not None
             else "") +
-           f"Quality: result ± half-width of the Wilson 95 % interval, in points; {fmt.DASH} where a setup was not "
-           "measured that way. *summary only*: published figures without raw records, not recomputable. "
-           "*reported*: figures someone else posted, as written ('~' = approximate), with the source on the card; "
-           "listed after every measured setup, never ranked with them. "
-           "*synthetic*: generated demo data, not a measurement. *method test*: a real measurement of a tiny or "
-           "random-weight model that shows the method, not a model's speed. The full title of a setup: under its name "
-           "on a phone, on hover over its name on a wider screen.")
+           common.md(analysisview.LEGEND) + " The full title of a setup: under its name on a phone, on hover over "
+           "its name on a wider screen.")

@@ -482,7 +482,8 @@ def method_table(card: Card) -> pd.DataFrame:
                              ", ".join(b for b in bits if b) or fmt.DASH))
         elif r.kind == "fit" and "fill_target_pct" in method:
             rows.append((r.run_id, "Prompt fills about", f"{fmt.percent(method['fill_target_pct'])} of each context"))
-            rows.append((r.run_id, "Peak memory measured with", peak_method(card)))
+            if peak_known(card):  # said only when recorded: "not recorded" above figures that exist misleads
+                rows.append((r.run_id, "Peak memory measured with", str(peak_known(card))))
             rows.extend((r.run_id, setting, value) for setting, value in fit_method_rows(method))
         if not fmt.missing(r.tool):
             rows.append((r.run_id, "Measured with", str(r.tool)))
@@ -563,11 +564,31 @@ def fit_tiles(card: Card) -> list[Tile]:
 
 def peak_method(card: Card) -> str:
     """How the memory test read its peak GPU memory, as its contract records it, else 'not recorded'."""
+    return peak_known(card) or "not recorded"
+
+
+def peak_known(card: Card) -> str | None:
+    """How the memory test read its peak GPU memory as its contract records it, else None."""
     if card.fit is None:
-        return "not recorded"
+        return None
     r = card.runs[card.runs.run_id == card.fit.get("run_id")]
     how = _method(r.iloc[0].get("method_json")).get("peak_memory_method") if not r.empty else None
-    return str(how) if how else "not recorded"
+    return str(how) if how else None
+
+
+def peak_source(card: Card) -> str | None:
+    """What is known about where the memory test's peak figures come from: how they were read, else which tool
+    recorded them (None when neither is recorded or there is no peak figure to explain)."""
+    how = peak_known(card)
+    if how:
+        return f"Peak memory measured with: {how}."
+    f = card.fit or {}
+    peaks = card.fit_steps.peak_gib.dropna() if "peak_gib" in card.fit_steps.columns else []
+    if fmt.missing(f.get("peak_gib")) and not len(peaks):
+        return None
+    r = card.runs[card.runs.run_id == f.get("run_id")]
+    tool = None if r.empty or fmt.missing(r.iloc[0].get("tool")) else str(r.iloc[0].get("tool"))
+    return f"Peak memory as recorded by {tool} (how it read the memory is not in its contract)." if tool else None
 
 
 def fit_method_rows(method: dict) -> list[tuple[str, str]]:
@@ -599,7 +620,7 @@ def fit_note(card: Card) -> str:
     how = ("The server was restarted for each context size (started afresh, stopped after its one request). "
            if restarted is True else "One server answered every context size (not restarted). "
            if restarted is False else "")
-    return how + f"Peak memory measured with: {peak_method(card)}."
+    return how + (peak_source(card) or "")
 
 
 def fit_table(card: Card) -> pd.DataFrame:

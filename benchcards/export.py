@@ -57,12 +57,12 @@ import markupsafe
 import pandas as pd
 
 from benchcards import (
-    agentic,
     analysis,
+    analysisview,
     builds,
+    cardview,
     charts,
     db,
-    flags,
     fmt,
     metrics,
     queries,
@@ -74,7 +74,6 @@ from benchcards import (
     tiers,
     views,
 )
-from benchcards import card as cardmod
 from benchcards.paths import CACHE, DEFAULT_DB, shown
 from benchcards.specs import script_json
 
@@ -282,7 +281,7 @@ class CardJob:
     raw: frozenset[str]
     knees: pd.DataFrame
     #: the build timeline a card shows (setups that are builds of one another share their group's)
-    timelines: dict[str, Table] = field(default_factory=dict)
+    timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
@@ -319,42 +318,32 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     knee_points["conc"] = _split(charts.conc_knee_points(conc_all, job.knees, with_ids=True), drop_id=True)
     steps = [c.fit_steps for c in cards if c.fit is not None and not c.fit_steps.empty]
     fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
-    knees = _split(job.knees)
     snap = reported.Snapshot(store)
+    prompt_tokens = queries.decode_prompt_tokens_by_run(store, [r for c in cards if (r := _decode_run(c))])
     for c in cards:
         path = site.setup_path(c.setup_id)
-        html = card_page(env, c, path, depth={k: v.get(c.setup_id) for k, v in depth.items()},
-                         conc=conc.get(c.setup_id), fit=fit.get(c.setup_id), knees=knees.get(c.setup_id),
+        inputs = cardview.Inputs(prompt_tokens=prompt_tokens.get(_decode_run(c) or ""),
+                                 timeline=job.timelines.get(c.setup_id),
+                                 reported=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
+        html = card_page(env, c, path, inputs, depth={k: v.get(c.setup_id) for k, v in depth.items()},
+                         conc=conc.get(c.setup_id), fit=fit.get(c.setup_id),
                          knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
-                         raw=job.raw, timeline=job.timelines.get(c.setup_id),
-                         rep=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
+                         raw=job.raw)
         writer.write(path, html)
     db.forget(job.db_path)
     return writer.entries, writer.written
 
 
-def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dict[str, pd.DataFrame | None],
-              conc: pd.DataFrame | None, fit: pd.DataFrame | None, knees: pd.DataFrame | None,
-              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], timeline: Table | None = None,
-              rep: reported.CardSection | None = None) -> str:
-    """The card of one setup (its chart points, knees and knee marks computed for many setups at once;
-    ``timeline``: the table of its build group, computed once per group; ``rep``: its reported figures, beside
-    lines and flag claims)."""
-    s = c.setup
-    page = Charts()
-    up = site.up(path)
-    gap_notes = (cardmod.TTFT_GAP_EXPLAINED, cardmod.hygiene_notes(c))
-    speed_extra = [(title, table(df), notes) for title, df, notes in (
-        ("Named tasks", cardmod.task_table(c), None), ("Client vs server", cardmod.client_vs_server(c), None),
-        ("Time to first token vs the server's prompt time", cardmod.ttft_gap_table(c), gap_notes),
-        ("Long prompts", cardmod.long_prompt_table(c), None), ("Requests at once", cardmod.conc_table(c), None),
-        ("Engine benchmark (llama-bench)", cardmod.engine_table(c), None),
-        ("From the server's log", cardmod.server_log_table(c), None),
-        ("Agentic use (prompt cache)", agentic.agent_table(c), (agentic.EXPLAINED, agentic.agent_summary(c))))
-        if not df.empty]
-    speed_charts = []
-    # the setup's own colour (the one the app gives it too)
-    colours = {"domain": [s.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
+def _decode_run(c: queries.Card) -> str | None:
+    """The run of the card's headline decode (its prompt length is read for all cards at once)."""
+    return c.run_of("decode")
+
+
+def _card_charts(c: queries.Card, page: Charts, depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
+                 fit: pd.DataFrame | None, knee_points: dict[str, pd.DataFrame]) -> dict[str, dict]:
+    """The card's charts by ``cardview.Chart`` id, in the setup's own colour (the one the app gives it too)."""
+    colours = {"domain": [c.setup.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
+    out = {}
     for kind in ("prefill", "decode", "ttft"):
         pts = depth.get(kind)
         if pts is None or pts.empty:
@@ -362,47 +351,56 @@ def card_page(env: jinja2.Environment, c: queries.Card, path: str, *, depth: dic
         frames = {"points": pts}
         if kind != "ttft":
             frames["knees"] = knee_points[kind]
-        speed_charts.append(page.add_json(specs.spec_json(charts.depth_builder, frames,
-                                                          charts.depth_settings(pts, kind), colours)))
+        out[f"depth-{kind}"] = page.add_json(specs.spec_json(charts.depth_builder, frames,
+                                                             charts.depth_settings(pts, kind), colours))
     if conc is not None and not conc.empty:
-        speed_charts.append(page.add_json(specs.spec_json(
+        out["conc-total"] = page.add_json(specs.spec_json(
             charts.conc_builder, {"points": conc, "knees": knee_points["conc"]},
-            charts.conc_settings(conc, "total"), colours)))
-    fit_charts = []
+            charts.conc_settings(conc, "total"), colours))
     if c.fit is not None and fit is not None and not fit.empty:
         settings, holes = charts.fit_settings(fit)
-        fit_charts.append(page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes)))
-    files = cardmod.files_table(c)
-    if not files.empty:
+        out["fit"] = page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes))
+    return out
+
+
+def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str) -> dict | None:
+    """One ``cardview`` block as the template's ``block`` macro reads it (None: nothing to draw here)."""
+    if isinstance(b, cardview.Table):
+        return {"kind": "table", "t": table(b.df), "empty": b.empty} if not (b.df.empty and b.empty is None) else None
+    if isinstance(b, cardview.Files):
+        files = b.df.copy()
         files["href"] = [f"raw/{h}.bin" if h in raw else None for h in files["SHA-256"]]
         files["name"] = [p.rsplit("/", 1)[-1] for p in files["File"]]
-    samp = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.sampling.model_dump().items() if v is not None)
+        return {"kind": "files", "note": b.note,
+                "t": table(files, links={"File": "href"}, downloads={"File": "name"}, up=up)}
+    if isinstance(b, cardview.Chart):
+        return {"kind": "chart", "c": drawn[b.id]} if b.id in drawn else None
+    if isinstance(b, cardview.Link):
+        return {"kind": "link", "b": b} if b.site else None
+    if isinstance(b, cardview.Details):
+        inner = [x for x in (_block(i, drawn, raw, up) for i in b.blocks) if x is not None]
+        return {"kind": "details", "summary": b.summary, "blocks": inner}
+    return {"kind": type(b).__name__.lower(), "b": b}
+
+
+def card_page(env: jinja2.Environment, c: queries.Card, path: str, inputs: cardview.Inputs, *,
+              depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None, fit: pd.DataFrame | None,
+              knee_points: dict[str, pd.DataFrame], raw: frozenset[str]) -> str:
+    """The card of one setup: the sections of ``cardview.sections`` (the app's), in their order, with its charts
+    (their points and knee marks computed for many setups at once) and links to its raw files."""
+    s = c.setup
+    page = Charts()
+    up = site.up(path)
+    drawn = _card_charts(c, page, depth, conc, fit, knee_points)
+    inputs.charts = set(drawn)
+    shown = [{"s": sec, "blocks": [x for x in (_block(b, drawn, raw, up) for b in sec.blocks) if x is not None]}
+             for sec in cardview.sections(c, inputs)]
     tier = tier_of(c.row)
     model = site.model_key(c.row.get("model"))
     crumbs = [HOME, site.Crumb(f"{tier} tier", site.tier_path(tier)), site.Crumb(model, site.model_path(model)),
               site.Crumb(s.title)]
-    return render(
-        env, "card.html", path, title=s.title, crumbs=crumbs, charts=page, s=s,
-        badge=queries.card_badge(c), reported=rep,
-        reported_table=table(rep.figures) if rep is not None and not rep.figures.empty else None,
-        reported_notes={"explained": reported.EXPLAINED, "beside": reported.BESIDE_EXPLAINED,
-                        "claims": reported.CLAIMS_EXPLAINED},
-        gpu=str(c.row["gpu"]), tier=tier, tier_href=site.tier_path(tier), model=model,
-        model_href=site.model_path(model),
-        tiles=cardmod.headline_tiles(c), speed=table(cardmod.speed_table(c)), speed_extra=speed_extra,
-        speed_charts=speed_charts, knees=table(analysis.knee_table(knees)) if knees is not None else None,
-        timeline=timeline or Table([], []),
-        builds_explained=builds.EXPLAINED,
-        quality=table(cardmod.quality_table(c)),
-        fit=table(cardmod.fit_table(c)) if c.fit is not None else None, fit_charts=fit_charts,
-        fit_note=cardmod.fit_note(c),
-        command=flags.shell_join(s.server.argv, s.server.env), flags=table(cardmod.flags_table(c, as_measured=True)),
-        flags_build=cardmod.engine_build(c).text,
-        sampling=samp, thinking={True: "on", False: "off", None: "not recorded"}[s.thinking],
-        runs=table(cardmod.runs_table(c)), warnings=list(c.warnings.itertuples()),
-        machine=cardmod.machine_rows(c),
-        files=table(files, links={"File": "href"}, downloads={"File": "name"}, up=up) if not files.empty else None,
-    )
+    return render(env, "card.html", path, title=s.title, crumbs=crumbs, charts=page, sections=shown,
+                  tier=tier, tier_href=site.tier_path(tier), model=model, model_href=site.model_path(model))
 
 
 # --------------------------------------------------------------------------- lists: home, tiers, models
@@ -459,7 +457,8 @@ def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tes
                                        notes=LIST_NOTES)})
     return render(env, "index.html", "index.html", title="All setups", sections=sections,
                   models=table(models, links={"Model": "href"}), n_setups=len(ov), n_models=len(models),
-                  n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=_answer_links())
+                  n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=_answer_links(), lead=analysisview.LEAD,
+                  legend=analysisview.LEGEND)
 
 
 def _models_table(ov: pd.DataFrame) -> pd.DataFrame:
@@ -535,51 +534,85 @@ def _chart_setups(df: pd.DataFrame, order_col: str, limit: int = CHART_SETUPS) -
     return best.setup_id.head(limit).tolist()
 
 
+@dataclass
+class _Analysis:
+    """What every analysis page reads: the data (method tests left out, as in the app), knees, tiers, crumbs."""
+
+    env: jinja2.Environment
+    write: Callable[[str, str], Any]
+    data: queries.AnalysisData
+    kn: pd.DataFrame
+    tier_order: list[str]
+    left_note: str
+    by_tier: dict[str, list[str]]
+    titles: dict[str, str]
+    crumbs: list[site.Crumb]
+
+
 def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], data: queries.AnalysisData,
                     kn: pd.DataFrame, tier_order: list[str]) -> list[str]:
-    paths: list[str] = []
-    crumbs = [HOME, site.Crumb("Analysis", "analysis.html")]
+    """The analysis index and every view's pages (their words: ``benchcards.analysisview``)."""
     # as in the app: method tests (tiny or random-weight models) show the method, not a speed to rank
     data, left_out = analysis.without_method_tests(data)
-    kn = kn[kn.setup_id.isin(set(data.setups.setup_id))]
-    left_note = (f"Left out as a method test (its card has its figures): {'; '.join(left_out)}." if left_out else "")
     setups = analysis.with_tiers(data.setups)
-    by_tier = {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order}
-    titles = dict(zip(setups.setup_id, setups.title))
-    # time to answer at fixed sizes
-    answers = []
+    a = _Analysis(env, write, data, kn[kn.setup_id.isin(set(data.setups.setup_id))], tier_order,
+                  analysisview.left_out_note(left_out),
+                  {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order},
+                  dict(zip(setups.setup_id, setups.title)), [HOME, site.Crumb("Analysis", "analysis.html")])
+    paths: list[str] = []
+    answers, more = _answer_pages(a)
+    paths += more
+    tp_links, more = _throughput_pages(a)
+    paths += more
+    sq_links, more = _speed_quality_pages(a)
+    paths += more
+    knee_links, more = _knee_pages(a)
+    paths += more
+    views_shown = [{"view": v, "links": links} for v, links in zip(
+        analysisview.VIEWS, (answers, tp_links, sq_links, knee_links))]
+    write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
+                                  crumbs=[HOME, site.Crumb("Analysis")], views=views_shown,
+                                  intro=analysisview.INTRO, n_setups=len(setups), left_note=a.left_note))
+    return ["analysis.html", *paths]
+
+
+def _answer_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Time to answer at the fixed sizes: one ranked page each."""
+    view = analysisview.TIME_TO_ANSWER
+    links, paths = [], []
     for p, w in ANSWER_SIZES:
-        res = analysis.time_to_answer(data, p, float(w))
+        res = analysis.time_to_answer(a.data, p, float(w))
         stem = _answer_stem(p, w)
         shown = analysis.answer_table(res)
         shown.insert(2, "href", [site.setup_path(s) for s in res.setup_id])
-        ranked = int(res.total_s.notna().sum())
-        answers.append({"href": f"{stem}.html", "text": f"{fmt.depth(p)}-token prompt, {w:,}-word answer",
-                        "count": ranked})
+        links.append({"href": f"{stem}.html", "text": f"{fmt.depth(p)}-token prompt, {w:,}-word answer",
+                      "count": int(res.total_s.notna().sum()), "unit": "ranked"})
 
         def chart(page: int, page_charts: Charts, res: pd.DataFrame = res) -> dict:
             if page == 1 and res.total_s.notna().any():
-                page_charts.add(charts.answer_time_chart(res))
+                page_charts.add(charts.answer_time_chart(res), caption=analysisview.CHART_FASTEST)
             return {}
 
-        title = f"Time to answer: {fmt.depth(p)} prompt, {w:,} words"
-        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
-            f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer, from each "
-            "setup's measured prefill and decode curves: rates between measured depths are interpolated on a "
-            "log-depth line; outside them the nearest measured rate is held, the notes say so (Within measured "
-            "range: no), the chart draws the bar pale and such setups rank after every measured one. ± range: one standard deviation from the spread of the runs. The chart shows the 25 "
-            "fastest.", left_note], links={"Setup": "href"}, before=chart)
-    # throughput vs per-request speed, per tier
-    tp_links = []
-    tp_all = analysis.throughput(data)
-    for t in tier_order:
+        title = f"{view.title}: {fmt.depth(p)} prompt, {w:,} words"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)], intro=[
+            f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer.", view.rules,
+            a.left_note], links={"Setup": "href"}, before=chart)
+    return links, paths
+
+
+def _throughput_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Throughput vs per-request speed, one page per tier."""
+    view = analysisview.THROUGHPUT
+    links, paths = [], []
+    tp_all = analysis.throughput(a.data)
+    for t in a.tier_order:
         if not (tp_all.tier == t).any():
             continue
-        tp = analysis.throughput(data.only(by_tier[t]))
+        tp = analysis.throughput(a.data.only(a.by_tier[t]))
         stem = f"analysis/throughput-{site.tier_slug(t)}"
         shown = analysis.throughput_table(tp)
         shown.insert(1, "href", [site.setup_path(s) for s in tp.setup_id])
-        tp_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": tp.setup_id.nunique()})
+        links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": tp.setup_id.nunique()})
         on_chart = _chart_setups(tp, "total_tps")
 
         def tp_chart(page: int, page_charts: Charts, tp: pd.DataFrame = tp, on_chart: list[str] = on_chart) -> dict:
@@ -590,23 +623,25 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
                                 f"{len(on_chart)} of {fmt.count(n, 'setup')}: those on the frontier, then the highest totals.")
             return {}
 
-        title = f"Throughput vs per-request speed: {t} tier"
-        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
-            "Each point is one setup at one number of requests at once: total output rate against the rate each "
-            "request sees. A point is on the frontier when no other setup of the tier is at least as good on "
-            "both and better on one. Queued: more requests than server slots."], links={"Setup": "href"},
-            before=tp_chart)
-    # speed vs quality per tier, one page per test
-    sq_links = []
+        title = f"{view.title}: {t} tier"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)], intro=[
+            view.intro, view.rules], links={"Setup": "href"}, before=tp_chart)
+    return links, paths
+
+
+def _speed_quality_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Speed vs quality per tier, one page per test."""
+    view = analysisview.SPEED_QUALITY
+    links, paths = [], []
     speed_label = analysis.SPEED_MEASURES["decode"][0]
-    for test, label in analysis.quality_tests(data):
-        sq = analysis.speed_quality(data, test, "decode")
+    for test, label in analysis.quality_tests(a.data):
+        sq = analysis.speed_quality(a.data, test, "decode")
         if sq.empty:
             continue
         stem = f"analysis/speed-quality-{site.quality_path(test)[len('quality/'):-5]}"
         sections = []
         page_charts = Charts()
-        for t in [t for t in tier_order if (sq.tier == t).any()]:
+        for t in [t for t in a.tier_order if (sq.tier == t).any()]:
             rows = sq[sq.tier == t]
             on_chart = _chart_setups(rows, "speed_tps")
             c = page_charts.add(charts.speed_quality_chart(rows[rows.setup_id.isin(on_chart)], speed_label, [t]))
@@ -616,52 +651,63 @@ def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], d
                              "anchor": site.tier_slug(t), "table": table(front, links={"Setup": "href"}, up="../")})
         title = f"{label} vs speed per hardware tier"
         path = f"{stem}.html"
-        write(path, render(env, "speed_quality.html", path, title=title, crumbs=[*crumbs, site.Crumb(title)],
-                           charts=page_charts, sections=sections, label=label, speed_label=speed_label))
+        a.write(path, render(a.env, "speed_quality.html", path, title=title, crumbs=[*a.crumbs, site.Crumb(title)],
+                             charts=page_charts, sections=sections, label=label, speed_label=speed_label,
+                             rules=view.rules))
         paths.append(path)
-        sq_links.append({"href": path, "text": label, "count": len(sq)})
-    # knees, per tier
-    knee_links = []
-    for t in tier_order:
-        ids = by_tier[t]
-        k = _tier_rows(kn, ids)
+        links.append({"href": path, "text": label, "count": len(sq)})
+    return links, paths
+
+
+def _knee_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Knees, one page per tier, with the tier's fastest setups on the charts."""
+    view = analysisview.KNEES
+    links, paths = [], []
+    for t in a.tier_order:
+        k = _tier_rows(a.kn, a.by_tier[t])
         if k.empty:
             continue
         stem = f"analysis/knees-{site.tier_slug(t)}"
         shown = analysis.knee_table(k)
         shown.insert(1, "href", [site.setup_path(s) for s in k.setup_id])
-        knee_links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
-        pick = _knee_chart_setups(data, list(dict.fromkeys(k.setup_id)))  # setups with curves only
+        links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
+        pick = _knee_chart_setups(a.data, list(dict.fromkeys(k.setup_id)))  # setups with curves only
+        title = f"{view.title}: {t} tier"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)],
+                             intro=[view.rules], links={"Setup": "href"}, before=_KneeCharts(a, pick, k))
+    return links, paths
 
-        def knee_charts(page: int, page_charts: Charts, pick: list[str] = pick, k: pd.DataFrame = k) -> dict:
-            if page > 1 or not pick:
-                return {}
-            sub = data.only(pick)
-            k = k[k.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
-            points = analysis.depth_curves(sub, tasks=False)
-            points["title"] = points.setup_id.map(titles)
-            colours = charts.setup_colors(pick)  # one colour per setup across the page's charts
-            for kind in (analysis.PREFILL, analysis.DECODE):
-                if (points.kind == kind).any():
-                    page_charts.add(charts.knee_depth_chart(points, k, kind, colours))
-            tp = analysis.throughput(sub)
-            if not tp.empty:
-                page_charts.add(charts.knee_conc_chart(tp, k, colours))
-            fastest = f"{len(pick)} fastest setups" if len(pick) > 1 else "fastest setup"
-            return {"chart_note": f"The charts show the tier's {fastest} (decode); the table "
-                                  "lists every setup's knees."}
 
-        title = f"Knees: {t} tier"
-        paths += _write_list(env, write, stem, shown, title, [*crumbs, site.Crumb(title)], intro=[
-            f"Depth knee: where prefill or decode falls below {analysis.KNEE_FRACTION * 100:.0f} % of its value at "
-            "the shortest measured prompt and stays below, placed on the log-depth line between the two measured "
-            "depths around it. Requests at once: the smallest number from which each further step adds less than "
-            f"{analysis.CONC_MIN_GAIN * 100:.0f} % total throughput per doubling of requests. Each setup's card "
-            "marks its knees on its curves."], links={"Setup": "href"}, before=knee_charts)
-    write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
-                                  crumbs=[HOME, site.Crumb("Analysis")], answers=answers, throughput=tp_links,
-                                  speed_quality=sq_links, knees=knee_links, n_setups=len(setups), left_note=left_note))
-    return ["analysis.html", *paths]
+@dataclass
+class _KneeCharts:
+    """The knee charts of a tier's first page (a ``_write_list`` ``before``): its fastest setups' curves with
+    their knees marked."""
+
+    a: _Analysis
+    pick: list[str]
+    k: pd.DataFrame
+
+    def __call__(self, page: int, page_charts: Charts) -> dict:
+        return _knee_charts(self.a, page, page_charts, self.pick, self.k)
+
+
+def _knee_charts(a: _Analysis, page: int, page_charts: Charts, pick: list[str], k: pd.DataFrame) -> dict:
+    """See ``_KneeCharts``."""
+    if page > 1 or not pick:
+        return {}
+    sub = a.data.only(pick)
+    k = k[k.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
+    points = analysis.depth_curves(sub, tasks=False)
+    points["title"] = points.setup_id.map(a.titles)
+    colours = charts.setup_colors(pick)  # one colour per setup across the page's charts
+    for kind in (analysis.PREFILL, analysis.DECODE):
+        if (points.kind == kind).any():
+            page_charts.add(charts.knee_depth_chart(points, k, kind, colours))
+    tp = analysis.throughput(sub)
+    if not tp.empty:
+        page_charts.add(charts.knee_conc_chart(tp, k, colours))
+    fastest = f"{len(pick)} fastest setups" if len(pick) > 1 else "fastest setup"
+    return {"chart_note": f"The charts show the tier's {fastest} (decode); the table lists every setup's knees."}
 
 
 def _knee_chart_setups(data: queries.AnalysisData, ids: list[str]) -> list[str]:
@@ -811,10 +857,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             extras = _card_extras(store, kn, raw)
             # a card in a build group shows the group's timeline: it changes with any member's data
             build_groups = builds.timelines(store)
-            timelines = {}
-            for grp in build_groups:
-                t = table(builds.timeline_table(grp.timeline))
-                timelines.update({m: t for m in grp.ids})
+            timelines = _timeline_tables(build_groups)
             for g in (grp.ids for grp in build_groups):
                 stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]
                 for m in g:
@@ -850,6 +893,15 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
     return ExportResult(pages=[out / p for p in html], written=writer.written,
                         kept=len(writer.entries) - len(set(writer.written)), removed=removed,
                         seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+
+
+def _timeline_tables(groups: list[builds.Group]) -> dict[str, pd.DataFrame]:
+    """The build timeline each card of a build group shows (one display table per group, shared)."""
+    out: dict[str, pd.DataFrame] = {}
+    for grp in groups:
+        t = builds.timeline_table(grp.timeline)
+        out.update({m: t for m in grp.ids})
+    return out
 
 
 def code_stamp() -> str:

@@ -722,6 +722,17 @@ def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
     return AnalysisData(setups=setups, metrics=metrics, spreads=spreads, decode_depths=depths, quality=quality)
 
 
+def decode_prompt_tokens_by_run(store: Store, run_ids: list[str]) -> dict[str, float]:
+    """``decode_prompt_tokens`` of many runs in one query: run id -> median prompt tokens (runs without raw
+    decode records left out)."""
+    if not run_ids:
+        return {}
+    rows = store.df("SELECT run_id, median(prompt_tokens) AS t FROM requests WHERE run_id IN "
+                    "(SELECT unnest(?::VARCHAR[])) AND part = 'decode' AND NOT warmup AND error IS NULL "
+                    "AND prompt_tokens > 0 GROUP BY run_id", [list(dict.fromkeys(run_ids))])
+    return {str(r): float(t) for r, t in zip(rows.run_id, rows.t) if not fmt.missing(t)}
+
+
 def decode_prompt_tokens(store: Store, run_id: str) -> float | None:
     """Median prompt tokens of the decode requests of one run (warm-ups and failed requests left out), or None
     when the run has no raw request records."""

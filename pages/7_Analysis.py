@@ -3,15 +3,14 @@
 import streamlit as st
 
 from benchcards import analysis, charts, queries
+from benchcards import analysisview as av
 from ui import common
 from ui.common import md
 
 common.page("Analysis", "🧭")
 store = common.store()
 st.title("Analysis")
-st.caption("Figures no single card shows: how long an answer of your size takes on each setup, what running "
-           "several requests at once costs each of them, speed against quality within a hardware tier, and where "
-           "each setup's curves bend. The rules are in docs/analysis.md.")
+st.caption(md(av.INTRO))
 everything = queries.analysis_data(store)
 if everything.setups.empty:
     st.info("No setups yet. Load raw setup folders with `python -m ingest FOLDER` or on the Upload page.")
@@ -33,10 +32,10 @@ if left_out:
     st.caption("Left out: " + "; ".join(md(t) for t in left_out) + " (method test: shows how benchcards "
                "measures, not how fast a model runs). Switch on *Include method tests* in the sidebar to rank it too.")
 
-answer_tab, tp_tab, quality_tab, knee_tab = st.tabs(["Time to answer", "Throughput vs per-request speed",
-                                                     "Speed vs quality", "Knees"])
+answer_tab, tp_tab, quality_tab, knee_tab = st.tabs([v.title for v in av.VIEWS])
 
 with answer_tab:
+    st.caption(md(av.TIME_TO_ANSWER.intro))
     c1, c2, c3 = st.columns(3)
     prompt = c1.number_input("Prompt (tokens)", min_value=1, max_value=1_048_576, value=8192, step=1024,
                              key="prompt", bind="query-params")
@@ -52,31 +51,25 @@ with answer_tab:
     if answers.total_s.notna().any():
         common.chart(charts.answer_time_chart(answers), key="chart-answer")
     else:
-        st.info("No setup has both prefill and decode measurements at these sizes.")
+        st.info(av.TIME_TO_ANSWER.empty)
     common.table(analysis.answer_table(answers), "time-to-answer", numeric=analysis.NUMERIC_COLUMNS)
-    st.caption(f"Setups measured at these sizes rank first; pale bars, ranked after them: setups whose curves do not "
-               "reach these sizes (their nearest measured rate is held). "
-               f"First token: prompt / prefill rate at the prompt's depth. Answer: words × tokens per word (from the "
-               f"setup's own decode runs, else {analysis.DEFAULT_TOKENS_PER_WORD:g}), each token after the first at "
-               "the decode rate of the depth it is generated at. Rates between measured depths are interpolated "
-               "on a log-depth line; outside them the nearest measured rate is held, and *Notes* says so. "
-               "± range: one standard deviation from the spread (CV) of the runs.")
+    st.caption(md(av.TIME_TO_ANSWER.rules))
 
 with tp_tab:
+    st.caption(md(av.THROUGHPUT.intro))
     tp = analysis.throughput(data)
     if tp.empty:
-        st.info("None of these setups measured several requests at once.")
+        st.info(av.THROUGHPUT.empty)
     else:
         common.chart(charts.pareto_chart(tp, charts.setup_colors(tp.setup_id.unique())), key="chart-pareto")
         common.table(analysis.throughput_table(tp), "throughput-vs-per-request", numeric=analysis.NUMERIC_COLUMNS)
-        st.caption("Each point is one setup at one number of requests at once: total output rate against the rate "
-                   "each request sees. A point is on the frontier when no other point is at least as good on both "
-                   "and better on one. *Queued*: more requests than server slots.")
+        st.caption(md(av.THROUGHPUT.rules))
 
 with quality_tab:
+    st.caption(md(av.SPEED_QUALITY.intro))
     tests = analysis.quality_tests(data)
     if not tests:
-        st.info("None of these setups has quality results.")
+        st.info(av.SPEED_QUALITY.empty)
     else:
         by_label: dict[str, str] = {}  # labels (not ids) in the URL; the most widely run test wins a tie
         for t, lab in tests:
@@ -88,7 +81,7 @@ with quality_tab:
         sq = analysis.speed_quality(data, test, speed)
         speed_label = analysis.SPEED_MEASURES[speed][0]
         if sq.empty:
-            st.info("No setup here has both this test and this speed measure.")
+            st.info(av.SPEED_QUALITY.empty)
         else:
             order = [t for t in analysis.tiers_present(data) if t in set(sq.tier)]
             for i, t in enumerate(order):  # one chart per tier: each fits the width of a phone
@@ -96,11 +89,10 @@ with quality_tab:
                              key=f"chart-speed-quality-{i}")
             common.table(analysis.speed_quality_table(sq, speed_label), "speed-vs-quality",
                          numeric=(*analysis.NUMERIC_COLUMNS, speed_label))
-            st.caption("Bars: Wilson 95 % intervals of the result. *Best trade-off in tier*: no other setup of "
-                       "the same tier is at least as fast and as good, and better in one of them. Overlapping bars "
-                       "mean the difference in quality is not established.")
+            st.caption(md(av.SPEED_QUALITY.rules))
 
 with knee_tab:
+    st.caption(md(av.KNEES.intro))
     kn = analysis.knees(data)
     ids = data.setups.sort_values(["synthetic", "setup_id"], kind="stable").setup_id.tolist()  # real ones first
     picked = common.setup_picker(store, "Setups on the charts", key="setups", multi=True, options=ids)
@@ -119,7 +111,6 @@ with knee_tab:
     if not tp_shown.empty:
         common.chart(charts.knee_conc_chart(tp_shown, kn_shown, colours), key="chart-knee-conc")
     common.table(analysis.knee_table(kn), "knees", numeric=analysis.NUMERIC_COLUMNS)
-    st.caption(f"Depth knee: where prefill or decode falls below {analysis.KNEE_FRACTION * 100:.0f} % of its value at the "
-               "shortest measured prompt and stays below, placed on the log-depth line between the two measured "
-               "depths around it. Requests at once: the smallest number from which each further step adds less "
-               f"than {analysis.CONC_MIN_GAIN * 100:.0f} % total throughput per doubling of requests.")
+    if kn.empty:
+        st.info(av.KNEES.empty)
+    st.caption(md(av.KNEES.rules))
