@@ -174,6 +174,23 @@ _DEFAULT_KVU = {
 }
 
 
+#: a -ngl of at least this many layers is more than any model has: llama.cpp then places every layer on the GPU
+ALL_LAYERS_FROM = 999
+
+
+def gpu_layers(value: object) -> str:
+    """``-ngl`` in words, the same for every way of writing "all layers": 'all' stays 'all', a count of
+    ``ALL_LAYERS_FROM`` or more reads 'all (999)', a smaller count stays a count.
+
+    >>> gpu_layers("999"), gpu_layers("all"), gpu_layers("32"), gpu_layers("auto")
+    ('all (999)', 'all', '32', 'auto')
+    """
+    n = as_int(str(value))
+    if n is not None and n >= ALL_LAYERS_FROM:
+        return f"all ({n})"
+    return str(value).strip().lower() if str(value).strip().lower() in ("all", "auto") else str(value)
+
+
 def explain(name: str | None, value: str | None, argv: list[str], build: Build) -> str | None:
     """The explanation of one flag of ``argv`` for the build ``build`` (defaults that changed between builds
     are said for that build)."""
@@ -191,6 +208,9 @@ def explain(name: str | None, value: str | None, argv: list[str], build: Build) 
         if kvu and (slots_set is None or slots_set == -1):
             return f"{base}; here one pool shared by the automatic slots ({build.text})"
         return base
+    if name == "n_gpu_layers" and value is not None and gpu_layers(value).startswith("all"):
+        return f"{base}: all of them ({value} is more layers than the model has)" if as_int(str(value)) else \
+            f"{base}: all of them"
     if name == "slots" and value is not None and as_int(value) == -1:
         return f"{base}; -1 = auto (4 slots, with a unified KV cache unless -kvu is turned off)"
     if (name == "slots" and value is not None and as_int(value) == 1 and s.get("kv_unified") is not True
