@@ -31,9 +31,9 @@ def _layers(tables: list[tuple[str, pd.DataFrame]]) -> list[str] | None:
 
 def test_all_gpu_layers_read_the_same_however_written():
     base = ["llama-server", "-m", "m.gguf", "-c", "8192"]
-    every = [_setup(base + ["-ngl", n]) for n in ("999", "all", "9999")]
+    every = [_setup([*base, "-ngl", n]) for n in ("999", "all", "9999")]
     assert _layers(compare.config_diff(every, ["A", "B", "C"])) is None  # all layers each time: no difference
-    shown = _layers(compare.config_diff([every[0], _setup(base + ["-ngl", "32"]), every[1]], ["A", "B", "C"]))
+    shown = _layers(compare.config_diff([every[0], _setup([*base, "-ngl", "32"]), every[1]], ["A", "B", "C"]))
     assert shown == ["all (999)", "32", "all"]
     build = flags.build_defaults("llama.cpp", "b11860")
     assert flags.explain("n_gpu_layers", "999", base, build) == \

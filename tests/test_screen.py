@@ -143,7 +143,7 @@ def test_slot_default_bounds_are_the_merge_build_of_pr_16736_and_cited():
     assert "replaces -np 1 without -kvu by 4 slots" in mid and "b7433" in mid
     for later in ("b7433", "b6924"):
         assert "replaces" not in flags.explain("slots", "1", argv, flags.build_defaults("llama.cpp", later))
-    assert "4 slots" not in flags.explain("slots", "1", argv + ["-kvu"], flags.build_defaults("llama.cpp", "b7000"))
+    assert "4 slots" not in flags.explain("slots", "1", [*argv, "-kvu"], flags.build_defaults("llama.cpp", "b7000"))
     doc = (Path(__file__).resolve().parent.parent / "docs" / "definitions.md").read_text()
     section = doc.split("## slot-defaults", 1)[1].split("\n## ", 1)[0]
     for fact in (flags.SLOT_DEFAULTS_COMMIT, "6925", "b6924", "7b1db3d3b770d0affbf3aadee033e1614280085f", "7433"):
