@@ -231,7 +231,12 @@ def default_notes(argv: list[str], build: Build) -> list[tuple[str, str]]:
     if "slots" not in s:
         rows.append(("-np (not set)", f"{_DEFAULT_SLOTS[build.era]} — {build.text}"))
     if "kv_unified" not in s and "no_kv_unified" not in s:
-        rows.append(("-kvu (not set)", f"{_DEFAULT_KVU[build.era]} — {build.text}"))
+        slots = as_int(s["slots"]) if isinstance(s.get("slots"), str) else None
+        if slots is not None and slots > 1:  # -kvu is on by default only while the slot count is auto
+            rows.append(("-kvu (not set)", f"off: -np {slots} is set, so each slot has its own -c / {slots} tokens "
+                                           "(the unified cache is a default only while the slot count is auto)"))
+        else:
+            rows.append(("-kvu (not set)", f"{_DEFAULT_KVU[build.era]} — {build.text}"))
     return rows
 
 

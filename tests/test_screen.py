@@ -146,6 +146,9 @@ def test_slot_default_bounds_are_the_merge_build_of_pr_16736_and_cited():
     assert "4 slots" not in flags.explain("slots", "1", [*argv, "-kvu"], flags.build_defaults("llama.cpp", "b7000"))
     doc = (Path(__file__).resolve().parent.parent / "docs" / "definitions.md").read_text()
     section = doc.split("## slot-defaults", 1)[1].split("\n## ", 1)[0]
+    notes = dict(flags.default_notes(["llama-server", "-c", "8192", "-np", "2"], flags.build_defaults("llama.cpp",
+                                                                                                       "b11860")))
+    assert notes["-kvu (not set)"].startswith("off: -np 2 is set, so each slot has its own -c / 2 tokens")
     for fact in (flags.SLOT_DEFAULTS_COMMIT, "6925", "b6924", "7b1db3d3b770d0affbf3aadee033e1614280085f", "7433"):
         assert fact in section
 
