@@ -271,9 +271,10 @@ def names_with_gpu(rows: pd.DataFrame) -> list[str]:
     from benchcards.views import short_gpu, unique_names
 
     def gpu(r) -> str:
-        count = getattr(r, "gpu_count", None)
-        many = not fmt.missing(count) and int(count) > 1 and not str(r.gpu).startswith(f"{int(count)}x")
-        return f"{int(count)}x {short_gpu(r.gpu)}" if many else short_gpu(r.gpu)
+        raw = getattr(r, "gpu_count", None)
+        count = 1 if raw is None or fmt.missing(raw) else int(raw)
+        many = count > 1 and not str(r.gpu).startswith(f"{count}x")
+        return f"{count}x {short_gpu(r.gpu)}" if many else short_gpu(r.gpu)
 
     names = [f"{short_name(r)} · {gpu(r)}" for r in rows.itertuples(index=False)]
     return unique_names(names, list(rows.setup_id), list(rows.setup_id))
