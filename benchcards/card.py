@@ -655,7 +655,7 @@ def fit_table(card: Card) -> pd.DataFrame:
 # --------------------------------------------------------------------------- server command and reproduction
 
 def engine_build(card: Card) -> flags.Build:
-    """Which build the flag explanations describe (llama-server's slot defaults changed in October 2025)."""
+    """Which build the flag explanations describe (llama-server's slot defaults changed in build b6925)."""
     e = card.setup.engine
     return flags.build_defaults(e.name, e.version, e.build_number, card.setup.measured_at)
 

@@ -48,6 +48,8 @@ _NUMERIC_FLAGS = {"ctx", "batch", "ubatch", "cache_ram", "n_predict"}
 
 
 def _flag_value(name: str, value: str | bool) -> str:
+    if name == "n_gpu_layers" and value is not True:
+        return flags.gpu_layers(value)
     if name in _SWITCHES:
         return _SWITCHES[name][0]
     if value is True:
@@ -123,6 +125,11 @@ def _absent(group: str, label: str) -> str:
     return "default"
 
 
+def _meaning(value: str) -> str:
+    """What a shown value means, for deciding whether two setups differ ('all (999)' and 'all' are the same)."""
+    return "all" if value.startswith("all (") else value
+
+
 def config_diff(setups: list[Setup], shown: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
     """(group, table) for each group with a setting that differs: Setting | one column per setup.
 
@@ -137,7 +144,7 @@ def config_diff(setups: list[Setup], shown: list[str] | None = None) -> list[tup
             if g != group:
                 continue
             vals = [f.get((g, label), _absent(g, label)) for f in fields]
-            if len(set(vals)) > 1:
+            if len({_meaning(v) for v in vals}) > 1:
                 rows.append({"Setting": label, **dict(zip(cols, vals))})
         if rows:
             out.append((group, pd.DataFrame(rows)))
@@ -155,11 +162,20 @@ ROWS: list[tuple[str, str | None]] = [
 ]
 #: figures that only compare between runs of the same length: figure -> the length figure
 SAME_LENGTH: dict[str, str] = {"l1_wall": "l1_tokens"}
+#: lengths within this share of each other compare directly (a 0.3 % longer answer takes about 0.3 % longer)
+SAME_LENGTH_WITHIN = 0.02
 
 
 def vs_first(name: str) -> str:
     """Header of the column that compares setup ``name`` with the first setup."""
     return f"{name}, vs the first"
+
+
+def _same_length(a: float | None, b: float | None) -> bool:
+    """Two answer lengths close enough that their wall times compare (within ``SAME_LENGTH_WITHIN``)."""
+    if a is None or b is None or not a or not b:
+        return a == b
+    return abs(a / b - 1) <= SAME_LENGTH_WITHIN
 
 
 def metrics_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Styled:
@@ -189,10 +205,9 @@ def metrics_side_by_side(cards: list[Card], shown: list[str] | None = None) -> S
         lengths = [c.value(length) for c in cards] if length else []
         for i, (name, v) in enumerate(zip(cols[1:], vals[1:]), start=1):
             text, verdict = fmt.change(metric, v, vals[0])
-            if length and v is not None and vals[0] is not None and lengths[i] != lengths[0]:
-                # a longer answer takes longer: different lengths are not a speed difference
-                text, verdict = (f"not comparable: answers of {fmt.metric(length, lengths[i])} vs "
-                                 f"{fmt.metric(length, lengths[0])} (see the rate)", None)
+            if length and v is not None and vals[0] is not None and not _same_length(lengths[i], lengths[0]):
+                # a much longer answer takes longer: that is not a speed difference; the rate row compares
+                text, verdict = "other answer length: see the rate", None
             col = vs_first(name)
             row[col] = text
             verdicts[col].append(verdict)

@@ -101,15 +101,21 @@ _ENV_EXPLAIN = {
 
 # --------------------------------------------------------------------------- defaults that changed between builds
 
-#: llama.cpp changed llama-server's slot defaults in October 2025 (PR #16736, clarified in #17997): ``-np``
-#: defaults to -1 = auto, which starts 4 slots, and ``-kvu`` is on when the slot count is auto. Builds up to
-#: ``OLD_DEFAULTS_UNTIL`` certainly have the old defaults (1 slot), builds from ``NEW_DEFAULTS_FROM`` the new
-#: ones; in between (and without a build number) the date decides when it is before or after the change.
-SLOT_DEFAULTS_PR = "llama.cpp PR #16736, October 2025"
-OLD_DEFAULTS_UNTIL = 6700
-NEW_DEFAULTS_FROM = 7000
-OLD_DEFAULTS_BEFORE = "2025-10-01"
-NEW_DEFAULTS_AFTER = "2025-11-01"
+#: llama.cpp changed llama-server's slot defaults with PR #16736 ("server : support unified cache across slots"),
+#: merged on 2025-11-02 as commit cd5e3b57541ecc52421130742f4d89acbcf77cd4: build number 6925 (llama.cpp's build
+#: number is the commit count, ``git rev-list --count``), release b6925. From that build a server started without
+#: ``-np`` (or with ``-np 1`` and no ``-kvu``) serves 4 slots that share one unified KV cache of ``-c`` tokens;
+#: builds up to b6924 serve 1 slot. PR #17997 (commit 7b1db3d3b770d0affbf3aadee033e1614280085f, 2025-12-16,
+#: build 7433) made the default explicit: ``-np`` -1 = auto, and an explicit ``-np 1`` stays 1 slot from then on.
+#: Without a build number, a setup measured before the merge day ran an older build. See
+#: docs/definitions.md#slot-defaults.
+SLOT_DEFAULTS_PR = "llama.cpp PR #16736, build b6925, November 2025"
+SLOT_DEFAULTS_COMMIT = "cd5e3b57541ecc52421130742f4d89acbcf77cd4"
+OLD_DEFAULTS_UNTIL = 6924
+NEW_DEFAULTS_FROM = 6925
+#: builds from NEW_DEFAULTS_FROM up to this one also turn an explicit ``-np 1`` (without ``-kvu``) into 4 slots
+NP1_OVERRIDDEN_UNTIL = 7432
+OLD_DEFAULTS_BEFORE = "2025-11-02"
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,7 @@ class Build:
 
     era: str | None
     text: str
+    number: int | None = None  # the build number when known
 
 
 def build_number(version: object, number: object = None) -> int | None:
@@ -134,7 +141,7 @@ def build_defaults(engine: str | None, version: str | None, number: int | None =
     """The slot defaults of a llama.cpp build, from its build number, else from the measurement dates (a
     setup measured before the change ran an older build).
 
-    >>> build_defaults("llama.cpp", "b6500").era, build_defaults("llama.cpp", "b12169").era
+    >>> build_defaults("llama.cpp", "b6924").era, build_defaults("llama.cpp", "b6925").era
     ('one', 'auto')
     >>> build_defaults("llama.cpp", None, measured=["2025-03-02"]).era, build_defaults("llama.cpp", None).era
     ('one', None)
@@ -144,9 +151,9 @@ def build_defaults(engine: str | None, version: str | None, number: int | None =
     if engine is not None and "llama" not in str(engine).lower():
         return Build(None, f"{engine} {version or ''}".strip())
     if n is not None and n >= NEW_DEFAULTS_FROM:
-        return Build("auto", f"{name} (after the slot defaults changed in {SLOT_DEFAULTS_PR})")
+        return Build("auto", f"{name} (after the slot defaults changed in {SLOT_DEFAULTS_PR})", n)
     if n is not None and n <= OLD_DEFAULTS_UNTIL:
-        return Build("one", f"{name} (before the slot defaults changed in {SLOT_DEFAULTS_PR})")
+        return Build("one", f"{name} (before the slot defaults changed in {SLOT_DEFAULTS_PR})", n)
     dates = sorted(str(d)[:10] for d in measured if d)
     if dates and dates[-1] < OLD_DEFAULTS_BEFORE:
         return Build("one", f"{name}, measured {dates[-1]} (before the slot defaults changed in {SLOT_DEFAULTS_PR})")
@@ -156,15 +163,32 @@ def build_defaults(engine: str | None, version: str | None, number: int | None =
 _DEFAULT_SLOTS = {
     "auto": "not set: this build starts 4 slots (-np -1 = auto) that share one unified KV cache of -c tokens",
     "one": "not set: this build serves 1 slot, which gets all of -c",
-    None: "not set: builds before llama.cpp's October 2025 change (PR #16736) serve 1 slot; later builds start "
+    None: "not set: builds up to b6924 serve 1 slot; from b6925 (llama.cpp PR #16736, November 2025) they start "
           "4 (auto) that share one unified KV cache",
 }
 _DEFAULT_KVU = {
     "auto": "on by default in this build while the slot count is auto (-np not set)",
     "one": "off by default in this build: each slot has its own part of -c",
-    None: "on by default since llama.cpp's October 2025 change (PR #16736) while the slot count is auto; off "
-          "before",
+    None: "on by default from build b6925 (llama.cpp PR #16736, November 2025) while the slot count is auto; off "
+          "in earlier builds",
 }
+
+
+#: a -ngl of at least this many layers is more than any model has: llama.cpp then places every layer on the GPU
+ALL_LAYERS_FROM = 999
+
+
+def gpu_layers(value: object) -> str:
+    """``-ngl`` in words, the same for every way of writing "all layers": 'all' stays 'all', a count of
+    ``ALL_LAYERS_FROM`` or more reads 'all (999)', a smaller count stays a count.
+
+    >>> gpu_layers("999"), gpu_layers("all"), gpu_layers("32"), gpu_layers("auto")
+    ('all (999)', 'all', '32', 'auto')
+    """
+    n = as_int(str(value))
+    if n is not None and n >= ALL_LAYERS_FROM:
+        return f"all ({n})"
+    return str(value).strip().lower() if str(value).strip().lower() in ("all", "auto") else str(value)
 
 
 def explain(name: str | None, value: str | None, argv: list[str], build: Build) -> str | None:
@@ -184,8 +208,15 @@ def explain(name: str | None, value: str | None, argv: list[str], build: Build) 
         if kvu and (slots_set is None or slots_set == -1):
             return f"{base}; here one pool shared by the automatic slots ({build.text})"
         return base
+    if name == "n_gpu_layers" and value is not None and gpu_layers(value).startswith("all"):
+        return f"{base}: all of them ({value} is more layers than the model has)" if as_int(str(value)) else \
+            f"{base}: all of them"
     if name == "slots" and value is not None and as_int(value) == -1:
         return f"{base}; -1 = auto (4 slots, with a unified KV cache unless -kvu is turned off)"
+    if (name == "slots" and value is not None and as_int(value) == 1 and s.get("kv_unified") is not True
+            and build.number is not None and NEW_DEFAULTS_FROM <= build.number <= NP1_OVERRIDDEN_UNTIL):
+        return (f"{base}; this build (b{build.number}) replaces -np 1 without -kvu by 4 slots with a unified KV "
+                "cache (llama.cpp PR #16736; from b7433 -np 1 stays 1 slot)")
     return base
 
 
@@ -200,7 +231,12 @@ def default_notes(argv: list[str], build: Build) -> list[tuple[str, str]]:
     if "slots" not in s:
         rows.append(("-np (not set)", f"{_DEFAULT_SLOTS[build.era]} — {build.text}"))
     if "kv_unified" not in s and "no_kv_unified" not in s:
-        rows.append(("-kvu (not set)", f"{_DEFAULT_KVU[build.era]} — {build.text}"))
+        slots = as_int(s["slots"]) if isinstance(s.get("slots"), str) else None
+        if slots is not None and slots > 1:  # -kvu is on by default only while the slot count is auto
+            rows.append(("-kvu (not set)", f"off: -np {slots} is set, so each slot has its own -c / {slots} tokens "
+                                           "(the unified cache is a default only while the slot count is auto)"))
+        else:
+            rows.append(("-kvu (not set)", f"{_DEFAULT_KVU[build.era]} — {build.text}"))
     return rows
 
 

@@ -265,6 +265,21 @@ def short_name(row: object) -> str:
     return " · ".join(bits)
 
 
+def names_with_gpu(rows: pd.DataFrame) -> list[str]:
+    """Short names that also say the GPU ('Model · quant · engine build · GPU'), for views that rank setups
+    across hardware without a GPU column (the analysis); where two repeat, the setup id tells them apart."""
+    from benchcards.views import short_gpu, unique_names
+
+    def gpu(r) -> str:
+        raw = getattr(r, "gpu_count", None)
+        count = 1 if raw is None or fmt.missing(raw) else int(raw)
+        many = count > 1 and not str(r.gpu).startswith(f"{count}x")
+        return f"{count}x {short_gpu(r.gpu)}" if many else short_gpu(r.gpu)
+
+    names = [f"{short_name(r)} · {gpu(r)}" for r in rows.itertuples(index=False)]
+    return unique_names(names, list(rows.setup_id), list(rows.setup_id))
+
+
 def badges(row: pd.Series | dict) -> str:
     """Badges of an overview row: synthetic, method test, reported, summary only or verified raw (trust from
     lowest to highest for real data: reported, summary only, verified raw)."""
@@ -719,6 +734,9 @@ def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
             WHERE r.part = 'decode' AND NOT r.warmup AND r.error IS NULL AND r.prompt_tokens > 0
             GROUP BY r.setup_id ORDER BY r.setup_id""", id_params)
     quality = quality_table(store, ids)
+    # the analysis names setups short (model · quant · build · GPU): full titles wrapped onto many lines there
+    setups["full_title"] = setups.title
+    setups["title"] = names_with_gpu(setups) if len(setups) else setups.title
     return AnalysisData(setups=setups, metrics=metrics, spreads=spreads, decode_depths=depths, quality=quality)
 
 

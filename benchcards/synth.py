@@ -153,6 +153,12 @@ def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = Tr
     return folder
 
 
+def too_long(depth: int, output_tokens: int, per_slot: int, slots: int) -> str:
+    """Why a step does not fit one server slot, in the live client's words (``live.measure``)."""
+    return (f"{depth:,} prompt tokens + {output_tokens:,} output tokens = {depth + output_tokens:,} tokens, "
+            f"more than the server's context per slot of {per_slot:,} tokens ({slots} slots)")
+
+
 def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slots: int, ctx: int,
                date: str) -> None:
     run_id = f"{setup_id}-speed"
@@ -163,7 +169,6 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
     # this draw once chose a short run that failed its step; it stays so the figures after it keep their seed, and
     # the shipped demo data builds without warnings (the tests' own fixtures show failed steps)
     rng.random()
-    parts_status: list[dict] = []
 
     def request(part: str, prompt: str | None, depth: int, out_tokens: int, *, rnd: int = 0,
                 warm: bool = False, conc: int | None = None, start: float | None = None,
@@ -199,7 +204,10 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
         request("decode", prompt, 0, 512, warm=True)
         for r in range(5):
             request("decode", prompt, 0, 512, rnd=r)
-    for depth in (2048, 8192, 32768):
+    # -np N without -kvu splits -c over the slots: a step that does not fit one slot is skipped (_speed_parts)
+    per_slot = ctx // slots
+    prefill_depths = [d for d in (2048, 8192, 32768) if d + 32 <= per_slot]
+    for depth in prefill_depths:
         for r in range(3):
             request("prefill", "prose", depth, 32, rnd=r)
     for level in (1, 2, 4, 8):
@@ -216,32 +224,41 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
                 ends.append(rec["t_end"])
             t = max(ends) + 0.05
     request("l1", "prose", 0, 3000 + rng.randrange(2000))
-    depths = [d for d in (16384, 32768, 65536, 131072) if d <= ctx]
+    depths = [d for d in (16384, 32768, 65536, 131072) if d + 512 <= per_slot]
     for depth in depths:
         for prompt in PROMPTS:
             for r in range(2):
                 request("ctx", prompt, depth, 512, rnd=r)
-    for d in (16384, 32768, 65536, 131072):
-        if d > ctx:
-            parts_status.append({"part": f"ctx/{d}", "status": "skipped",
-                                 "reason": f"server context {ctx} is smaller than {d}"})
-    parts_status[:0] = [{"part": p, "status": "ok"} for p in ("decode", "prefill", "conc", "l1")]
-    parts_status.append({"part": "ctx", "status": "ok"})
-    att = _attach(run_dir, "client.log", "\n".join(log) + "\n")
     contract = {
         "schema_version": SCHEMA_VERSION, "kind": "speed", "run_id": run_id, "setup_id": setup_id,
         "started_at": f"{date}T20:00:00Z", "finished_at": f"{date}T20:{10 + int(t) // 60 % 40:02d}:00Z",
         "tool": "benchcards.synth", "engine_version": "synthetic",
-        "method": {"parts": ["decode", "prefill", "conc", "l1", "ctx"], "prompt_ids": list(PROMPTS), "runs": 5,
-                   "warmups": 1, "max_tokens": 512, "min_decode_tokens": 256,
-                   "prefill_depths": [2048, 8192, 32768], "prefill_runs": 3, "conc_levels": [1, 2, 4, 8],
-                   "conc_rounds": 3, "conc_max_tokens": 512, "ctx_depths": depths, "ctx_runs": 2,
-                   "cache_prompt": False, "thinking": False, "server_slots": slots, "server_ctx": ctx},
-        "parts": parts_status,
+        "method": _speed_method(prefill_depths, depths, slots, ctx),
+        "parts": _speed_parts(prefill_depths, depths, slots, ctx),
         "requests": recs,
-        "attachments": [att],
+        "attachments": [_attach(run_dir, "client.log", "\n".join(log) + "\n")],
     }
     _write_json(run_dir / "contract.json", contract)
+
+
+def _speed_method(prefill_depths: list[int], depths: list[int], slots: int, ctx: int) -> dict:
+    """The method of a synthetic speed run (only the steps that ran are listed, as the live client does)."""
+    return {"parts": ["decode", "prefill", "conc", "l1", "ctx"], "prompt_ids": list(PROMPTS), "runs": 5,
+            "warmups": 1, "max_tokens": 512, "min_decode_tokens": 256,
+            "prefill_depths": prefill_depths, "prefill_runs": 3, "conc_levels": [1, 2, 4, 8],
+            "conc_rounds": 3, "conc_max_tokens": 512, "ctx_depths": depths, "ctx_runs": 2,
+            "cache_prompt": False, "thinking": False, "server_slots": slots, "server_ctx": ctx,
+            "server_ctx_per_slot": ctx // slots}
+
+
+def _speed_parts(prefill_depths: list[int], depths: list[int], slots: int, ctx: int) -> list[dict]:
+    """Part statuses: every part ok, each step that does not fit one slot skipped with the reason."""
+    skipped = [("prefill", d, 32) for d in (2048, 8192, 32768) if d not in prefill_depths]
+    skipped += [("ctx", d, 512) for d in (16384, 32768, 65536, 131072) if d not in depths]
+    return ([{"part": p, "status": "ok"} for p in ("decode", "prefill", "conc", "l1")]
+            + [{"part": f"{part}/{d}", "status": "skipped", "reason": too_long(d, out, ctx // slots, slots)}
+               for part, d, out in skipped]
+            + [{"part": "ctx", "status": "ok"}])
 
 
 def _quality_run(rng: random.Random, folder: Path, setup_id: str, model: tuple, quant: str, date: str) -> None:

@@ -4,7 +4,9 @@ One module for every live test that restarts the server (the memory test, sweeps
 
 - ``ServerTemplate.parse("llama-server -m M.gguf -c {ctx} -np 4")`` splits the user's command with
   ``shlex`` (never a shell). The placeholders ``{ctx}``, ``{port}`` and ``{host}`` are filled inside
-  argv items only, so no value can become a new argument, and nothing else in the text is interpreted.
+  argv items only, so no value can become a new argument, and nothing else in the text is interpreted. A
+  placeholder stands alone (an item, a ``--flag={x}`` value, or a word of a wrapper's item): one glued into a
+  number (``-c 1{ctx}0``) is refused, never filled into another value.
   The host is 127.0.0.1 unless remote hosts were allowed; a command without ``--port``/``{port}`` gets
   ``--port {port}`` (and ``--host {host}``) added, and a llama-server without a verbosity flag gets
   ``-lv 4`` (current builds print their memory lines only at 4 or more): every added item is
@@ -87,6 +89,26 @@ class NotReady(LaunchError):
         self.reason = reason  # "exited" | "deadline" | "stopped"
 
 
+#: a placeholder glued to one of these characters would become part of a longer word or number
+_GLUE = re.compile(r"[\w.+\-]")
+
+
+def _check_placeholders(items: list[str]) -> None:
+    """Refuse a placeholder that does not stand alone: it must be a whole argv item (``-c {ctx}``), the value of
+    ``--flag={x}``, or a word of its own inside a longer item (``sh -c '... -c {ctx} ...'``, ``{host}:{port}``).
+    Glued into a number (``-c 1{ctx}0``, ``--port 8{port}``) it would silently make another value."""
+    for item in items:
+        for m in _PLACEHOLDER.finditer(item):
+            before = item[m.start() - 1] if m.start() else ""
+            after = item[m.end()] if m.end() < len(item) else ""
+            if _GLUE.match(before) or _GLUE.match(after):
+                example = "--port {port}" if m.group(1) == "port" else f"-c {{{m.group(1)}}}" \
+                    if m.group(1) == "ctx" else "--host {host}"
+                raise TemplateError(
+                    f"--server-cmd: {m.group(0)} is glued to other characters in {item!r}; it is replaced by the "
+                    f"value itself, so write it as an item of its own ({example}) or as --flag={m.group(0)}")
+
+
 def _is_loopback(host: str) -> bool:
     import ipaddress
 
@@ -151,6 +173,7 @@ class ServerTemplate:
             raise TemplateError("--server-cmd: a NUL character cannot be part of a command")
         if _PLACEHOLDER.search(items[0]):
             raise TemplateError("--server-cmd: the program itself cannot be a placeholder")
+        _check_placeholders(items)
         if not any("{ctx}" in item for item in items):
             raise TemplateError("--server-cmd: the command has no {ctx}; write the context option with the "
                                 "placeholder, e.g. -c {ctx}, so that each size starts the server with its context")

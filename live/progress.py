@@ -200,3 +200,42 @@ def demo_command(cfg: MeasureConfig, port: int = 8089, slots: int = DEMO_SLOTS) 
     per_slot = 1 << (need - 1).bit_length()
     return ["python", "-m", "live", "demo-server", "--port", str(port), "--slots", str(slots),
             "--ctx", str(per_slot * slots)]
+
+
+#: the context above which the suggested memory-test demo engine refuses to load, with llama.cpp's own lines
+DEMO_REFUSE_ABOVE = 65536
+
+
+def site_python() -> str:
+    """The Python that runs this site, as a command to suggest: relative to the checkout when the site runs
+    from it (``.venv/bin/python``), else the full path (never a bare ``python``, which may lack benchcards)."""
+    import sys
+    from pathlib import Path
+
+    from benchcards.paths import ROOT
+
+    exe = Path(sys.executable).absolute()  # not resolved: a venv's python is a link to the system's
+    if Path.cwd().resolve() == ROOT.resolve() and exe.is_relative_to(ROOT):
+        return exe.relative_to(ROOT).as_posix()
+    return str(exe)
+
+
+def demo_fit_command(python: str = "python") -> list[str]:
+    """A memory-test command template that starts the demo engine (no GPU needed): one slot of ``{ctx}``, a
+    one-second load, resident memory that grows with the context, and llama.cpp's own load failure above
+    ``DEMO_REFUSE_ABOVE`` tokens, so the default sizes show answered steps and one that did not load.
+
+    >>> " ".join(demo_fit_command())
+    'python -m live demo-server -c {ctx} --slots 1 --load-s 1 --kv-mib-per-1k 2 --refuse-above 65536 --prefill-tps 20000'
+    """
+    return [python, "-m", "live", "demo-server", "-c", "{ctx}", "--slots", "1", "--load-s", "1",
+            "--kv-mib-per-1k", "2", "--refuse-above", str(DEMO_REFUSE_ABOVE), "--prefill-tps", "20000"]
+
+
+def demo_sweep_command(python: str = "python") -> list[str]:
+    """A sweep command template that starts the demo engine; its variants are demo-server options.
+
+    >>> " ".join(demo_sweep_command())
+    'python -m live demo-server -c {ctx} --slots 1'
+    """
+    return [python, "-m", "live", "demo-server", "-c", "{ctx}", "--slots", "1"]

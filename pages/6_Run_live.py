@@ -19,7 +19,18 @@ from live.measure import (
     name_problem,
     server_cmd_problem,
 )
-from live.progress import InputError, demo_command, estimate, parse_counts, parse_tokens, plan
+from live.progress import (
+    DEMO_REFUSE_ABOVE,
+    InputError,
+    demo_command,
+    demo_fit_command,
+    demo_sweep_command,
+    estimate,
+    parse_counts,
+    parse_tokens,
+    plan,
+    site_python,
+)
 from live.settings import SpeedSettings, TargetSettings, page_default, page_limits, tokens_text
 from ui import common
 from ui.common import md
@@ -30,13 +41,32 @@ DEFAULT_PARTS = page_default(SpeedSettings, "parts")  # the form's defaults and 
 st.title("Run live")
 # the suggested demo server has the context per slot that the form's default steps need (none is skipped)
 DEMO_COMMAND = shlex.join(demo_command(MeasureConfig(parts=DEFAULT_PARTS)))
-st.markdown("Measure a server running on this machine the same way as every card: decode, prefill at depth, "
-            "requests at once, a long answer and long prompts. No GPU here? Start the demo server: "
-            f"`{DEMO_COMMAND}` and measure `http://127.0.0.1:8089`.")
-st.caption("Only addresses on this machine (127.0.0.1, localhost, ::1) are measured unless you allow others below.")
 mode = st.radio("Measure", ["Speed", "Quality", "Memory test", "Sweep"], horizontal=True, key="live_mode",
                 help="Quality scores answers; the memory test starts the server itself, once per context size; a "
                      "sweep starts it afresh for each boot of each server setting.")
+# what the chosen mode does, and how to try it without a GPU (the two started modes get a template that starts
+# the demo engine itself, run by this site's own Python)
+PYTHON = shlex.quote(site_python())
+INTRO = {
+    "Speed": "Measure a server running on this machine the same way as every card: decode, prefill at depth, "
+             "requests at once, a long answer and long prompts. No GPU here? Start the demo server: "
+             f"`{DEMO_COMMAND}` and measure `http://127.0.0.1:8089`.",
+    "Quality": "Score a server running on this machine on quality tests: every answer is checked, and each test's "
+               "result is shown with its 95 % margin. No GPU here? Start the demo server: "
+               f"`{DEMO_COMMAND}` and score `http://127.0.0.1:8089` (its answers are generated, not a model's).",
+    "Memory test": "How much context fits: benchcards starts the server from your command once per context size, "
+                   "fills about 95 % of the window with one prompt, and records the peak memory and whether it "
+                   "answered. No GPU here? Give the demo engine as the command: "
+                   f"`{' '.join([PYTHON, *demo_fit_command()[1:]])}` (it refuses to load above "
+                   f"{fmt.depth(DEMO_REFUSE_ABOVE)}, as llama.cpp does when the KV cache does not fit).",
+    "Sweep": "Which server setting is faster: benchcards starts the server afresh for every boot of every variant "
+             "and measures each boot the same way; each figure's change against the first variant comes with its "
+             "95 % interval. No GPU here? Give the demo engine as the command: "
+             f"`{' '.join([PYTHON, *demo_sweep_command()[1:]])}`, with variants of its own options, e.g. "
+             "`--decode-tps 60` and `--decode-tps 80`.",
+}
+st.markdown(INTRO[mode or "Speed"])
+st.caption("Only addresses on this machine (127.0.0.1, localhost, ::1) are measured unless you allow others below.")
 if mode == "Quality":
     from ui.live_quality import quality_mode
 

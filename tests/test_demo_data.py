@@ -66,3 +66,23 @@ def test_demo_sweep_shows_its_differences(demo_db, tmp_path):
     export.export(demo_db, out, with_raw=False)
     assert f'href="sweeps/{rec.sweep_id}.html"' in (out / "sweeps.html").read_text()
     assert "micro-batch 64" in (out / "sweeps" / f"{rec.sweep_id}.html").read_text()
+
+
+def test_synthetic_long_prompt_steps_fit_the_servers_context_per_slot():
+    """-np N without -kvu splits -c over the slots: no shipped synthetic step asks more than one slot holds, and
+    the steps that would are shown as skipped with the reason (as the live client records them)."""
+    from benchcards import flags
+
+    for folder in sorted(RAW.glob("synthetic-*")):
+        argv = json.loads((folder / "setup.json").read_text())["server"]["argv"]
+        s = flags.settings(argv)
+        assert "kv_unified" not in s
+        per_slot = int(s["ctx"]) // int(s["slots"])
+        (contract_path,) = folder.glob("speed/*/contract.json")
+        contract = json.loads(contract_path.read_text())
+        assert contract["method"]["server_ctx_per_slot"] == per_slot
+        longest = max(r["depth"] + r["output_tokens"] for r in contract["requests"] if r["part"] in ("prefill", "ctx"))
+        assert longest <= per_slot, folder.name
+        skipped = {p["part"]: p["reason"] for p in contract["parts"] if p["status"] == "skipped"}
+        assert "ctx/65536" in skipped and f"context per slot of {per_slot:,} tokens" in skipped["ctx/65536"]
+        assert all(int(part.split("/")[1]) > per_slot - 512 for part in skipped)

@@ -65,6 +65,26 @@ def test_bad_templates_say_what_is_wrong(text, message):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize(("text", "glued"), [
+    ("llama-server -c 1{ctx}0", "'1{ctx}0'"), ("llama-server -c {ctx} --port 8{port}", "'8{port}'"),
+    ("llama-server --ctx-size={ctx}k", "'--ctx-size={ctx}k'"), ("llama-server -c {ctx} --host {host}.example", None),
+    ("llama-server -c{ctx}", "'-c{ctx}'"), ("sh -c 'exec llama-server -c 2{ctx}'", None),
+])
+def test_a_placeholder_glued_into_a_word_is_refused_with_the_item_named(text, glued):
+    with pytest.raises(TemplateError, match="is glued to other characters in") as exc:
+        ServerTemplate.parse(text)
+    message = str(exc.value)
+    assert message.startswith("--server-cmd: {") and "write it as an item of its own" in message
+    if glued:
+        assert glued in message
+    # standing alone, as a --flag= value or as a word of a wrapper's one item, the same placeholders are fine
+    for ok in ("llama-server -c {ctx} --port {port}", "llama-server --ctx-size={ctx} --port={port}",
+               "sh -c 'exec llama-server -c {ctx} --port {port} --host {host}'",
+               "llama-server -c {ctx} --alias 'at {host}:{port}/v1'"):
+        ServerTemplate.parse(ok)
+
+
+@pytest.mark.unit
 def test_a_remote_host_needs_allow_remote():
     t = ServerTemplate.parse("llama-server -c {ctx} --host 0.0.0.0", allow_remote=True)
     assert t.argv(4096, 8080)[-2:] == ["-lv", "4"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -114,7 +115,8 @@ def test_the_overview_download_links_by_id_and_loads_as_numbers(demo_store):
 
 
 @pytest.mark.parametrize(("version", "measured", "era"), [("b12169", [], "auto"), ("b5318", [], "one"),
-                                                          ("b6850", ["2025-06-01"], "one"), ("b6850", [], None)])
+                                                          ("b6924", [], "one"), ("b6925", [], "auto"),
+                                                          ("own-fork", ["2025-06-01"], "one"), ("own-fork", [], None)])
 def test_flag_texts_follow_the_build_where_llama_server_defaults_changed(version, measured, era):
     build = flags.build_defaults("llama.cpp", version, measured=measured)
     assert build.era == era and (version[1:] in build.text)
@@ -131,6 +133,24 @@ def test_flag_texts_follow_the_build_where_llama_server_defaults_changed(version
     split = flags.explain("ctx", "8192", ["llama-server", "-c", "8192", "-np", "4"], build)
     assert "split across 4 slots (2,048 each)" in split
     assert "defaults to 1" not in (flags.explain("slots", "4", argv, build) or "")
+
+
+def test_slot_default_bounds_are_the_merge_build_of_pr_16736_and_cited():
+    # PR #16736 merged as cd5e3b5 = build 6925 (commit count); PR #17997 (b7433) made -np 1 mean 1 slot again
+    assert (flags.OLD_DEFAULTS_UNTIL, flags.NEW_DEFAULTS_FROM, flags.NP1_OVERRIDDEN_UNTIL) == (6924, 6925, 7432)
+    argv = ["llama-server", "-m", "m.gguf", "-c", "8192", "-np", "1"]
+    mid = flags.explain("slots", "1", argv, flags.build_defaults("llama.cpp", "b7000"))
+    assert "replaces -np 1 without -kvu by 4 slots" in mid and "b7433" in mid
+    for later in ("b7433", "b6924"):
+        assert "replaces" not in flags.explain("slots", "1", argv, flags.build_defaults("llama.cpp", later))
+    assert "4 slots" not in flags.explain("slots", "1", [*argv, "-kvu"], flags.build_defaults("llama.cpp", "b7000"))
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "definitions.md").read_text()
+    section = doc.split("## slot-defaults", 1)[1].split("\n## ", 1)[0]
+    notes = dict(flags.default_notes(["llama-server", "-c", "8192", "-np", "2"], flags.build_defaults("llama.cpp",
+                                                                                                       "b11860")))
+    assert notes["-kvu (not set)"].startswith("off: -np 2 is set, so each slot has its own -c / 2 tokens")
+    for fact in (flags.SLOT_DEFAULTS_COMMIT, "6925", "b6924", "7b1db3d3b770d0affbf3aadee033e1614280085f", "7433"):
+        assert fact in section
 
 
 def test_device_uuids_get_a_note_to_put_ones_own():

@@ -18,15 +18,19 @@ import pandas as pd
 PHONE_MAX_PX = 720
 
 CSS = f"""
-:root {{ --bc-bg: #ffffff; }}
-@media (prefers-color-scheme: dark) {{ :root {{ --bc-bg: #0e1117; }} }}
-.bc-scroll {{ overflow-x: auto; max-width: 100%;
-  /* scroll shadows: a soft edge shows on the side where more columns are hidden (they scroll with the content) */
-  background: linear-gradient(to right, var(--bc-bg) 30%, rgba(128, 128, 128, 0)) left / 2.5rem 100%,
-    linear-gradient(to left, var(--bc-bg) 30%, rgba(128, 128, 128, 0)) right / 2.5rem 100%,
-    radial-gradient(farthest-side at 0 50%, rgba(128, 128, 128, 0.45), rgba(128, 128, 128, 0)) left / 0.9rem 100%,
-    radial-gradient(farthest-side at 100% 50%, rgba(128, 128, 128, 0.45), rgba(128, 128, 128, 0)) right / 0.9rem 100%;
-  background-repeat: no-repeat; background-attachment: local, local, scroll, scroll; }}
+.bc-scroll {{ overflow-x: auto; max-width: 100%; }}
+/* scroll shadows without a background colour (a painted cover never matches every theme's page colour, and
+   showed as dark bands on Streamlit's dark theme): the table fades out on the side where more columns are
+   hidden, driven by the box's own sideways scroll; a box that does not scroll has no timeline and no fade */
+@property --bc-fade-l {{ syntax: "\\3c length\\3e"; inherits: false; initial-value: 0px; }}
+@property --bc-fade-r {{ syntax: "\\3c length\\3e"; inherits: false; initial-value: 0px; }}
+@keyframes bc-fade {{ 0% {{ --bc-fade-l: 0px; --bc-fade-r: 2.5rem; }} 8%, 92% {{ --bc-fade-l: 2.5rem; --bc-fade-r: 2.5rem; }}
+  100% {{ --bc-fade-l: 2.5rem; --bc-fade-r: 0px; }} }}
+@supports (animation-timeline: scroll()) {{
+  .bc-scroll {{ animation: bc-fade linear both; animation-timeline: scroll(self inline);
+    mask-image: linear-gradient(to right, transparent 0, #000 var(--bc-fade-l), #000 calc(100% - var(--bc-fade-r)),
+      transparent 100%); }}
+}}
 .bc-scroll-hint {{ display: none; font-size: 0.75rem; opacity: 0.72; margin: 0 0 0.2rem; }}
 table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; line-height: 1.35; }}
 .bc-table th, .bc-table td {{ padding: 0.35rem 0.5rem; text-align: left; vertical-align: top;
@@ -81,6 +85,11 @@ def esc(value: object) -> str:
 _FIGURE = re.compile(r"^[≈+−\-]?\s?\d[\d,.]*(\s?(–|/|to)\s?[+−\-]?\d[\d,.]*)?(\s[^\s\d]{1,8}){0,2}$")
 
 
+#: the longest part of a ' · '-joined name kept on one line ('RTX 5060 Ti 16 GB', 'Qwen3.5-35B-A3B'); a longer
+#: one wraps as text does (at its spaces and hyphens), so a name never widens its column much
+NAME_PART_MAX = 20
+
+
 def cell_text(value: object) -> str:
     """An escaped cell ('—' when missing). A figure ('2,546.8 s', '52.4 – 62.0 %', '229 / 400') never wraps
     inside; a 'result ± margin' figure may wrap only before its '±'."""
@@ -92,6 +101,11 @@ def cell_text(value: object) -> str:
                         for p in [text.split(" ± ", 1)[0], "± " + text.split(" ± ", 1)[1]])
     if len(text) <= 40 and _FIGURE.match(text):
         return f'<span class="bc-nw">{esc(text)}</span>'
+    parts = text.split(" · ")
+    if len(parts) > 1 and all(parts):
+        # a name of parts ('Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860') breaks between its short parts, never
+        # inside one (not at the hyphens of a model name); a longer part wraps at its spaces
+        return " · ".join(f'<span class="bc-nw">{esc(p)}</span>' if len(p) <= NAME_PART_MAX else words(p) for p in parts)
     return words(text)
 
 
