@@ -319,6 +319,49 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     if not model_id or not model_id.strip():
         raise src.fail("model", "the file does not name the model: pass --model NAME")
     model_id = model_id.strip()
+    hardware, model, engine, argv = _setup_parts(src, opts, model_id, assumed)
+    bench_cmd = opts.bench_cmd
+    flags = bench_flags(bench_cmd)
+    caching = report.get("prefix_caching_enabled") if variant == "json" else any(t.kind.startswith("ctx")
+                                                                                  for t in tests)
+    _cache_assumption(flags["no_cache"], assumed)
+    points = []
+    for t in tests:
+        point, left = task_point(src, t)
+        points.append(point)
+        unmapped.extend({"field": f"{t.where}: {x.split(':', 1)[0]}", "reason": x.split(": ", 1)[1]} for x in left)
+    dup = {p["task"] for p in points if sum(q["task"] == p["task"] for q in points) > 1}
+    if dup:
+        raise src.fail("tests", f"the test {sorted(dup)[0]!r} appears more than once: one llama-benchy run per file")
+    started = None
+    ts = report.get("timestamp")
+    if isinstance(ts, str) and (m := re.fullmatch(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})Z?", ts.strip())):
+        started = f"{m[1]}T{m[2]}Z"
+    setup_id = _add_setup(src, opts, setups, started, hardware, model, engine, argv)
+    version = report.get("version") if isinstance(report.get("version"), str) else None
+    tool = "llama-benchy" + (f" {version}" if version else "")
+    note = _method_note(report, variant, caching, flags["no_cache"])
+    run_id = f"{setup_id[:100]}-{src.sha256[:8]}"
+    att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", src.basename).lstrip(".")[:120] or f"llama-benchy.{variant}"
+    contract = speed_contract(
+        run_id, setup_id, summary_only=True, started_at=started, tool=tool,
+        source=f"llama-benchy result {src.basename}" + (f" ({shlex.join(bench_cmd)[:300]})" if bench_cmd else ""),
+        notes=CLIENT_NOTE + ".",
+        method={"parts": ["task"]},
+        parts=[{"part": "task", "status": "ok"}],
+        summary={"tasks": points, "method_note": note},
+        attachments=[attachment(att_name, src.data, "original llama-benchy result")],
+        imported=import_info(f"{NAME}/{variant}", src, IMPORTER, tool, assumed, unmapped),
+    )
+    setups[setup_id].runs.append(ConvertedRun("speed", contract, {att_name: src.data}))
+    notes.append(f"{src.name}: {len(points)} llama-benchy test(s) as named tasks (client-side HTTP figures)"
+                 + (f", {len(unmapped)} figure(s) not shown as prefill or total" if unmapped else ""))
+
+
+def _setup_parts(src: Source, opts: Options, model_id: str, assumed: list[dict[str, str]]
+                 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]]:
+    """The setup's hardware, model, engine and server argv, from the options and the model's id; what was
+    assumed is appended to ``assumed``."""
     hardware = hw.hardware(src, opts, None, assumed=assumed, what="a llama-benchy result")
     name = model_id.rstrip("/").rsplit("/", 1)[-1]
     _, quant, _ = hw.split_model_file(name)
@@ -337,38 +380,34 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     argv = list(opts.server_cmd) if opts.server_cmd else [f"{engine_name} (command not given)"]
     assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
                     "source": "--server-cmd" if opts.server_cmd else "default (not in the llama-benchy file)"})
-    bench_cmd = opts.bench_cmd
-    flags = bench_flags(bench_cmd)
-    caching = report.get("prefix_caching_enabled") if variant == "json" else any(t.kind.startswith("ctx")
-                                                                                  for t in tests)
-    if flags["no_cache"] is None:
+    return hardware, model, engine, argv
+
+
+def _cache_assumption(no_cache: bool | None, assumed: list[dict[str, str]]) -> None:
+    """Note when the server's prompt cache may have served part of each prompt (prefill may read high)."""
+    if no_cache is None:
         assumed.append({"field": "llama-benchy --no-cache", "value": "unknown", "source": (
             "not recorded in llama-benchy's files; without it the server's prompt cache may have served part of "
             "each prompt, so prefill may read high (pass the command with --bench-cmd)")})
-    elif not flags["no_cache"]:
+    elif not no_cache:
         assumed.append({"field": "llama-benchy --no-cache", "value": "off", "source": (
             "--bench-cmd: prompts were not made unique and cache_prompt was not turned off, so the server's "
             "prompt cache may have served part of each prompt; prefill may read high")})
-    points = []
-    for t in tests:
-        point, left = task_point(src, t)
-        points.append(point)
-        unmapped.extend({"field": f"{t.where}: {x.split(':', 1)[0]}", "reason": x.split(": ", 1)[1]} for x in left)
-    dup = {p["task"] for p in points if sum(q["task"] == p["task"] for q in points) > 1}
-    if dup:
-        raise src.fail("tests", f"the test {sorted(dup)[0]!r} appears more than once: one llama-benchy run per file")
-    gl = hw.gpu_label(hardware)
+
+
+def _add_setup(src: Source, opts: Options, setups: dict[str, Converted], started: str | None,
+               hardware: dict[str, Any], model: dict[str, Any], engine: dict[str, Any], argv: list[str]) -> str:
+    """The id of the setup these parts make; the setup is added to ``setups`` on first sight, and the run's
+    date to its ``measured_at``."""
+    name, engine_name = model["name"], engine["name"]
+    gpu = hw.gpu_label(hardware)
     key = (hardware, model, engine, argv)
-    bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine_name, 16), "llama-benchy"]
+    bits = [opts.id_prefix or "", slug(name, 40), slug(gpu, 24), slug(engine_name, 16), "llama-benchy"]
     setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
-    started = None
-    ts = report.get("timestamp")
-    if isinstance(ts, str) and (m := re.fullmatch(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})Z?", ts.strip())):
-        started = f"{m[1]}T{m[2]}Z"
     if setup_id not in setups:
         setup: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
-            "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine_name} (llama-benchy)")[:200],
+            "title": ((opts.title_prefix or "") + f"{name} on {gpu}, {engine_name} (llama-benchy)")[:200],
             "synthetic": bool(opts.synthetic),
             "provenance": f"imported from the llama-benchy result {src.basename}",
             "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
@@ -381,29 +420,17 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
         setups[setup_id] = Converted(setup=setup)
     elif started and started[:10] not in setups[setup_id].setup.setdefault("measured_at", []):
         setups[setup_id].setup["measured_at"] = sorted([*setups[setup_id].setup["measured_at"], started[:10]])
-    version = report.get("version") if isinstance(report.get("version"), str) else None
-    tool = "llama-benchy" + (f" {version}" if version else "")
+    return setup_id
+
+
+def _method_note(report: dict[str, Any], variant: str, caching: Any, no_cache: bool | None) -> str:
+    """How each figure of a llama-benchy file was computed, in words (the run's method note)."""
     latency = report.get("latency_ms")
-    note = (CLIENT_NOTE + ". Per test: prefill = prompt tokens (prompt size + depth) / estimated processing time "
+    return (CLIENT_NOTE + ". Per test: prefill = prompt tokens (prompt size + depth) / estimated processing time "
             "(time to first response less the measured latency"
             + (f", {latency:.2f} ms by {report.get('latency_mode')}" if finite(latency) else "")
             + "), per request; decode = tokens after the first / first-to-last token time, per request; first "
               "token = end-to-end time to the first token; mean ± standard deviation over the runs"
             + (" (each run's values kept with the task)" if variant == "json" else "")
             + ". Prefix caching " + ("on: a test on a cached context shows no prefill" if caching else "off")
-            + "; --no-cache " + {None: "not recorded", True: "on", False: "off"}[flags["no_cache"]] + ".")
-    run_id = f"{setup_id[:100]}-{src.sha256[:8]}"
-    att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", src.basename).lstrip(".")[:120] or f"llama-benchy.{variant}"
-    contract = speed_contract(
-        run_id, setup_id, summary_only=True, started_at=started, tool=tool,
-        source=f"llama-benchy result {src.basename}" + (f" ({shlex.join(bench_cmd)[:300]})" if bench_cmd else ""),
-        notes=CLIENT_NOTE + ".",
-        method={"parts": ["task"]},
-        parts=[{"part": "task", "status": "ok"}],
-        summary={"tasks": points, "method_note": note},
-        attachments=[attachment(att_name, src.data, "original llama-benchy result")],
-        imported=import_info(f"{NAME}/{variant}", src, IMPORTER, tool, assumed, unmapped),
-    )
-    setups[setup_id].runs.append(ConvertedRun("speed", contract, {att_name: src.data}))
-    notes.append(f"{src.name}: {len(points)} llama-benchy test(s) as named tasks (client-side HTTP figures)"
-                 + (f", {len(unmapped)} figure(s) not shown as prefill or total" if unmapped else ""))
+            + "; --no-cache " + {None: "not recorded", True: "on", False: "off"}[no_cache] + ".")
