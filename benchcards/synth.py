@@ -153,23 +153,21 @@ def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = Tr
     return folder
 
 
-def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slots: int, ctx: int,
-               date: str) -> None:
-    run_id = f"{setup_id}-speed"
-    run_dir = folder / "speed" / run_id
-    t = 0.0
-    recs: list[dict] = []
-    log: list[str] = []
-    # this draw once chose a short run that failed its step; it stays so the figures after it keep their seed, and
-    # the shipped demo data builds without warnings (the tests' own fixtures show failed steps)
-    rng.random()
-    parts_status: list[dict] = []
+class _SpeedClient:
+    """A pretend client that times requests against ``perf``: each call of ``request`` appends a record and a
+    log line, and (unless given a start) moves the clock ``t`` past the answer."""
 
-    def request(part: str, prompt: str | None, depth: int, out_tokens: int, *, rnd: int = 0,
+    def __init__(self, rng: random.Random, perf: Perf) -> None:
+        self.rng, self.perf = rng, perf
+        self.t = 0.0
+        self.recs: list[dict] = []
+        self.log: list[str] = []
+
+    def request(self, part: str, prompt: str | None, depth: int, out_tokens: int, *, rnd: int = 0,
                 warm: bool = False, conc: int | None = None, start: float | None = None,
                 slow: float = 1.0) -> dict:
-        nonlocal t
-        send = t if start is None else start
+        rng, perf = self.rng, self.perf
+        send = self.t if start is None else start
         prompt_tokens = max(depth, 40 + rng.randrange(30))
         prefill = perf.prefill / (1 + prompt_tokens / 200000) * rng.lognormvariate(0, 0.02)
         decode = perf.decode / (1 + prompt_tokens / 150000) / slow * rng.lognormvariate(0, 0.012)
@@ -190,11 +188,22 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
                            "predicted_per_second": round((out_tokens - 1) / (last - first), 3)}}
         rec = {k: v for k, v in rec.items() if v is not None}
         if start is None:
-            t = end + 0.05
-        log.append(f"{send:10.3f} {part} {prompt or '-'} depth={depth} tokens={out_tokens}")
-        recs.append(rec)
+            self.t = end + 0.05
+        self.log.append(f"{send:10.3f} {part} {prompt or '-'} depth={depth} tokens={out_tokens}")
+        self.recs.append(rec)
         return rec
 
+
+def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slots: int, ctx: int,
+               date: str) -> None:
+    run_id = f"{setup_id}-speed"
+    run_dir = folder / "speed" / run_id
+    # this draw once chose a short run that failed its step; it stays so the figures after it keep their seed, and
+    # the shipped demo data builds without warnings (the tests' own fixtures show failed steps)
+    rng.random()
+    parts_status: list[dict] = []
+    client = _SpeedClient(rng, perf)
+    request = client.request
     for prompt in PROMPTS:
         request("decode", prompt, 0, 512, warm=True)
         for r in range(5):
@@ -204,7 +213,7 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
             request("prefill", "prose", depth, 32, rnd=r)
     for level in (1, 2, 4, 8):
         for r in range(3):
-            start = t
+            start = client.t
             ends = []
             for i in range(level):
                 queue = (i // slots) * (512 / perf.decode) if level > slots else 0.0
@@ -214,7 +223,7 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
                               slow=slow)
                 rec["t_send"] = round(start + 0.002 * i, 6)
                 ends.append(rec["t_end"])
-            t = max(ends) + 0.05
+            client.t = max(ends) + 0.05
     request("l1", "prose", 0, 3000 + rng.randrange(2000))
     depths = [d for d in (16384, 32768, 65536, 131072) if d <= ctx]
     for depth in depths:
@@ -227,7 +236,8 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
                                  "reason": f"server context {ctx} is smaller than {d}"})
     parts_status[:0] = [{"part": p, "status": "ok"} for p in ("decode", "prefill", "conc", "l1")]
     parts_status.append({"part": "ctx", "status": "ok"})
-    att = _attach(run_dir, "client.log", "\n".join(log) + "\n")
+    att = _attach(run_dir, "client.log", "\n".join(client.log) + "\n")
+    t = client.t
     contract = {
         "schema_version": SCHEMA_VERSION, "kind": "speed", "run_id": run_id, "setup_id": setup_id,
         "started_at": f"{date}T20:00:00Z", "finished_at": f"{date}T20:{10 + int(t) // 60 % 40:02d}:00Z",
@@ -238,7 +248,7 @@ def _speed_run(rng: random.Random, folder: Path, setup_id: str, perf: Perf, slot
                    "conc_rounds": 3, "conc_max_tokens": 512, "ctx_depths": depths, "ctx_runs": 2,
                    "cache_prompt": False, "thinking": False, "server_slots": slots, "server_ctx": ctx},
         "parts": parts_status,
-        "requests": recs,
+        "requests": client.recs,
         "attachments": [att],
     }
     _write_json(run_dir / "contract.json", contract)
