@@ -336,11 +336,14 @@ def rewrite_python(source: str, plan: Plan) -> str:
         before = lines[first][:node.col_offset]
         after = lines[last][node.end_col_offset or 0:]
         pairs = [(a.name, a.asname) for a in node.names]
+        rest = after.rstrip("\r\n")
+        end = after[len(rest):]
+        comment = rest if rest.strip().startswith("#") else ""  # a trailing comment (noqa) goes with every statement
         if before.strip() == "":
-            text = "\n".join(from_import_lines(pairs, plan, before))
+            text = "\n".join(s + comment for s in from_import_lines(pairs, plan, before))
         else:  # after other code on the same line (``x = 1; from benchcards import fmt``)
-            text = before + "; ".join(from_import_lines(pairs, plan, ""))
-        lines[first:last + 1] = [text + after]
+            text = before + "; ".join(from_import_lines(pairs, plan, "")) + rest
+        lines[first:last + 1] = [(text if comment or before.strip() else text + rest) + end]
     return "".join(lines)
 
 
@@ -466,7 +469,7 @@ def layout_text(plan: Plan) -> str:
                 target, shown = base / name / "__init__.py", f"{name}/"
             out.append(f"{pad}{shown:<{24 - len(pad)}}{first_line(target)}")
         if folder == "site" and (base / "templates").is_dir():
-            out.append(f"        {'templates/':<18}Jinja2 templates of the pages (autoescape on) and their assets")
+            out.append(f"        {'templates/':<16}Jinja2 templates of the pages (autoescape on) and their assets")
     return "\n".join(out)
 
 

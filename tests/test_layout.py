@@ -157,6 +157,9 @@ def test_the_script_rewrites_every_kind_of_reference():
         plan.paths[f"benchcards/{old}.py"] = dotted.replace(".", "/") + ".py"
     plan.paths["benchcards/templates"] = "benchcards/site/templates"
     assert relayout.rewrite_python(SAMPLE, plan) == EXPECTED
+    noqa = "import sys\nfrom benchcards import queries, synth  # noqa: E402\n"
+    assert relayout.rewrite_python(noqa, plan) == (
+        "import sys\nfrom benchcards.read import queries  # noqa: E402\nfrom devdata import synth  # noqa: E402\n")
     doc = "Run `python -m benchcards.synth OUT`:\n\n    from benchcards import card, views\n"
     assert relayout.rewrite_from_lines(relayout.rewrite_names(doc, plan), plan) == (
         "Run `python -m devdata.synth OUT`:\n\n    from benchcards.views import card, tables as views\n")
