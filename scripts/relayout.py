@@ -205,6 +205,11 @@ def check_plan(plan: Plan) -> None:
                 continue
             if FOLDERS[dep_folder][0] > FOLDERS[folder][0]:
                 wrong.append(f"  benchcards.{m} ({folder}) imports benchcards.{dep} ({dep_folder})")
+    for path in sorted((ROOT / "benchcards").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                wrong.append(f"  {path.relative_to(ROOT)}:{node.lineno}: a relative import (make it absolute: "
+                             "from benchcards import …)")
     if wrong:
         raise Refused("the plan has imports that run up the folders (move them, or pass --place):\n"
                       + "\n".join(wrong))
@@ -312,7 +317,7 @@ def from_import_lines(names: list[tuple[str, str | None]], plan: Plan, indent: s
         else:
             groups.setdefault("benchcards", []).append(name if alias is None else f"{name} as {alias}")
     out = []
-    for package, items in groups.items():
+    for package, items in sorted(groups.items()):
         line = f"{indent}from {package} import {', '.join(items)}"
         if len(line) > 120:
             line = f"{indent}from {package} import (\n" + "".join(f"{indent}    {i},\n" for i in items) + f"{indent})"
