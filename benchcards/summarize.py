@@ -313,6 +313,20 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
             implausible[i] = why
     recs = [r for i, r in enumerate(contract.requests) if _usable(r) and i not in implausible]
 
+    _record_warnings(contract, implausible, warns, failed)
+    _decode_metrics(contract, recs, metrics, warns, failed)
+    _depth_metrics(recs, min_tokens, metrics, warns, failed)
+    _concurrency_metrics(recs, metrics)
+    _long_answer_metrics(recs, metrics)
+    metrics.extend(agent_metrics(recs))  # agentic use: docs/definitions.md#agent
+    if method.server_slots is not None:
+        metrics.append(Metric("slots", float(method.server_slots), None, None, None))
+    return SpeedResult(metrics=metrics, warnings=warns, failed_steps=failed)
+
+
+def _record_warnings(contract: SpeedContract, implausible: dict[int, str], warns: list[Warn],
+                     failed: list[tuple[str, str]]) -> None:
+    """Warnings for the requests left out (implausible, failed) and for prompts partly served from the cache."""
     for i, r in enumerate(contract.requests):
         if i in implausible and not r.warmup:
             label = _label(r.part, r.prompt_id, r.depth or r.concurrency)
@@ -327,30 +341,38 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
                                               f"round {r.round}: {r.timings.cache_n} prompt tokens came from "
                                               "the server's cache; its prefill reads high"))
 
-    def decode_group(part: str, prompt: str | None, depth: int | None, rows: list[RequestRecord]):
-        """Per-run decode rates of one step; None when any run is invalid (step failed)."""
-        rates: list[float] = []
-        for r in rows:
-            n = r.output_tokens or 0
-            rate = None
-            if r.t_first is not None and r.t_last is not None:
-                rate = stats.decode_rate(n, r.t_first, r.t_last)
-            if n >= min_tokens and n > 1 and rate is None:
-                reason = (f"{_label(part, prompt, depth)} round {r.round}: the first and the last of its {n} "
-                          "output tokens arrived in one read (no time between them on the client's clock): there is "
-                          "no decode time to divide by")
-                warns.append(Warn("short_decode", reason))
-                failed.append((_label(part, prompt, depth), reason))
-                return None
-            if n < min_tokens or rate is None:
-                reason = (f"{_label(part, prompt, depth)} round {r.round}: {n} output tokens "
-                          f"(finish reason {r.finish_reason or 'unknown'}), below the minimum of {min_tokens}")
-                warns.append(Warn("short_decode", reason))
-                failed.append((_label(part, prompt, depth), reason))
-                return None
-            rates.append(rate)
-        return rates
 
+def _decode_group(part: str, prompt: str | None, depth: int | None, rows: list[RequestRecord], min_tokens: int,
+                  warns: list[Warn], failed: list[tuple[str, str]]) -> list[float] | None:
+    """Per-run decode rates of one step; None when any run is invalid (step failed)."""
+    rates: list[float] = []
+    for r in rows:
+        n = r.output_tokens or 0
+        rate = None
+        if r.t_first is not None and r.t_last is not None:
+            rate = stats.decode_rate(n, r.t_first, r.t_last)
+        if n >= min_tokens and n > 1 and rate is None:
+            reason = (f"{_label(part, prompt, depth)} round {r.round}: the first and the last of its {n} "
+                      "output tokens arrived in one read (no time between them on the client's clock): there is "
+                      "no decode time to divide by")
+            warns.append(Warn("short_decode", reason))
+            failed.append((_label(part, prompt, depth), reason))
+            return None
+        if n < min_tokens or rate is None:
+            reason = (f"{_label(part, prompt, depth)} round {r.round}: {n} output tokens "
+                      f"(finish reason {r.finish_reason or 'unknown'}), below the minimum of {min_tokens}")
+            warns.append(Warn("short_decode", reason))
+            failed.append((_label(part, prompt, depth), reason))
+            return None
+        rates.append(rate)
+    return rates
+
+
+def _decode_metrics(contract: SpeedContract, recs: list[RequestRecord], metrics: list[Metric], warns: list[Warn],
+                    failed: list[tuple[str, str]]) -> None:
+    """The decode part's figures per prompt, and the headline over all prompts when every one is valid."""
+    method = contract.method
+    min_tokens = method.min_decode_tokens
     # decode part
     by_prompt: dict[str, list[RequestRecord]] = defaultdict(list)
     for r in recs:
@@ -360,7 +382,7 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
     all_rates: list[float] = []
     valid_rows: list[RequestRecord] = []
     for prompt, rows in sorted(by_prompt.items()):
-        rates = decode_group("decode", prompt, None, rows)
+        rates = _decode_group("decode", prompt, None, rows, min_tokens, warns, failed)
         if not rates:
             continue
         m = stats.median(rates)
@@ -404,6 +426,10 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
         if span > 0 and all(c is not None for c in chars):
             metrics.append(Metric("chars_per_s", sum(chars) / span, None, None, len(valid_rows)))  # type: ignore[arg-type]
 
+
+def _depth_metrics(recs: list[RequestRecord], min_tokens: int, metrics: list[Metric], warns: list[Warn],
+                   failed: list[tuple[str, str]]) -> None:
+    """The prefill and ctx parts' figures per depth."""
     # prefill and ctx parts: prefill = prompt tokens / TTFT, medians per depth. ``level`` stays the requested
     # depth (stable keys: "prefill at 8192"); ``measured_depth`` holds the median of what the server counted,
     # which curves plot. A step whose prompts are off by more than 2 % is invalid and left out.
@@ -454,7 +480,7 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
                 for r in rows:
                     groups[r.prompt_id or "default"].append(r)
                 for prompt, prow in sorted(groups.items()):
-                    rates = decode_group("ctx", prompt, depth, prow)
+                    rates = _decode_group("ctx", prompt, depth, prow, min_tokens, warns, failed)
                     if rates:
                         metrics.append(Metric(dec_name, stats.median(rates) or 0.0, prompt, depth, len(rates)))
             else:
@@ -464,6 +490,9 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
                 if rates2:
                     metrics.append(Metric(dec_name, stats.median(rates2) or 0.0, None, depth, len(rates2)))
 
+
+def _concurrency_metrics(recs: list[RequestRecord], metrics: list[Metric]) -> None:
+    """The conc part's figures per level."""
     # concurrency: per round, total = Σ tokens / wall; per request = tokens / e2e; medians over rounds
     rounds: dict[int, dict[int, list[RequestRecord]]] = defaultdict(lambda: defaultdict(list))
     for r in recs:
@@ -498,6 +527,9 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
         if gaps:
             metrics.append(Metric("conc_itl", stats.median(gaps) or 0.0, None, level, len(gaps)))
 
+
+def _long_answer_metrics(recs: list[RequestRecord], metrics: list[Metric]) -> None:
+    """The l1 part's figures (its last request)."""
     # long answer
     l1 = [r for r in recs if r.part == "l1" and r.t_end is not None]
     if l1:
@@ -507,11 +539,6 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
             metrics.append(Metric("l1_tokens", float(r.output_tokens), None, None, 1))
         if r.words is not None:
             metrics.append(Metric("l1_words", float(r.words), None, None, 1))
-
-    metrics.extend(agent_metrics(recs))  # agentic use: docs/definitions.md#agent
-    if method.server_slots is not None:
-        metrics.append(Metric("slots", float(method.server_slots), None, None, None))
-    return SpeedResult(metrics=metrics, warnings=warns, failed_steps=failed)
 
 
 def compare_stated(computed: list[Metric], stated: list[Metric], what: str = "") -> list[Warn]:

@@ -417,45 +417,9 @@ def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.
         return [stream_chat(url, payload, connect_timeout=connect_timeout, read_timeout=read_timeout,
                             limits=limits, cancel=cancel)]
     lims = [limits or Limits.for_payload(payload, queued=len(requests)) for _, payload in requests]
-    raws: list[RawStream] = []
-    socks: list[socket.socket | None] = []
-    for url, _ in requests:
-        raw = RawStream(t_send=clock())
-        raws.append(raw)
-        try:
-            if cancel is not None and cancel.cancelled:
-                raise ConnectionAbortedError(cancel.reason)
-            socks.append(_connect(Target.parse(url), connect_timeout, read_timeout))
-        except OSError as exc:
-            raw.error = cancel.reason if cancel is not None and cancel.cancelled else \
-                _net_error(exc, read_timeout, False)
-            raw.t_end = clock()
-            socks.append(None)
+    raws, socks = _connect_all(requests, connect_timeout, read_timeout, cancel)
     sel = selectors.DefaultSelector()
-    state: dict[int, tuple[int, bytearray, int]] = {}  # pos, buffer, (unused)
-    for i, ((url, payload), sock) in enumerate(zip(requests, socks)):
-        if sock is None:
-            continue
-        if cancel is not None and not cancel.add(sock):
-            raws[i].error, raws[i].t_end = cancel.reason, clock()
-            sock.close()
-            socks[i] = None
-            continue
-        req = request_bytes(Target.parse(url), payload)
-        raws[i].t_send = clock()
-        try:
-            sock.sendall(req)
-        except OSError as exc:
-            raws[i].error = _net_error(exc, read_timeout, True)
-            raws[i].t_end = clock()
-            if cancel is not None:
-                cancel.remove(sock)
-            sock.close()
-            socks[i] = None
-            continue
-        sock.setblocking(False)
-        sel.register(sock, selectors.EVENT_READ, i)
-        state[i] = (0, bytearray(_START_BUFFER), 0)
+    state = _send_all(requests, raws, socks, sel, read_timeout, cancel)
     last_seen = {i: clock() for i in state}
     t_stop = {i: raws[i].t_send + _deadline(lims[i]) for i in state}
 
@@ -513,6 +477,60 @@ def stream_many(requests: list[tuple[str, dict]], *, connect_timeout: float = 5.
             end(i, clock())
         sel.close()
     return raws
+
+
+def _connect_all(requests: list[tuple[str, dict]], connect_timeout: float, read_timeout: float,
+                 cancel: Cancel | None) -> tuple[list[RawStream], list[socket.socket | None]]:
+    """Open every request's connection first (stamped); a connection that fails is None, its stream ended
+    with the error."""
+    raws: list[RawStream] = []
+    socks: list[socket.socket | None] = []
+    for url, _ in requests:
+        raw = RawStream(t_send=clock())
+        raws.append(raw)
+        try:
+            if cancel is not None and cancel.cancelled:
+                raise ConnectionAbortedError(cancel.reason)
+            socks.append(_connect(Target.parse(url), connect_timeout, read_timeout))
+        except OSError as exc:
+            raw.error = cancel.reason if cancel is not None and cancel.cancelled else \
+                _net_error(exc, read_timeout, False)
+            raw.t_end = clock()
+            socks.append(None)
+    return raws, socks
+
+
+def _send_all(requests: list[tuple[str, dict]], raws: list[RawStream], socks: list[socket.socket | None],
+              sel: selectors.BaseSelector, read_timeout: float,
+              cancel: Cancel | None) -> dict[int, tuple[int, bytearray, int]]:
+    """Send the requests back to back on the open connections and register each with ``sel``; a socket that
+    fails (or is cancelled) is closed and set to None in ``socks``. Returns the read state of each request
+    sent: position, buffer and an unused slot."""
+    state: dict[int, tuple[int, bytearray, int]] = {}
+    for i, ((url, payload), sock) in enumerate(zip(requests, socks)):
+        if sock is None:
+            continue
+        if cancel is not None and not cancel.add(sock):
+            raws[i].error, raws[i].t_end = cancel.reason, clock()
+            sock.close()
+            socks[i] = None
+            continue
+        req = request_bytes(Target.parse(url), payload)
+        raws[i].t_send = clock()
+        try:
+            sock.sendall(req)
+        except OSError as exc:
+            raws[i].error = _net_error(exc, read_timeout, True)
+            raws[i].t_end = clock()
+            if cancel is not None:
+                cancel.remove(sock)
+            sock.close()
+            socks[i] = None
+            continue
+        sock.setblocking(False)
+        sel.register(sock, selectors.EVENT_READ, i)
+        state[i] = (0, bytearray(_START_BUFFER), 0)
+    return state
 
 
 def _finish(raw: RawStream, buf: bytearray, pos: int, t: float, sel: selectors.BaseSelector,
@@ -803,6 +821,71 @@ def check_timings(t: dict) -> tuple[dict | None, str | None]:
     return out, None
 
 
+@dataclass
+class _Events:
+    """What the events of one 200 response said, read in order (see ``_read_events``)."""
+    error: str | None = None
+    t_first: float | None = None
+    t_last: float | None = None
+    text: list[str] = field(default_factory=list)
+    usage: dict | None = None
+    timings: dict | None = None
+    finish: str | None = None
+    events: int = 0
+    content_events: int = 0
+    text_events: int = 0
+    text_bytes: int = 0
+    done: bool = False
+
+
+def _read_events(pieces: list[tuple[float, bytes]], error: str | None) -> _Events:
+    """Walk the SSE events of a 200 response; ``error`` is the one found so far (the first error wins)."""
+    seen = _Events(error=error)
+    parser = SseParser()
+    for ev in sse_events(pieces, parser):
+        payload = ev.data.strip()
+        if payload == "[DONE]":
+            seen.done = True
+            continue
+        seen.events += 1
+        obj, why = load_json(payload)
+        if why is not None:
+            seen.error = seen.error or f"malformed event ({why}): {payload[:80]!r}"
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if obj.get("error"):
+            seen.error = seen.error or f"server error in stream: {str(obj['error'])[:300]}"
+        if obj.get("usage"):
+            seen.usage = obj["usage"] if isinstance(obj["usage"], dict) else {}
+        if obj.get("timings"):
+            seen.timings = obj["timings"] if isinstance(obj["timings"], dict) else {}
+        choices = obj.get("choices") or []
+        if not choices or not isinstance(choices, list):
+            continue  # usage-only chunk: choices is []
+        ch = choices[0] if isinstance(choices[0], dict) else {}
+        delta = ch.get("delta") or {}
+        if not isinstance(delta, dict):
+            delta = {}
+        piece = delta.get("content")
+        thought = delta.get("reasoning_content")
+        if isinstance(piece, str) or isinstance(thought, str):
+            seen.text_events += 1
+            seen.text_bytes += len((piece if isinstance(piece, str) else "").encode()) + \
+                len((thought if isinstance(thought, str) else "").encode())
+        if isinstance(piece, str):  # "" is a token too (a partial UTF-8 sequence); null is the role chunk
+            seen.content_events += 1
+            seen.text.append(piece)
+            if seen.t_first is None:
+                seen.t_first = ev.stamp
+            seen.t_last = ev.stamp
+        if ch.get("finish_reason"):
+            seen.finish = str(ch["finish_reason"])[:40]
+    if parser.overflow and seen.error is None:
+        seen.error = f"response cut: {parser.overflow}"
+    return seen
+
+
 def parse_stream(raw: RawStream, max_tokens: int | None = None, per_token: bool = True) -> StreamResult:
     """Parse the HTTP response and its events after the fact; each event carries the stamp of its read.
 
@@ -813,8 +896,6 @@ def parse_stream(raw: RawStream, max_tokens: int | None = None, per_token: bool 
     ``per_token=False`` (a prefill request, an agentic turn: nothing divides by the count) leaves out the
     tokens-per-event bound.
     """
-    from benchcards.summarize import token_count_problem
-
     error = raw.error
     head, pieces, problem = body_pieces(raw)
     status = head.status if head else None
@@ -823,70 +904,37 @@ def parse_stream(raw: RawStream, max_tokens: int | None = None, per_token: bool 
     elif head is not None and head.status != 200 and error is None:
         body = b"".join(p for _, p in pieces)[:300].decode(errors="replace")
         error = f"HTTP {head.status}: {body}"
-    t_first = t_last = None
-    text: list[str] = []
-    usage: dict | None = None
-    timings: dict | None = None
-    finish = None
-    events = content_events = text_events = text_bytes = 0
-    done = False
-    if status == 200:
-        parser = SseParser()
-        for ev in sse_events(pieces, parser):
-            payload = ev.data.strip()
-            if payload == "[DONE]":
-                done = True
-                continue
-            events += 1
-            obj, why = load_json(payload)
-            if why is not None:
-                error = error or f"malformed event ({why}): {payload[:80]!r}"
-                continue
-            if not isinstance(obj, dict):
-                continue
-            if obj.get("error"):
-                error = error or f"server error in stream: {str(obj['error'])[:300]}"
-            if obj.get("usage"):
-                usage = obj["usage"] if isinstance(obj["usage"], dict) else {}
-            if obj.get("timings"):
-                timings = obj["timings"] if isinstance(obj["timings"], dict) else {}
-            choices = obj.get("choices") or []
-            if not choices or not isinstance(choices, list):
-                continue  # usage-only chunk: choices is []
-            ch = choices[0] if isinstance(choices[0], dict) else {}
-            delta = ch.get("delta") or {}
-            if not isinstance(delta, dict):
-                delta = {}
-            piece = delta.get("content")
-            thought = delta.get("reasoning_content")
-            if isinstance(piece, str) or isinstance(thought, str):
-                text_events += 1
-                text_bytes += len((piece if isinstance(piece, str) else "").encode()) + \
-                    len((thought if isinstance(thought, str) else "").encode())
-            if isinstance(piece, str):  # "" is a token too (a partial UTF-8 sequence); null is the role chunk
-                content_events += 1
-                text.append(piece)
-                if t_first is None:
-                    t_first = ev.stamp
-                t_last = ev.stamp
-            if ch.get("finish_reason"):
-                finish = str(ch["finish_reason"])[:40]
-        if parser.overflow and error is None:
-            error = f"response cut: {parser.overflow}"
+    seen = _read_events(pieces, error) if status == 200 else _Events(error=error)
+    error = seen.error
     if error is None and problem is not None:
         error = problem
     if error is None and status == 200:
-        if finish is None:
+        if seen.finish is None:
             error = "stream ended without a finish_reason"
-        elif not done:
+        elif not seen.done:
             error = "stream ended without data: [DONE]"
+    out_tokens, prompt_tokens, estimated, timings, error = _stream_counts(seen, max_tokens, error, per_token)
+    return StreamResult(t_send=raw.t_send, t_first=seen.t_first, t_last=seen.t_last, t_end=raw.t_end,
+                        text="".join(seen.text), output_tokens=out_tokens, prompt_tokens=prompt_tokens,
+                        tokens_estimated=estimated, finish_reason=seen.finish, timings=timings, events=seen.events,
+                        done=seen.done, error=error, status=status, reads=len(raw.stamps),
+                        text_events=seen.text_events, text_bytes=seen.text_bytes)
+
+
+def _stream_counts(seen: _Events, max_tokens: int | None, error: str | None, per_token: bool = True
+                   ) -> tuple[int | None, int | None, bool, dict | None, str | None]:
+    """Output and prompt tokens (from usage, else timings, else counted events: estimated), the checked
+    timings, and the error so far or the first count that fails the plausibility rule."""
+    from benchcards.summarize import token_count_problem
+
     out_tokens = prompt_tokens = None
     estimated = False
     counts: dict[str, int | None] = {}
-    for obj, keys, where in ((usage or {}, ("completion_tokens", "prompt_tokens"), "usage"),):
+    for obj, keys, where in ((seen.usage or {}, ("completion_tokens", "prompt_tokens"), "usage"),):
         for key in keys:
             counts[key], why = _count(obj, key, where)
             error = error or why
+    timings = seen.timings
     if timings is not None:
         timings, why = check_timings(timings)
         error = error or why
@@ -894,12 +942,13 @@ def parse_stream(raw: RawStream, max_tokens: int | None = None, per_token: bool 
         out_tokens = counts["completion_tokens"]
     elif timings and timings.get("predicted_n") is not None:
         out_tokens = timings["predicted_n"]
-    elif content_events:
-        out_tokens, estimated = content_events, True
+    elif seen.content_events:
+        out_tokens, estimated = seen.content_events, True
     if counts.get("prompt_tokens") is not None:
         prompt_tokens = counts["prompt_tokens"]
     elif timings and timings.get("prompt_n") is not None:
         prompt_tokens = timings["prompt_n"] + (timings.get("cache_n") or 0)
+    text_events, text_bytes = seen.text_events, seen.text_bytes
     if max_tokens is not None and error is None and text_events > max_tokens + EXTRA_EVENTS:
         error = (f"the server sent {text_events:,} text events for max_tokens {max_tokens:,}: it did not stop at "
                  "the limit")
@@ -910,10 +959,7 @@ def parse_stream(raw: RawStream, max_tokens: int | None = None, per_token: bool 
             error = token_count_problem(timings["predicted_n"], max_tokens=max_tokens, events=text_events,
                                         text_bytes=text_bytes, what="tokens in timings.predicted_n",
                                         per_token=per_token)
-    return StreamResult(t_send=raw.t_send, t_first=t_first, t_last=t_last, t_end=raw.t_end, text="".join(text),
-                        output_tokens=out_tokens, prompt_tokens=prompt_tokens, tokens_estimated=estimated,
-                        finish_reason=finish, timings=timings, events=events, done=done, error=error,
-                        status=status, reads=len(raw.stamps), text_events=text_events, text_bytes=text_bytes)
+    return out_tokens, prompt_tokens, estimated, timings, error
 
 
 # --------------------------------------------------------------------------- small JSON requests

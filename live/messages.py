@@ -112,8 +112,6 @@ def parse_messages_stream(raw: RawStream, max_tokens: int | None = None, per_tok
     counts are checked against the text and events it streamed (``token_count_problem``) and against
     ``max_tokens``; nonsense in ``usage`` fails with a reason naming the field. ``per_token`` as there.
     """
-    from benchcards.summarize import token_count_problem
-
     status, error, events, problem = _events(raw)
     t_first = t_last = None
     text: list[str] = []
@@ -163,6 +161,22 @@ def parse_messages_stream(raw: RawStream, max_tokens: int | None = None, per_tok
             error = "stream ended without a stop_reason (message_delta)"
         elif not done:
             error = "stream ended without message_stop"
+    out_tokens, prompt_tokens, cached, estimated, error = _message_counts(counts, text_events, text_bytes,
+                                                                          max_tokens, error)
+    finish = STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None
+    res = StreamResult(t_send=raw.t_send, t_first=t_first, t_last=t_last, t_end=raw.t_end, text="".join(text),
+                       output_tokens=out_tokens, prompt_tokens=prompt_tokens, tokens_estimated=estimated,
+                       finish_reason=finish, timings=None, events=n_events, done=done, error=error, status=status,
+                       reads=len(raw.stamps), text_events=text_events, text_bytes=text_bytes)
+    return res, cached
+
+
+def _message_counts(counts: dict[str, int], text_events: int, text_bytes: int, max_tokens: int | None,
+                    error: str | None) -> tuple[int | None, int | None, int | None, bool, str | None]:
+    """Output tokens (the server's, else counted events: estimated), prompt tokens, cached prompt tokens, and
+    the error so far or the first count that fails the plausibility rule."""
+    from benchcards.summarize import token_count_problem
+
     out_tokens = counts.get("output_tokens")
     estimated = False
     if out_tokens is None and text_events:
@@ -179,9 +193,4 @@ def parse_messages_stream(raw: RawStream, max_tokens: int | None = None, per_tok
                                     what="output tokens", per_token=per_token)
     if error is None and cached is not None and prompt_tokens is not None and cached > prompt_tokens:
         error = f"the server said {cached:,} prompt tokens came from its cache of {prompt_tokens:,} in all"
-    finish = STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None
-    res = StreamResult(t_send=raw.t_send, t_first=t_first, t_last=t_last, t_end=raw.t_end, text="".join(text),
-                       output_tokens=out_tokens, prompt_tokens=prompt_tokens, tokens_estimated=estimated,
-                       finish_reason=finish, timings=None, events=n_events, done=done, error=error, status=status,
-                       reads=len(raw.stamps), text_events=text_events, text_bytes=text_bytes)
-    return res, cached
+    return out_tokens, prompt_tokens, cached, estimated, error

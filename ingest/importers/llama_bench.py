@@ -1005,7 +1005,7 @@ def _convert_run(src: Source, variant: str, grows: list[Row], number: int | None
     hardware = hw.hardware(src, opts, _gpu_names(v), backend=backend, cpu=cpu, assumed=assumed,
                            what=f"{grows[0].where} (gpu_info)")
     model = _model(v, opts, assumed, variant)
-    name, quant = model["name"], model.get("quant")
+    name = model["name"]
     engine = _engine(v, opts)
     build, commit = engine.get("build_number"), engine.get("commit")
     settings = {k: _text(val) for k, val in sorted(v.items()) if k not in NOT_SETTINGS and val is not None}
@@ -1024,35 +1024,9 @@ def _convert_run(src: Source, variant: str, grows: list[Row], number: int | None
         assumed.append({"field": "server.argv", "value": "reconstructed from the output's columns",
                         "source": "llama-bench columns (not the literal command line)"})
     unmapped = _unmapped(v)
-    gl = hw.gpu_label(hardware)
-    id_bits = [opts.id_prefix or "", "ik" if engine["name"] == "ik_llama.cpp" else "", slug(name, 40),
-               slug(quant or "", 16) if quant else "", slug(gl, 24), f"b{build}" if isinstance(build, int) else ""]
-    base_id = "-".join(b.strip("-") for b in id_bits if b.strip("-"))
-    key = _setup_key(grows[0])
-    setup_id = f"{base_id[:100]}-{short_hash(key, hardware, name)}"
-    extra = ", ".join(_title_part(k, v[k]) for k in varying if k in v)
-    title = ((opts.title_prefix or "") + f"{name}{' ' + quant if quant else ''} on {gl}, {engine['name']} "
-             f"{engine.get('version', 'build unknown')} (llama-bench{', ' + extra if extra else ''})")
     dates = sorted({r["test_time"][:10] for r in records if "test_time" in r})
     times = sorted(r["test_time"] for r in records if "test_time" in r)
-    setup = setups.get(setup_id)
-    if setup is None:
-        setup_dict: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION, "setup_id": setup_id, "title": title[:200],
-            "synthetic": bool(opts.synthetic),
-            "provenance": f"imported from llama-bench output {src.basename}",
-            "hardware": hardware, "engine": engine, "model": model,
-            "server": {"argv": argv}, "thinking": None,
-            "notes": "Measured with llama-bench: the engine times prompt processing and generation of random "
-                     "tokens itself, with no server, HTTP or chat template. The command above is rebuilt from "
-                     "the output's columns unless it was given at import.",
-            "measured_at": dates,
-        }
-        if opts.measured_by:
-            setup_dict["measured_by"] = opts.measured_by
-        setup = setups[setup_id] = Converted(setup=setup_dict)
-    else:
-        setup.setup["measured_at"] = sorted(set(setup.setup["measured_at"]) | set(dates))
+    setup_id, setup = _setup_for(src, grows[0], varying, opts, setups, hardware, model, engine, argv, dates)
     run_id = f"{setup_id[:110]}-{src.sha256[:8]}" + (f"-{number}" if number else "")
     if any(r.run_id == run_id for r in setup.runs):
         return  # the same file given twice
@@ -1080,6 +1054,43 @@ def _convert_run(src: Source, variant: str, grows: list[Row], number: int | None
     setup.runs.append(ConvertedRun("speed", contract, {att_name: src.data} if keep else {}))
     if unmapped:
         notes.append(f"{src.name} ({setup_id}): not mapped: " + ", ".join(u["field"] for u in unmapped))
+
+
+def _setup_for(src: Source, first: Row, varying: list[str], opts: Options, setups: dict[str, Converted],
+               hardware: dict[str, Any], model: dict[str, Any], engine: dict[str, Any], argv: list[str],
+               dates: list[str]) -> tuple[str, Converted]:
+    """The id and the setup of a run whose first row is ``first``; the setup is made and added to ``setups``
+    when it is new, and the run's dates are added to its ``measured_at``."""
+    name, quant = model["name"], model.get("quant")
+    build = engine.get("build_number")
+    gpu = hw.gpu_label(hardware)
+    id_bits = [opts.id_prefix or "", "ik" if engine["name"] == "ik_llama.cpp" else "", slug(name, 40),
+               slug(quant or "", 16) if quant else "", slug(gpu, 24), f"b{build}" if isinstance(build, int) else ""]
+    base_id = "-".join(b.strip("-") for b in id_bits if b.strip("-"))
+    key = _setup_key(first)
+    setup_id = f"{base_id[:100]}-{short_hash(key, hardware, name)}"
+    extra = ", ".join(_title_part(k, first.values[k]) for k in varying if k in first.values)
+    title = ((opts.title_prefix or "") + f"{name}{' ' + quant if quant else ''} on {gpu}, {engine['name']} "
+             f"{engine.get('version', 'build unknown')} (llama-bench{', ' + extra if extra else ''})")
+    setup = setups.get(setup_id)
+    if setup is None:
+        setup_dict: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "setup_id": setup_id, "title": title[:200],
+            "synthetic": bool(opts.synthetic),
+            "provenance": f"imported from llama-bench output {src.basename}",
+            "hardware": hardware, "engine": engine, "model": model,
+            "server": {"argv": argv}, "thinking": None,
+            "notes": "Measured with llama-bench: the engine times prompt processing and generation of random "
+                     "tokens itself, with no server, HTTP or chat template. The command above is rebuilt from "
+                     "the output's columns unless it was given at import.",
+            "measured_at": dates,
+        }
+        if opts.measured_by:
+            setup_dict["measured_by"] = opts.measured_by
+        setup = setups[setup_id] = Converted(setup=setup_dict)
+    else:
+        setup.setup["measured_at"] = sorted(set(setup.setup["measured_at"]) | set(dates))
+    return setup_id, setup
 
 
 def _title_part(key: str, value: Any) -> str:

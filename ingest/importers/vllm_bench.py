@@ -236,96 +236,22 @@ def _convert_result(src: Source, index: int, obj: dict[str, Any], opts: Options,
         raise src.fail(f"{where}.model_id", "missing: the result does not name the model")
     assumed: list[dict[str, str]] = []
     unmapped: list[dict[str, str]] = []
-    hardware = hw.hardware(src, opts, None, assumed=assumed, what="a vLLM benchmark result")
-    name = opts.model or model_id.rstrip("/").rsplit("/", 1)[-1]
-    _, quant, _ = hw.split_model_file(name)
-    model: dict[str, Any] = {"name": name}
-    if "/" in model_id and not model_id.startswith("/"):
-        model["repo"] = model_id
-    else:
-        model["file"] = model_id.rsplit("/", 1)[-1]
-    if quant:
-        model["quant"] = quant
     backend = str(obj.get("backend") or obj.get("endpoint_type") or "")
-    engine_name = opts.engine or "vLLM"
-    if not opts.engine:
-        assumed.append({"field": "engine.name", "value": "vLLM", "source": f"default (the file names the client "
-                                                                         f"backend {backend!r}, not the server)"})
-    engine: dict[str, Any] = {"name": engine_name}
-    if opts.engine_version:
-        engine["version"] = opts.engine_version
-    argv = list(opts.server_cmd) if opts.server_cmd else ["vllm serve (command not given)", model_id]
-    assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
-                    "source": "--server-cmd" if opts.server_cmd else "default (not in the result file)"})
-    gl = hw.gpu_label(hardware)
-    config = {k: obj.get(k) for k in varying or []}
-    config_text = ", ".join(f"{k} {str(v)[:40]}" for k, v in config.items())
-    key = (hardware, model, engine, argv, config) if config else (hardware, model, engine, argv)
-    bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine_name, 12), "vllm-bench"]
-    setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
-    started = _date(obj.get("date"))
-    if setup_id not in setups:
-        setup: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
-            "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine_name} "
-                      f"{engine.get('version', '')}".rstrip() + (f" [{config_text}]" if config_text else "")
-                      + " (vllm bench serve)")[:200],
-            "synthetic": bool(opts.synthetic),
-            "provenance": f"imported from the vllm bench serve result {src.basename}",
-            "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
-            "notes": "Requests at once measured by vllm bench serve (client clock)."
-                     + (f" The results of this file differ in {', '.join(config)}; this setup holds those with "
-                        f"{config_text}." if config else ""),
-            "measured_at": [],
-        }
-        if opts.measured_by:
-            setup["measured_by"] = opts.measured_by
-        setups[setup_id] = Converted(setup=setup)
+    setup_id, started = _setup_for(src, obj, opts, setups, model_id, backend, varying, assumed)
     conv = setups[setup_id]
-    if started and started[:10] not in conv.setup["measured_at"]:
-        conv.setup["measured_at"] = sorted([*conv.setup["measured_at"], started[:10]])
     raw = all(isinstance(obj.get(k), list) for k in DETAIL)
-    completed = int(_num(src, where, obj, "completed", required=True) or 0)
-    failed_stated = _num(src, where, obj, "failed")
-    prompts = whole(obj.get("num_prompts"), 1)
-    failed = int(failed_stated or 0)
-    failed_why = ""
-    if failed_stated is None and prompts is not None and prompts > completed:
-        failed = prompts - completed
-        failed_why = " (the result has no 'failed' key: num_prompts - completed)"
-        assumed.append({"field": "failed", "value": f"{failed} of {prompts} requests",
-                        "source": "num_prompts - completed (the result has no 'failed' key)"})
-    ttft = _num(src, where, obj, "median_ttft_ms")
-    itl = _num(src, where, obj, "median_itl_ms")
-    total = _num(src, where, obj, "output_throughput")
+    completed, failed, failed_why = _request_counts(src, where, obj, assumed)
+    figures = [_num(src, where, obj, k) for k in ("median_ttft_ms", "median_itl_ms", "output_throughput")]
     records = _records(src, where, obj, level) if raw else []
     if raw and not records:
         raw = False
-    point: dict[str, Any] = {"level": level}
-    if ttft is not None:
-        point["ttft_s"] = ttft / 1000.0
-    if not raw:
-        if total is not None and (bad := plausible.rate_problem(total, "throughput")):
-            raise src.fail(f"{where}.output_throughput", bad)
-        if total is not None:
-            point["total_tps"] = total
-        if itl is not None:
-            point["itl_s"] = itl / 1000.0
+    point = _summary_point(src, where, level, raw, *figures)
     note = ("vllm bench serve: " + ("time to first token = median_ttft_ms (checked against the per-request "
                                     "records, from which every figure is computed)" if raw else
                                     "total = output_throughput (all output tokens / benchmark duration), time to "
                                     "first token = median_ttft_ms, gap between tokens = median_itl_ms (all tokens' "
                                     "gaps pooled); per-request rates are not in the file"))
-    for k in sorted(obj):
-        if k in USED or (raw and k in ("output_throughput", "median_itl_ms")):
-            continue
-        reason = ("vLLM figure with no benchcards field (kept in the original file)"
-                  if re.match(r"(mean|median|std|p\d+(\.\d+)?)_", k) or k.endswith("throughput") else
-                  "not used by benchcards (kept in the original file)")
-        unmapped.append({"field": k, "reason": reason})
-    if raw:
-        unmapped.extend({"field": k, "reason": "recomputed from the per-request records"}
-                        for k in ("output_throughput", "median_itl_ms") if k in obj)
+    unmapped.extend(_unmapped_fields(obj, raw))
     status: dict[str, Any] = {"part": "conc", "status": "ok"}
     if failed:
         status["reason"] = f"{failed} of {completed + failed} requests failed{failed_why}"
@@ -346,3 +272,106 @@ def _convert_result(src: Source, index: int, obj: dict[str, Any], opts: Options,
     conv.runs.append(ConvertedRun("speed", contract, {att_name: src.data}))
     notes.append(f"{src.name}: {where}: {level} at once, {'per-request records' if raw else 'summary only'}"
                  + (f", {len(unmapped)} field(s) not mapped" if unmapped else ""))
+
+
+def _setup_for(src: Source, obj: dict[str, Any], opts: Options, setups: dict[str, Converted], model_id: str,
+               backend: str, varying: list[str] | None, assumed: list[dict[str, str]]) -> tuple[str, str | None]:
+    """The id of the setup this result belongs to (made and added to ``setups`` on first sight), and the
+    result's start date, which is added to that setup's ``measured_at``."""
+    hardware = hw.hardware(src, opts, None, assumed=assumed, what="a vLLM benchmark result")
+    name = opts.model or model_id.rstrip("/").rsplit("/", 1)[-1]
+    _, quant, _ = hw.split_model_file(name)
+    model: dict[str, Any] = {"name": name}
+    if "/" in model_id and not model_id.startswith("/"):
+        model["repo"] = model_id
+    else:
+        model["file"] = model_id.rsplit("/", 1)[-1]
+    if quant:
+        model["quant"] = quant
+    engine_name = opts.engine or "vLLM"
+    if not opts.engine:
+        assumed.append({"field": "engine.name", "value": "vLLM", "source": f"default (the file names the client "
+                                                                         f"backend {backend!r}, not the server)"})
+    engine: dict[str, Any] = {"name": engine_name}
+    if opts.engine_version:
+        engine["version"] = opts.engine_version
+    argv = list(opts.server_cmd) if opts.server_cmd else ["vllm serve (command not given)", model_id]
+    assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
+                    "source": "--server-cmd" if opts.server_cmd else "default (not in the result file)"})
+    gpu = hw.gpu_label(hardware)
+    config = {k: obj.get(k) for k in varying or []}
+    config_text = ", ".join(f"{k} {str(v)[:40]}" for k, v in config.items())
+    key = (hardware, model, engine, argv, config) if config else (hardware, model, engine, argv)
+    bits = [opts.id_prefix or "", slug(name, 40), slug(gpu, 24), slug(engine_name, 12), "vllm-bench"]
+    setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
+    started = _date(obj.get("date"))
+    if setup_id not in setups:
+        setup: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
+            "title": ((opts.title_prefix or "") + f"{name} on {gpu}, {engine_name} "
+                      f"{engine.get('version', '')}".rstrip() + (f" [{config_text}]" if config_text else "")
+                      + " (vllm bench serve)")[:200],
+            "synthetic": bool(opts.synthetic),
+            "provenance": f"imported from the vllm bench serve result {src.basename}",
+            "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
+            "notes": "Requests at once measured by vllm bench serve (client clock)."
+                     + (f" The results of this file differ in {', '.join(config)}; this setup holds those with "
+                        f"{config_text}." if config else ""),
+            "measured_at": [],
+        }
+        if opts.measured_by:
+            setup["measured_by"] = opts.measured_by
+        setups[setup_id] = Converted(setup=setup)
+    conv = setups[setup_id]
+    if started and started[:10] not in conv.setup["measured_at"]:
+        conv.setup["measured_at"] = sorted([*conv.setup["measured_at"], started[:10]])
+    return setup_id, started
+
+
+def _request_counts(src: Source, where: str, obj: dict[str, Any],
+                    assumed: list[dict[str, str]]) -> tuple[int, int, str]:
+    """Completed and failed requests, and why the failed count was derived (empty when the file states it)."""
+    completed = int(_num(src, where, obj, "completed", required=True) or 0)
+    failed_stated = _num(src, where, obj, "failed")
+    prompts = whole(obj.get("num_prompts"), 1)
+    failed = int(failed_stated or 0)
+    failed_why = ""
+    if failed_stated is None and prompts is not None and prompts > completed:
+        failed = prompts - completed
+        failed_why = " (the result has no 'failed' key: num_prompts - completed)"
+        assumed.append({"field": "failed", "value": f"{failed} of {prompts} requests",
+                        "source": "num_prompts - completed (the result has no 'failed' key)"})
+    return completed, failed, failed_why
+
+
+def _summary_point(src: Source, where: str, level: int, raw: bool, ttft: float | None, itl: float | None,
+                   total: float | None) -> dict[str, Any]:
+    """The summary's point for this level; with per-request records only the time to first token, which the
+    records are checked against, otherwise the file's own throughput and gap too."""
+    point: dict[str, Any] = {"level": level}
+    if ttft is not None:
+        point["ttft_s"] = ttft / 1000.0
+    if not raw:
+        if total is not None and (bad := plausible.rate_problem(total, "throughput")):
+            raise src.fail(f"{where}.output_throughput", bad)
+        if total is not None:
+            point["total_tps"] = total
+        if itl is not None:
+            point["itl_s"] = itl / 1000.0
+    return point
+
+
+def _unmapped_fields(obj: dict[str, Any], raw: bool) -> list[dict[str, str]]:
+    """The result's keys that benchcards does not store, each with the reason."""
+    unmapped: list[dict[str, str]] = []
+    for k in sorted(obj):
+        if k in USED or (raw and k in ("output_throughput", "median_itl_ms")):
+            continue
+        reason = ("vLLM figure with no benchcards field (kept in the original file)"
+                  if re.match(r"(mean|median|std|p\d+(\.\d+)?)_", k) or k.endswith("throughput") else
+                  "not used by benchcards (kept in the original file)")
+        unmapped.append({"field": k, "reason": reason})
+    if raw:
+        unmapped.extend({"field": k, "reason": "recomputed from the per-request records"}
+                        for k in ("output_throughput", "median_itl_ms") if k in obj)
+    return unmapped
