@@ -162,7 +162,7 @@ def parse_messages_stream(raw: RawStream, max_tokens: int | None = None, per_tok
         elif not done:
             error = "stream ended without message_stop"
     out_tokens, prompt_tokens, cached, estimated, error = _message_counts(counts, text_events, text_bytes,
-                                                                          max_tokens, error)
+                                                                          max_tokens, error, per_token)
     finish = STOP_REASONS.get(stop_reason, stop_reason) if stop_reason else None
     res = StreamResult(t_send=raw.t_send, t_first=t_first, t_last=t_last, t_end=raw.t_end, text="".join(text),
                        output_tokens=out_tokens, prompt_tokens=prompt_tokens, tokens_estimated=estimated,
@@ -172,7 +172,7 @@ def parse_messages_stream(raw: RawStream, max_tokens: int | None = None, per_tok
 
 
 def _message_counts(counts: dict[str, int], text_events: int, text_bytes: int, max_tokens: int | None,
-                    error: str | None) -> tuple[int | None, int | None, int | None, bool, str | None]:
+                    error: str | None, per_token: bool = True) -> tuple[int | None, int | None, int | None, bool, str | None]:
     """Output tokens (the server's, else counted events: estimated), prompt tokens, cached prompt tokens, and
     the error so far or the first count that fails the plausibility rule."""
     from benchcards.summarize import token_count_problem
