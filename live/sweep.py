@@ -257,6 +257,16 @@ def _one_boot(cfg: SweepConfig, t: ServerTemplate, v: Variant, r: int, k: int, l
         server.stop("the boot's measurement ended")
 
 
+def _started_by_us(setup: Setup, mcfg: MeasureConfig) -> Setup:
+    """``setup`` with a provenance that says benchcards started the server (each boot on its own free port
+    of 127.0.0.1), never the configured address that no boot used."""
+    said = (setup.provenance or "").replace(
+        f"measured live with benchcards against {mcfg.base_url}",
+        "sweep measured live with benchcards (it started the server itself: a fresh boot per run, each on a free "
+        "port of 127.0.0.1)").replace(f" at {mcfg.base_url}", " (started by benchcards on a free port of 127.0.0.1)")
+    return setup.model_copy(update={"provenance": said})
+
+
 def write_sweep(out: Path, result: SweepResult, user: SetupInput, mcfg: MeasureConfig
                 ) -> tuple[SweepRecord, list[Setup]]:
     """Write every variant as its own setup folder under ``out`` (one speed run per boot, the server's log
@@ -276,7 +286,7 @@ def write_sweep(out: Path, result: SweepResult, user: SetupInput, mcfg: MeasureC
             from live.measure import ServerInfo
 
             info = ServerInfo(False, "unknown", None, None, None, None, None, False)
-        setup = build_setup(u, info, mcfg)
+        setup = _started_by_us(build_setup(u, info, mcfg), mcfg)
         setups[v.name] = setup
         for c in runs:
             write_folder(out, setup, c, result.logs.get(c.run_id, []),

@@ -79,6 +79,9 @@ def demo_sweep(tmp_path):
     assert [s.setup_id for s in setups] == [v.setup_id for v in record.variants]
     assert len({s.setup_id for s in setups}) == 3
     assert setups[1].server.argv[-2:] == ["--decode-tps", "200"] and "--port" not in setups[1].server.argv
+    # the provenance names no address that no boot used (each boot had its own free port)
+    assert all(cfg.measure.base_url not in (s.provenance or "") and "free port of 127.0.0.1" in (s.provenance or "")
+               for s in setups), [s.provenance for s in setups]
     # the record lies beside the baseline's setup and validates; each boot names its setup and run
     path = tmp_path / "out" / setups[0].setup_id / f"{record.sweep_id}.json"
     again = SweepRecord.model_validate(json.loads(path.read_text()))
