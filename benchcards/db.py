@@ -18,9 +18,10 @@ from pathlib import Path
 import duckdb
 
 from benchcards.errors import BenchcardsError
+from schemas import tables
 
-#: version of the table layout; the write side (``ingest.store``) stamps it, readers check it
-SCHEMA_VERSION = 3  # 3: reported_sources, reported_figures, reported_claims
+#: version of the table layout (defined with the tables in ``schemas.tables``); the writer stamps it, readers check it
+SCHEMA_VERSION = tables.VERSION
 
 
 class DatabaseError(BenchcardsError, RuntimeError):
@@ -98,13 +99,16 @@ def forget(path: Path) -> None:
 
 
 def dump(path: Path) -> dict[str, list[tuple]]:
-    """Every row of every table, sorted: used to prove a database did not change."""
+    """Every row of every table, sorted: used to prove a database did not change. The content fingerprint
+    in ``meta`` is left out: it is a digest of the other rows, not data of its own."""
     out: dict[str, list[tuple]] = {}
     with reading(path) as con:
-        tables = [r[0] for r in con.execute(
+        names = [r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
-        for t in tables:
+        for t in names:
             rows = con.execute(f'SELECT * FROM "{t}"').fetchall()
+            if t == "meta":
+                rows = [r for r in rows if r[0] != tables.FINGERPRINT_KEY]
             out[t] = sorted(rows, key=repr)
     return out
 
@@ -118,3 +122,11 @@ def check(path: Path) -> None:
             raise DatabaseError(f"{path} is not a benchcards database ({exc.__class__.__name__})") from exc
     if row is None or row[0] != str(SCHEMA_VERSION):
         raise DatabaseError(f"{path} has schema version {row and row[0]}, expected {SCHEMA_VERSION}; rebuild it")
+
+
+def fingerprint(path: Path) -> str:
+    """The content fingerprint of the database (``schemas.tables.content_fingerprint``): the one the writer
+    recorded in ``meta``, else (a file written before writers recorded it) computed from the rows now."""
+    with reading(path) as con:
+        row = con.execute("SELECT value FROM meta WHERE key = ?", [tables.FINGERPRINT_KEY]).fetchone()
+        return str(row[0]) if row else tables.content_fingerprint(con)

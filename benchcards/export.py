@@ -17,7 +17,8 @@ The site (addresses in ``benchcards.site``):
 - ``analysis.html`` and ``analysis/…``: time to answer at fixed sizes, throughput vs per-request
   speed per tier, speed vs quality per tier, knees: the library functions and display tables of
   the app's Analysis page (``benchcards.analysis``);
-- ``index.json`` (every setup and figure as plain numbers with units from the metric registry),
+- ``index.json`` (every setup and figure as plain numbers with units from the metric registry; the same split
+  per tier and per model in ``index/tiers/…json`` and ``index/models/…json``, listed under its ``parts``),
   ``sitemap.xml`` (``--base-url`` makes its addresses absolute), ``assets/search.js`` (the index of
   the search box), the raw files under ``raw/<sha256>.bin`` and the bundled scripts in ``assets/``.
 
@@ -25,7 +26,9 @@ Speed: the cards are read with one query per table for many setups at once and r
 worker processes; chart specs are filled into one template spec per chart shape
 (``benchcards.specs``). Re-exporting rewrites only files whose content changed
 (``benchcards.sitewrite``), and does not even render a card whose data (``queries.card_digests``),
-knees, linked raw files and rendering code (``code_stamp``) are those of the last export.
+knees, linked raw files and rendering code (``code_stamp``) are those of the last export. An export whose
+database content (the fingerprint the writer records), code and options are those of the last one, into a
+folder nobody touched, writes nothing at all (``export_key``).
 
 Safety: the pages are rendered from Jinja2 templates (``benchcards/templates``: a base layout
 and one template per page) with autoescaping on, so no text from the data is ever markup. Chart
@@ -735,8 +738,14 @@ class ExportResult:
     raw_missing: list[str] = field(default_factory=list)
     #: the setups whose card was rendered (the others were unchanged since the last export)
     rendered: list[str] = field(default_factory=list)
+    #: True when the database, the code and the options were those of the last export and every file was still
+    #: as written: nothing was rendered or written (``export_key``)
+    unchanged: bool = False
 
     def text(self) -> str:
+        if self.unchanged:
+            return (f"nothing changed since the last export (same database content, code and options): "
+                    f"{len(self.pages)} pages, {self.kept} files kept, none written, in {self.seconds:.1f} s")
         return (f"{len(self.pages)} pages ({len(self.rendered)} cards rendered); {len(self.written)} files written, "
                 f"{self.kept} unchanged, "
                 f"{len(self.removed)} removed in {self.seconds:.1f} s"
@@ -833,6 +842,11 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         manifest = sitewrite.load_manifest(out)
         previous, previous_stamps = manifest.files, manifest.stamps
         del manifest
+        key = export_key(db_path, with_raw, base)
+        if previous_stamps.get(EXPORT_KEY) == key and sitewrite.all_as_written(out, previous):
+            db.forget(db_path)  # nothing changed: not a file is written, not even the manifest
+            return ExportResult(pages=[out / p for p in sorted(previous) if p.endswith(".html")], written=[],
+                                kept=len(previous), removed=[], seconds=time.perf_counter() - start, unchanged=True)
         writer = sitewrite.Writer(out, previous)
         stamps: dict[str, str] = {}
         store = queries.Store(db_path)
@@ -888,6 +902,8 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         pages += [site.setup_path(s) for s in ids]
         html = sorted(p for p in writer.entries if p.endswith(".html"))
         writer.write("sitemap.xml", site.sitemap(html, base))
+        if not raw_missing:  # a raw file that could not be read may be readable next time: look again then
+            stamps[EXPORT_KEY] = key
         removed = sitewrite.finish(out, writer.entries, stamps, previous)
     db.forget(db_path)
     return ExportResult(pages=[out / p for p in html], written=writer.written,
@@ -902,6 +918,17 @@ def _timeline_tables(groups: list[builds.Group]) -> dict[str, pd.DataFrame]:
         t = builds.timeline_table(grp.timeline)
         out.update({m: t for m in grp.ids})
     return out
+
+
+#: the manifest stamp (a name no file of the site can have) of what made the whole site: ``export_key``
+EXPORT_KEY = ".site"
+
+
+def export_key(db_path: Path, with_raw: bool, base: str | None) -> str:
+    """What the whole site is made of: the database's content fingerprint (``db.fingerprint``, recorded by
+    the writer), the rendering code (``code_stamp``) and the options. An export whose key is the one in the
+    manifest, into a folder whose files are all as written, has nothing to do."""
+    return f"db {db.fingerprint(db_path)} code {code_stamp()} raw {with_raw} base {base or ''}"
 
 
 def code_stamp() -> str:
@@ -1033,10 +1060,20 @@ def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: q
     write("assets/search.js", site.search_script(site.search_index(ov)))
     figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({queries.LATEST_METRICS}) "
                        "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")
-    write("index.json", json.dumps(site.index_json(ov, figures, q, base, reported.figures(store)), ensure_ascii=False,
-                                   allow_nan=False,
-                                   separators=(",", ":")))
+    _index_files(write, site.index_setups(ov, figures, q, base, reported.figures(store)), base)
     return pages
+
+
+def _index_files(write: Callable[[str, str], Any], setups: list[dict], base: str | None) -> None:
+    """``index.json`` (every setup, and the catalogue of its parts) and its parts: one file per hardware tier
+    and one per model (``site.index_parts``), so a reader of a large site fetches only what it needs."""
+    def dumps(doc: dict) -> str:
+        return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+    parts, catalogue = site.index_parts(setups, base)
+    write("index.json", dumps(site.index_document(setups, parts=catalogue)))
+    for path, rows in parts.items():
+        write(path, dumps(site.index_document(rows)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -156,9 +156,60 @@ def search_index(overview: pd.DataFrame) -> list[list[str]]:
     return out
 
 
+#: address patterns of the search entries ('*': the part kept in each entry)
+SEARCH_PATTERNS = ("setups/*.html", "tiers/*.html", "models/*.html", "*")
+
+
+def search_pack(entries: list[list[str]]) -> dict[str, Any]:
+    """The search entries in a compact form (``assets/site.js`` unpacks it with the rule of ``search_unpack``):
+    a site of 10,000 setups gives under 1 MB instead of 3.5. Every text (title, words) is a list of indices into
+    one table of distinct space-separated pieces, each distinct list kept once; an address keeps only what its
+    pattern does not say; a title's lower-case pieces and the address piece are left out of the words (the
+    search looks for each query word inside one piece, so the same pieces in another order match the same)."""
+    strings: dict[str, int] = {}
+    texts: dict[tuple[int, ...], int] = {}
+
+    def text(value: str, drop: set[str] = frozenset()) -> int:  # type: ignore[assignment]
+        pieces = tuple(strings.setdefault(p, len(strings)) for p in
+                       (value.split(" ") if not drop else dict.fromkeys(w for w in value.split(" ") if w not in drop)))
+        return texts.setdefault(pieces, len(texts))
+
+    packed = []
+    for href, title, kind, words, *tier in entries:
+        pat = next(i for i, p in enumerate(SEARCH_PATTERNS) if p == "*" or (
+            href.startswith(p[:p.index("*")]) and href.endswith(p[p.index("*") + 1:])
+            and len(href) > len(p) - 1))
+        head, _, tail = SEARCH_PATTERNS[pat].partition("*")
+        middle = href[len(head):len(href) - len(tail)]
+        pieces = words.split(" ")
+        with_middle = middle in pieces
+        packed.append([middle, pat, strings.setdefault(kind, len(strings)),
+                       strings.setdefault(tier[0] if tier else "", len(strings)), text(title),
+                       text(words, set(title.lower().split(" ")) | {middle}), int(with_middle)])
+    return {"format": 2, "patterns": list(SEARCH_PATTERNS), "strings": list(strings),
+            "texts": [list(t) for t in texts], "entries": packed}
+
+
+def search_unpack(packed: dict[str, Any]) -> list[list[str]]:
+    """The entries of ``search_pack`` again, as ``assets/site.js`` rebuilds them: [address, title, kind,
+    words, tier], the words holding the same pieces as those packed (in another order)."""
+    strings, texts = packed["strings"], packed["texts"]
+
+    def text(i: int) -> str:
+        return " ".join(strings[k] for k in texts[i])
+
+    out = []
+    for middle, pat, kind, tier, title, extra, with_middle in packed["entries"]:
+        t = text(title)
+        words = " ".join(w for w in (t.lower(), text(extra), middle if with_middle else "") if w)
+        out.append([packed["patterns"][pat].replace("*", middle, 1), t, strings[kind], words, strings[tier]])
+    return out
+
+
 def search_script(entries: list[list[str]]) -> str:
-    """The search index as a script file (data only, escaped like every script block of the site)."""
-    return f"window.BENCHCARDS_SEARCH = {script_json(entries)};\n"
+    """The search index as a script file (data only, escaped like every script block of the site), packed by
+    ``search_pack``."""
+    return f"window.BENCHCARDS_SEARCH = {script_json(search_pack(entries))};\n"
 
 
 # --------------------------------------------------------------------------- index.json
@@ -209,7 +260,54 @@ def _reported_json(reported: pd.DataFrame | None) -> dict[str, list[dict]]:
 
 def index_json(overview: pd.DataFrame, figures: pd.DataFrame, quality: pd.DataFrame,
                base_url: str | None = None, reported: pd.DataFrame | None = None) -> dict[str, Any]:
-    """Every setup and figure of the site as plain numbers with units from the metric registry.
+    """Every setup and figure of the site as plain numbers with units from the metric registry
+    (``index_setups`` in one ``index_document``)."""
+    return index_document(index_setups(overview, figures, quality, base_url, reported))
+
+
+def index_document(setups: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """An index file (``index.json`` or one of its parts): the units of every figure, ``extra`` keys, then
+    the setups."""
+    return {"generator": "benchcards", "format": 1, "setups_count": len(setups), "units": metric_units(), **extra,
+            "setups": setups}
+
+
+def index_tier_path(label: str) -> str:
+    """The part of ``index.json`` that holds one hardware tier's setups: 'index/tiers/16-gb.json'."""
+    return f"index/tiers/{tier_slug(label)}.json"
+
+
+def index_model_path(name: object) -> str:
+    """The part of ``index.json`` that holds one model's setups (named like the model's page)."""
+    return "index/" + model_path(name)[:-5] + ".json"
+
+
+def index_parts(setups: list[dict[str, Any]], base_url: str | None = None
+                ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+    """``index.json`` split so that a reader fetches only what it needs, however large the site: (path ->
+    the setups of that file, the catalogue of those files) with one file per hardware tier and one per model;
+    the catalogue lists each part's tier or model, address and number of setups."""
+    files: dict[str, list[dict[str, Any]]] = {}
+    catalogue: dict[str, list[dict[str, Any]]] = {"tiers": [], "models": []}
+    by_tier: dict[str, list[dict[str, Any]]] = {}
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for r in setups:
+        by_tier.setdefault(str(r["tier"]), []).append(r)
+        by_model.setdefault(model_key(r["model"]), []).append(r)
+    for label in sorted(by_tier, key=tiers.tier_rank):
+        path = index_tier_path(label)
+        files[path] = by_tier[label]
+        catalogue["tiers"].append({"tier": label, "url": (base_url or "") + path, "setups_count": len(files[path])})
+    for name in sorted(by_model, key=lambda n: (n.casefold(), n)):
+        path = index_model_path(name)
+        files[path] = by_model[name]
+        catalogue["models"].append({"model": name, "url": (base_url or "") + path, "setups_count": len(files[path])})
+    return files, catalogue
+
+
+def index_setups(overview: pd.DataFrame, figures: pd.DataFrame, quality: pd.DataFrame,
+                 base_url: str | None = None, reported: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Every setup of the site with its figures as plain numbers with units from the metric registry.
 
     ``figures`` are the latest metrics of every setup (setup_id, metric, prompt, level, value, n,
     provenance); a value is given in the registry's unit (stored value x the figure's scale),
@@ -251,8 +349,7 @@ def index_json(overview: pd.DataFrame, figures: pd.DataFrame, quality: pd.DataFr
             "fit_largest_ctx": _num(r.fit_ctx), "fit_peak_gib": _num(r.fit_peak_gib), "warnings": _num(r.n_warnings),
             "figures": figs.get(sid, []), "quality": qual.get(sid, []), "reported": rep.get(sid, []),
         })
-    return {"generator": "benchcards", "format": 1, "setups_count": len(setups), "units": metric_units(),
-            "setups": setups}
+    return setups
 
 
 # --------------------------------------------------------------------------- sitemap

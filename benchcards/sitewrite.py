@@ -382,6 +382,21 @@ class Writer:
         self.written.extend(written)
 
 
+def all_as_written(root: Path, entries: dict[str, Entry]) -> bool:
+    """True when every file of ``entries`` (a manifest) is under ``root`` with its recorded size and
+    modification time (one ``stat`` each, no read): nobody touched the site since it was written."""
+    if not entries:
+        return False
+    for rel, e in entries.items():
+        try:
+            st = os.stat(root / rel, follow_symlinks=False)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_size != e.size or st.st_mtime_ns != e.mtime_ns:
+            return False
+    return True
+
+
 def still_written(path: Path, entry: Entry) -> bool:
     """True when ``path`` is a regular file (not a link) with the size and SHA-256 of ``entry``."""
     try:

@@ -1,8 +1,8 @@
 """The write side: validate raw result folders and load them into DuckDB (``python -m ingest``).
 
 Everything that writes lives here: validation (``validate``, ``files``, ``jsonread``),
-rows (``rows``), the DDL and the atomic swap (``store``), loading (``load``), the
-site build (``build``) and uploads (``upload``). ``benchcards`` only reads.
+rows (``rows``), creating the tables of ``schemas.tables`` and the atomic swap (``store``),
+loading (``load``), the site build (``build``) and uploads (``upload``). ``benchcards`` only reads.
 """
 
 from ingest.errors import IngestError

@@ -3,7 +3,7 @@
 The records that were parsed and validated are the records that are stored: no
 file is read a second time and no path is ever handed to DuckDB. Bulk records
 (requests, quality items) go column by column from the pydantic models into Arrow
-arrays typed after the DDL (``ingest.store``); ``RECORD_COLUMNS`` says which model
+arrays typed after the DDL (``schemas.tables``); ``RECORD_COLUMNS`` says which model
 field fills which column, and a test checks every such field's bounds against the
 column type, so a value the schema admits always fits.
 """
@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchcards import flags, summarize
-from ingest.store import DDL
 from ingest.validate import Run, SetupFolder
 from schemas.models import FitContract, QualityContract, QualityItem, ReportedContract, RequestRecord, SpeedContract
+from schemas.tables import DDL
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -217,6 +217,46 @@ def _reported_rows(add: Any, sid: str, c: ReportedContract) -> int:
     return len(c.figures) + len(c.claims)
 
 
+def row_of(table: str, values: dict[str, Any]) -> tuple:
+    """A row of ``table`` from its values by column name, in DDL column order. KeyError names a column that
+    is missing or one the table does not have: a row can not silently shift a value into the next column."""
+    columns = column_types()[table]
+    unknown = set(values) - set(columns)
+    if unknown:
+        raise KeyError(f"{table} has no column(s) {sorted(unknown)}")
+    return tuple(values[c] for c in columns)
+
+
+def setup_row(sf: SetupFolder, *, summary_only: bool, now: datetime) -> tuple:
+    """The ``setups`` row of one folder, built by column name (``row_of``)."""
+    s = sf.setup
+    argv_settings = flags.settings(s.server.argv)
+    gpus = s.hardware.gpus
+    kv = [argv_settings.get("cache_type_k"), argv_settings.get("cache_type_v")]
+    measured = sorted(s.measured_at)
+    fa = argv_settings.get("flash_attn")
+    return row_of("setups", {
+        "setup_id": s.setup_id, "title": s.title, "synthetic": s.synthetic, "summary_only": summary_only,
+        "provenance": s.provenance,
+        "gpu": " + ".join(f"{g.count}x {g.name}" if g.count > 1 else g.name for g in gpus) or "CPU only",
+        "gpu_count": sum(g.count for g in gpus), "vram_gib": sum(g.vram_gib * g.count for g in gpus) if gpus else None,
+        "cpu": s.hardware.cpu, "ram_gib": s.hardware.ram_gib, "driver": s.hardware.driver, "os": s.hardware.os,
+        "engine": s.engine.name, "engine_version": s.engine.version, "engine_build": s.engine.build_number,
+        "engine_commit": s.engine.commit, "model": s.model.name, "model_repo": s.model.repo, "quant": s.model.quant,
+        "model_bytes": s.model.file_bytes, "params_total_b": s.model.params_total_b,
+        "params_active_b": s.model.params_active_b, "architecture": s.model.architecture,
+        "ctx": _in(flags.as_int(argv_settings.get("ctx")), INT64),
+        "slots": _in(flags.as_int(argv_settings.get("slots")), INT32),
+        "kv_type": "/".join(dict.fromkeys(str(k) for k in kv if k)) or "f16",
+        "flash_attn": None if fa is None else ("on" if fa is True else str(fa)),
+        "n_cpu_moe": _in(flags.as_int(argv_settings.get("n_cpu_moe")), INT32), "thinking": s.thinking,
+        "unified_memory": any(bool(g.unified_memory) for g in gpus), "measured_by": s.measured_by,
+        "measured_first": measured[0] if measured else None, "measured_last": measured[-1] if measured else None,
+        "folder": str(sf.folder), "content_sha256": sf.content_sha256, "ingested_at": now,
+        "setup_json": s.model_dump_json(),
+    })
+
+
 def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
     """Every row of one setup, per table, as Arrow tables."""
     rows: dict[str, list[tuple]] = defaultdict(list)
@@ -224,27 +264,7 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
     add = lambda table, row: rows[table].append(row)
     s = sf.setup
     sid = s.setup_id
-    argv_settings = flags.settings(s.server.argv)
-    gpus = s.hardware.gpus
-    gpu_label = " + ".join(f"{g.count}x {g.name}" if g.count > 1 else g.name for g in gpus) or "CPU only"
-    vram = sum(g.vram_gib * g.count for g in gpus) if gpus else None
-    kv = [argv_settings.get("cache_type_k"), argv_settings.get("cache_type_v")]
-    kv_type = "/".join(dict.fromkeys(str(k) for k in kv if k)) or "f16"
-    summary_only = any(r.contract.summary_only for r in sf.runs)
-    measured = sorted(s.measured_at)
-    fa = argv_settings.get("flash_attn")
-    add("setups", (
-        sid, s.title, s.synthetic, summary_only, s.provenance, gpu_label, sum(g.count for g in gpus),
-        vram, s.hardware.cpu, s.hardware.ram_gib, s.hardware.driver, s.hardware.os, s.engine.name,
-        s.engine.version, s.engine.build_number, s.engine.commit, s.model.name, s.model.repo, s.model.quant,
-        s.model.file_bytes, s.model.params_total_b, s.model.params_active_b, s.model.architecture,
-        _in(flags.as_int(argv_settings.get("ctx")), INT64), _in(flags.as_int(argv_settings.get("slots")), INT32),
-        kv_type, None if fa is None else ("on" if fa is True else str(fa)),
-        _in(flags.as_int(argv_settings.get("n_cpu_moe")), INT32), s.thinking,
-        any(bool(g.unified_memory) for g in gpus), s.measured_by,
-        measured[0] if measured else None, measured[-1] if measured else None, str(sf.folder),
-        sf.content_sha256, now, s.model_dump_json(),
-    ))
+    add("setups", setup_row(sf, summary_only=any(r.contract.summary_only for r in sf.runs), now=now))
     for f in [sf.setup_file, *sf.extra_files]:
         add("files", (sid, None, f.rel, "setup" if f is sf.setup_file else "attachment", f.sha256, f.size,
                       str(f.path)))

@@ -61,13 +61,25 @@
   const list = document.getElementById('search-results');
   const LIMIT = 20;
   let loading = null;
+  // the packed index (benchcards.site.search_pack) back to [address, title, kind, words, tier] entries
+  const unpack = p => {
+    if (!p || p.format !== 2) return [];
+    const text = i => p.texts[i].map(k => p.strings[k]).join(' ');
+    return p.entries.map(([middle, pat, kind, tier, title, extra, withMiddle]) => {
+      const t = text(title);
+      const words = [t.toLowerCase(), text(extra), withMiddle ? middle : ''].filter(Boolean).join(' ');
+      return [p.patterns[pat].replace('*', () => middle), t, p.strings[kind], words, p.strings[tier]];
+    });
+  };
+  let unpacked = null;
   const loadIndex = () => {
-    if (window.BENCHCARDS_SEARCH) return Promise.resolve(window.BENCHCARDS_SEARCH);
+    if (unpacked) return Promise.resolve(unpacked);
+    if (window.BENCHCARDS_SEARCH) return Promise.resolve(unpacked = unpack(window.BENCHCARDS_SEARCH));
     if (!loading) {
       loading = new Promise((resolve, reject) => {
         const s = document.createElement('script');
         s.src = root + 'assets/search.js';
-        s.onload = () => resolve(window.BENCHCARDS_SEARCH || []);
+        s.onload = () => resolve(unpacked = unpack(window.BENCHCARDS_SEARCH));
         s.onerror = reject;
         document.head.appendChild(s);
       });
