@@ -349,6 +349,60 @@ def nearest_cv(spreads: Sequence[tuple[float, int, float]], depth: float) -> flo
     return min(spreads, key=lambda t: (abs(math.log(t[0]) - x), t[1]))[2]
 
 
+def _answer_prefill(pre, p: float, row: dict, notes: list[str]) -> tuple[float | None, bool]:
+    """Time to first token of a ``p``-token prompt from the prefill curve ``pre`` (None: not measured), put
+    into ``row``; whether the prompt lay within the measured depths (``notes`` say what was held)."""
+    if pre is None:
+        notes.append("no prefill measurement")
+        return None, True
+    rate, where = pre.at(p)
+    row["prefill_tps"] = rate
+    if where == BELOW:
+        notes.append(f"prompt shorter than the shortest measured prefill depth ({_depth_text(pre.lo)}): "
+                     "its rate held, fixed overhead not counted")
+    elif where == ABOVE:
+        notes.append(f"prompt deeper than the deepest measured prefill depth ({_depth_text(pre.hi)}): "
+                     "its rate held, likely optimistic")
+    return p / rate, where not in (BELOW, ABOVE)
+
+
+def _answer_decode(dec, p: float, n_tok: int, row: dict, notes: list[str]) -> tuple[float | None, bool]:
+    """Seconds to decode ``n_tok`` answer tokens after a ``p``-token prompt from the decode curve ``dec``
+    (None: not measured), the rate put into ``row``; whether the answer lay within the measured depths."""
+    if dec is None:
+        notes.append("no decode measurement")
+        return None, True
+    dec_s, wheres = decode_seconds(dec, p, n_tok)
+    if n_tok > 1:
+        row["decode_tps"] = (n_tok - 1) / dec_s
+    if BELOW in wheres:
+        notes.append(f"answer starts shallower than the shortest measured decode depth "
+                     f"({_depth_text(dec.lo)}): its rate held")
+    if ABOVE in wheres:
+        only = " (decode measured at one depth only)" if len(dec.depths) == 1 else ""
+        notes.append(f"answer runs deeper ({_depth_text(p + n_tok)}) than the deepest measured decode "
+                     f"depth ({_depth_text(dec.hi)}): its rate held, likely optimistic{only}")
+    return dec_s, BELOW not in wheres and ABOVE not in wheres
+
+
+def _answer_total(ttft: float, dec_s: float, cv_p: float | None, cv_d: float | None, row: dict,
+                  notes: list[str]) -> None:
+    """The total time into ``row``, with ± one standard deviation from the prefill and decode run spreads
+    (coefficients of variation in %) where they are known."""
+    total = ttft + dec_s
+    if cv_p is None and cv_d is None:
+        notes.append("no run spread known")
+    else:
+        if cv_p is None:
+            notes.append("prefill spread unknown")
+        if cv_d is None:
+            notes.append("decode spread unknown")
+        sd = math.hypot(ttft * (cv_p or 0.0) / 100.0, dec_s * (cv_d or 0.0) / 100.0)
+        row.update(spread_pct=100.0 * sd / total if total > 0 else 0.0, low_s=max(0.0, total - sd),
+                   high_s=total + sd)
+    row.update(ttft_s=ttft, decode_s=dec_s, total_s=total)
+
+
 def time_to_answer(data: AnalysisData, prompt_tokens: int, answer_words: float, *,
                    tokens_per_word_override: float | None = None,
                    default_tokens_per_word: float = DEFAULT_TOKENS_PER_WORD) -> pd.DataFrame:
@@ -387,52 +441,11 @@ def time_to_answer(data: AnalysisData, prompt_tokens: int, answer_words: float, 
                "answer_words": answer_words, "tokens_per_word": tpw, "tokens_per_word_from": tpw_from,
                "answer_tokens": n_tok}
         pre, dec = cs.get((s.setup_id, PREFILL)), cs.get((s.setup_id, DECODE))
-        in_range = True
-        ttft = dec_s = None
-        if pre is None:
-            notes.append("no prefill measurement")
-        else:
-            rate, where = pre.at(p)
-            ttft = p / rate
-            row["prefill_tps"] = rate
-            if where == BELOW:
-                in_range = False
-                notes.append(f"prompt shorter than the shortest measured prefill depth ({_depth_text(pre.lo)}): "
-                             "its rate held, fixed overhead not counted")
-            elif where == ABOVE:
-                in_range = False
-                notes.append(f"prompt deeper than the deepest measured prefill depth ({_depth_text(pre.hi)}): "
-                             "its rate held, likely optimistic")
-        if dec is None:
-            notes.append("no decode measurement")
-        else:
-            dec_s, wheres = decode_seconds(dec, p, n_tok)
-            if n_tok > 1:
-                row["decode_tps"] = (n_tok - 1) / dec_s
-            if BELOW in wheres:
-                in_range = False
-                notes.append(f"answer starts shallower than the shortest measured decode depth "
-                             f"({_depth_text(dec.lo)}): its rate held")
-            if ABOVE in wheres:
-                in_range = False
-                only = " (decode measured at one depth only)" if len(dec.depths) == 1 else ""
-                notes.append(f"answer runs deeper ({_depth_text(p + n_tok)}) than the deepest measured decode "
-                             f"depth ({_depth_text(dec.hi)}): its rate held, likely optimistic{only}")
+        ttft, pre_in = _answer_prefill(pre, p, row, notes)
+        dec_s, dec_in = _answer_decode(dec, p, n_tok, row, notes)
+        in_range = pre_in and dec_in
         if ttft is not None and dec_s is not None:
-            total = ttft + dec_s
-            cv_p = nearest_cv(spreads.get(s.setup_id, []), p)
-            cv_d = m.get("decode_cv")
-            if cv_p is None and cv_d is None:
-                notes.append("no run spread known")
-            else:
-                if cv_p is None:
-                    notes.append("prefill spread unknown")
-                if cv_d is None:
-                    notes.append("decode spread unknown")
-                sd = math.hypot(ttft * (cv_p or 0.0) / 100.0, dec_s * (cv_d or 0.0) / 100.0)
-                row.update(spread_pct=100.0 * sd / total if total > 0 else 0.0, low_s=max(0.0, total - sd),
-                           high_s=total + sd)
-            row.update(ttft_s=ttft, decode_s=dec_s, total_s=total)
+            _answer_total(ttft, dec_s, nearest_cv(spreads.get(s.setup_id, []), p), m.get("decode_cv"), row, notes)
         row["in_range"] = in_range and ttft is not None and dec_s is not None
         row["notes"] = "; ".join(notes)
         rows.append(row)

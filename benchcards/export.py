@@ -867,21 +867,11 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             raw, raw_missing = _raw_files(store, writer) if with_raw else (frozenset(), [])
             data = queries.analysis_data(store)
             kn = analysis.knees(data)
-            todo = []
             extras = _card_extras(store, kn, raw)
             # a card in a build group shows the group's timeline: it changes with any member's data
             build_groups = builds.timelines(store)
             timelines = _timeline_tables(build_groups)
-            for g in (grp.ids for grp in build_groups):
-                stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]
-                for m in g:
-                    extras[m] = f"{extras.get(m, '')}+{stamp_g}"
-            for sid in ids:
-                rel = site.setup_path(sid)
-                stamp = stamps[rel] = f"{early[sid]}:{extras.get(sid, '')}"
-                old = previous.get(rel)
-                if old is None or previous_stamps.get(rel) != stamp or not writer.keep_if_present(rel, old.sha256):
-                    todo.append(sid)
+            todo = _cards_to_render(ids, early, extras, build_groups, digests, writer, stamps, previous_stamps)
             jobs: list[Future] = []
             chunks = [todo[i:i + CHUNK] for i in range(0, len(todo), CHUNK)]
             for chunk in chunks:
@@ -909,6 +899,26 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
     return ExportResult(pages=[out / p for p in html], written=writer.written,
                         kept=len(writer.entries) - len(set(writer.written)), removed=removed,
                         seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+
+
+def _cards_to_render(ids: list[str], early: dict[str, str], extras: dict[str, str], build_groups: list[builds.Group],
+                     digests: dict[str, str], writer: sitewrite.Writer, stamps: dict[str, str],
+                     previous_stamps: dict[str, str]) -> list[str]:
+    """The setups whose card must be rendered again: its stamp (code, data, raw files, knees and, for a card in
+    a build group, every member's data: the group's timeline) differs from the last export's, or its page
+    is gone or changed. Records every card's stamp in ``stamps``."""
+    for g in (grp.ids for grp in build_groups):
+        stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]
+        for m in g:
+            extras[m] = f"{extras.get(m, '')}+{stamp_g}"
+    todo = []
+    for sid in ids:
+        rel = site.setup_path(sid)
+        stamp = stamps[rel] = f"{early[sid]}:{extras.get(sid, '')}"
+        old = writer.previous.get(rel)
+        if old is None or previous_stamps.get(rel) != stamp or not writer.keep_if_present(rel, old.sha256):
+            todo.append(sid)
+    return todo
 
 
 def _timeline_tables(groups: list[builds.Group]) -> dict[str, pd.DataFrame]:
