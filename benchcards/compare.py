@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from benchcards import flags, fmt, metrics
+from benchcards.names import short_gpu, unique_names
 from benchcards.queries import Card, QualityComparison
-from benchcards.views import short_gpu, unique_names
 from schemas.models import Setup
 
 

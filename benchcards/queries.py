@@ -268,7 +268,7 @@ def short_name(row: object) -> str:
 def names_with_gpu(rows: pd.DataFrame) -> list[str]:
     """Short names that also say the GPU ('Model · quant · engine build · GPU'), for views that rank setups
     across hardware without a GPU column (the analysis); where two repeat, the setup id tells them apart."""
-    from benchcards.views import short_gpu, unique_names
+    from benchcards.names import short_gpu, unique_names
 
     def gpu(r) -> str:
         raw = getattr(r, "gpu_count", None)

@@ -6,13 +6,13 @@ from the metric registry. Pure functions, no Streamlit.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import pandas as pd
 
 from benchcards import fmt, metrics
 from benchcards.metrics import HEADLINE_TESTS
+from benchcards.names import short_gpu
 
 #: the overview's figure columns: (header, metric key, overview column)
 OVERVIEW_FIGURES: tuple[tuple[str, str, str], ...] = (
@@ -21,27 +21,6 @@ OVERVIEW_FIGURES: tuple[tuple[str, str, str], ...] = (
     ("First token at 2K (s)", "ttft", "ttft_2k_s"),
     ("Largest context (tokens)", "fit_ctx", "fit_ctx"),
 )
-
-
-def short_gpu(name: object) -> str:
-    """'NVIDIA GeForce RTX 5060 Ti 16 GB' -> 'RTX 5060 Ti 16 GB' (keeps '2x ' counts)."""
-    if fmt.missing(name):
-        return fmt.DASH
-    return re.sub(r"\b(NVIDIA GeForce |NVIDIA |AMD Radeon |AMD |Intel )", "", str(name)).strip()
-
-
-def unique_names(names: Iterable[str], extra: Iterable[str], ids: Iterable[str]) -> list[str]:
-    """Names that tell setups apart: the name, then ' · extra' (e.g. the GPU) where names repeat,
-    then ' · id' where even that repeats."""
-    names, extra, ids = list(names), list(extra), list(ids)
-    out = list(names)
-    for i, n in enumerate(names):
-        if names.count(n) > 1:
-            out[i] = f"{n} · {extra[i]}"
-    for i, n in enumerate(list(out)):
-        if out.count(n) > 1:
-            out[i] = f"{n} · {ids[i]}"
-    return out
 
 
 def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
