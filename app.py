@@ -2,7 +2,10 @@
 
 import streamlit as st
 
-from benchcards import analysisview, fmt, metrics, queries, tiers, views
+from benchcards.domain import fmt, metrics, tiers
+from benchcards.read import queries
+from benchcards.views import analysisview
+from benchcards.views import tables as views
 from ui import common
 from ui import html as bc_html
 

@@ -24,7 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 
-from benchcards import analysis, queries, synth  # noqa: E402
+from benchcards.compute import analysis  # noqa: E402
+from benchcards.read import queries  # noqa: E402
+from devdata import synth  # noqa: E402
 from ingest import ingest_paths  # noqa: E402
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchcards import synth
-from benchcards.export import export
+from benchcards.site.export import export
+from devdata import synth
 from ingest import ingest_paths
 
 PAGE_LIMIT = 300 * 1024

@@ -17,7 +17,7 @@ Cases (each a fresh process; peak RSS of its largest process from wait4):
                    each imported with `python -m ingest FILE --check`; baseline: the same on a 1 % input
   llama-bench jsonl  a 100 MB llama-bench -o jsonl file (105,000 tests of 1,000 settings), `python -m ingest --check`
   server log         a 97 MB llama-server log (555,000 requests in one server start), `python -m ingest --check`
-  export manifest  `python -m benchcards.export` into a folder whose `.benchcards-export.json` lists 10^6
+  export manifest  `python -m benchcards.site.export` into a folder whose `.benchcards-export.json` lists 10^6
                    files (refused by its size), and one that lists as many as the limit allows (read), against
                    the same export into its own earlier folder (``export_manifest``)
 Baseline: the same commands on one valid setup folder. Targets: <= 300 MB RSS each, report <= 1 MB.
@@ -187,7 +187,7 @@ def fake_manifest(folder: Path, entries: int, max_bytes: int | None = None) -> i
     """Rewrite the manifest of the export in ``folder`` to list ``entries`` more files (none of them there),
     stopping before ``max_bytes``; written in pieces (a big string here would count in the children's peak:
     Linux keeps the peak of a forked process across exec). Returns its size in bytes."""
-    from benchcards import sitewrite
+    from benchcards.site import writer as sitewrite
 
     path = folder / sitewrite.MANIFEST
     real = json.loads(path.read_text())
@@ -209,13 +209,13 @@ def fake_manifest(folder: Path, entries: int, max_bytes: int | None = None) -> i
 def export_manifest(work: Path, entries: int = 1_000_000) -> None:
     """Peak RSS of an export into a folder whose manifest lists ``entries`` files (and as many as the limit
     allows), against an export into its own earlier folder; prints the figures."""
-    from benchcards import sitewrite
+    from benchcards.site import writer as sitewrite
 
     db = work / "export.duckdb"
     _, _, code, _ = measure(["-m", "ingest", str(make_setup(work / "exp-src")), "--db", str(db)])
     assert code == 0, "ingest of the valid setup failed"
     out = work / "exp-out"
-    export = ["-m", "benchcards.export", str(out), "--db", str(db), "--no-raw"]
+    export = ["-m", "benchcards.site.export", str(out), "--db", str(db), "--no-raw"]
     assert measure(export)[2] == 0, "the first export failed"
     base, t_base, code, _ = measure(export)
     assert code == 0

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import duckdb
 
-from benchcards import synth
+from devdata import synth
 from ingest import ingest_paths
 
 

@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 
-from benchcards import queries, synth  # noqa: E402
+from benchcards.read import queries  # noqa: E402
+from devdata import synth  # noqa: E402
 from ingest import ingest_paths  # noqa: E402
 
 

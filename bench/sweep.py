@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchcards import fmt, sweepstats
+from benchcards.compute import sweepstats
+from benchcards.domain import fmt
 from live.measure import MeasureConfig
 from live.sweep import SweepConfig, Variant, boot_figures, differences, run_sweep
 from live.sweep_cli import difference_lines

@@ -8,7 +8,7 @@
 
 Each subcommand is the same code as its ``python -m`` form (``python -m ingest``, ``python -m live measure``,
 ...), which keeps working; this module only dispatches, and maps what escapes to the exit statuses of
-``benchcards.errors`` (0 ok, 1 bad input, 2 bad usage, 130 interrupted). It is the one module that reaches
+``benchcards.domain.errors`` (0 ok, 1 bad input, 2 bad usage, 130 interrupted). It is the one module that reaches
 every layer (ingest, live, the read side), so it lives beside them, not inside the read side.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from benchcards import __version__
-from benchcards.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_USAGE, BenchcardsError, UsageError
+from benchcards.domain.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_USAGE, BenchcardsError, UsageError
 
 __all__ = ["COMMANDS", "Command", "main", "reference"]
 
@@ -55,7 +55,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("build", "ingest.build:main", "build the site's database from data/raw, data/local and earlier "
             "sources when it is out of date"),
     Command("upload", "ingest.upload:main", "add a zip of raw setup folders the way the Upload page does"),
-    Command("export", "benchcards.export:main", "write the static HTML results site from the database"),
+    Command("export", "benchcards.site.export:main", "write the static HTML results site from the database"),
     _live("measure", "measure a running server (speed) and write a raw setup folder"),
     _live("demo-server", "run the llama-server look-alike for trying and testing without a GPU"),
     _live("fit", "the memory test: start the server per context size and find the largest that answers"),
@@ -126,11 +126,11 @@ END = "<!-- /cli-reference -->"
 def _help_of(command: Command | None) -> str:
     """``--help`` of ``command`` (None: of ``benchcards``) as a plain checkout prints it: run in a fresh
     process at 100 columns, with no BENCHCARDS_* settings. Paths in help texts are shown relative to the
-    checkout (``benchcards.paths.shown``); one that is not would make the reference differ between clones,
+    checkout (``benchcards.read.paths.shown``); one that is not would make the reference differ between clones,
     and the sync test fails on it."""
     import subprocess
 
-    from benchcards.paths import ROOT
+    from benchcards.read.paths import ROOT
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHCARDS_")} | {"COLUMNS": "100"}
     argv = [sys.executable, "-m", "benchcards_cli", *([command.name] if command else []), "--help"]

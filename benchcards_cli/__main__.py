@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from benchcards.paths import ROOT
+from benchcards.read.paths import ROOT
 from benchcards_cli import main, readme_with_reference
 
 if __name__ == "__main__":

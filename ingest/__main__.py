@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchcards.errors import UsageError
-from benchcards.paths import DEFAULT_DB, LOCAL, shown
+from benchcards.domain.errors import UsageError
+from benchcards.read.paths import DEFAULT_DB, LOCAL, shown
 from ingest.errors import print_failure, safe
 from ingest.files import SETUP_NAME, find_setup_folders, has_setup_file
 from ingest.load import ingest_paths, validate_paths

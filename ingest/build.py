@@ -9,7 +9,7 @@ stops the build with its name and its setups, until it is restored or dropped on
 purpose with ``--forget``. A failed build leaves the database exactly as it was.
 
 The site never builds on a page load: it says when the database is missing or
-stale (``benchcards.sources``) and can start this command in the background.
+stale (``benchcards.read.sources``) and can start this command in the background.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import duckdb
 
-from benchcards import db as read_db
-from benchcards import paths
-from benchcards.sources import freshness, prune, recorded_roots
+from benchcards.read import db as read_db
+from benchcards.read import paths
+from benchcards.read.sources import freshness, prune, recorded_roots
 from ingest.errors import IngestError, print_failure, safe
 from ingest.files import find_setup_folders
 from ingest.load import Report, ingest_paths

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from benchcards.errors import BenchcardsError
+from benchcards.domain.errors import BenchcardsError
 from ingest.limits import LIMITS, Limits
 
 
@@ -140,12 +140,12 @@ def print_failure(exc: BaseException, *, headline: str, prefix: str = "rejected"
     ``benchcards ingest|build|upload``): an ``IngestError`` lists its problems under ``"<prefix>: N
     error(s); <headline>"``; a database or file error, an interrupt and an unexpected error each get one
     line. ``headline`` says what was left as it was ("the database was not changed"). Statuses follow
-    ``benchcards.errors``: 1 bad input, 130 interrupted. Raises ``exc`` again when it is none of these.
+    ``benchcards.domain.errors``: 1 bad input, 130 interrupted. Raises ``exc`` again when it is none of these.
     """
     import sys
 
-    from benchcards.db import DatabaseError
-    from benchcards.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+    from benchcards.domain.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+    from benchcards.read.db import DatabaseError
 
     out = stream if stream is not None else sys.stderr
     if isinstance(exc, IngestError):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from benchcards import paths as bc_paths
+from benchcards.read import paths as bc_paths
 from ingest import store
 from ingest.errors import ErrorLog
 from ingest.files import SETUP_NAME, find_setup_folders

@@ -23,7 +23,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from benchcards import flags, summarize
+from benchcards.compute import summarize
+from benchcards.domain import flags
 from ingest.validate import Run, SetupFolder
 from schemas.models import FitContract, QualityContract, QualityItem, ReportedContract, RequestRecord, SpeedContract
 from schemas.tables import DDL

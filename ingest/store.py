@@ -1,7 +1,7 @@
 """The write side of the DuckDB file: creating its tables (DDL in ``schemas.tables``) and atomic replacement.
 
 Concurrency design: DuckDB allows one writing process *or* many readers per file.
-Readers (the app, the export, notebooks; see ``benchcards.db``) open read-only
+Readers (the app, the export, notebooks; see ``benchcards.read.db``) open read-only
 connections. A writer never opens the live file read-write: it copies it to a
 temporary file in the same folder, writes there, checkpoints, and swaps it in with
 ``os.replace`` (atomic on POSIX). Readers that are mid-query keep the old inode;
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import duckdb
 
-from benchcards.db import DatabaseError, quiet_progress
-from benchcards.locks import file_lock
+from benchcards.read.db import DatabaseError, quiet_progress
+from benchcards.read.locks import file_lock
 from ingest import crash
 from schemas.tables import DDL, FINGERPRINT_KEY, SETUP_TABLES, content_fingerprint
 from schemas.tables import VERSION as SCHEMA_VERSION
@@ -103,7 +103,7 @@ def writing(path: Path, fresh: bool = False) -> Iterator[duckdb.DuckDBPyConnecti
                 create_schema(con)
             con.execute("BEGIN TRANSACTION")
             yield con
-            # what the export compares to learn cheaply that nothing changed (benchcards.db.fingerprint)
+            # what the export compares to learn cheaply that nothing changed (benchcards.read.db.fingerprint)
             con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [FINGERPRINT_KEY, content_fingerprint(con)])
             con.execute("COMMIT")
             con.execute("CHECKPOINT")

@@ -3,7 +3,7 @@
 All or nothing, and never half-published:
 
 1. the upload is unpacked into a private folder under the staging area (a hidden
-   sibling of ``data/local`` that no build scans; see ``benchcards.paths.staging_for``),
+   sibling of ``data/local`` that no build scans; see ``benchcards.read.paths.staging_for``),
    with every size bounded and every skipped entry listed (``ingest.unzip``);
 2. it is validated like any ingest; a setup id or run id that another source
    already owns (the demo data, a folder loaded with ``python -m ingest``) is refused
@@ -33,10 +33,10 @@ from typing import Any
 
 import duckdb
 
-from benchcards import db as read_db
-from benchcards import paths
-from benchcards.locks import file_lock, is_held
-from benchcards.sources import prune, recorded_roots
+from benchcards.read import db as read_db
+from benchcards.read import paths
+from benchcards.read.locks import file_lock, is_held
+from benchcards.read.sources import prune, recorded_roots
 from ingest import crash, unzip
 from ingest.errors import ErrorLog, IngestError, print_failure, safe
 from ingest.files import SETUP_NAME, find_setup_folders
@@ -195,7 +195,7 @@ def _public(path: str | Path) -> str:
 def _owned(db_path: Path) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """(run_id -> setup_id, setup_id -> (content hash, folder)) in the database (empty when unreadable).
 
-    Read through ``benchcards.db.reading``: it notices a swapped file, where a plain
+    Read through ``benchcards.read.db.reading``: it notices a swapped file, where a plain
     connection could be handed DuckDB's cached instance of the old one.
     """
     if not db_path.exists():

@@ -360,7 +360,7 @@ def contract_rules(c: SpeedContract | QualityContract | FitContract | ReportedCo
 def reported_rules(c: ReportedContract) -> Iterator[str]:
     """A reported contract (docs/definitions.md#reported): figures and claims each a value or a range, written
     the way ``as_written`` says, the source named; not summary_only (its own kind)."""
-    from benchcards import reported
+    from benchcards.read import reported
 
     if c.summary_only:
         yield ("$.summary_only: a reported contract is its own kind of data (lower than summary only); leave "

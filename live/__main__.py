@@ -43,7 +43,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if "%(default)" in text or "(default" in text or action.default in (None, False, [], argparse.SUPPRESS):
             return text
         if isinstance(action.default, (str, Path)) and os.path.isabs(action.default):
-            from benchcards.paths import shown
+            from benchcards.read.paths import shown
             return f"{text} (default: {shown(Path(action.default))})"
         return f"{text} (default: %(default)s)"
 
@@ -108,7 +108,7 @@ def setup_input(args: argparse.Namespace) -> object:
 
 def ingest_folder(run_dir: Path, db: str) -> int:
     """Load the setup folder of ``run_dir`` into ``db``; 0, or 1 with the errors printed."""
-    from benchcards.db import DatabaseError
+    from benchcards.read.db import DatabaseError
     from ingest import IngestError, ingest_paths
     from ingest.errors import safe
 
@@ -154,7 +154,7 @@ def _measure_inputs(args: argparse.Namespace) -> tuple[object | None, object | N
 
 def _print_step(e: object) -> None:
     """A progress line of the run: a bar, the step, its figures named as on the card, and warnings."""
-    from benchcards import fmt
+    from benchcards.domain import fmt
     from ingest.errors import safe
     from live.measure import Event, figures_text
 
@@ -165,7 +165,7 @@ def _print_step(e: object) -> None:
         return
     width = 30
     filled = int(width * e.done / max(1, e.total))
-    # the step's figures named and defined as on the card (benchcards.metrics), plus the server's own
+    # the step's figures named and defined as on the card (benchcards.domain.metrics), plus the server's own
     rate = f" {figures_text(e.figures)}" if e.figures else ""
     if e.server_decode_tps:
         rate += f" (server's own decode {fmt.metric('server_decode', e.server_decode_tps)})"
@@ -206,7 +206,7 @@ def _run_measure(cfg: object, stop: threading.Event) -> tuple | int:
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
-    from benchcards.card import step_name
+    from benchcards.views.card import step_name
     from ingest.errors import safe  # what a server (or an option) holds is escaped before it reaches a terminal
     from live.measure import MeasureConfig, SetupInput, build_setup, measured, place_setup, write_folder
     from schemas.models import Setup

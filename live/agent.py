@@ -21,7 +21,7 @@ each turn's prompt is known before it is sent and repeats the previous prompt to
 
 Records: part ``agent``, ``prompt_id`` the case, ``turn``, ``endpoint`` and ``cached_tokens`` (the
 server's own count: ``usage.prompt_tokens_details.cached_tokens`` or llama-server's ``timings.cache_n``
-on chat, ``usage.cache_read_input_tokens`` on /v1/messages). Figures: ``benchcards.agentic``.
+on chat, ``usage.cache_read_input_tokens`` on /v1/messages). Figures: ``benchcards.compute.agentic``.
 """
 
 from __future__ import annotations

@@ -891,7 +891,7 @@ def parse_stream(raw: RawStream, max_tokens: int | None = None, per_token: bool 
 
     With ``max_tokens`` (what the request asked for) the server's counts are checked too: a stream with
     more than ``EXTRA_EVENTS`` text events past max_tokens, or a token count that its text and events
-    cannot hold (``benchcards.summarize.token_count_problem``), fails with the reason. Server-sent
+    cannot hold (``benchcards.compute.summarize.token_count_problem``), fails with the reason. Server-sent
     nonsense (negative or non-numeric usage or timings) fails with a one-line reason naming the field.
     ``per_token=False`` (a prefill request, an agentic turn: nothing divides by the count) leaves out the
     tokens-per-event bound.
@@ -925,7 +925,7 @@ def _stream_counts(seen: _Events, max_tokens: int | None, error: str | None, per
                    ) -> tuple[int | None, int | None, bool, dict | None, str | None]:
     """Output and prompt tokens (from usage, else timings, else counted events: estimated), the checked
     timings, and the error so far or the first count that fails the plausibility rule."""
-    from benchcards.summarize import token_count_problem
+    from benchcards.compute.summarize import token_count_problem
 
     out_tokens = prompt_tokens = None
     estimated = False

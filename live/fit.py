@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field
 
-from benchcards import stats
+from benchcards.domain import stats
 from live import launcher, memsample
 from live.client import STOPPED, get_json
 from live.engine_log import EngineLog
@@ -442,8 +442,8 @@ def write_fit_folder(out: Path, setup: Setup, run: FitRun) -> Path:
 
 def headline(contract: FitContract) -> str:
     """'largest size that answered: 32,768 tokens, peak 1.20 GiB, decode 41.3 tok/s' (or why none)."""
-    from benchcards import fmt
-    from benchcards.summarize import fit as summarize_fit
+    from benchcards.compute.summarize import fit as summarize_fit
+    from benchcards.domain import fmt
 
     head, _, _ = summarize_fit(contract)
     if head.largest_ctx is None:

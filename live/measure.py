@@ -30,9 +30,10 @@ from urllib.parse import urlparse
 import httpx
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
-from benchcards import __version__, stats
-from benchcards.locks import LockBusy, file_lock
-from benchcards.summarize import depth_problem
+from benchcards import __version__
+from benchcards.compute.summarize import depth_problem
+from benchcards.domain import stats
+from benchcards.read.locks import LockBusy, file_lock
 from live.client import (
     CHARS_PER_PROMPT_TOKEN,
     STOPPED,
@@ -132,11 +133,11 @@ class Event:
     output_tokens: int | None = None
     seconds: float | None = None
     #: step events: the step's figures as the card will show them — (metric key, prompt, level, value),
-    #: computed by the same code as the card (benchcards.summarize) and named by the metric registry
+    #: computed by the same code as the card (benchcards.compute.summarize) and named by the metric registry
     figures: list[tuple[str, str | None, int | None, float]] = field(default_factory=list)
 
 
-#: the figures a step event reports, per part (metric keys of benchcards.metrics)
+#: the figures a step event reports, per part (metric keys of benchcards.domain.metrics)
 STEP_FIGURES: dict[str, tuple[str, ...]] = {
     "decode": ("decode",), "prefill": ("prefill", "ttft"), "conc": ("conc_per_request", "conc_total"),
     "l1": ("l1_wall", "l1_tokens"), "ctx": ("ctx_prefill", "ctx_decode"), "agent": ("agent_ttft", "agent_cached_share"),
@@ -146,7 +147,7 @@ STEP_FIGURES: dict[str, tuple[str, ...]] = {
 def figures_text(figures: list[tuple[str, str | None, int | None, float]]) -> str:
     """'4 at once (per request) 29.2 tok/s · 4 at once (total) 110.3 tok/s' — labels and units from the
     metric registry, so the progress says what the card says."""
-    from benchcards import fmt
+    from benchcards.domain import fmt
 
     return " · ".join(f"{fmt.label(k, p, lv)} {fmt.metric(k, v)}" for k, p, lv, v in figures)
 
@@ -190,8 +191,8 @@ def _said(v: object) -> str:
 def read_server_info(props: object, models: object) -> tuple[dict, list[str]]:
     """What /props and /v1/models say that fits a setup and a contract, and a warning for each value that
     does not (which is then not given): slots a whole number 1-65,536, the context per slot a token count
-    (benchcards.plausible), build, model id and path one line of bounded length."""
-    from benchcards.plausible import MAX_TOKENS_PER_REQUEST
+    (benchcards.domain.plausible), build, model id and path one line of bounded length."""
+    from benchcards.domain.plausible import MAX_TOKENS_PER_REQUEST
 
     warnings: list[str] = []
     out: dict = {"model": None, "slots": None, "n_ctx": None, "build": None, "model_path": None}
@@ -503,10 +504,10 @@ class Runner:
                 r.timings.prompt_per_second for r in recs if r.timings and r.timings.prompt_per_second)
         return out
 
-    def step_summary(self, part: str, recs: list[RequestRecord]):  # -> benchcards.summarize.SpeedResult
-        """What ingest's summaries (benchcards.summarize, the code the card runs) make of one step's records:
+    def step_summary(self, part: str, recs: list[RequestRecord]):  # -> benchcards.compute.summarize.SpeedResult
+        """What ingest's summaries (benchcards.compute.summarize, the code the card runs) make of one step's records:
         its figures and, when they refuse any, the reason."""
-        from benchcards.summarize import speed_from_records
+        from benchcards.compute.summarize import speed_from_records
 
         cfg = self.cfg
         method = SpeedMethod(parts=[cast(SpeedPart, part)], prompt_ids=list(cfg.prompt_ids),
@@ -518,7 +519,7 @@ class Runner:
         return speed_from_records(one)
 
     def step_figures(self, part: str, recs: list[RequestRecord]) -> list[tuple[str, str | None, int | None, float]]:
-        """The card's figures of one step's records (benchcards.summarize, the code the card runs)."""
+        """The card's figures of one step's records (benchcards.compute.summarize, the code the card runs)."""
         if not recs:
             return []
         keys = STEP_FIGURES.get(part, ())
@@ -678,9 +679,9 @@ class Runner:
 
 
 def measured(contract: SpeedContract) -> bool:
-    """True when the run produced at least one figure that ingest's summaries accept (benchcards.summarize):
+    """True when the run produced at least one figure that ingest's summaries accept (benchcards.compute.summarize):
     a run whose every step failed or was skipped is not written (it would become a setup without figures)."""
-    from benchcards.summarize import speed_from_records
+    from benchcards.compute.summarize import speed_from_records
 
     return any(m.metric != "slots" for m in speed_from_records(contract).metrics)
 

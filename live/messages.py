@@ -175,7 +175,7 @@ def _message_counts(counts: dict[str, int], text_events: int, text_bytes: int, m
                     error: str | None, per_token: bool = True) -> tuple[int | None, int | None, int | None, bool, str | None]:
     """Output tokens (the server's, else counted events: estimated), prompt tokens, cached prompt tokens, and
     the error so far or the first count that fails the plausibility rule."""
-    from benchcards.summarize import token_count_problem
+    from benchcards.compute.summarize import token_count_problem
 
     out_tokens = counts.get("output_tokens")
     estimated = False

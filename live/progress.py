@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from benchcards import fmt, stats
+from benchcards.domain import fmt, stats
 from live.measure import Event, MeasureConfig
 
 #: prompt tokens of a task prompt without filler (the decode and requests-at-once prompts)
@@ -212,7 +212,7 @@ def site_python() -> str:
     import sys
     from pathlib import Path
 
-    from benchcards.paths import ROOT
+    from benchcards.read.paths import ROOT
 
     exe = Path(sys.executable).absolute()  # not resolved: a venv's python is a link to the system's
     if Path.cwd().resolve() == ROOT.resolve() and exe.is_relative_to(ROOT):

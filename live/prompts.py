@@ -24,7 +24,7 @@ requests. The chat template's own tokens are measured the same way (``usage`` mi
 so the *server's* prompt count (template included) is what matches the requested depth.
 
 The runner records the server's own count of every request, and ingest checks it against the depth
-(``benchcards.summarize``): a prompt off by more than 2 % makes its step invalid.
+(``benchcards.compute.summarize``): a prompt off by more than 2 % makes its step invalid.
 """
 
 from __future__ import annotations

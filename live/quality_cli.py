@@ -126,7 +126,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {run_dir}")
-    from benchcards.summarize import quality_test
+    from benchcards.compute.summarize import quality_test
 
     for t in contract.tests:
         s, _ = quality_test(t)

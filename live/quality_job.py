@@ -48,7 +48,7 @@ class QualityJob(BackgroundRun):
         return self
 
     def _run(self) -> None:
-        from benchcards.summarize import quality_test
+        from benchcards.compute.summarize import quality_test
         from ingest import IngestError, ingest_paths
 
         try:

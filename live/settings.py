@@ -141,14 +141,14 @@ class SetupSettings(Settings):
 class OutputSettings(Settings):
     """Where the raw setup folder goes, and whether it is loaded."""
 
-    out: str = option("", "folder for the raw setup folder", kind="str")  # default: benchcards.paths.LOCAL
+    out: str = option("", "folder for the raw setup folder", kind="str")  # default: benchcards.read.paths.LOCAL
     ingest: bool = option(False, "load the folder into the database afterwards", kind="flag")
-    db: str = option("", "database for --ingest", kind="str")  # default: benchcards.paths.DEFAULT_DB
+    db: str = option("", "database for --ingest", kind="str")  # default: benchcards.read.paths.DEFAULT_DB
 
     @classmethod
     def defaults(cls) -> dict[str, str]:
         """The checkout's folders (absolute; help shows them relative to the checkout)."""
-        from benchcards.paths import DEFAULT_DB, LOCAL
+        from benchcards.read.paths import DEFAULT_DB, LOCAL
 
         return {"out": str(LOCAL), "db": str(DEFAULT_DB)}
 

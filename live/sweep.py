@@ -8,7 +8,7 @@ sweep goes on. Each variant is its own setup (same hardware and model, its own a
 run of it; a ``SweepRecord`` says which setup is which variant and the order of the boots.
 
 ``boot_figures`` and ``differences`` turn the boots' contracts into Δ with a 95 % interval per figure
-(``benchcards.sweepstats``, docs/definitions.md#sweep).
+(``benchcards.compute.sweepstats``, docs/definitions.md#sweep).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchcards import sweepstats
-from benchcards.metrics import REGISTRY
-from benchcards.summarize import speed_from_records
+from benchcards.compute import sweepstats
+from benchcards.compute.summarize import speed_from_records
+from benchcards.domain.metrics import REGISTRY
 from live import launcher
 from live.launcher import NotReady, ServerTemplate
 from live.measure import MeasureConfig, SetupInput, build_setup, measure, slug, write_folder

@@ -81,7 +81,7 @@ def _measure_config(args: argparse.Namespace):
 
 def difference_lines(diffs: dict) -> list[str]:
     """The sweep table as text: variant, figure, baseline, variant, Δ % [interval], verdict."""
-    from benchcards import fmt
+    from benchcards.domain import fmt
 
     lines = []
     for name, rows in diffs.items():
@@ -96,7 +96,7 @@ def difference_lines(diffs: dict) -> list[str]:
 
 
 def _resolve_words(d) -> str:
-    from benchcards import sweepstats
+    from benchcards.compute import sweepstats
 
     if d.lo is None:
         return ""

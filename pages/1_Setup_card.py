@@ -1,12 +1,12 @@
 """Setup card: everything measured for one setup, and how to measure it again.
 
-The sections, their words and their order are benchcards.cardview's (the export walks the same list);
+The sections, their words and their order are benchcards.views.cardview's (the export walks the same list);
 ui.cardpage draws them.
 """
 
 import streamlit as st
 
-from benchcards import queries
+from benchcards.read import queries
 from ui import cardpage, common
 
 common.page("Setup card", "🗂️")

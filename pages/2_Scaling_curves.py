@@ -2,7 +2,10 @@
 
 import streamlit as st
 
-from benchcards import charts, compare, fmt, queries
+from benchcards.charts import charts
+from benchcards.domain import fmt
+from benchcards.read import queries
+from benchcards.views import compare
 from ui import common
 from ui.common import md
 

@@ -3,7 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from benchcards import charts, compare, fmt, metrics, queries, views
+from benchcards.charts import charts
+from benchcards.domain import fmt, metrics
+from benchcards.read import queries
+from benchcards.views import compare
+from benchcards.views import tables as views
 from ui import common
 
 common.page("Quality & margins", "🎯")

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from benchcards import compare, queries, reported
+from benchcards.read import queries, reported
+from benchcards.views import compare
 from ui import common
 from ui.common import md
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from benchcards import paths
+from benchcards.read import paths
 from ingest.limits import LIMITS
 from ui import common, importing, jobs
 
@@ -20,7 +20,7 @@ with st.expander("How to make a setup folder", icon=":material/help:"):
     st.markdown(
         "- **Measure a server** on this machine with **Run live** (or `python -m live measure --help` in a shell): "
         "it writes a complete setup folder and adds it to the site.\n"
-        "- **Start from an example**: `python -m benchcards.synth OUT --count 1` writes a realistic (synthetic) "
+        "- **Start from an example**: `python -m devdata.synth OUT --count 1` writes a realistic (synthetic) "
         "setup folder to copy; the demo folders in `data/raw/` are examples of the layout too (most hold "
         "synthetic demo data, marked *synthetic* on the site, not measurements).\n"
         "- **Write one by hand**: the layout and the rules are in the README's *Raw folders* section; every field "

@@ -5,8 +5,9 @@ import shlex
 import pandas as pd
 import streamlit as st
 
-from benchcards import charts, fmt, metrics
-from benchcards.paths import LOCAL
+from benchcards.charts import charts
+from benchcards.domain import fmt, metrics
+from benchcards.read.paths import LOCAL
 from live.client import NotLoopback, check_target
 from live.job import LiveJob, ServerBusy, running_jobs
 from live.measure import (

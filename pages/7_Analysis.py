@@ -2,8 +2,10 @@
 
 import streamlit as st
 
-from benchcards import analysis, charts, queries
-from benchcards import analysisview as av
+from benchcards.charts import charts
+from benchcards.compute import analysis
+from benchcards.read import queries
+from benchcards.views import analysisview as av
 from ui import common
 from ui.common import md
 

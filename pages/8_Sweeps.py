@@ -1,14 +1,15 @@
 """Sweeps: server settings measured on fresh boots, each figure's difference from the baseline with its interval.
 
-Logic lives in benchcards.sweeps (records and tables), benchcards.sweepstats (the statistics) and
-benchcards.charts.sweep_chart.
+Logic lives in benchcards.compute.sweeps (records and tables), benchcards.compute.sweepstats (the statistics) and
+benchcards.charts.charts.sweep_chart.
 """
 
 from urllib.parse import quote
 
 import streamlit as st
 
-from benchcards import charts, sweeps
+from benchcards.charts import charts
+from benchcards.compute import sweeps
 from ui import common
 from ui.common import md
 

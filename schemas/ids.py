@@ -2,7 +2,7 @@
 
 An id matches ``schemas.models.Slug``: lower-case letters, digits, '.', '_' and '-', starting with a letter or
 digit, at most 128 characters. URL path pieces of the static export follow their own, stricter rule
-(``benchcards.site.slug``: letters, digits and single hyphens).
+(``benchcards.site.urls.slug``: letters, digits and single hyphens).
 
 >>> slug("Qwen3.5-35B-A3B  Q4_K_M · RTX 4090")
 'qwen3.5-35b-a3b-q4_k_m-rtx-4090'

@@ -1,7 +1,7 @@
 """The tables of the DuckDB file (DDL) and the version of that layout: defined here once.
 
 The writer (``ingest.store``) creates these tables and stamps ``VERSION`` into ``meta``; the read side
-(``benchcards.db``) refuses a file of another version. Both import this module (data flows one way:
+(``benchcards.read.db``) refuses a file of another version. Both import this module (data flows one way:
 ``schemas`` -> ``ingest`` -> DuckDB -> ``benchcards``; ``benchcards`` never imports ``ingest``).
 Change a table here and raise ``VERSION``: an older file then has to be rebuilt.
 """

@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
 # processes they start, which inherit the environment) use an empty folder of their own.
 os.environ["BENCHCARDS_LOCAL"] = os.path.join(tempfile.mkdtemp(prefix="bc-local-"), "local")
 
-from benchcards import synth  # noqa: E402
+from devdata import synth  # noqa: E402
 from ingest import ingest_paths  # noqa: E402
 
 

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchcards import summarize
+from benchcards.compute import summarize
 from ingest.importers import ImportResult, Options, Source, convert
 from schemas.models import QualityContract, SpeedContract
 

@@ -8,8 +8,10 @@ import json
 
 import pytest
 
-from benchcards import agentic, fmt, queries
-from benchcards.summarize import speed_from_records
+from benchcards.compute import agentic
+from benchcards.compute.summarize import speed_from_records
+from benchcards.domain import fmt
+from benchcards.read import queries
 from ingest import ingest_paths
 from live.agent import conversation
 from live.client import RawStream, stream_chat

@@ -10,9 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchcards import analysis, charts, fmt, queries
-from benchcards.analysis import ABOVE, BELOW, INTERPOLATED, MEASURED
-from benchcards.queries import AnalysisData
+from benchcards.charts import charts
+from benchcards.compute import analysis
+from benchcards.compute.analysis import ABOVE, BELOW, INTERPOLATED, MEASURED
+from benchcards.domain import fmt
+from benchcards.read import queries
+from benchcards.read.queries import AnalysisData
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
@@ -42,7 +45,7 @@ def make_data(setups: list[dict], metrics: list[tuple], spreads: list[tuple] = (
 
 
 def qrow(setup_id: str, test: str, right: int, n: int) -> dict:
-    from benchcards import stats
+    from benchcards.domain import stats
 
     iv = stats.wilson(right, n)
     return {"setup_id": setup_id, "title": f"Setup {setup_id}", "test": test, "label": test.upper(), "n": n,
@@ -391,7 +394,7 @@ def test_demo_database_time_to_answer(demo_db):
 
 @pytest.mark.integration
 def test_generated_setups_have_curves_knees_and_a_frontier(tmp_path):
-    from benchcards import synth
+    from devdata import synth
     from ingest import ingest_paths
 
     synth.generate(tmp_path / "raw", 12, seed=7)

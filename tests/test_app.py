@@ -518,7 +518,7 @@ def _folder_entries(folder: Path, prefix: str) -> dict[str, bytes]:
 def test_upload_page_rejects_a_bad_zip_and_accepts_a_good_one(tmp_path, monkeypatch):
     import hashlib
 
-    import benchcards.paths as paths
+    import benchcards.read.paths as paths
     from tests.helpers import SETUP, make_setup
 
     copy = tmp_path / "site.duckdb"
@@ -582,7 +582,7 @@ def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypat
     copy = tmp_path / "site.duckdb"
     copy.write_bytes(Path(__import__("os").environ["BENCHCARDS_DB"]).read_bytes())
     monkeypatch.setenv("BENCHCARDS_DB", str(copy))
-    import benchcards.paths as paths
+    import benchcards.read.paths as paths
 
     monkeypatch.setattr(paths, "LOCAL", tmp_path / "local")
     s = demo_server(decode_tps=2000, prefill_tps=100000, slots=2)
@@ -611,7 +611,7 @@ def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypat
         assert "Prefill at 1K" in set(steps.Step) and "2 requests at once" in set(steps.Step)
         requests = [e for e in job.events if e.kind == "request"]
         assert len(requests) == 2 * (1 + 1) + 2 * 3 + (1 + 2) * 2  # warm-up + runs, prefill runs, conc rounds
-        from benchcards import queries
+        from benchcards.read import queries
 
         card = queries.card(queries.Store(copy), job.setup_id)
         assert card.value("decode") == pytest.approx(2000, rel=0.15)  # plumbing; accuracy is benchmarked
@@ -657,7 +657,7 @@ def test_stale_database_is_still_served_and_a_failed_build_keeps_it(tmp_path, mo
     import os
     import time
 
-    import benchcards.paths as paths
+    import benchcards.read.paths as paths
     from tests.helpers import make_setup
     from ui import background, common
 
@@ -759,7 +759,7 @@ def test_compare_spreads_in_points_long_answers_by_length_and_memory_with_verdic
 
 @pytest.mark.unit
 def test_change_of_a_percentage_is_in_points():
-    from benchcards import fmt
+    from benchcards.domain import fmt
 
     assert fmt.change("decode_cv", 0.8, 1.4) == ("−0.6 pts, better", "better")
     assert fmt.change("decode", 50, 40) == ("+25.0 %, better", "better")
@@ -839,7 +839,7 @@ def test_stale_database_names_new_changed_and_removed_setup_folders(tmp_path):
     import shutil
     import time
 
-    from benchcards.sources import freshness
+    from benchcards.read.sources import freshness
     from ingest import ingest_paths
 
     root = tmp_path / "mine"

@@ -193,7 +193,7 @@ def test_every_page_at_every_size_and_theme(server, browser, path, shot, heading
         text = visible_text(page)
         assert not BAD_TEXT.search(text), BAD_TEXT.search(text)
         check_no_sideways_scroll(page)
-        fixed = 260 if shot in ("scaling-curves", "setup-card") else None  # benchcards.charts.HEIGHT
+        fixed = 260 if shot in ("scaling-curves", "setup-card") else None  # benchcards.charts.charts.HEIGHT
         n_charts = check_charts(page, theme, fixed)
         assert n_charts >= {"scaling-curves": 5, "quality": 1, "setup-card": 1}.get(shot, 0), n_charts
         assert page.locator("[data-testid=stAppDeployButton]").count() == 0  # production: no Deploy button

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import db as read_db
-from benchcards import sources
+from benchcards.read import db as read_db
+from benchcards.read import sources
 from ingest import ingest_paths, store
 from ingest.build import build
 from ingest.errors import IngestError
@@ -144,7 +144,7 @@ def site(tmp_path):
 @pytest.mark.integration
 def test_build_reads_raw_local_and_every_recorded_folder(site, tmp_path, monkeypatch):
     db, local = site
-    monkeypatch.setattr("benchcards.paths.LOCAL", local)
+    monkeypatch.setattr("benchcards.read.paths.LOCAL", local)
     assert sources.freshness(db).state == "missing"
     build(db, local)
     demo = setup_ids(db)
@@ -165,7 +165,7 @@ def test_build_reads_raw_local_and_every_recorded_folder(site, tmp_path, monkeyp
 @pytest.mark.integration
 def test_a_recorded_folder_that_is_gone_stops_the_build_until_forgotten(site, tmp_path, monkeypatch):
     db, local = site
-    monkeypatch.setattr("benchcards.paths.LOCAL", local)
+    monkeypatch.setattr("benchcards.read.paths.LOCAL", local)
     build(db, local)
     elsewhere = other_setup(tmp_path / "elsewhere", "by-hand")
     ingest_paths([elsewhere.parent], db)
@@ -191,7 +191,7 @@ def test_a_recorded_folder_that_is_gone_stops_the_build_until_forgotten(site, tm
 @pytest.mark.integration
 def test_a_failed_build_never_replaces_a_good_database(site, monkeypatch):
     db, local = site
-    monkeypatch.setattr("benchcards.paths.LOCAL", local)
+    monkeypatch.setattr("benchcards.read.paths.LOCAL", local)
     build(db, local)
     before = sha(db)
     broken = other_setup(local, "broken")
@@ -240,7 +240,7 @@ def _upload(archive: Path, db: Path, local: Path, crash: str | None) -> subproce
 def test_an_upload_killed_half_way_is_never_published(site, tmp_path, monkeypatch, point, published, replacing):
     """kill -9 at each step of an upload; the next build (or upload) finishes or undoes it, never half of it."""
     db, local = site
-    monkeypatch.setattr("benchcards.paths.LOCAL", local)
+    monkeypatch.setattr("benchcards.read.paths.LOCAL", local)
     build(db, local)
     v1 = make_setup(tmp_path / "v1")
     if replacing:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import builds, queries
+from benchcards.compute import builds
+from benchcards.read import queries
 from ingest.importers import Options, Source, convert, demo
 from ingest.importers.store import save
 from tests.import_helpers import FIX
@@ -143,7 +144,7 @@ def test_card_page_shows_engine_figures_and_builds(demo_db, monkeypatch):
 
 
 def test_export_has_the_builds_page_and_card_sections(demo_db, tmp_path):
-    from benchcards.export import export
+    from benchcards.site.export import export
 
     out = tmp_path / "site"
     export(demo_db, out, with_raw=False)
@@ -161,7 +162,7 @@ def test_server_log_and_vllm_sections_on_the_card(tmp_path):
     results = convert([Source("s.log", (FIX / "llama-server-gb10-old-layout.log").read_bytes())])
     db = tmp_path / "c.duckdb"
     save(results, db, tmp_path / "local")
-    from benchcards import card as cardmod
+    from benchcards.views import card as cardmod
 
     c = queries.card(queries.Store(db), results[0].setups[0].setup_id)
     t = cardmod.server_log_table(c)
@@ -177,7 +178,7 @@ PAYLOAD = '</script><script>alert(1)</script><img src=x onerror=alert(2)>'
 def test_the_builds_page_shows_names_from_the_files_as_text(tmp_path):
     """Model, GPU and commit names come from the imported files: on builds.html they are text, and in
     Chromium nothing of them runs (the export's audit of injected elements, dialogs and requests)."""
-    from benchcards.export import export
+    from benchcards.site.export import export
     from tests.test_browser import CHROMIUM
     from tests.test_xss import AUDIT, watch
 
@@ -216,7 +217,7 @@ def test_a_speed_setup_timeline_keeps_every_test_and_the_batch_agrees(tmp_path):
     """Two builds of one synthetic speed setup (seeds 16 and 76 differ only in the build): the timeline
     lines up per-prompt decode (no level) beside requests-at-once levels, and the export's batch of every
     group's timeline equals the one-setup timeline."""
-    from benchcards import synth
+    from devdata import synth
     from ingest import ingest_paths
 
     raw = tmp_path / "raw"

@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = [
     ["-m", "ingest"],
     ["-m", "schemas"],
-    ["-m", "benchcards.synth"],
-    ["-m", "benchcards.export"],
+    ["-m", "devdata.synth"],
+    ["-m", "benchcards.site.export"],
     ["-m", "ingest.build"],
     ["-m", "ingest.upload"],
     ["-m", "live"],

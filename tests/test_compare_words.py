@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchcards import compare, flags
+from benchcards.domain import flags
+from benchcards.views import compare
 from schemas.models import Setup
 
 pytestmark = pytest.mark.unit

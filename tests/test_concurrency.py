@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import db, queries
+from benchcards.read import db, queries
 from ingest import ingest_paths, store
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import queries, synth
+from benchcards.read import queries
+from devdata import synth
 from tests.test_app import SEED, SEED0
 
 pytestmark = pytest.mark.integration
@@ -50,7 +51,9 @@ def test_seed_000_tasks_are_shown_as_tasks(demo_db):
 def test_demo_sweep_shows_its_differences(demo_db, tmp_path):
     # the sweep measured on the real llama-server (scripts/measure_demo_sweep.sh): both variants' setups
     # are method tests, the record names them, and every shared figure has an interval and a verdict
-    from benchcards import export, fmt, sweeps
+    from benchcards.compute import sweeps
+    from benchcards.domain import fmt
+    from benchcards.site import export
 
     store = queries.Store(demo_db)
     (rec,) = sweeps.load_sweeps(store)
@@ -71,7 +74,7 @@ def test_demo_sweep_shows_its_differences(demo_db, tmp_path):
 def test_synthetic_long_prompt_steps_fit_the_servers_context_per_slot():
     """-np N without -kvu splits -c over the slots: no shipped synthetic step asks more than one slot holds, and
     the steps that would are shown as skipped with the reason (as the live client records them)."""
-    from benchcards import flags
+    from benchcards.domain import flags
 
     for folder in sorted(RAW.glob("synthetic-*")):
         argv = json.loads((folder / "setup.json").read_text())["server"]["argv"]

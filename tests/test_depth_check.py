@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import card as cardmod
-from benchcards import charts, queries
-from benchcards.summarize import depth_problem
+from benchcards.charts import charts
+from benchcards.compute.summarize import depth_problem
+from benchcards.read import queries
+from benchcards.views import card as cardmod
 from ingest import ingest_paths
 from ingest.upload import accept_files
 from tests.helpers import make_setup, rec, speed_contract

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import charts
-from benchcards.export import export
+from benchcards.charts import charts
+from benchcards.site.export import export
 from tests.helpers import demo_count
 from tests.test_app import SEED, SYN1
 
@@ -71,7 +71,7 @@ def test_raw_files_are_copied_and_linked_as_downloads(site):
 
 
 def test_export_refuses_a_folder_it_did_not_write(demo_db, tmp_path):
-    from benchcards.sitewrite import ExportFolderError
+    from benchcards.site.writer import ExportFolderError
 
     out = tmp_path / "site"
     out.mkdir()
@@ -168,7 +168,7 @@ def test_lists_name_setups_like_the_app_with_their_notes(site):
 def test_a_test_has_one_name_on_every_page(site, demo_db):
     """ruler_8k is labelled 'RULER 8K' by one contract and 'Long text 8K (RULER)' by another: every page uses
     the one display name (the quality index's)."""
-    from benchcards import metrics
+    from benchcards.domain import metrics
 
     name = metrics.quality_label("ruler_8k", "RULER 8K")
     pages = [(site / rel).read_text() for rel in ("quality.html", "analysis.html")]
@@ -182,7 +182,8 @@ def test_sitemap_lists_every_page_and_nothing_else(site):
 
 
 def test_time_to_answer_page_matches_the_library(site, demo_db):
-    from benchcards import analysis, queries
+    from benchcards.compute import analysis
+    from benchcards.read import queries
 
     data, left_out = analysis.without_method_tests(queries.analysis_data(queries.Store(demo_db)))
     # the tiny real-engine run and the demo sweep's two variants: method tests, not ranked (as in the app)
@@ -209,7 +210,7 @@ def test_every_page_is_small_and_charts_load_the_bundle_only_where_drawn(site):
 
 
 def test_reexport_after_one_new_setup_rewrites_only_what_shows_it(demo_db, tmp_path):
-    from benchcards import synth
+    from devdata import synth
     from ingest import ingest_paths
 
     db = tmp_path / "copy.duckdb"
@@ -343,7 +344,9 @@ def test_site_search_sort_and_pages_on_a_phone_in_light_and_dark(site, b):
 @pytest.mark.browser
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
 def test_a_long_name_without_spaces_breaks_instead_of_pushing_the_figures_off_screen(demo_db, tmp_path, b):
-    from benchcards import queries, site, synth
+    from benchcards.read import queries
+    from benchcards.site import urls as site
+    from devdata import synth
     from ingest import ingest_paths
 
     db = tmp_path / "long.duckdb"

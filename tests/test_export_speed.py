@@ -11,9 +11,12 @@ import duckdb
 import pandas as pd
 import pytest
 
-from benchcards import db, site, synth, tiers
-from benchcards.export import EXPORT_KEY, export, export_key
-from benchcards.sitewrite import MANIFEST
+from benchcards.domain import tiers
+from benchcards.read import db
+from benchcards.site import urls as site
+from benchcards.site.export import EXPORT_KEY, export, export_key
+from benchcards.site.writer import MANIFEST
+from devdata import synth
 from ingest import ingest_paths
 from schemas.tables import FINGERPRINT_KEY, content_fingerprint
 from tests.helpers import demo_count

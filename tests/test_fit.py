@@ -86,9 +86,9 @@ def test_the_run_folder_is_a_contract_like_an_uploaded_one(refused_run):
 
 
 def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
-    from benchcards import card as cardmod
-    from benchcards import queries
-    from benchcards.export import export
+    from benchcards.read import queries
+    from benchcards.site.export import export
+    from benchcards.views import card as cardmod
     from ingest import ingest_paths
 
     _run, _, run_dir = refused_run

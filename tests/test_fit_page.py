@@ -20,7 +20,7 @@ DEMO = f"{sys.executable} -m live demo-server -c {{ctx}} --slots 1 --prefill-tps
 
 @pytest.fixture()
 def site(demo_db, monkeypatch, tmp_path):
-    import benchcards.paths as paths
+    import benchcards.read.paths as paths
 
     copy = tmp_path / "site.duckdb"
     copy.write_bytes(Path(demo_db).read_bytes())
@@ -68,7 +68,7 @@ def test_the_memory_test_shows_its_argv_runs_each_size_and_lands_on_the_site(sit
     assert list(steps.State) == ["answered", "did not load"]
     assert "failed to allocate buffer for kv cache" in steps.Reason.iloc[1]
     assert (tmp_path / "local" / job.setup_id / "setup.json").exists()
-    from benchcards import queries
+    from benchcards.read import queries
 
     c = queries.card(queries.Store(site), job.setup_id)
     assert c.fit is not None and c.fit["largest_ctx"] == 4096

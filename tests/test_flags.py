@@ -4,7 +4,9 @@ import copy
 
 import pytest
 
-from benchcards import flags, queries, synth
+from benchcards.domain import flags
+from benchcards.read import queries
+from devdata import synth
 from ingest import ingest_paths
 from tests.helpers import SETUP, make_setup
 

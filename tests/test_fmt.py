@@ -5,7 +5,10 @@ import math
 import pandas as pd
 import pytest
 
-from benchcards import fmt, metrics, queries, summarize, views
+from benchcards.compute import summarize
+from benchcards.domain import fmt, metrics
+from benchcards.read import queries
+from benchcards.views import tables as views
 from tests.test_app import SEED
 
 pytestmark = pytest.mark.integration  # pure formatting, and the registry checked against the demo database

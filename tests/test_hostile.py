@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import db as read_db
+from benchcards.read import db as read_db
 from ingest import ingest_paths
 from ingest.__main__ import main as ingest_main
 from ingest.errors import IngestError
@@ -684,7 +684,7 @@ def _(ctx):
 
 
 def _reported_loaded(ctx: Ctx) -> None:
-    from benchcards import queries, reported
+    from benchcards.read import queries, reported
 
     assert reported.figures(queries.Store(ctx.db), ["hand-3090"]).as_written.tolist() == ["~110 t/s", "0.7 GB"]
 

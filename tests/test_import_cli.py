@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import db, queries
+from benchcards.read import db, queries
 from ingest.__main__ import main
 from tests.helpers import make_setup
 from tests.import_helpers import FIX

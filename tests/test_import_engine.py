@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchcards import queries, summarize
+from benchcards.compute import summarize
+from benchcards.read import queries
 from ingest.importers import Options, Source, convert, detect
 from ingest.importers.store import check, save
 from schemas.models import SpeedContract

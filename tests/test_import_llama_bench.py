@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from benchcards import summarize
+from benchcards.compute import summarize
 from ingest.importers import ImportFailed, Options, Source, convert, detect
 from ingest.importers import llama_bench as lb
 from ingest.importers.store import check

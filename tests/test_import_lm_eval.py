@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from benchcards import queries, stats
+from benchcards.domain import stats
+from benchcards.read import queries
 from ingest.importers import ImportFailed, Options, Source, convert, detect, plan
 from ingest.importers.store import check, save
 from tests.import_helpers import FIX, check_golden, figures, run

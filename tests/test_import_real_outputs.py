@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from benchcards import summarize
+from benchcards.compute import summarize
 from ingest.__main__ import main
 from ingest.importers import ImportFailed, Options, Source, convert, detect
 from ingest.importers.store import check

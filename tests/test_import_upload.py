@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import queries
+from benchcards.read import queries
 from tests.import_helpers import FIX
 from tests.live_servers import free_port
 from tests.test_browser import READY, start_streamlit

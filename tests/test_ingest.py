@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import db, fmt, queries
+from benchcards.domain import fmt
+from benchcards.read import db, queries
 from ingest import IngestError, ingest_paths
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract, write
 

@@ -13,8 +13,8 @@ import time
 import httpx
 import pytest
 
-from benchcards import card as cardmod
-from benchcards import queries
+from benchcards.read import queries
+from benchcards.views import card as cardmod
 from ingest import ingest_paths
 from live.client import NotLoopback, parse_stream, stream_chat
 from live.measure import MeasureConfig, SetupInput, build_setup, measure, parse_build, write_folder

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from benchcards import fmt, queries
+from benchcards.domain import fmt
+from benchcards.read import queries
 from tests.live_servers import ROOT, demo_server, free_port
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.summarize import record_problem, speed_from_records
+from benchcards.compute.summarize import record_problem, speed_from_records
 from live.__main__ import main
 from live.client import RawStream
 from live.job import LiveJob

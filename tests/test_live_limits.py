@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import queries
+from benchcards.read import queries
 from ingest import ingest_paths
 from live.client import MAX_SSE_LINE, Cancel, Limits, parse_stream, stream_chat, stream_many
 from live.measure import Event, MeasureConfig, measure
@@ -281,7 +281,7 @@ def test_a_broken_setup_file_is_refused_before_measuring(tmp_path):
 def test_depth_zero_is_refused_and_never_ok():
     with pytest.raises(ValueError, match="prefill-depths: 0"):
         MeasureConfig(prefill_depths=(0,))
-    from benchcards.summarize import depth_problem
+    from benchcards.compute.summarize import depth_problem
 
     assert depth_problem(0, 68) == "a requested depth of 0 tokens: a prefill depth must be at least 1 token"
 

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture()
 def site(demo_db, monkeypatch, tmp_path):
     """A copy of the demo database as the site's, and a local folder in tmp_path for the runs."""
-    import benchcards.paths as paths
+    import benchcards.read.paths as paths
 
     copy = tmp_path / "site.duckdb"
     copy.write_bytes(Path(demo_db).read_bytes())

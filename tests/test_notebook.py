@@ -83,7 +83,8 @@ def test_analysis_notebook_executes_and_draws_its_charts(demo_db, monkeypatch):
 
     text = json.dumps([o.get("data") or o.get("text") for c in run.cells for o in c.get("outputs", [])])
     assert "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB" in text  # the tables show the setups
-    from benchcards import analysis, queries
+    from benchcards.compute import analysis
+    from benchcards.read import queries
 
     shown, left_out = analysis.without_method_tests(queries.analysis_data(queries.Store(demo_db)))
     assert left_out and len(shown.setups) < demo_count()  # method tests and reported figures are not ranked
@@ -96,7 +97,7 @@ def test_a_hostile_name_stays_text_in_the_notebooks_html(demo_db, tmp_path, monk
     import nbformat
     from nbclient import NotebookClient
 
-    from benchcards import synth
+    from devdata import synth
     from ingest import ingest_paths
     from tests.xss import one_line_payload
 

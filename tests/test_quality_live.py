@@ -12,10 +12,11 @@ import threading
 
 import pytest
 
-from benchcards import analysis, queries
-from benchcards import card as cardmod
-from benchcards.export import export
-from benchcards.stats import wilson
+from benchcards.compute import analysis
+from benchcards.domain.stats import wilson
+from benchcards.read import queries
+from benchcards.site.export import export
+from benchcards.views import card as cardmod
 from ingest import ingest_paths
 from live.demo_answers import share_of
 from live.generators import parse_tests

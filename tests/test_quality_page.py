@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture()
 def site(demo_db, monkeypatch, tmp_path):
-    import benchcards.paths as paths
+    import benchcards.read.paths as paths
 
     copy = tmp_path / "site.duckdb"
     copy.write_bytes(Path(demo_db).read_bytes())

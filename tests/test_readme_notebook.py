@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import queries
+from benchcards.read import queries
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import analysis, db, queries, reported, views
+from benchcards.compute import analysis
+from benchcards.read import db, queries, reported
+from benchcards.views import tables as views
 from ingest import IngestError, ingest_paths
 from tests.helpers import SETUP, make_setup, speed_contract, write
 from tests.helpers_reported import URL, make_reported, reported_contract, reported_setup
@@ -248,7 +250,7 @@ def test_the_overview_and_compare_in_the_app(both, monkeypatch):
 
 
 def test_the_export_card_shows_reported_beside_measured_and_lists_reported_last(both, tmp_path):
-    from benchcards.export import export
+    from benchcards.site.export import export
 
     site = tmp_path / "site"
     export(both, site, with_raw=False)
@@ -333,7 +335,7 @@ def test_the_overview_download_keeps_reported_figures_out_of_the_measured_column
 def test_a_site_of_reported_setups_only_exports(tmp_path):
     """A database that holds only reported setups (no measured one to put them beside) exports its cards; the
     'beside' lookup once broadcast a tuple key against an empty column and the export stopped."""
-    from benchcards import export
+    from benchcards.site import export
 
     raw = Path(__file__).resolve().parent.parent / "data" / "raw"
     folder = next(p for p in sorted(raw.iterdir()) if p.name.startswith("reported-"))

@@ -10,8 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchcards import card as cardmod
-from benchcards import charts, downloads, flags, fmt, queries
+from benchcards.charts import charts
+from benchcards.domain import flags, fmt
+from benchcards.read import queries
+from benchcards.views import card as cardmod
+from benchcards.views import downloads
 from ui import html
 
 pytestmark = pytest.mark.integration
@@ -61,7 +64,7 @@ def test_a_setup_keeps_its_colour_on_every_chart_of_a_page_and_in_the_export():
     # without the page's colours, a chart still colours from the whole series, not from its own points
     assert _colours(charts.conc_chart(data, "total").to_dict()) == conc
     # the export's card draws each setup in the colour the app gives it alone (its own, from its id)
-    from benchcards import specs
+    from benchcards.charts import specs
 
     pts = charts.depth_points(data[data.setup_id == "b"], "prefill")
     alone = charts.setup_colors(["b"])["b"]
@@ -103,7 +106,7 @@ def test_downloads_are_numbers_with_units_in_headers_and_empty_for_missing():
 
 
 def test_the_overview_download_links_by_id_and_loads_as_numbers(demo_store):
-    from benchcards import views
+    from benchcards.views import tables as views
 
     ov = queries.overview(demo_store)
     data = pd.read_csv(io.BytesIO(downloads.csv_bytes(views.overview_table(ov))))
@@ -178,7 +181,7 @@ def test_words_break_only_at_spaces_but_long_tokens_may_break():
 
 
 def test_a_first_click_sorts_a_figure_the_way_it_is_better():
-    from benchcards import export
+    from benchcards.site import export
 
     t = export.table(pd.DataFrame({"Setup": ["a", "b"], "Decode (tok/s)": ["63.4", "132.0"],
                                    "First token at 2K (s)": ["1.2", "0.8"], "GPU": ["x", "y"]}))

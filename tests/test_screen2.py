@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import builds, charts, export, queries
+from benchcards.charts import charts
+from benchcards.compute import builds
+from benchcards.read import queries
+from benchcards.site import export
 from ingest.__main__ import main
 from ingest.importers import Options, Source, convert
 from ingest.importers.store import save

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from benchcards import queries
+from benchcards.read import queries
 from tests.test_browser import CHROMIUM, browser, open_page, server  # noqa: F401  (fixtures)
 from ui import html
 

@@ -154,8 +154,8 @@ def test_method_fields_are_the_contracts_names_and_to_argv_reads_back():
 # --------------------------------------------------------------------------- the round trip
 
 def test_a_measured_runs_reproduce_command_parses_back_to_its_settings(tmp_path):
-    from benchcards import card as cards
-    from benchcards import queries
+    from benchcards.read import queries
+    from benchcards.views import card as cards
     from live.__main__ import main
 
     given = ["--parts", "decode,prefill,conc,agent", "--prompts", "prose", "--runs", "1", "--warmups", "0",

@@ -9,7 +9,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from benchcards import site, sitewrite
+from benchcards.site import urls as site
+from benchcards.site import writer as sitewrite
 
 pytestmark = pytest.mark.unit
 

@@ -1,10 +1,12 @@
-"""Chart specs filled into cached templates (benchcards.specs: the export's cards and the app's memory chart)
+"""Chart specs filled into cached templates (benchcards.charts.specs: the export's cards and the app's memory chart)
 are the very specs Altair builds from the same frames, data included."""
 
 import pytest
 
-from benchcards import analysis, charts, queries, specs
-from benchcards.export import SERIES_METRICS
+from benchcards.charts import charts, specs
+from benchcards.compute import analysis
+from benchcards.read import queries
+from benchcards.site.export import SERIES_METRICS
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.locks import file_lock
-from benchcards.paths import staging_for
+from benchcards.read.locks import file_lock
+from benchcards.read.paths import staging_for
 from tests.helpers import make_setup
 from tests.test_hostile import zip_of
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from benchcards import fmt, stats
+from benchcards.domain import fmt, stats
 
 pytestmark = pytest.mark.unit
 

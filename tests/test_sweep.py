@@ -15,7 +15,9 @@ import time
 
 import pytest
 
-from benchcards import fmt, queries, sweeps
+from benchcards.compute import sweeps
+from benchcards.domain import fmt
+from benchcards.read import queries
 from ingest import ingest_paths
 from live.measure import MeasureConfig, SetupInput
 from live.sweep import SweepConfig, Variant, differences, grid, parse_variant, run_sweep, write_sweep

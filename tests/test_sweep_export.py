@@ -9,8 +9,10 @@ from html import unescape
 
 import pytest
 
-from benchcards import fmt, queries, sweeps
-from benchcards.export import export
+from benchcards.compute import sweeps
+from benchcards.domain import fmt
+from benchcards.read import queries
+from benchcards.site.export import export
 from ingest import ingest_paths
 from live.measure import SetupInput
 from live.sweep import Variant, run_sweep, write_sweep

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import queries, sweeps
+from benchcards.compute import sweeps
+from benchcards.read import queries
 from live.sweep_job import current_job, variants_from_rows
 from tests.test_app import page_text, run, table_with
 from tests.test_launcher import alive, wait_gone
@@ -19,7 +20,7 @@ DEMO = f"{sys.executable} -m live demo-server --ctx {{ctx}} --slots 1 --decode-t
 
 @pytest.fixture()
 def site(demo_db, monkeypatch, tmp_path):
-    import benchcards.paths as paths
+    import benchcards.read.paths as paths
 
     copy = tmp_path / "site.duckdb"
     copy.write_bytes(Path(demo_db).read_bytes())

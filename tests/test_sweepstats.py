@@ -1,4 +1,4 @@
-"""The difference between two server settings with its 95 % interval (benchcards.sweepstats).
+"""The difference between two server settings with its 95 % interval (benchcards.compute.sweepstats).
 
 Known answers are worked by hand in the comments (docs/definitions.md#sweep)."""
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchcards import sweepstats as ss
+from benchcards.compute import sweepstats as ss
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards import db
+from benchcards.read import db
 from ingest import rows, store
 from schemas import tables
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchcards.tiers import CPU_ONLY, TIER_ORDER, UNIFIED, tier_rank, vram_tier
+from benchcards.domain.tiers import CPU_ONLY, TIER_ORDER, UNIFIED, tier_rank, vram_tier
 
 pytestmark = pytest.mark.unit
 

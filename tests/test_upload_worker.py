@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import benchcards.paths as paths
-from benchcards.locks import file_lock
+import benchcards.read.paths as paths
+from benchcards.read.locks import file_lock
 from ingest import worker
 from ingest.importers import Options, Source
 from tests.helpers import make_setup

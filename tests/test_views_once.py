@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from benchcards import analysis, cardview, queries
-from benchcards.export import export
+from benchcards.compute import analysis
+from benchcards.read import queries
+from benchcards.site.export import export
+from benchcards.views import cardview
 from tests.helpers import demo_count
 
 pytestmark = pytest.mark.integration
@@ -179,8 +181,8 @@ def test_warnings_are_labelled_in_words_on_both(demo_db):
     """A warning reads 'Stated figure differs from the raw records (run): …' on both, never its raw kind."""
     import pandas as pd
 
-    from benchcards import card as cardmod
-    from benchcards import export as ex
+    from benchcards.site import export as ex
+    from benchcards.views import card as cardmod
 
     c = queries.card(queries.Store(demo_db), SEED)
     c.warnings = pd.DataFrame({"kind": ["summary_mismatch", "high_cv"], "run_id": [None, "r1"],
@@ -214,7 +216,7 @@ def test_peak_memory_says_what_is_known_and_an_unknown_id_is_said_once(demo_db, 
 
 def test_analysis_and_overview_words_are_written_once(demo_db, site, monkeypatch):
     """The analysis views' and the overview's explanations are the same sentences in the app and the export."""
-    from benchcards import analysisview
+    from benchcards.views import analysisview
 
     monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))
     at = AppTest.from_file(str(ROOT / "pages" / "7_Analysis.py"), default_timeout=120)
@@ -232,7 +234,7 @@ def test_analysis_and_overview_words_are_written_once(demo_db, site, monkeypatch
     at.run()
     home = visible((site / "index.html").read_text(encoding="utf-8"))
     app = " ".join(app_text(at.main))
-    from benchcards import analysisview as overviewview
+    from benchcards.views import analysisview as overviewview
 
     assert " ".join(overviewview.LEAD.split()) in app and " ".join(overviewview.LEAD.split()) in home
     assert analysis  # the module the views explain

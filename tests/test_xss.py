@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.export import CSP, export, script_json
+from benchcards.site.export import CSP, export, script_json
 from ingest import ingest_paths
 from tests.live_servers import free_port
 from tests.test_browser import ARTIFACTS, CHROMIUM, READY, start_streamlit
@@ -175,14 +175,14 @@ def test_commands_built_from_the_data_run_exactly_the_recorded_words():
     run the recorded argv and nothing else."""
     import shlex
 
-    from benchcards import flags
+    from benchcards.domain import flags
 
     argv = ["llama-server", "--x;touch /tmp/pwned", "-m", "$(reboot)", "--alias", "`id`", "-c", "8192"]
     env = {"CUDA_VISIBLE_DEVICES": "0; rm -rf ~", "A B;C": "$(x)"}
     cmd = flags.shell_join(argv, env)
     words = shlex.split(cmd.replace("\\\n", " "))
     assert words == ["CUDA_VISIBLE_DEVICES=0; rm -rf ~", "env", "A B;C=$(x)", *argv]
-    from benchcards.card import _shell_lines
+    from benchcards.views.card import _shell_lines
 
     args = ["python", "-m", "live", "measure", "--gpu", "--$(reboot)", "--title", "x; touch /tmp/pwned", "--ingest"]
     assert shlex.split(_shell_lines(args).replace("\\\n", " ")) == args

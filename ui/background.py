@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchcards.paths import ROOT
+from benchcards.read.paths import ROOT
 
 #: characters of a build's output kept for the page
 OUTPUT_CHARS = 20_000

@@ -1,4 +1,4 @@
-"""The setup card in Streamlit: draws the sections of ``benchcards.cardview`` in their order.
+"""The setup card in Streamlit: draws the sections of ``benchcards.views.cardview`` in their order.
 
 Only how each block looks is decided here (headers, captions, boxes, tables, the raw-file picker); every word
 and figure comes from the view, the same list the static export walks.
@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from benchcards import builds, charts, fmt, queries, reported
-from benchcards import cardview as cv
-from benchcards.queries import Card, Store
+from benchcards.charts import charts
+from benchcards.compute import builds
+from benchcards.domain import fmt
+from benchcards.read import queries, reported
+from benchcards.read.queries import Card, Store
+from benchcards.views import cardview as cv
 from ui import common
 from ui.common import md
 

@@ -12,10 +12,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from benchcards.db import DatabaseError, check
-from benchcards.paths import DEFAULT_DB
-from benchcards.queries import Store
-from benchcards.sources import Freshness, freshness
+from benchcards.read.db import DatabaseError, check
+from benchcards.read.paths import DEFAULT_DB
+from benchcards.read.queries import Store
+from benchcards.read.sources import Freshness, freshness
 from ui import background
 
 #: ASCII punctuation: each is backslash-escaped in text from data shown as Markdown
@@ -110,7 +110,7 @@ BUILD_COMMAND = ".venv/bin/python -m ingest.build"
 
 
 def _freshness(path: Path) -> Freshness:
-    """``benchcards.sources.freshness``, looked up at most every RECHECK_S seconds per process."""
+    """``benchcards.read.sources.freshness``, looked up at most every RECHECK_S seconds per process."""
     now = time.monotonic()
     hit = _CHECKED.get(str(path))
     if hit is not None and now - hit[0] < RECHECK_S:
@@ -179,10 +179,10 @@ def store() -> Store:
 
 
 def downloads(df: pd.DataFrame | Callable[[], pd.DataFrame], name: str) -> None:
-    """CSV and JSON downloads of a table as data (``benchcards.downloads``: numbers as numbers, units in the
+    """CSV and JSON downloads of a table as data (``benchcards.views.downloads``: numbers as numbers, units in the
     headers, empty for missing), behind one small button. ``df`` may be a function that makes the table: it
     then runs only when someone downloads."""
-    from benchcards import downloads as dl
+    from benchcards.views import downloads as dl
 
     make = df if callable(df) else (lambda: df)
     with st.popover("Download", icon=":material/download:"):
@@ -198,7 +198,7 @@ def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *
           numeric: tuple[str, ...] | list[str] = (), grid: bool = False, **grid_options) -> None:
     """A table shown whole (no inner scroll box), with CSV and JSON downloads; or an explanation when empty.
 
-    A table of text (cells made by ``benchcards.fmt``) is escaped HTML that wraps to the page, see
+    A table of text (cells made by ``benchcards.domain.fmt``) is escaped HTML that wraps to the page, see
     ``ui.html.table`` for ``links``, ``titles``, ``classes`` and ``numeric``. A table that still holds raw
     numbers, or is asked to be one (``grid=True``, or ``column_config`` and the like in ``grid_options``),
     stays a sortable data grid, tall enough for all its rows.
@@ -219,19 +219,19 @@ def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *
 
 
 def tiles(items: list) -> None:
-    """Headline figures (``benchcards.card.Tile``): three a row, two on a phone; the meaning on hover."""
+    """Headline figures (``benchcards.views.card.Tile``): three a row, two on a phone; the meaning on hover."""
     from ui import html
 
     st.html(html.tiles([(t.label, t.value, t.help) for t in items]))
 
 
 def chart(c: alt.TopLevelMixin, key: str) -> None:
-    """An Altair chart from benchcards.charts, with our theme (not Streamlit's)."""
+    """An Altair chart from benchcards.charts.charts, with our theme (not Streamlit's)."""
     st.altair_chart(c, theme=None, width="stretch", key=key)
 
 
 def vega(spec: dict, key: str) -> None:
-    """A Vega-Lite dict from benchcards.charts (a ``*_spec`` function), with our theme (not Streamlit's)."""
+    """A Vega-Lite dict from benchcards.charts.charts (a ``*_spec`` function), with our theme (not Streamlit's)."""
     st.vega_lite_chart(spec=spec, theme=None, width="stretch", key=key)
 
 
@@ -244,7 +244,7 @@ def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_se
     limits the choice, ``default`` is the initial choice when the URL has none (a list
     when ``multi``), ``where`` is the container (default: the page).
     """
-    from benchcards.queries import setup_ids
+    from benchcards.read.queries import setup_ids
 
     where = where or st
     titles = dict(setup_ids(store))

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from benchcards import fmt, paths
+from benchcards.domain import fmt
+from benchcards.read import paths
 from live import launcher
 from live.fit import RESULT_WORDS, FitConfig, FitEvent, time_left
 from live.fit_job import FitBusy, FitJob, current_job

@@ -93,7 +93,7 @@ NAME_PART_MAX = 20
 def cell_text(value: object) -> str:
     """An escaped cell ('—' when missing). A figure ('2,546.8 s', '52.4 – 62.0 %', '229 / 400') never wraps
     inside; a 'result ± margin' figure may wrap only before its '±'."""
-    from benchcards import fmt
+    from benchcards.domain import fmt
 
     text = fmt.text(value)
     if " ± " in text:
@@ -111,7 +111,7 @@ def cell_text(value: object) -> str:
 
 def words(text: str) -> str:
     """Escaped ``text`` whose long words (``fmt.LONG_TOKEN``) may break inside; the others only at spaces."""
-    from benchcards import fmt
+    from benchcards.domain import fmt
 
     return "".join(f'<span class="bc-lw">{esc(p)}</span>' if long else esc(p) for p, long in fmt.long_tokens(text))
 
@@ -168,7 +168,7 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
              link: str = "Setup_card?setup=", groups: bool = False) -> str:
     """The overview twice: a table for wide screens and cards for phones (CSS shows one of them).
 
-    ``display`` is ``benchcards.views.overview_display``; ``figures`` and ``quality`` name its
+    ``display`` is ``benchcards.views.tables.overview_display``; ``figures`` and ``quality`` name its
     figure and quality columns; ``units`` gives each figure's unit for the cards. ``groups``: the rows are
     ranked within tiers, so each tier starts with a heading row (and a heading above its cards).
     """
@@ -191,7 +191,7 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     # "CPU only" is both a GPU text and a tier: said once
     tier_line = ["" if g == t else f'<br><span class="bc-muted">{t} tier</span>' for g, t in zip(gpus, tiers)]
     card_hw = [f"{t} tier" if g == t else f"{g} · {t} tier" for g, t in zip(gpus, tiers)]
-    # reported setups come after every measured one (benchcards.reported): one group of their own, not a
+    # reported setups come after every measured one (benchcards.read.reported): one group of their own, not a
     # second heading of each tier
     group = [REPORTED_GROUP if col["badge"][i] == "reported" else f"{tiers[i]} tier" for i in range(len(display))]
     for i in range(len(display)):

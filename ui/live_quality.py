@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from benchcards.paths import LOCAL
+from benchcards.read.paths import LOCAL
 from ingest.limits import LIMITS
 from live.client import NotLoopback, check_target
 from live.generators import SpecError, parse_tests

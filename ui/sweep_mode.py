@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from benchcards import fmt, paths
+from benchcards.domain import fmt
+from benchcards.read import paths
 from live import launcher
 from live.measure import MeasureConfig, SetupInput, is_cpu_only
 from live.progress import InputError, parse_tokens

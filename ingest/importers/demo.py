@@ -2,7 +2,7 @@
 
 ``python -m ingest.importers.demo data/raw`` writes the timeline the shipped demo data holds (one
 setup per build, marked synthetic); the llama-bench outputs themselves come from
-``benchcards.synth.llama_bench_output``, and the importer turns them into setups exactly as it would
+``devdata.synth.llama_bench_output``, and the importer turns them into setups exactly as it would
 a user's file.
 """
 
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchcards.synth import BUILDS, llama_bench_output
+from devdata.synth import BUILDS, llama_bench_output
 from ingest.importers import Options, Source, convert
 
 
@@ -25,11 +25,11 @@ def generate_builds(out: Path, seed: int = 1) -> list[Path]:
     sources = [Source(f"llama-bench-b{b}.json", llama_bench_output(seed, b, c, (pp, tg, deep)))
                for b, c, pp, tg, deep in BUILDS]
     opts = Options(synthetic=True, title_prefix="Synthetic: ", id_prefix="timeline-demo",
-                   measured_by="benchcards.synth")
+                   measured_by="devdata.synth")
     written = []
     for res in convert(sources, opts, force="llama-bench"):
         for conv in res.setups:
-            conv.setup["provenance"] = (f"benchcards.synth seed {seed}: a synthetic llama-bench output, "
+            conv.setup["provenance"] = (f"devdata.synth seed {seed}: a synthetic llama-bench output, "
                                         "generated, not measured, imported with the llama-bench importer; "
                                         "its GPU memory, file size and command are the generator's own")
             for run in conv.runs:

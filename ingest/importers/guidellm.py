@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from benchcards import plausible
+from benchcards.domain import plausible
 from ingest.importers import served
 from ingest.importers.base import (
     Converted,

@@ -9,7 +9,7 @@ deviation of the per-repetition rates.
 Mapping: one setup per distinct model x build x GPU x settings in the file (every column that is
 not a test result is part of that identity); one speed run per setup and file, whose ``bench``
 records hold one test each (kind, token counts, depth, samples, the tool's stated mean and sd).
-``benchcards.summarize`` turns them into ``bench_prefill`` (pp), ``bench_decode`` (tg) and
+``benchcards.compute.summarize`` turns them into ``bench_prefill`` (pp), ``bench_decode`` (tg) and
 ``bench_pg`` figures per test and depth with their spread (CV). Columns benchcards has no field for
 are listed in the contract's ``imported.unmapped``; settings are kept as printed in
 ``method.bench_settings``.
@@ -26,7 +26,7 @@ from datetime import datetime
 from itertools import chain
 from typing import Any
 
-from benchcards.plausible import count_problem, duration_problem, rate_problem
+from benchcards.domain.plausible import count_problem, duration_problem, rate_problem
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     BIG_MAX,
@@ -672,7 +672,7 @@ def valid_time(t: Any) -> bool:
 
 
 def _plausible(src: Source, row: Row, rec: dict[str, Any]) -> None:
-    """Refuse a test whose figures no measurement can give (``benchcards.plausible``): token counts beyond any
+    """Refuse a test whose figures no measurement can give (``benchcards.domain.plausible``): token counts beyond any
     context, a repetition shorter than a clock tick, a rate beyond any hardware."""
     kind = "decode" if rec["test"] == "tg" else "prefill"
     for key in ("n_prompt", "n_gen", "n_depth"):

@@ -32,7 +32,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchcards import plausible
+from benchcards.domain import plausible
 from ingest.importers import served
 from ingest.importers.base import (
     Converted,

@@ -17,7 +17,7 @@ batch sizes, flash attention, the KV cache types, the layers offloaded and, in v
 devices with their memory; a command typed on the log's first lines is kept as the server command.
 Every start of the server in the file begins a new run; runs with the same configuration share a
 setup. Figures: the median decode rate over requests and its spread, and the median prefill rate
-per prompt size (``benchcards.summarize.server_log_metrics``).
+per prompt size (``benchcards.compute.summarize.server_log_metrics``).
 
 Every line is read in time linear in its length: each fact is looked up by a fixed text first and
 read with bounded patterns (no pattern can backtrack over a long line), and lines longer than
@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchcards.plausible import count_problem, duration_problem, rate_problem
+from benchcards.domain.plausible import count_problem, duration_problem, rate_problem
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     Converted,
@@ -337,7 +337,7 @@ def _count(src: Source, n: int, what: str, text: str) -> int:
 
 
 def _plausible(src: Source, rec: dict[str, Any]) -> None:
-    """Refuse a request whose figures no server can log (``benchcards.plausible``)."""
+    """Refuse a request whose figures no server can log (``benchcards.domain.plausible``)."""
     where = f"line {rec['source_line']}"
     problems = [count_problem(rec["prompt_n"], "prompt tokens"), count_problem(rec["predicted_n"], "generated tokens")]
     if rec["prompt_n"] > 0:

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from benchcards import plausible
+from benchcards.domain import plausible
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     Converted,
@@ -196,7 +196,7 @@ def varying_metadata(results: list[dict[str, Any]]) -> list[str]:
 
 def _implausible(itl: list[float], tokens: int, ttft: float) -> str | None:
     """Why a request's output count and its inter-token gaps cannot be one real request
-    (``benchcards.plausible``: at most one gap between each two tokens, a rate no hardware reaches), or None."""
+    (``benchcards.domain.plausible``: at most one gap between each two tokens, a rate no hardware reaches), or None."""
     why = plausible.count_problem(tokens, "output tokens")
     if why is None and len(itl) > tokens:  # fewer gaps than tokens is real (several tokens in one chunk)
         why = plausible.lists_problem(len(itl), tokens, "inter-token latencies", "output tokens")

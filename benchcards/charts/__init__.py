@@ -1,0 +1,1 @@
+"""Altair specs for the views: the charts the app and the export draw."""

@@ -1,0 +1,323 @@
+"""The one formatter: every figure benchcards shows becomes text here.
+
+Rules, as published result cards write figures:
+
+- half-up rounding of the decimal value (229/400 = 57.25 % shows as 57.3, never 57.2);
+- thousands separators (4,879 tokens; 131,072; 1,221.4 tok/s);
+- "—" for every missing value (None, NaN, pandas NA), never "None", "nan" or "<NA>";
+- no negative zero ("-0.04" shows as "0.0");
+- name, unit, decimals and scale of a figure come from the metric registry
+  (``benchcards.domain.metrics``), so a table, a tile, a chart tooltip and a CSV header
+  show one figure the same way.
+
+Pure functions, no Streamlit, no I/O: the app, the export and notebooks use them.
+
+>>> quality(100 * 229 / 400, 4.8)
+'57.3 % ± 4.8'
+>>> metric("l1_tokens", 4879)
+'4,879 tokens'
+>>> metric("task_wall", 11.571)
+'11,571 ms'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from benchcards.domain import metrics
+
+DASH = "—"
+MINUS = "−"  # U+2212, for signed differences
+
+
+def missing(x: object) -> bool:
+    """True for None, NaN, pandas NA/NaT and empty strings."""
+    if x is None:
+        return True
+    if isinstance(x, str):
+        return x.strip() == ""
+    if isinstance(x, float):
+        return math.isnan(x)
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def round_half_up(x: float, decimals: int = 1) -> Decimal:
+    """Round as people do on paper (57.25 -> 57.3), on the shortest decimal form of ``x``."""
+    q = Decimal(1).scaleb(-decimals)
+    try:
+        return Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP)
+    except InvalidOperation:  # infinities
+        raise ValueError(f"cannot round {x!r}") from None
+
+
+def number(x: object, decimals: int = 1, *, sign: bool = False, thousands: bool = True) -> str:
+    """A number as text: half-up, thousands separators, '—' when missing, no '-0.0'.
+
+    ``sign=True`` writes '+' before positive values and '−' before negative ones
+    (differences); zero gets no sign.
+    """
+    if missing(x):
+        return DASH
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isinf(v):
+        return "∞" if v > 0 else f"{MINUS}∞"
+    d = round_half_up(v, decimals)
+    if d == 0:
+        d = abs(d)  # no negative zero
+    negative = d < 0
+    body = f"{abs(d):{',' if thousands else ''}.{decimals}f}"
+    if sign:
+        return (MINUS if negative else "+" if d > 0 else "") + body
+    return ("-" if negative else "") + body
+
+
+def with_unit(text: str, unit: str) -> str:
+    """'63.4' + 'tok/s' -> '63.4 tok/s'; a missing value stays '—' without a unit."""
+    if text == DASH or not unit:
+        return text
+    if text == "1" and unit in COUNTED:  # '1 word', not '1 words'
+        unit = unit[:-1]
+    return f"{text} {unit}"
+
+
+#: units that count things: one of them is said in the singular
+COUNTED = frozenset({"words", "tokens", "requests", "slots", "runs", "setups", "answers", "questions"})
+
+
+def metric(key: str, x: object, *, unit: bool = True, sign: bool = False) -> str:
+    """A registered figure as text: '63.4 tok/s', '2.1 s', '85 ms', '4,879 tokens'."""
+    d = metrics.get(key)
+    if missing(x):
+        return DASH
+    text = number(float(x) * d.scale, d.decimals, sign=sign)  # type: ignore[arg-type]
+    return with_unit(text, d.unit) if unit else text
+
+
+def value(key: str, x: object) -> str:
+    """A registered figure without its unit (for columns whose header names the unit)."""
+    return metric(key, x, unit=False)
+
+
+def header(key: str, short: bool = False) -> str:
+    """A column header from the registry: 'Decode (tok/s)'."""
+    return metrics.get(key).header(short)
+
+
+def depth(tokens: object) -> str:
+    """A token count as people write depths: 2048 -> '2K', 131072 -> '128K', 3000 -> '3,000'."""
+    if missing(tokens):
+        return DASH
+    t = int(float(tokens))  # type: ignore[arg-type]
+    return f"{t // 1024:,}K" if t >= 1024 and t % 1024 == 0 else f"{t:,}"
+
+
+def label(key: str, prompt: str | None = None, level: object = None) -> str:
+    """The name of a figure at one prompt and level: 'Prefill at 8K', 'Decode, code prompt', '4 at once (total)'."""
+    d = metrics.get(key)
+    prompt = None if missing(prompt) else str(prompt)
+    lv = None if missing(level) else int(float(level))  # type: ignore[arg-type]
+    if key == "server_prefill":  # its "prompt" is the part the requests belong to
+        base = "prefill" if prompt in (None, "prefill") else "ctx_prefill"
+        return f"{label(base, None, lv)}, as the server reports it"
+    if key in BENCH_KEYS and prompt:  # the tool's own test name and depth: 'pp512 @ d4096'
+        return f"{d.label}, {bench_test(prompt, lv)}"
+    if key in ("measured_depth", "server_prompt_time") and prompt in ("prefill", "ctx"):  # prompt: the part
+        text = label(key, None, lv)
+        return text if prompt == "prefill" else f"{text} (long prompt)"
+    if key.startswith("agent_") and prompt:  # prompt: '<endpoint>/<variant>', level: the turn
+        return f"{d.label}, {metrics.agent_case(prompt)}, " + (f"turn {lv}" if lv is not None else "turns 2+")
+    if not d.qualified or (not prompt and lv is None):
+        return d.label
+    fields: dict[str, str] = {}
+    if prompt:
+        fields["prompt"] = prompt
+    if lv is not None:
+        fields["level"] = f"{lv:,}"
+        fields["depth"] = depth(lv)
+    try:
+        text = d.qualified.format(**fields)
+    except KeyError:  # the template needs a qualifier this figure does not have
+        bits = [d.label] + ([f"{prompt} prompt"] if prompt else []) + ([f"at {depth(lv)}"] if lv is not None else [])
+        return ", ".join(bits)
+    if prompt and "{prompt}" not in d.qualified:
+        text += f", {prompt} prompt"
+    if lv == 1 and d.qualified.startswith("{level} at once"):
+        text = text.replace("1 at once", "1 request at once", 1)
+    return text
+
+
+#: figures of an engine benchmark (llama-bench): prompt is the tool's test name, level the depth
+BENCH_KEYS = ("bench_prefill", "bench_decode", "bench_pg", "bench_cv")
+
+
+def bench_test(test: object, depth: object = None) -> str:
+    """A llama-bench test as the tool writes it: 'pp512', 'tg128 @ d4096' (no depth when 0 or missing)."""
+    name = text(test)
+    if missing(depth) or not int(float(depth)):  # type: ignore[arg-type]
+        return name
+    return f"{name} @ d{int(float(depth))}"  # type: ignore[arg-type]
+
+
+def tokens(n: object) -> str:
+    """'131,072 tokens'."""
+    return with_unit(number(n, 0), "tokens")
+
+
+def gib(x: object, decimals: int = 2) -> str:
+    """'11.34 GiB'."""
+    return with_unit(number(x, decimals), "GiB")
+
+
+def file_size(n_bytes: object) -> str:
+    """'21,713,462,944 bytes (20.22 GiB)'."""
+    if missing(n_bytes):
+        return DASH
+    b = int(float(n_bytes))  # type: ignore[arg-type]
+    return f"{b:,} bytes ({number(b / 2**30, 2)} GiB)"
+
+
+def percent(x: object, decimals: int = 1) -> str:
+    """'95.0 %'."""
+    return with_unit(number(x, decimals), "%")
+
+
+def quality(pct: object, margin: object) -> str:
+    """A quality result with its 95 % margin: '57.3 % ± 4.8' (both half-up)."""
+    if missing(pct):
+        return DASH
+    text = f"{number(pct, metrics.get('quality').decimals)} %"
+    return text if missing(margin) else f"{text} ± {number(margin, metrics.get('margin').decimals)}"
+
+
+def interval(lo: object, hi: object, unit: str = "%") -> str:
+    """'52.4 – 62.0 %'."""
+    if missing(lo) or missing(hi):
+        return DASH
+    return with_unit(f"{number(lo)} – {number(hi)}", unit)
+
+
+def signed_interval(lo: object, hi: object, unit: str = "pts") -> str:
+    """'−12.1 to +1.2 pts' (a difference's interval)."""
+    if missing(lo) or missing(hi):
+        return DASH
+    return with_unit(f"{number(lo, sign=True)} to {number(hi, sign=True)}", unit)
+
+
+def right_of(right: object, n: object) -> str:
+    """'229 / 400'."""
+    if missing(right) or missing(n):
+        return DASH
+    return f"{number(right, 0)} / {number(n, 0)}"
+
+
+def mean_sd(key: str, mean: object, sd: object) -> str:
+    """A mean with its standard deviation in the figure's unit: '94.8 ± 8.2', '85 ± 7'; the mean alone
+    when no deviation was given."""
+    if missing(mean):
+        return DASH
+    text = value(key, mean)
+    return text if missing(sd) else f"{text} ± {value(key, sd)}"
+
+
+def change(key: str, new: object, base: object) -> tuple[str, str | None]:
+    """How ``new`` compares with ``base`` for a registered figure, in words.
+
+    Returns (text, verdict) where verdict is 'better', 'worse', 'same' or None (no
+    direction known or a value missing): ('+12.3 %, better', 'better'). A figure that is itself a
+    percentage (a spread) differs in points: 1.4 % -> 0.8 % is ('−0.6 pts, better', 'better').
+    """
+    if missing(new) or missing(base):
+        return DASH, None
+    d_ = metrics.get(key)
+    if d_.unit == "%":  # a difference of two percentages is in percentage points, never a % of a %
+        d = (float(new) - float(base)) * d_.scale  # type: ignore[arg-type]
+        text = points(d)
+        zero = number(d, d_.decimals) == number(0, d_.decimals)
+    else:
+        if float(base) == 0:  # type: ignore[arg-type]
+            return DASH, None
+        d = (float(new) / float(base) - 1.0) * 100.0  # type: ignore[arg-type]
+        text = f"{number(d, 1, sign=True)} %"
+        zero = number(d, 1) == "0.0"
+    better = d_.better
+    if zero:
+        return f"{text}, same", "same"
+    if better is None:
+        return text, None
+    good = (d > 0) == (better == "higher")
+    verdict = "better" if good else "worse"
+    return f"{text}, {verdict}", verdict
+
+
+def points(d: object) -> str:
+    """A difference of two results: '+5.5 pts'."""
+    return with_unit(number(d, 1, sign=True), "pts")
+
+
+def on_off(x: object) -> str:
+    """True -> 'on', False -> 'off', missing -> '—'."""
+    if missing(x):
+        return DASH
+    return "on" if bool(x) else "off"
+
+
+def yes_no(x: object) -> str:
+    """True -> 'yes', False -> 'no', missing -> '—'."""
+    if missing(x):
+        return DASH
+    return "yes" if bool(x) else "no"
+
+
+def count(n: object, noun: str, plural: str | None = None) -> str:
+    """'1 setup', '1,000 setups': a whole number with thousands separators and the noun in the number it
+    takes (``plural`` for nouns that do not just add an s)."""
+    k = int(n)  # type: ignore[call-overload]
+    return f"{k:,} {noun if k == 1 else (plural or noun + 's')}"
+
+
+def text(x: object) -> str:
+    """Any value as text, '—' when missing."""
+    return DASH if missing(x) else str(x)
+
+
+def p_value(p: object) -> str:
+    """'p = 0.012', 'p < 0.001'."""
+    if missing(p):
+        return DASH
+    v = float(p)  # type: ignore[arg-type]
+    return "p < 0.001" if v < 0.001 else f"p = {number(v, 3)}"
+
+
+#: a word at least this long may break inside (a hash, a path, a long id); shorter ones break only at spaces
+LONG_TOKEN = 24
+
+
+def long_tokens(text: str, limit: int = LONG_TOKEN) -> list[tuple[str, bool]]:
+    """``text`` cut into runs, each marked True when it is one word of at least ``limit`` characters (the only
+    runs a table may break inside; every other word breaks at spaces only).
+
+    >>> long_tokens("MMLU-Pro")
+    [('MMLU-Pro', False)]
+    >>> long_tokens("file " + "a" * 30 + " end")
+    [('file ', False), ('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', True), (' end', False)]
+    """
+    out: list[tuple[str, bool]] = []
+    for part in re.split(r"(\s+)", text):
+        if not part:
+            continue
+        long = len(part) >= limit and not part.isspace()
+        if out and not long and not out[-1][1]:
+            out[-1] = (out[-1][0] + part, False)
+        else:
+            out.append((part, long))
+    return out

@@ -1,0 +1,2 @@
+"""Where figures come from: read-only database connections, typed queries, raw files, paths and locks. Imports
+domain."""
