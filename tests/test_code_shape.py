@@ -23,8 +23,6 @@ KNOWN_LONG = {
     "benchcards/export.py::_analysis_pages": 127,
     "benchcards/export.py::export": 82,
     "ingest/importers/guidellm.py::_convert_benchmark": 111,
-    "ingest/importers/lm_eval.py::convert": 154,
-    "ingest/rows.py::rows_for": 125,
     "live/__main__.py::cmd_measure": 146,
     "live/__main__.py::main": 146,
     "live/fit_cli.py::cmd_fit": 97,
