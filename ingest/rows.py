@@ -258,108 +258,141 @@ def setup_row(sf: SetupFolder, *, summary_only: bool, now: datetime) -> tuple:
     })
 
 
+@dataclass
+class _Collected:
+    """The rows of one setup as they are gathered, with the running counts ``Prepared`` reports."""
+
+    sid: str
+    rows: dict[str, list[tuple]] = field(default_factory=lambda: defaultdict(list))
+    bulk: dict[str, list[Batch]] = field(default_factory=lambda: defaultdict(list))
+    n_req: int = 0
+    n_items: int = 0
+    n_warn: int = 0
+    warn_texts: list[str] = field(default_factory=list)
+
+    def add(self, table: str, row: tuple) -> None:
+        self.rows[table].append(row)
+
+    def warn(self, run_id: str, w: summarize.Warn) -> None:
+        self.n_warn += 1
+        self.warn_texts.append(f"{self.sid}, run {run_id}: {w.message}")
+        self.add("warnings", (self.sid, run_id, w.kind, w.message, w.stated, w.computed))
+
+
 def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
     """Every row of one setup, per table, as Arrow tables."""
-    rows: dict[str, list[tuple]] = defaultdict(list)
-    bulk: dict[str, list[Batch]] = defaultdict(list)
-    add = lambda table, row: rows[table].append(row)
     s = sf.setup
     sid = s.setup_id
-    add("setups", setup_row(sf, summary_only=any(r.contract.summary_only for r in sf.runs), now=now))
+    out = _Collected(sid)
+    out.add("setups", setup_row(sf, summary_only=any(r.contract.summary_only for r in sf.runs), now=now))
     for f in [sf.setup_file, *sf.extra_files]:
-        add("files", (sid, None, f.rel, "setup" if f is sf.setup_file else "attachment", f.sha256, f.size,
-                      str(f.path)))
+        out.add("files", (sid, None, f.rel, "setup" if f is sf.setup_file else "attachment", f.sha256, f.size,
+                          str(f.path)))
     order = _run_order(sf.runs)
-    n_req = n_items = n_warn = 0
-    warn_texts: list[str] = []
-
-    def warn(run_id: str, w: summarize.Warn) -> None:
-        nonlocal n_warn
-        n_warn += 1
-        warn_texts.append(f"{sid}, run {run_id}: {w.message}")
-        add("warnings", (sid, run_id, w.kind, w.message, w.stated, w.computed))
-
     # an importer's placeholder ('vllm serve (command not given)', model) is no command to check
     placeholder = bool(s.server.argv) and s.server.argv[0].endswith("(command not given)")
     for problem in [] if placeholder else flags.problems(s.server.argv):
-        n_warn += 1
-        warn_texts.append(f"{sid}, server command: {problem}")
-        add("warnings", (sid, None, "server_command", problem, None, None))
+        out.n_warn += 1
+        out.warn_texts.append(f"{sid}, server command: {problem}")
+        out.add("warnings", (sid, None, "server_command", problem, None, None))
     runs: list[tuple[str, str, Path]] = []
     for run in sf.runs:
-        c = run.contract
-        rid = c.run_id
-        ro = order[rid]
-        runs.append((rid, c.kind, run.file.path))
-        add("files", (sid, rid, run.file.rel, "contract", run.file.sha256, run.file.size, str(run.file.path)))
-        for f in run.attachments:
-            add("files", (sid, rid, f.rel, "attachment", f.sha256, f.size, str(f.path)))
-        method: str | None
-        if isinstance(c, ReportedContract):
-            n_records, method = _reported_rows(add, sid, c), None
-        elif isinstance(c, SpeedContract):
-            for p in c.parts:
-                add("parts", (sid, rid, p.part, p.status, p.reason, getattr(p, "repeat_run_id", None), "stated"))
-            result = summarize.speed(c)
-            prov = "summary" if c.summary_only else "raw"
-            for m in result.metrics:
-                add("metrics", (sid, rid, m.metric, m.prompt, m.level, m.value, m.n, prov, ro))
-            for step, reason in result.failed_steps:
-                add("parts", (sid, rid, step, "failed", reason, None, "computed"))
-            for w in result.warnings:
-                warn(rid, w)
-            n_records = len(c.requests) + len(c.bench) + len(c.server_log)
-            n_req += len(c.requests)
-            if c.requests:
-                bulk["requests"].append((sid, rid, None, run.document["requests"]))
-            method = c.method.model_dump_json(exclude_none=True)
-        elif isinstance(c, QualityContract):
-            n_records = 0
-            for t, score, warns in summarize.quality(c):
-                add("parts", (sid, rid, t.test, t.status, t.reason, None, "stated"))
-                for w in warns:
-                    warn(rid, w)
-                n_records += len(t.items)
-                if score is None:
-                    continue
-                add("quality_tests", (
-                    sid, rid, t.test, t.label or t.test, t.description, t.status, t.reason, score.n, score.right,
-                    score.cut_off, score.pct, score.margin_pp, score.lo_pct, score.hi_pct, t.token_limit,
-                    t.thinking, t.seed, t.in_flight, t.sampling.model_dump_json(exclude_none=True) if t.sampling
-                    else None, score.median_tokens, score.median_seconds, score.asked_again, score.from_items, ro,
-                ))
-                for task, n, right in score.by_task:
-                    add("quality_tasks", (sid, rid, t.test, task, n, right))
-            bulk["quality_items"].extend((sid, rid, t.test, doc["items"])
-                                         for t, doc in zip(c.tests, run.document["tests"]) if t.items)
-            n_items += n_records
-            method = None
-        else:
-            assert isinstance(c, FitContract)
-            head, filled, warns = summarize.fit(c)
-            for w in warns:
-                warn(rid, w)
-            for fs, pct in zip(c.steps, filled):
-                add("fit_steps", (sid, rid, fs.ctx, fs.prompt_tokens, pct if pct is not None else fs.filled_pct,
-                                  fs.ttft_s, fs.prefill_tps, fs.decode_tps, fs.answer_tokens, fs.peak_gib,
-                                  fs.result, fs.finish_reason, fs.error))
-            add("fit_headline", (sid, rid, head.largest_ctx, head.peak_gib, head.decode_tps,
-                                 head.first_failed_ctx, head.first_failed_error, ro))
-            for fs in c.steps:  # per-step figures that have no column: rows of the metric registry
-                if fs.server_start_s is not None:
-                    add("metrics", (sid, rid, "fit_server_start", None, fs.ctx, fs.server_start_s, 1,
-                                    "summary" if c.summary_only else "raw", ro))
-            n_records = len(c.steps)
-            method = json.dumps({"fill_target_pct": c.fill_target_pct,
-                                 **({"peak_memory_method": c.peak_memory_method} if c.peak_memory_method else {}),
-                                 **({"restarted_per_size": c.restarted_per_size}
-                                    if c.restarted_per_size is not None else {}),
-                                 **({"server_template": c.server_template} if c.server_template else {}),
-                                 **({"added_by_benchcards": c.added_by_benchcards} if c.added_by_benchcards
-                                    else {})})
-        add("runs", (rid, sid, c.kind, c.summary_only, c.started_at, c.finished_at, c.tool, c.command,
+        runs.append((run.contract.run_id, run.contract.kind, run.file.path))
+        _run_rows(out, run, order[run.contract.run_id])
+    return Prepared(folder=sf.folder, setup_id=sid, content_sha256=sf.content_sha256, rows=dict(out.rows),
+                    bulk=dict(out.bulk), runs=runs,
+                    n_requests=out.n_req, n_items=out.n_items, n_warnings=out.n_warn, skipped=sf.skipped,
+                    warnings=out.warn_texts)
+
+
+def _run_rows(out: _Collected, run: Run, ro: int) -> None:
+    """The rows of one run: its files, the rows of its kind, and its row of ``runs``."""
+    sid = out.sid
+    c = run.contract
+    rid = c.run_id
+    out.add("files", (sid, rid, run.file.rel, "contract", run.file.sha256, run.file.size, str(run.file.path)))
+    for f in run.attachments:
+        out.add("files", (sid, rid, f.rel, "attachment", f.sha256, f.size, str(f.path)))
+    method: str | None
+    if isinstance(c, ReportedContract):
+        n_records, method = _reported_rows(out.add, sid, c), None
+    elif isinstance(c, SpeedContract):
+        n_records, method = _speed_rows(out, run, c, ro)
+    elif isinstance(c, QualityContract):
+        n_records, method = _quality_rows(out, run, c, ro), None
+    else:
+        assert isinstance(c, FitContract)
+        n_records, method = _fit_rows(out, c, ro)
+    out.add("runs", (rid, sid, c.kind, c.summary_only, c.started_at, c.finished_at, c.tool, c.command,
                      c.engine_version, c.supplement_of, c.notes, c.source, run.file.rel, run.file.sha256,
                      method, n_records))
-    return Prepared(folder=sf.folder, setup_id=sid, content_sha256=sf.content_sha256, rows=dict(rows),
-                    bulk=dict(bulk), runs=runs,
-                    n_requests=n_req, n_items=n_items, n_warnings=n_warn, skipped=sf.skipped, warnings=warn_texts)
+
+
+def _speed_rows(out: _Collected, run: Run, c: SpeedContract, ro: int) -> tuple[int, str]:
+    """Parts, metrics, warnings and requests of a speed run: (number of records, method as JSON)."""
+    sid, rid = out.sid, c.run_id
+    for p in c.parts:
+        out.add("parts", (sid, rid, p.part, p.status, p.reason, getattr(p, "repeat_run_id", None), "stated"))
+    result = summarize.speed(c)
+    prov = "summary" if c.summary_only else "raw"
+    for m in result.metrics:
+        out.add("metrics", (sid, rid, m.metric, m.prompt, m.level, m.value, m.n, prov, ro))
+    for step, reason in result.failed_steps:
+        out.add("parts", (sid, rid, step, "failed", reason, None, "computed"))
+    for w in result.warnings:
+        out.warn(rid, w)
+    out.n_req += len(c.requests)
+    if c.requests:
+        out.bulk["requests"].append((sid, rid, None, run.document["requests"]))
+    return len(c.requests) + len(c.bench) + len(c.server_log), c.method.model_dump_json(exclude_none=True)
+
+
+def _quality_rows(out: _Collected, run: Run, c: QualityContract, ro: int) -> int:
+    """Parts, tests, tasks, warnings and items of a quality run: the number of items."""
+    sid, rid = out.sid, c.run_id
+    n_records = 0
+    for t, score, warns in summarize.quality(c):
+        out.add("parts", (sid, rid, t.test, t.status, t.reason, None, "stated"))
+        for w in warns:
+            out.warn(rid, w)
+        n_records += len(t.items)
+        if score is None:
+            continue
+        out.add("quality_tests", (
+            sid, rid, t.test, t.label or t.test, t.description, t.status, t.reason, score.n, score.right,
+            score.cut_off, score.pct, score.margin_pp, score.lo_pct, score.hi_pct, t.token_limit,
+            t.thinking, t.seed, t.in_flight, t.sampling.model_dump_json(exclude_none=True) if t.sampling
+            else None, score.median_tokens, score.median_seconds, score.asked_again, score.from_items, ro,
+        ))
+        for task, n, right in score.by_task:
+            out.add("quality_tasks", (sid, rid, t.test, task, n, right))
+    out.bulk["quality_items"].extend((sid, rid, t.test, doc["items"])
+                                     for t, doc in zip(c.tests, run.document["tests"]) if t.items)
+    out.n_items += n_records
+    return n_records
+
+
+def _fit_rows(out: _Collected, c: FitContract, ro: int) -> tuple[int, str]:
+    """Steps, headline, warnings and per-step metrics of a fit run: (number of steps, method as JSON)."""
+    sid, rid = out.sid, c.run_id
+    head, filled, warns = summarize.fit(c)
+    for w in warns:
+        out.warn(rid, w)
+    for fs, pct in zip(c.steps, filled):
+        out.add("fit_steps", (sid, rid, fs.ctx, fs.prompt_tokens, pct if pct is not None else fs.filled_pct,
+                              fs.ttft_s, fs.prefill_tps, fs.decode_tps, fs.answer_tokens, fs.peak_gib,
+                              fs.result, fs.finish_reason, fs.error))
+    out.add("fit_headline", (sid, rid, head.largest_ctx, head.peak_gib, head.decode_tps,
+                             head.first_failed_ctx, head.first_failed_error, ro))
+    for fs in c.steps:  # per-step figures that have no column: rows of the metric registry
+        if fs.server_start_s is not None:
+            out.add("metrics", (sid, rid, "fit_server_start", None, fs.ctx, fs.server_start_s, 1,
+                                "summary" if c.summary_only else "raw", ro))
+    method = json.dumps({"fill_target_pct": c.fill_target_pct,
+                         **({"peak_memory_method": c.peak_memory_method} if c.peak_memory_method else {}),
+                         **({"restarted_per_size": c.restarted_per_size}
+                            if c.restarted_per_size is not None else {}),
+                         **({"server_template": c.server_template} if c.server_template else {}),
+                         **({"added_by_benchcards": c.added_by_benchcards} if c.added_by_benchcards
+                            else {})})
+    return len(c.steps), method

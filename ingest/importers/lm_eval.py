@@ -191,20 +191,49 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
         raise src.fail("$.config.model_args", "the results do not name the model: pass --model NAME")
     hardware = hw.hardware(src, opts, _gpu_from_env(obj), assumed=assumed, what="the lm-eval results")
     engine = _engine(config, opts, assumed)
-    groups = set()
-    gs = obj.get("group_subtasks")
-    if isinstance(gs, dict):
-        groups = {g for g, subs in gs.items() if isinstance(subs, list) and subs}
-    n_samples = as_dict(obj.get("n-samples"))
-    configs = as_dict(obj.get("configs"))
-    versions = as_dict(obj.get("versions"))
-    nshot = as_dict(obj.get("n-shot"))
+    sample_files = _sample_files(samples)
+    tests = _tests(src, obj, config, sample_files, unmapped, notes)
+    if not tests:
+        raise src.fail("$.results", "no task could be mapped: " + "; ".join(
+            f"{u['field'].removeprefix('$.results.')}: {u['reason']}" for u in unmapped[:5]))
+    for task, s in sample_files.items():
+        why = next((u["reason"] for u in unmapped if u["field"] == f"$.results.{task}"), None)
+        raise s.fail("task", f"{task!r} is not mapped in {src.basename}: {why}" if why else
+                     f"{task!r} has no mapped result in {src.basename}")
+    argv = list(opts.server_cmd) if opts.server_cmd else [f"{engine['name']} (command not given)"]
+    assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
+                    "source": "--server-cmd" if opts.server_cmd else "default (lm-eval does not record it)"})
+    started = _started(obj)
+    setup = _setup(src, opts, name, _model(name, repo, config), hardware, engine, argv, started)
+    atts, att_list = _attachments(src, samples)
+    contract = _contract(src, obj, samples, setup["setup_id"], tests, att_list, started, assumed, unmapped)
+    conv = Converted(setup=setup, runs=[ConvertedRun("quality", contract, atts)])
+    notes.append(f"{src.name}: {len(tests)} test(s), {sum(1 for t in tests if 'items' in t)} with per-item "
+                 f"samples, {len(unmapped)} field(s) not mapped")
+    return ImportResult(format=f"{NAME}/{'results+samples' if samples else 'results'}",
+                        sources=[s.name for s in sources], setups=[conv], notes=notes)
+
+
+def _sample_files(samples: list[Source]) -> dict[str, Source]:
+    """Task -> its samples file, the task read from the file's name."""
     sample_files: dict[str, Source] = {}
     for s in samples:
         task = _task_of(s)
         if task is None:
             raise s.fail("name", "expected samples_<task>_<date>.jsonl (the task is read from the name)")
         sample_files[task] = s
+    return sample_files
+
+
+def _tests(src: Source, obj: dict[str, Any], config: dict[str, Any], sample_files: dict[str, Source],
+           unmapped: list[dict[str, str]], notes: list[str]) -> list[dict[str, Any]]:
+    """One test per mapped task of ``results`` (the samples file of each used is taken out of ``sample_files``);
+    what is not mapped goes to ``unmapped``."""
+    groups = set()
+    gs = obj.get("group_subtasks")
+    if isinstance(gs, dict):
+        groups = {g for g, subs in gs.items() if isinstance(subs, list) and subs}
+    n_samples = as_dict(obj.get("n-samples"))
     tests: list[dict[str, Any]] = []
     used_tests: set[str] = set()
     for task, metrics in sorted(obj["results"].items()):
@@ -237,41 +266,45 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
         if test_id in used_tests:
             test_id = f"{test_id[:90]}-{short_hash(task, n=6)}"
         used_tests.add(test_id)
-        cfg = as_dict(configs.get(task))
-        gen = as_dict(cfg.get("generation_kwargs"))
-        desc = (f"lm-evaluation-harness task {task}" + (f" v{versions[task]}" if versions.get(task) is not None
-                                                          else "") + (f", {nshot[task]}-shot" if
-                                                                      isinstance(nshot.get(task), int) else "")
-                + f", metric {metric} ({filt})")
-        test: dict[str, Any] = {"test": test_id, "label": str(metrics.get("alias") or task).strip() or task,
-                                "description": desc, "status": "ok",
-                                "stated": {"n": n, "right": right, "pct": round(100 * value, 6)}}
-        limit = whole(gen.get("max_gen_toks"))
-        if limit is not None:
-            test["token_limit"] = limit
-        sampling = {k: gen[k] for k in ("temperature", "top_p", "top_k") if finite(gen.get(k))
-                    and gen[k] >= 0 and (k != "top_p" or gen[k] <= 1) and (k != "top_k" or isinstance(gen[k], int))}
-        if sampling:
-            test["sampling"] = sampling
-        seed = whole(config.get("random_seed"), BIG_MIN, BIG_MAX)
-        if seed is not None:
-            test["seed"] = seed
+        test = _test(obj, config, task, test_id, metrics, (metric, filt, value, right), n)
         if task in sample_files:
             test["items"] = _items(sample_files.pop(task), metric, filt)
             if len(test["items"]) != n:
                 notes.append(f"{task}: {len(test['items'])} samples for n = {n}")
         tests.append(test)
-    if not tests:
-        raise src.fail("$.results", "no task could be mapped: " + "; ".join(
-            f"{u['field'].removeprefix('$.results.')}: {u['reason']}" for u in unmapped[:5]))
-    for task, s in sample_files.items():
-        why = next((u["reason"] for u in unmapped if u["field"] == f"$.results.{task}"), None)
-        raise s.fail("task", f"{task!r} is not mapped in {src.basename}: {why}" if why else
-                     f"{task!r} has no mapped result in {src.basename}")
-    gl = hw.gpu_label(hardware)
-    argv = list(opts.server_cmd) if opts.server_cmd else [f"{engine['name']} (command not given)"]
-    assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
-                    "source": "--server-cmd" if opts.server_cmd else "default (lm-eval does not record it)"})
+    return tests
+
+
+def _test(obj: dict[str, Any], config: dict[str, Any], task: str, test_id: str, metrics: dict[str, Any],
+          pick: tuple[str, str, float, int], n: int) -> dict[str, Any]:
+    """The test of one mapped task: its score, description, token limit, sampling and seed."""
+    metric, filt, value, right = pick
+    versions = as_dict(obj.get("versions"))
+    nshot = as_dict(obj.get("n-shot"))
+    cfg = as_dict(as_dict(obj.get("configs")).get(task))
+    gen = as_dict(cfg.get("generation_kwargs"))
+    desc = (f"lm-evaluation-harness task {task}" + (f" v{versions[task]}" if versions.get(task) is not None
+                                                      else "") + (f", {nshot[task]}-shot" if
+                                                                  isinstance(nshot.get(task), int) else "")
+            + f", metric {metric} ({filt})")
+    test: dict[str, Any] = {"test": test_id, "label": str(metrics.get("alias") or task).strip() or task,
+                            "description": desc, "status": "ok",
+                            "stated": {"n": n, "right": right, "pct": round(100 * value, 6)}}
+    limit = whole(gen.get("max_gen_toks"))
+    if limit is not None:
+        test["token_limit"] = limit
+    sampling = {k: gen[k] for k in ("temperature", "top_p", "top_k") if finite(gen.get(k))
+                and gen[k] >= 0 and (k != "top_p" or gen[k] <= 1) and (k != "top_k" or isinstance(gen[k], int))}
+    if sampling:
+        test["sampling"] = sampling
+    seed = whole(config.get("random_seed"), BIG_MIN, BIG_MAX)
+    if seed is not None:
+        test["seed"] = seed
+    return test
+
+
+def _model(name: str, repo: str | None, config: dict[str, Any]) -> dict[str, Any]:
+    """The setup's model: name, repository, revision, size and quantisation where the results give them."""
     model: dict[str, Any] = {"name": name}
     if repo:
         model["repo"] = repo
@@ -284,13 +317,24 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
     _, quant, _ = hw.split_model_file(name)
     if quant:
         model["quant"] = quant
+    return model
+
+
+def _started(obj: dict[str, Any]) -> str | None:
+    """When the run started (the results' ``date``, a Unix time), as an ISO time in UTC."""
+    date = obj.get("date")
+    if finite(date) and 1e9 < date < 1e10:
+        return datetime.fromtimestamp(date, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return None
+
+
+def _setup(src: Source, opts: Options, name: str, model: dict[str, Any], hardware: dict[str, Any],
+           engine: dict[str, Any], argv: list[str], started: str | None) -> dict[str, Any]:
+    """The setup document; its id is a digest of hardware, model, engine and command."""
+    gl = hw.gpu_label(hardware)
     key = (hardware, model, engine, argv)
     bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine["name"], 16), "lm-eval"]
     setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
-    started = None
-    date = obj.get("date")
-    if finite(date) and 1e9 < date < 1e10:
-        started = datetime.fromtimestamp(date, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     setup: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
         "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine['name']} (lm-eval)")[:200],
@@ -301,16 +345,16 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
     }
     if opts.measured_by:
         setup["measured_by"] = opts.measured_by
+    return setup
+
+
+def _contract(src: Source, obj: dict[str, Any], samples: list[Source], setup_id: str, tests: list[dict[str, Any]],
+              att_list: list[dict[str, Any]], started: str | None, assumed: list[dict[str, str]],
+              unmapped: list[dict[str, str]]) -> dict[str, Any]:
+    """The quality contract of the run."""
     tool = "lm-evaluation-harness" + (f" {obj['lm_eval_version']}" if isinstance(obj.get("lm_eval_version"), str)
                                       else "") + (f" ({obj['git_hash']})" if isinstance(obj.get("git_hash"), str)
                                                   else "")
-    files = {src: "original lm-eval results"} | {s: "original lm-eval samples" for s in samples}
-    atts = {}
-    att_list = []
-    for s, desc in files.items():
-        att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", s.basename).lstrip(".")[:120] or "results.json"
-        atts[att_name] = s.data
-        att_list.append(attachment(att_name, s.data, desc))
     contract: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "kind": "quality", "run_id": f"{setup_id[:100]}-{src.sha256[:8]}",
         "setup_id": setup_id, "summary_only": not any("items" in t for t in tests), "tool": tool,
@@ -320,11 +364,19 @@ def convert(sources: list[Source], opts: Options, variant: str | None = None) ->
     }
     if started:
         contract["started_at"] = started
-    conv = Converted(setup=setup, runs=[ConvertedRun("quality", contract, atts)])
-    notes.append(f"{src.name}: {len(tests)} test(s), {sum(1 for t in tests if 'items' in t)} with per-item "
-                 f"samples, {len(unmapped)} field(s) not mapped")
-    return ImportResult(format=f"{NAME}/{'results+samples' if samples else 'results'}",
-                        sources=[s.name for s in sources], setups=[conv], notes=notes)
+    return contract
+
+
+def _attachments(src: Source, samples: list[Source]) -> tuple[dict[str, bytes], list[dict[str, Any]]]:
+    """The original files as attachments: (name -> bytes, their entries in the contract)."""
+    files = {src: "original lm-eval results"} | {s: "original lm-eval samples" for s in samples}
+    atts = {}
+    att_list = []
+    for s, desc in files.items():
+        att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", s.basename).lstrip(".")[:120] or "results.json"
+        atts[att_name] = s.data
+        att_list.append(attachment(att_name, s.data, desc))
+    return atts, att_list
 
 
 def _items(src: Source, metric: str, filt: str) -> list[dict[str, Any]]:
