@@ -36,6 +36,7 @@ from ingest.importers.base import (
     slug,
     whole,
 )
+from ingest.importers.served import setup_document
 from schemas.models import SCHEMA_VERSION
 
 NAME = "lm-eval"
@@ -331,18 +332,9 @@ def _started(obj: dict[str, Any]) -> str | None:
 def _setup(src: Source, opts: Options, name: str, model: dict[str, Any], hardware: dict[str, Any],
            engine: dict[str, Any], argv: list[str], started: str | None) -> dict[str, Any]:
     """The setup document; its id is a digest of hardware, model, engine and command."""
-    gl = hw.gpu_label(hardware)
-    key = (hardware, model, engine, argv)
-    bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine["name"], 16), "lm-eval"]
-    setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
-    setup: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
-        "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine['name']} (lm-eval)")[:200],
-        "synthetic": bool(opts.synthetic),
-        "provenance": f"imported from lm-evaluation-harness results {src.basename}",
-        "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
-        "measured_at": [started[:10]] if started else [],
-    }
+    setup = setup_document(opts, name, hardware, model, engine, argv, "lm-eval", "lm-eval",
+                           f"imported from lm-evaluation-harness results {src.basename}")
+    setup["measured_at"] = [started[:10]] if started else []
     if opts.measured_by:
         setup["measured_by"] = opts.measured_by
     return setup

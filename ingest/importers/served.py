@@ -50,23 +50,31 @@ def client_setup(src: Source, opts: Options, model_id: str, tool: Tool, notes: s
     argv = list(opts.server_cmd) if opts.server_cmd else [f"{engine_name} (command not given)"]
     assumed.append({"field": "server.argv", "value": " ".join(argv)[:200],
                     "source": "--server-cmd" if opts.server_cmd else f"default (not in {tool.not_in})"})
-    gl = hw.gpu_label(hardware)
-    key = (hardware, model, engine, argv)
-    bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine_name, 16), tool.tag]
-    setup_id = f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}"
-    setup: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "setup_id": setup_id,
-        "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine_name} ({tool.label})")[:200],
-        "synthetic": bool(opts.synthetic),
-        "provenance": f"imported from the {tool.what.split(' ', 1)[1]} {src.basename}",
-        "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
-        "notes": notes,
-    }
+    setup = setup_document(opts, name, hardware, model, engine, argv, tool.tag, tool.label,
+                           f"imported from the {tool.what.split(' ', 1)[1]} {src.basename}")
+    setup_id = setup["setup_id"]
+    setup["notes"] = notes
     if measured_at:
         setup["measured_at"] = [measured_at]
     if opts.measured_by:
         setup["measured_by"] = opts.measured_by
     return setup_id, setup
+
+
+def setup_document(opts: Options, name: str, hardware: dict[str, Any], model: dict[str, Any],
+                   engine: dict[str, Any], argv: list[str], tag: str, label: str, provenance: str) -> dict[str, Any]:
+    """The setup.json of an imported result: its id a digest of hardware, model, engine and command after the
+    readable parts (``--id-prefix``, model, GPU, engine, ``tag``), its title "<model> on <GPU>, <engine>
+    (<label>)" after ``--title-prefix`` (pure)."""
+    gl = hw.gpu_label(hardware)
+    key = (hardware, model, engine, argv)
+    bits = [opts.id_prefix or "", slug(name, 40), slug(gl, 24), slug(engine["name"], 16), tag]
+    return {
+        "schema_version": SCHEMA_VERSION, "setup_id": f"{'-'.join(b for b in bits if b)[:100]}-{short_hash(key)}",
+        "title": ((opts.title_prefix or "") + f"{name} on {gl}, {engine['name']} ({label})")[:200],
+        "synthetic": bool(opts.synthetic), "provenance": provenance,
+        "hardware": hardware, "engine": engine, "model": model, "server": {"argv": argv},
+    }
 
 
 def add_day(setup: dict[str, Any], day: str) -> None:
