@@ -269,7 +269,8 @@ def without_method_tests(data: AnalysisData) -> tuple[AnalysisData, list[str]]:
     flagged = s.method_test.fillna(False).astype(bool)
     if not flagged.any():
         return data, []
-    return data.only(set(s[~flagged].setup_id)), sorted(s[flagged].title.astype(str))
+    titles = s.full_title if "full_title" in s.columns else s.title  # the full title says what the test is
+    return data.only(set(s[~flagged].setup_id)), sorted(titles[flagged].astype(str))
 
 
 def headline_values(metrics: pd.DataFrame) -> dict[str, dict[str, float]]:
