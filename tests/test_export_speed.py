@@ -140,7 +140,7 @@ def test_the_packed_search_index_unpacks_to_the_same_entries():
 @pytest.mark.unit
 @pytest.mark.skipif(shutil.which("node") is None, reason="no node to run site.js's unpacking")
 def test_site_js_unpacks_the_search_index_as_the_library_does(tmp_path):
-    script = (ROOT / "benchcards" / "templates" / "assets" / "site.js").read_text()
+    script = (ROOT / "benchcards" / "site" / "templates" / "assets" / "site.js").read_text()
     start = script.index("const unpack = p => {")
     body = script[start:script.index("\n  };\n", start) + 5]
     (tmp_path / "packed.json").write_text(json.dumps(site.search_pack(_entries())))

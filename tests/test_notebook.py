@@ -81,8 +81,8 @@ def test_analysis_notebook_executes_and_draws_its_charts(demo_db, monkeypatch):
     frontier_rows = [r for d in pareto["datasets"].values() for r in d if r.get("frontier") is True]
     assert frontier_rows
 
-    text = json.dumps([o.get("data") or o.get("text") for c in run.cells for o in c.get("outputs", [])])
-    assert "Qwen3.8-35B-A3B-Distill Q4_K_M on one RTX 5060 Ti 16 GB" in text  # the tables show the setups
+    text = json.dumps([o.get("data") or o.get("text") for c in run.cells for o in c.get("outputs", [])], ensure_ascii=False)
+    assert "Qwen3.8-35B-A3B-Distill · Q4_K_M · llama.cpp b" in text  # the tables show the setups (pandas cuts long cells)
     from benchcards.compute import analysis
     from benchcards.read import queries
 
@@ -106,6 +106,7 @@ def test_a_hostile_name_stays_text_in_the_notebooks_html(demo_db, tmp_path, monk
     folder = synth.generate_setup(77, tmp_path / "raw")  # full curves: it is on every chart
     setup = json.loads((folder / "setup.json").read_text())
     setup["title"] = one_line_payload("title", 200)
+    setup["model"]["name"] = one_line_payload("model", 120)  # the charts name setups by model · quant · build
     (folder / "setup.json").write_text(json.dumps(setup))
     ingest_paths([folder], db)
     monkeypatch.setenv("BENCHCARDS_DB", str(db))
