@@ -1,0 +1,62 @@
+"""llama-benchy files a hostile user could give: each is refused naming the file and the field, or read right."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from ingest.importers import ImportFailed, Options, Source, convert
+from ingest.importers.llama_benchy import MAX_TESTS
+from tests.import_helpers import FIX
+
+pytestmark = pytest.mark.unit
+
+REAL = FIX / "real-tools"
+CPU = Options(gpu="none")
+HEAD = ("model,test_name,t_s_mean,t_s_std,t_s_req_mean,t_s_req_std,peak_ts_mean,peak_ts_std,peak_ts_req_mean,"
+        "peak_ts_req_std,ttfr_mean,ttfr_std,est_ppt_mean,est_ppt_std,e2e_ttft_mean,e2e_ttft_std")
+MD_HEAD = ("| model | test | t/s | peak t/s | ttfr (ms) | est_ppt (ms) | e2e_ttft (ms) |\n"
+           "|:--|--:|--:|--:|--:|--:|--:|\n")
+
+
+def csv_file(rows: list[str]) -> bytes:
+    return ("\n".join([HEAD, *rows]) + "\n").encode()
+
+
+def pp_row(n: int, sd: str = "1", req_sd: str = "1") -> str:
+    return f"tiny,pp{n},1000,{sd},1000,{req_sd},,,,,25,1,21,1,25,1"
+
+
+def refused(name: str, data: bytes, opts: Options = CPU) -> str:
+    with pytest.raises(ImportFailed) as exc:
+        convert([Source(name, data)], opts)
+    text = "\n".join(exc.value.errors)
+    assert text.startswith(f"{name}: ") and "Traceback" not in text and "unexpected" not in text
+    return text
+
+
+def contract(name: str, data: bytes, opts: Options = CPU) -> dict:
+    (res,) = convert([Source(name, data)], opts)
+    (setup,) = res.setups
+    (run,) = setup.runs
+    return run.contract
+
+
+def test_ten_thousand_tests_convert_in_linear_time():
+    start = time.monotonic()
+    c = contract("many.csv", csv_file([pp_row(n) for n in range(1, MAX_TESTS + 1)]))
+    assert len(c["summary"]["tasks"]) == MAX_TESTS
+    assert time.monotonic() - start < 10  # the duplicate check was quadratic: 237 s
+
+
+@pytest.mark.parametrize("kind", ["csv", "md"])
+def test_csv_and_markdown_over_the_limit_are_refused_never_cut_short(kind):
+    n = MAX_TESTS + 1
+    if kind == "csv":
+        data = csv_file([pp_row(i) for i in range(1, n + 1)])
+    else:
+        data = (MD_HEAD + "".join(f"| tiny | pp{i} | 1000 ± 1 | | | | 25 ± 1 |\n" for i in range(1, n + 1))).encode()
+    err = refused(f"many.{kind}", data)
+    assert f"{n:,} tests, more than the {MAX_TESTS:,} an import takes" in err
