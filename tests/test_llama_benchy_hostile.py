@@ -60,3 +60,37 @@ def test_csv_and_markdown_over_the_limit_are_refused_never_cut_short(kind):
         data = (MD_HEAD + "".join(f"| tiny | pp{i} | 1000 ± 1 | | | | 25 ± 1 |\n" for i in range(1, n + 1))).encode()
     err = refused(f"many.{kind}", data)
     assert f"{n:,} tests, more than the {MAX_TESTS:,} an import takes" in err
+
+
+def test_a_nan_standard_deviation_in_csv_reads_as_missing():
+    c = contract("nansd.csv", csv_file([pp_row(32, sd="nan", req_sd="nan")]))
+    (task,) = c["summary"]["tasks"]
+    assert task["prefill_tps"] == 1000 and "prefill_tps_sd" not in task
+    json.dumps(c, allow_nan=False)  # storable: no NaN reaches the contract
+
+
+@pytest.mark.parametrize(("sd", "problem"), [
+    ("abc", "line 2 (pp32): t_s_req_std: not a number: 'abc'"),
+    ("-5", "line 2 (pp32): t_s_req_std: a standard deviation of -5: expected a finite number of at least 0"),
+])
+def test_a_bad_csv_standard_deviation_names_its_line_test_and_field(sd, problem):
+    assert refused("bad.csv", csv_file([pp_row(32, req_sd=sd)])) == f"bad.csv: {problem}"
+
+
+def test_a_csv_field_over_the_csv_limit_names_its_line():
+    err = refused("big.csv", csv_file([pp_row(32), "tiny," + "m" * 200_000]))
+    assert err.startswith("big.csv: line 3: not llama-benchy CSV (field larger than field limit")
+
+
+def test_a_markdown_cell_that_is_no_number_names_its_line_and_column():
+    data = (MD_HEAD + "| tiny | pp32 | 1.2.3 ± 1 | | | | 25 ± 1 |\n").encode()
+    assert refused("dots.md", data) == ("dots.md: line 3: t/s: expected 'mean ± sd' (numbers, sd at least 0), "
+                                        "got '1.2.3 ± 1'")
+
+
+def test_a_negative_json_standard_deviation_names_the_run_and_field():
+    report = json.loads((REAL / "llama-benchy-0.4.0-nocache.json").read_text())
+    report["benchmarks"][0]["pp_req_throughput"]["std"] = -3
+    err = refused("neg.json", json.dumps(report).encode())
+    assert err == ("neg.json: $.benchmarks[0].pp_req_throughput.std: a standard deviation of -3: expected a number "
+                   "of at least 0")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ MD_COLUMNS = ("ttfr (ms)", "est_ppt (ms)", "e2e_ttft (ms)")
 TEST_NAME = re.compile(r"^(?P<kind>ctx_pp|ctx_tg|pp(?P<pp>\d{1,9})|tg(?P<tg>\d{1,9}))"
                        r"(?: @ d(?P<depth>\d{1,9}))?(?: \(c(?P<c>\d{1,6})\))?$")
 MAX_TESTS = 10_000
+NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?"
 CLIENT_NOTE = ("llama-benchy figures, measured by the client over HTTP (they include the HTTP path, the chat "
                "template and queueing in the server): not the engine's own benchmark figures")
 
@@ -110,6 +112,8 @@ def _figure(src: Source, where: str, obj: Any) -> Figure | None:
     if not isinstance(values, list) or not all(finite(v) and v >= 0 for v in values) or len(values) > 100_000:
         raise src.fail(f"{where}.values", "expected a list of numbers of at least 0")
     std = obj.get("std")
+    if finite(std) and std < 0:
+        raise src.fail(f"{where}.std", f"a standard deviation of {std:g}: expected a number of at least 0")
     return Figure(float(obj["mean"]), float(std) if finite(std) else None, [float(v) for v in values])
 
 
@@ -171,10 +175,23 @@ def _mean_sd(src: Source, where: str, text: str) -> Figure | None:
     text = text.strip()
     if not text:
         return None
-    m = re.fullmatch(r"(-?[0-9.]+(?:e[+-]?\d+)?)\s*(?:±\s*([0-9.]+(?:e[+-]?\d+)?))?", text)
+    m = re.fullmatch(rf"(-?{NUMBER})\s*(?:±\s*({NUMBER}|nan|-nan))?", text, re.I)
     if m is None:
-        raise src.fail(where, f"expected 'mean ± sd', got {text[:40]!r}")
-    return Figure(float(m[1]), float(m[2]) if m[2] else None)
+        raise src.fail(where, f"expected 'mean ± sd' (numbers, sd at least 0), got {text[:40]!r}")
+    return Figure(float(m[1]), _sd(src, where, m[2]) if m[2] else None)
+
+
+def _sd(src: Source, where: str, text: str) -> float | None:
+    """A standard deviation: None when printed as nan (too few runs, as llama-bench's importer reads it)."""
+    try:
+        sd = float(text)
+    except ValueError:
+        raise src.fail(where, f"not a number: {text[:40]!r}") from None
+    if math.isnan(sd):
+        return None
+    if not math.isfinite(sd) or sd < 0:
+        raise src.fail(where, f"a standard deviation of {sd:g}: expected a finite number of at least 0")
+    return sd
 
 
 def parse_md(src: Source) -> list[Test]:
@@ -210,7 +227,10 @@ def parse_md(src: Source) -> list[Test]:
 
 def parse_csv(src: Source) -> list[Test]:
     reader = csv.DictReader(io.StringIO(src.text()))
-    rows = list(reader)
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise src.fail(f"line {reader.line_num + 1}", f"not llama-benchy CSV ({exc})") from None
     _at_most(src, "tests", len(rows))
     caching = any(str(r.get("test_name", "")).startswith("ctx_") for r in rows)
     tests = []
@@ -223,9 +243,10 @@ def parse_csv(src: Source) -> list[Test]:
             if not mean:
                 continue
             try:
-                figs[key] = Figure(float(mean), float(sd) if sd else None)
+                value = float(mean)
             except ValueError:
                 raise src.fail(f"line {n}: {key}_mean", f"not a number: {mean[:40]!r}") from None
+            figs[key] = Figure(value, _sd(src, f"line {n} ({row.get('test_name')}): {key}_std", sd) if sd else None)
         tests.append(Test(kind, size, depth, c, cached, figs, model=row.get("model"), where=f"line {n}"))
     return tests
 
