@@ -94,3 +94,14 @@ def test_a_negative_json_standard_deviation_names_the_run_and_field():
     err = refused("neg.json", json.dumps(report).encode())
     assert err == ("neg.json: $.benchmarks[0].pp_req_throughput.std: a standard deviation of -3: expected a number "
                    "of at least 0")
+
+
+def test_a_json_mean_that_contradicts_its_values_is_computed_from_the_values_and_said():
+    report = json.loads((REAL / "llama-benchy-0.4.0-nocache.json").read_text())
+    report["benchmarks"][0]["pp_req_throughput"].update(mean=9000, std=0, values=[100, 100, 100])
+    c = contract("mis.json", json.dumps(report).encode())
+    task = next(t for t in c["summary"]["tasks"] if t["task"] == "pp64")
+    assert (task["prefill_tps"], task["prefill_tps_sd"]) == (100, 0)
+    (said,) = [u for u in c["imported"]["unmapped"] if "contradicts" in u["reason"]]
+    assert said == {"field": "$.benchmarks[0].pp_req_throughput", "reason": "the file's mean 9000 ± 0 contradicts "
+                    "its 3 values (100 ± 0): the values' figures are shown"}

@@ -30,6 +30,7 @@ import io
 import math
 import re
 import shlex
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,7 @@ class Figure:
     mean: float
     std: float | None = None
     values: list[float] = field(default_factory=list)
+    note: tuple[str, str] | None = None  # (where, why): the stated figures contradict the values (JSON)
 
 
 @dataclass
@@ -114,7 +116,16 @@ def _figure(src: Source, where: str, obj: Any) -> Figure | None:
     std = obj.get("std")
     if finite(std) and std < 0:
         raise src.fail(f"{where}.std", f"a standard deviation of {std:g}: expected a number of at least 0")
-    return Figure(float(obj["mean"]), float(std) if finite(std) else None, [float(v) for v in values])
+    runs = [float(v) for v in values]
+    fig = Figure(float(obj["mean"]), float(std) if finite(std) else None, runs)
+    if runs:  # figures computed from the raw values, as stored for every run; the file's own are checked
+        mean, sd = statistics.fmean(runs), statistics.pstdev(runs)  # llama-benchy's std is the population one
+        if not math.isclose(fig.mean, mean, rel_tol=1e-6, abs_tol=1e-9) or (
+                fig.std is not None and not math.isclose(fig.std, sd, rel_tol=1e-6, abs_tol=1e-9)):
+            fig.note = (where, f"the file's mean {fig.mean:g}" + (f" ± {fig.std:g}" if fig.std is not None else "")
+                        + f" contradicts its {len(runs)} values ({mean:g} ± {sd:g}): the values' figures are shown")
+        fig.mean, fig.std = mean, sd
+    return fig
 
 
 def _at_most(src: Source, where: str, n: int) -> None:
@@ -421,6 +432,8 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
         points.append(point)
         unmapped.extend({"field": f"{t.where}: {f}", "reason": why} for f, why in left)
     unmapped.extend(_not_shown(report, tests))
+    notes_ = {f.note for t in tests for f in t.figs.values() if f.note}  # a figure shared by two tasks: once
+    unmapped.extend({"field": w, "reason": why} for w, why in sorted(notes_))
     seen: set[str] = set()
     dup = {p["task"] for p in points if p["task"] in seen or seen.add(p["task"])}  # linear: 10,000 tests
     if dup:
