@@ -105,3 +105,13 @@ def test_a_json_mean_that_contradicts_its_values_is_computed_from_the_values_and
     (said,) = [u for u in c["imported"]["unmapped"] if "contradicts" in u["reason"]]
     assert said == {"field": "$.benchmarks[0].pp_req_throughput", "reason": "the file's mean 9000 ± 0 contradicts "
                     "its 3 values (100 ± 0): the values' figures are shown"}
+
+
+def test_control_characters_in_the_version_are_refused_and_in_the_command_made_one_line():
+    report = json.loads((REAL / "llama-benchy-0.4.0-nocache.json").read_text())
+    report["version"] = "\x1b]0;PWN\x07 0.4"
+    err = refused("esc.json", json.dumps(report).encode())
+    assert err.startswith("esc.json: $.version: character 1 is U+001B; a name from the file must be one line")
+    opts = Options(gpu="none", bench_cmd=["llama-benchy", "--no-cache", "--model", "\x1b]0;PWN\x07"])
+    c = contract("ok.json", (REAL / "llama-benchy-0.4.0-nocache.json").read_bytes(), opts)
+    assert "\x1b" not in c["source"] and "\x07" not in c["source"] and "--no-cache" in c["source"]

@@ -45,9 +45,11 @@ from ingest.importers.base import (
     attachment,
     finite,
     import_info,
+    name_problem,
     speed_contract,
     whole,
 )
+from schemas.ids import one_line
 
 NAME = "llama-benchy"
 IMPORTER = "llama-benchy 1"
@@ -439,6 +441,8 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     if dup:
         raise src.fail("tests", f"the test {sorted(dup)[0]!r} appears more than once: one llama-benchy run per file")
     version = report.get("version") if isinstance(report.get("version"), str) else None
+    if version is not None and (why := name_problem(version, 100)):
+        raise src.fail("$.version", why)  # it becomes the run's tool name, shown on the card
     tool = "llama-benchy" + (f" {version}" if version else "")
     latency = report.get("latency_ms")
     note = (CLIENT_NOTE + ". Per test: prefill = prompt tokens (the server's count when it is within 20 % of "
@@ -456,7 +460,8 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", src.basename).lstrip(".")[:120] or f"llama-benchy.{variant}"
     contract = speed_contract(
         run_id, setup_id, summary_only=True, started_at=started, tool=tool,
-        source=f"llama-benchy result {src.basename}" + (f" ({shlex.join(bench_cmd)[:300]})" if bench_cmd else ""),
+        source=one_line(f"llama-benchy result {src.basename}" + (f" ({shlex.join(bench_cmd)[:300]})" if bench_cmd
+                                                                     else ""), 1000),  # one line, as every name
         notes=CLIENT_NOTE + ".",
         method={"parts": ["task"], **({"runs": runs} if (runs := runs_per_test(tests, bench_cmd)) else {})},
         parts=[{"part": "task", "status": "ok"}],
