@@ -115,3 +115,12 @@ def test_control_characters_in_the_version_are_refused_and_in_the_command_made_o
     opts = Options(gpu="none", bench_cmd=["llama-benchy", "--no-cache", "--model", "\x1b]0;PWN\x07"])
     c = contract("ok.json", (REAL / "llama-benchy-0.4.0-nocache.json").read_bytes(), opts)
     assert "\x1b" not in c["source"] and "\x07" not in c["source"] and "--no-cache" in c["source"]
+
+
+def test_an_impossible_timestamp_is_dropped_with_a_warning():
+    report = json.loads((REAL / "llama-benchy-0.4.0-nocache.json").read_text())
+    report["timestamp"] = "2026-13-45 99:99:99Z"
+    c = contract("ts.json", json.dumps(report).encode())
+    assert c.get("started_at") is None
+    assert {"field": "$.timestamp", "reason": "'2026-13-45 99:99:99Z' is not a valid date and time: no start time "
+            "stored"} in c["imported"]["unmapped"]

@@ -32,6 +32,7 @@ import re
 import shlex
 import statistics
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from benchcards.domain import plausible
@@ -409,7 +410,12 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     started = None
     ts = report.get("timestamp")
     if isinstance(ts, str) and (m := re.fullmatch(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})Z?", ts.strip())):
-        started = f"{m[1]}T{m[2]}Z"
+        try:
+            datetime.strptime(f"{m[1]} {m[2]}", "%Y-%m-%d %H:%M:%S")
+            started = f"{m[1]}T{m[2]}Z"
+        except ValueError:
+            unmapped.append({"field": "$.timestamp", "reason": f"{ts.strip()[:40]!r} is not a valid date and time: "
+                                                               "no start time stored"})
     setup_id, setup = served.client_setup(src, opts, model_id, LLAMA_BENCHY, CLIENT_NOTE + ".", assumed,
                                           started[:10] if started else None)
     if setup_id not in setups:
