@@ -141,3 +141,17 @@ def test_names_from_a_file_are_one_line_and_bounded():
                for e in exc.value.errors), exc.value.errors
     # the same names given as options are what is stored
     assert convert([Source("long.json", json.dumps(rows).encode())], Options(gpu="none", model="X-8B"))
+
+
+def test_a_link_given_as_the_path_is_refused_by_name_and_nothing_is_stored(tmp_path, capsys):
+    link = tmp_path / "l.json"
+    link.symlink_to(BENCH)
+    with pytest.raises(ImportFailed) as exc:
+        read_sources([link])
+    assert exc.value.errors == [f"{link}: is a symbolic link; links are never followed "
+                                "(copy the file itself into the folder)"]
+    db = tmp_path / "x.duckdb"
+    assert main([str(link), "--db", str(db), "--out", str(tmp_path / "local")]) == 1
+    err = capsys.readouterr().err
+    assert f"{link}: is a symbolic link" in err and "Traceback" not in err
+    assert not db.exists() and not (tmp_path / "local").exists()

@@ -135,8 +135,8 @@ def read_sources(paths: list[Path], limits: Limits = LIMITS) -> tuple[list[Sourc
 
     Like a setup folder (``ingest.files``): only regular files are read; inside a folder a symbolic
     link, pipe, socket or device is refused by name (never followed or opened), hidden entries are
-    skipped and listed; a path given is resolved (a link named on the command line is what the user
-    asked for). Sizes are counted while reading: at most ``MAX_FILE_BYTES`` per file,
+    skipped and listed; a path given that is itself a link is refused the same way (its parent folders
+    are resolved). Sizes are counted while reading: at most ``MAX_FILE_BYTES`` per file,
     ``limits.inflated_total`` in all, ``MAX_FILES`` files, ``limits.dir_depth`` folder levels.
     Raises ImportFailed naming every path that can not be read.
     """
@@ -145,6 +145,9 @@ def read_sources(paths: list[Path], limits: Limits = LIMITS) -> tuple[list[Sourc
     skipped: list[str] = []
     budget = [limits.inflated_total]
     for given in paths:
+        if given.is_symlink():
+            errors.append(f"{given}: {LINK}")  # like a link inside a folder: never followed
+            continue
         try:
             p = given.resolve(strict=True)
         except (OSError, RuntimeError):

@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import shlex
+import statistics
+from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from benchcards.domain import plausible
@@ -43,9 +47,11 @@ from ingest.importers.base import (
     attachment,
     finite,
     import_info,
+    name_problem,
     speed_contract,
     whole,
 )
+from schemas.ids import one_line
 
 NAME = "llama-benchy"
 IMPORTER = "llama-benchy 1"
@@ -57,6 +63,7 @@ MD_COLUMNS = ("ttfr (ms)", "est_ppt (ms)", "e2e_ttft (ms)")
 TEST_NAME = re.compile(r"^(?P<kind>ctx_pp|ctx_tg|pp(?P<pp>\d{1,9})|tg(?P<tg>\d{1,9}))"
                        r"(?: @ d(?P<depth>\d{1,9}))?(?: \(c(?P<c>\d{1,6})\))?$")
 MAX_TESTS = 10_000
+NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?"
 CLIENT_NOTE = ("llama-benchy figures, measured by the client over HTTP (they include the HTTP path, the chat "
                "template and queueing in the server): not the engine's own benchmark figures")
 
@@ -82,6 +89,7 @@ class Figure:
     mean: float
     std: float | None = None
     values: list[float] = field(default_factory=list)
+    note: tuple[str, str] | None = None  # (where, why): the stated figures contradict the values (JSON)
 
 
 @dataclass
@@ -110,7 +118,24 @@ def _figure(src: Source, where: str, obj: Any) -> Figure | None:
     if not isinstance(values, list) or not all(finite(v) and v >= 0 for v in values) or len(values) > 100_000:
         raise src.fail(f"{where}.values", "expected a list of numbers of at least 0")
     std = obj.get("std")
-    return Figure(float(obj["mean"]), float(std) if finite(std) else None, [float(v) for v in values])
+    if finite(std) and std < 0:
+        raise src.fail(f"{where}.std", f"a standard deviation of {std:g}: expected a number of at least 0")
+    runs = [float(v) for v in values]
+    fig = Figure(float(obj["mean"]), float(std) if finite(std) else None, runs)
+    if runs:  # figures computed from the raw values, as stored for every run; the file's own are checked
+        mean, sd = statistics.fmean(runs), statistics.pstdev(runs)  # llama-benchy's std is the population one
+        if not math.isclose(fig.mean, mean, rel_tol=1e-6, abs_tol=1e-9) or (
+                fig.std is not None and not math.isclose(fig.std, sd, rel_tol=1e-6, abs_tol=1e-9)):
+            fig.note = (where, f"the file's mean {fig.mean:g}" + (f" ± {fig.std:g}" if fig.std is not None else "")
+                        + f" contradicts its {len(runs)} values ({mean:g} ± {sd:g}): the values' figures are shown")
+        fig.mean, fig.std = mean, sd
+    return fig
+
+
+def _at_most(src: Source, where: str, n: int) -> None:
+    """Refuse a file of more than MAX_TESTS tests (JSON runs, CSV or markdown rows), never cut it short."""
+    if n > MAX_TESTS:
+        raise src.fail(where, f"{n:,} tests, more than the {MAX_TESTS:,} an import takes")
 
 
 def parse_json(src: Source) -> tuple[dict[str, Any], list[Test]]:
@@ -118,8 +143,7 @@ def parse_json(src: Source) -> tuple[dict[str, Any], list[Test]]:
     if not isinstance(report, dict) or not isinstance(report.get("benchmarks"), list):
         raise src.fail("$.benchmarks", "expected a list of llama-benchy benchmark runs")
     runs = report["benchmarks"]
-    if len(runs) > MAX_TESTS:
-        raise src.fail("$.benchmarks", f"{len(runs):,} runs, more than the {MAX_TESTS:,} an import takes")
+    _at_most(src, "$.benchmarks", len(runs))
     caching = report.get("prefix_caching_enabled") is True
     tests: list[Test] = []
     for i, run in enumerate(runs):
@@ -166,10 +190,23 @@ def _mean_sd(src: Source, where: str, text: str) -> Figure | None:
     text = text.strip()
     if not text:
         return None
-    m = re.fullmatch(r"(-?[0-9.]+(?:e[+-]?\d+)?)\s*(?:±\s*([0-9.]+(?:e[+-]?\d+)?))?", text)
+    m = re.fullmatch(rf"(-?{NUMBER})\s*(?:±\s*({NUMBER}|nan|-nan))?", text, re.I)
     if m is None:
-        raise src.fail(where, f"expected 'mean ± sd', got {text[:40]!r}")
-    return Figure(float(m[1]), float(m[2]) if m[2] else None)
+        raise src.fail(where, f"expected 'mean ± sd' (numbers, sd at least 0), got {text[:40]!r}")
+    return Figure(float(m[1]), _sd(src, where, m[2]) if m[2] else None)
+
+
+def _sd(src: Source, where: str, text: str) -> float | None:
+    """A standard deviation: None when printed as nan (too few runs, as llama-bench's importer reads it)."""
+    try:
+        sd = float(text)
+    except ValueError:
+        raise src.fail(where, f"not a number: {text[:40]!r}") from None
+    if math.isnan(sd):
+        return None
+    if not math.isfinite(sd) or sd < 0:
+        raise src.fail(where, f"a standard deviation of {sd:g}: expected a finite number of at least 0")
+    return sd
 
 
 def parse_md(src: Source) -> list[Test]:
@@ -189,8 +226,9 @@ def parse_md(src: Source) -> list[Test]:
     caching = any(r[header.index("test")].startswith("ctx_") for _, r in rows if len(r) == len(header))
     col = {"t/s": "t_s", "t/s (total)": "t_s", "t/s (req)": "t_s_req", "peak t/s": "peak_ts",
            "peak t/s (req)": "peak_ts_req", "ttfr (ms)": "ttfr", "est_ppt (ms)": "est_ppt", "e2e_ttft (ms)": "e2e_ttft"}
+    _at_most(src, "tests", len(rows))
     tests = []
-    for n, cells in rows[:MAX_TESTS]:
+    for n, cells in rows:
         if len(cells) != len(header):
             raise src.fail(f"line {n}", f"{len(cells)} cells for {len(header)} columns")
         row = dict(zip(header, cells, strict=True))
@@ -204,10 +242,14 @@ def parse_md(src: Source) -> list[Test]:
 
 def parse_csv(src: Source) -> list[Test]:
     reader = csv.DictReader(io.StringIO(src.text()))
-    rows = list(reader)
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise src.fail(f"line {reader.line_num + 1}", f"not llama-benchy CSV ({exc})") from None
+    _at_most(src, "tests", len(rows))
     caching = any(str(r.get("test_name", "")).startswith("ctx_") for r in rows)
     tests = []
-    for i, row in enumerate(rows[:MAX_TESTS]):
+    for i, row in enumerate(rows):
         n = i + 2
         kind, size, depth, c, cached = _test_name(src, f"line {n}", str(row.get("test_name") or ""), caching)
         figs = {}
@@ -216,9 +258,10 @@ def parse_csv(src: Source) -> list[Test]:
             if not mean:
                 continue
             try:
-                figs[key] = Figure(float(mean), float(sd) if sd else None)
+                value = float(mean)
             except ValueError:
                 raise src.fail(f"line {n}: {key}_mean", f"not a number: {mean[:40]!r}") from None
+            figs[key] = Figure(value, _sd(src, f"line {n} ({row.get('test_name')}): {key}_std", sd) if sd else None)
         tests.append(Test(kind, size, depth, c, cached, figs, model=row.get("model"), where=f"line {n}"))
     return tests
 
@@ -368,7 +411,12 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     started = None
     ts = report.get("timestamp")
     if isinstance(ts, str) and (m := re.fullmatch(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})Z?", ts.strip())):
-        started = f"{m[1]}T{m[2]}Z"
+        try:
+            datetime.strptime(f"{m[1]} {m[2]}", "%Y-%m-%d %H:%M:%S")
+            started = f"{m[1]}T{m[2]}Z"
+        except ValueError:
+            unmapped.append({"field": "$.timestamp", "reason": f"{ts.strip()[:40]!r} is not a valid date and time: "
+                                                               "no start time stored"})
     setup_id, setup = served.client_setup(src, opts, model_id, LLAMA_BENCHY, CLIENT_NOTE + ".", assumed,
                                           started[:10] if started else None)
     if setup_id not in setups:
@@ -393,10 +441,15 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
         points.append(point)
         unmapped.extend({"field": f"{t.where}: {f}", "reason": why} for f, why in left)
     unmapped.extend(_not_shown(report, tests))
-    dup = {p["task"] for p in points if sum(q["task"] == p["task"] for q in points) > 1}
+    notes_ = {f.note for t in tests for f in t.figs.values() if f.note}  # a figure shared by two tasks: once
+    unmapped.extend({"field": w, "reason": why} for w, why in sorted(notes_))
+    counts = Counter(p["task"] for p in points)  # linear: 10,000 tests
+    dup = {task for task, n in counts.items() if n > 1}
     if dup:
         raise src.fail("tests", f"the test {sorted(dup)[0]!r} appears more than once: one llama-benchy run per file")
     version = report.get("version") if isinstance(report.get("version"), str) else None
+    if version is not None and (why := name_problem(version, 100)):
+        raise src.fail("$.version", why)  # it becomes the run's tool name, shown on the card
     tool = "llama-benchy" + (f" {version}" if version else "")
     latency = report.get("latency_ms")
     note = (CLIENT_NOTE + ". Per test: prefill = prompt tokens (the server's count when it is within 20 % of "
@@ -414,7 +467,8 @@ def _convert_file(src: Source, variant: str, report: dict[str, Any], tests: list
     att_name = re.sub(r"[^A-Za-z0-9._+-]", "_", src.basename).lstrip(".")[:120] or f"llama-benchy.{variant}"
     contract = speed_contract(
         run_id, setup_id, summary_only=True, started_at=started, tool=tool,
-        source=f"llama-benchy result {src.basename}" + (f" ({shlex.join(bench_cmd)[:300]})" if bench_cmd else ""),
+        source=one_line(f"llama-benchy result {src.basename}" + (f" ({shlex.join(bench_cmd)[:300]})" if bench_cmd
+                                                                     else ""), 1000),  # one line, as every name
         notes=CLIENT_NOTE + ".",
         method={"parts": ["task"], **({"runs": runs} if (runs := runs_per_test(tests, bench_cmd)) else {})},
         parts=[{"part": "task", "status": "ok"}],
