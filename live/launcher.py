@@ -7,6 +7,7 @@ One module for every live test that restarts the server (the memory test, sweeps
   argv items only, so no value can become a new argument, and nothing else in the text is interpreted. A
   placeholder stands alone (an item, a ``--flag={x}`` value, or a word of a wrapper's item): one glued into a
   number (``-c 1{ctx}0``) is refused, never filled into another value.
+  Any other ``{name}`` is refused (a typo would reach the server as is); other braces (JSON) are kept.
   The host is 127.0.0.1 unless remote hosts were allowed; a command without ``--port``/``{port}`` gets
   ``--port {port}`` (and ``--host {host}``) added, and a llama-server without a verbosity flag gets
   ``-lv 4`` (current builds print their memory lines only at 4 or more): every added item is
@@ -59,6 +60,8 @@ __all__ = [
 
 PLACEHOLDERS = ("ctx", "port", "host")
 _PLACEHOLDER = re.compile(r"\{(ctx|port|host)\}")
+#: what looks like a placeholder: {name}, not a shell's ${name} (other braces, e.g. JSON, are left alone)
+_NAMED = re.compile(r"(?<!\$)\{([A-Za-z_]\w*)\}")
 #: bytes of the server's output kept from its start and from its end (what lies between is counted)
 LOG_HEAD_BYTES = 2 << 20
 LOG_TAIL_BYTES = 2 << 20
@@ -97,6 +100,11 @@ def _check_placeholders(items: list[str]) -> None:
     """Refuse a placeholder that does not stand alone: it must be a whole argv item (``-c {ctx}``), the value of
     ``--flag={x}``, or a word of its own inside a longer item (``sh -c '... -c {ctx} ...'``, ``{host}:{port}``).
     Glued into a number (``-c 1{ctx}0``, ``--port 8{port}``) it would silently make another value."""
+    unknown = list(dict.fromkeys(m.group(0) for item in items for m in _NAMED.finditer(item)
+                                 if not _PLACEHOLDER.fullmatch(m.group(0))))
+    if unknown:
+        raise TemplateError(f"--server-cmd: unknown placeholder {', '.join(unknown)}; the placeholders are {{ctx}}, "
+                            "{port} and {host} (nothing else in the command is filled in)")
     for item in items:
         for m in _PLACEHOLDER.finditer(item):
             before = item[m.start() - 1] if m.start() else ""

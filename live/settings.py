@@ -19,7 +19,7 @@ import argparse
 from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 __all__ = [
     "FIT_MEMORY",
@@ -87,6 +87,15 @@ class Settings(BaseModel):
     """Base of every settings model: unknown fields are refused."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+def no_repeats(flag: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``values`` unless one is given twice (raises ValueError naming the flag): a list that repeats a value
+    would measure it twice and store wrong figures."""
+    twice = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
+    if twice:
+        raise ValueError(f"{flag}: {', '.join(map(str, twice))} given more than once — give each value once")
+    return values
 
 
 M = TypeVar("M", bound=Settings)
@@ -215,6 +224,11 @@ class SpeedSettings(Settings):
                              f"{', '.join(TASKS)}")
         return v
 
+    @field_validator("prompt_ids", "prefill_depths", "conc_levels", "ctx_depths")
+    @classmethod
+    def _once_each(cls, v: tuple[Any, ...], info: ValidationInfo) -> tuple[Any, ...]:
+        return no_repeats(flag_of(cls, str(info.field_name)), v)
+
     @field_validator("agent_endpoints")
     @classmethod
     def _known_endpoints(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -273,7 +287,7 @@ class FitSettings(Settings):
                              form=(1.0, 100.0))
     max_tokens: int = option(96, "answer tokens asked for at each size", kind="int", form=(1, 65536))
     keep_going: bool = option(False, "try every size even after one failed", kind="flag")
-    load_timeout_s: float = option(900.0, "longest load of one size, s", kind="float", flag="--load-timeout")
+    load_timeout_s: Rate = option(900.0, "longest load of one size, s", kind="float", flag="--load-timeout")
     read_timeout_s: float = option(300.0, "longest silence inside the answer, s", kind="float", flag="--timeout")
     memory: str = option("auto", "GPU memory source (auto: NVML if nvidia-ml-py is installed, else nvidia-smi, else "
                          "the server's resident memory only)", kind="str", choices=FIT_MEMORY)
@@ -281,6 +295,11 @@ class FitSettings(Settings):
                                                  flag="--gpu-index")
     add_verbosity: bool = option(True, "do not add -lv 4 to llama-server", kind="noflag", flag="--no-verbosity")
     allow_remote: bool = option(False, "allow a --host other than loopback", kind="flag")
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes_once_each(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        return no_repeats("--sizes", v)  # the contract holds one row per context
 
 
 # --------------------------------------------------------------------------- quality (python -m live quality)
@@ -321,7 +340,7 @@ class SweepSettings(Settings):
                                    "variant, e.g. -t=1,2", kind="append", metavar="FLAG=V1,V2")
     repeats: int = option(3, "fresh boots per variant, interleaved A B A B …", kind="int", form=(1, 100))
     ctx: int = option(8192, "context every boot is started with ({ctx})", kind="int")
-    load_timeout_s: float = option(300.0, "longest load of one boot, s", kind="float", flag="--load-timeout")
+    load_timeout_s: Rate = option(300.0, "longest load of one boot, s", kind="float", flag="--load-timeout")
     allow_remote: bool = option(False, "allow a --host other than loopback", kind="flag")
 
 

@@ -27,7 +27,7 @@ from benchcards.domain.metrics import REGISTRY
 from live import launcher
 from live.launcher import NotReady, ServerTemplate
 from live.measure import MeasureConfig, SetupInput, build_setup, measure, slug, write_folder
-from live.settings import SWEEP_SPEED, SweepSettings
+from live.settings import SWEEP_SPEED, SweepSettings, build
 from schemas.models import SCHEMA_VERSION, Setup, SpeedContract, SweepBoot, SweepRecord, SweepVariant
 
 __all__ = ["BootEvent", "SweepConfig", "SweepResult", "Variant", "boot_figures", "differences", "grid",
@@ -111,6 +111,7 @@ class SweepConfig:
             out.append(f"--repeats: {self.repeats!r} is not a whole number from 1 to 1000")
         if not isinstance(self.ctx, int) or self.ctx < 1:
             out.append(f"--ctx: {self.ctx!r} is not a whole number of tokens >= 1")
+        out += build(SweepSettings, {"load_timeout_s": self.load_timeout_s})[1]  # finite and > 0, as the settings say
         return out
 
     def template(self, v: Variant) -> ServerTemplate:

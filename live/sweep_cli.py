@@ -17,7 +17,17 @@ import threading
 from pathlib import Path
 from typing import cast
 
-__all__ = ["add_parser", "cmd_sweep", "difference_lines"]
+__all__ = ["EXIT_CODES", "add_parser", "cmd_sweep", "difference_lines"]
+
+EXIT_CODES = """
+exit status:
+  0    the sweep finished and at least one boot measured (a boot that failed is recorded with its reason)
+  1    no boot measured (every variant failed to load or to answer); the sweep record of what failed is
+       still written
+  2    a usage error: a bad option value, variant, grid or --server-cmd (reported before any boot)
+  130  stopped with Ctrl-C or a signal: the server in flight is stopped and the finished boots are written
+       (a second Ctrl-C quits without writing)
+"""
 
 
 def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFormatter]) -> None:
@@ -34,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFor
     )
 
     p = sub.add_parser("sweep", help="compare server settings on fresh boots, with a 95 %% interval on each difference",
-                       description=__doc__, formatter_class=formatter)
+                       description=__doc__, epilog=EXIT_CODES, formatter_class=formatter)
     add_options(p, SweepSettings, skip=("allow_remote",))
     add_options(p, SpeedSettings, only=SWEEP_SPEED_FIELDS, defaults=SWEEP_SPEED,
                 helps={"parts": "parts measured on every boot (as measure: decode,prefill,conc,l1,ctx,agent)"})
@@ -165,4 +175,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for line in difference_lines(differences(result)):
         print(line)
     print(f"wrote {len(setups)} setups and the sweep record {record.sweep_id} under {args.out}", file=sys.stderr)
-    return 130 if record.stopped else 0
+    if record.stopped:
+        return 130
+    if not any(b.status == "ok" for b in record.boots):
+        print(f"no boot measured: all {len(record.boots)} failed (the sweep record says why)", file=sys.stderr)
+        return 1
+    return 0

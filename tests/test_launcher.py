@@ -112,6 +112,22 @@ def test_placeholders_fill_inside_their_items_and_added_items_are_recorded():
     assert "-lv" not in ServerTemplate.parse("llama-server -c {ctx}", add_verbosity=False).added
 
 
+
+@pytest.mark.unit
+def test_an_unknown_placeholder_is_refused_listing_the_allowed_ones(capsys, tmp_path):
+    """From the hostile review: {foo} reached the server literally, with no word of warning."""
+    from live.__main__ import main
+
+    with pytest.raises(TemplateError) as err:
+        ServerTemplate.parse("llama-server -c {ctx} --alias {foo} -t {Port}")
+    assert str(err.value) == ("--server-cmd: unknown placeholder {foo}, {Port}; the placeholders are {ctx}, {port} "
+                              "and {host} (nothing else in the command is filled in)")
+    # braces that are not a placeholder stay possible: JSON, and a shell's ${VAR} inside a wrapper
+    ServerTemplate.parse("sh -c 'exec llama-server -c {ctx} -t ${THREADS}' --chat-template-kwargs '{\"a\":1}'")
+    assert main(["fit", "--server-cmd", "llama-server -c {ctx} {foo}", "--gpu", "cpu", "--out", str(tmp_path)]) == 2
+    assert "error: --server-cmd: unknown placeholder {foo}; the placeholders are {ctx}" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
 def test_hostile_strings_in_the_command_never_reach_a_shell(tmp_path):
     """Shell syntax in the command is data: every item arrives in the program's argv exactly as written,
     and nothing runs."""

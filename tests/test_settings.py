@@ -134,6 +134,44 @@ def test_bad_values_are_refused_naming_the_flag(capsys):
     assert "error: --gpu-index: whole numbers, e.g. 0 or 0,1" in capsys.readouterr().err
 
 
+
+@pytest.mark.parametrize("cmd", ["fit", "sweep"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "0"])
+def test_a_load_timeout_that_is_not_a_finite_positive_time_is_refused(capsys, tmp_path, cmd, value):
+    """From the hostile review: nan waited forever for the server, a negative time failed every boot at once."""
+    from live.__main__ import main
+
+    extra = ["--variant", "a=", "--variant", "b=-t 1"] if cmd == "sweep" else []
+    assert main([cmd, *REQUIRED[cmd], *extra, "--load-timeout", value, "--gpu", "cpu", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --load-timeout: "), err
+    assert not any(tmp_path.iterdir())  # nothing started or written
+    with pytest.raises(ValueError, match="load_timeout_s"):
+        FitConfig(server_cmd="x -c {ctx}", load_timeout_s=float(value))
+    assert SweepConfig("x -c {ctx}", [], load_timeout_s=float(value)).problems()[-1].startswith("--load-timeout: ")
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["measure", "--parts", "conc", "--conc-levels", "1,1"], "--conc-levels: 1 given more than once"),
+    (["measure", "--prefill-depths", "512,512"], "--prefill-depths: 512 given more than once"),
+    (["measure", "--prompts", "code,prose,code"], "--prompts: code given more than once"),
+    (["measure", "--parts", "ctx", "--ctx-depths", "16K,16384"], "--ctx-depths: 16384 given more than once"),
+    (["fit", *REQUIRED["fit"], "--sizes", "4096,8K,4K"], "--sizes: 4096 given more than once"),
+    (["sweep", *REQUIRED["sweep"], "--variant", "a=", "--variant", "b=-t 1", "--conc-levels", "2,2"],
+     "--conc-levels: 2 given more than once"),
+])
+def test_a_value_given_twice_is_refused_naming_its_flag(capsys, tmp_path, argv, line):
+    """From the hostile review: a repeated level or depth was measured twice and stored a wrong total, and fit's
+    repeated size ran both boots and then wrote a contract that ingest refuses."""
+    from live.__main__ import main
+
+    assert main([*argv, "--gpu", "cpu", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"error: {line} — give each value once"]
+    assert not any(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="--conc-levels: 4 given more than once"):
+        MeasureConfig(conc_levels=(4, 2, 4))  # the Run live page builds the same model
+
 # --------------------------------------------------------------------------- the contract's method block
 
 def test_method_fields_are_the_contracts_names_and_to_argv_reads_back():

@@ -212,3 +212,20 @@ def test_a_variant_name_that_cannot_name_a_setup_is_refused_before_any_boot(name
     with pytest.raises(ValueError, match="--variant") as err:
         parse_variant(f"{name}=-t 2")
     assert "\x1b" not in str(err.value) and "\u202e" not in str(err.value)
+
+
+@pytest.mark.unit
+def test_a_sweep_where_no_boot_measured_exits_1_and_still_writes_its_record(tmp_path, capsys):
+    """From the hostile review: every boot failed, yet the sweep exited 0 as if it had measured."""
+    from live.__main__ import main
+
+    argv = ["sweep", "--server-cmd", f"{tmp_path}/no-such-server -c {{ctx}}", "--variant", "a=", "--variant",
+            "b=-t 1", "--repeats", "1", "--gpu", "cpu", "--out", str(tmp_path / "out")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "no boot measured: all 2 failed (the sweep record says why)" in err
+    record = SweepRecord.model_validate_json(next((tmp_path / "out").rglob("sweep-*.json")).read_text())
+    assert [b.status for b in record.boots] == ["no_load", "no_load"] and "no-such-server" in record.boots[0].reason
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    assert "1    no boot measured" in capsys.readouterr().out
