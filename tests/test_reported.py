@@ -345,3 +345,22 @@ def test_a_site_of_reported_setups_only_exports(tmp_path):
     export.export(dbp, out)
     card = (out / "setups" / f"{folder.name}.html").read_text(encoding="utf-8")
     assert "reported" in card.lower()
+
+
+BENCH_CARD = "timeline-demo-qwen3-30b-a3b-q4_k_m-rtx-4090-b6250-fd18c887"  # llama-bench argv, f16 KV
+KV_CLAIM = "--cache-type-k/--cache-type-v f16 → q8_0: decode +12–38 %"
+
+
+def test_a_flag_claim_shows_only_where_a_server_command_sets_the_flag(demo_db, monkeypatch, tmp_path):
+    from benchcards.site.export import export
+    from tests.test_app import run
+
+    monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))
+    spark = "qwen35-35b-a3b-udq4kxl-dgx-spark"  # its llama-server command sets --cache-type-k/v
+    assert KV_CLAIM in plain(run("pages/1_Setup_card.py", setup=spark).markdown)
+    for sid in (BENCH_CARD, "synthetic-00004-gpt-oss-20b-q4_k_m"):
+        assert KV_CLAIM not in plain(run("pages/1_Setup_card.py", setup=sid).markdown), sid
+    site = tmp_path / "site"
+    export(demo_db, site, with_raw=False)
+    assert KV_CLAIM in (site / "setups" / f"{spark}.html").read_text()
+    assert KV_CLAIM not in (site / "setups" / f"{BENCH_CARD}.html").read_text()

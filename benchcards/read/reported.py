@@ -328,12 +328,13 @@ class Snapshot:
 
     def claims_for(self, argv: list[str], setup_id: str) -> list[str]:
         """The reported flag claims shown on one card: those reported with this setup, and those about a flag its
-        server command sets (any spelling: '-ctk' is '--cache-type-k'). Plain text lines."""
+        server command sets (any spelling: '-ctk' is '--cache-type-k'; a llama-bench argv is no server command).
+        Plain text lines."""
         from benchcards.domain import flags
 
         if self.claims.empty:
             return []
-        have = set(flags.settings(argv))
+        have = set(flags.server_settings(argv))
         return [f"{claim_text(row)} ({source_text(row)}; reported with {row['title']})"
                 for row in self.claims.to_dict("records") if row["setup_id"] == setup_id or row["keys"] & have]
 
