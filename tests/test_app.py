@@ -179,7 +179,7 @@ def test_overview_default_order_is_decode_within_the_gpu_memory_tier():
     t = t[~reported]
     order = ["16 GB", "24 GB", "48 GB", "unified memory", "CPU only"]
     # ranked within tiers, so the tiers are shown as groups (issue 16), each named once, in order
-    from ui.html import REPORTED_GROUP
+    from benchcards.views.tables import REPORTED_GROUP
 
     # and the reported setups are one group of their own at the end, not a second heading of each tier
     assert t.attrs["groups"] == [f"{o} tier" for o in order if any(f"{o} tier" in h for h in t.Hardware)] + [
