@@ -902,3 +902,16 @@ def test_upload_limits_have_one_source_and_every_text_agrees():
     assert "How to make a setup folder" in [e.label for e in at.expander]
     assert "python -m live measure --help" in text and "Raw folders" in text
     assert {b.label for b in at.get("download_button")} >= {"setup.schema.json", "speed.schema.json"}
+
+
+def test_an_own_build_without_a_version_is_named_as_its_title_says():
+    """The DGX Spark seed's title says 'llama.cpp own build': its card's meta line and the overview agree."""
+    name = "Qwen3.5-35B-A3B · UD-Q4_K_XL · llama.cpp own build (version not given)"
+    at = run("pages/1_Setup_card.py", setup=SEED0)
+    text = "\n".join(m.value for m in [*at.title, *at.markdown, *at.caption]).replace("\\", "")
+    assert "llama.cpp own build" in at.title[0].value.replace("\\", "") and name in text, text
+    assert "llama.cpp (build not given)" not in text
+    import html as h
+
+    shown = h.unescape(re.sub(r"<[^>]+>", "", "\n".join(x.proto.body for x in run("app.py").get("html"))))
+    assert name in shown  # (the reported UD-Q4_K_XL setups name no build: they keep "(build not given)")
