@@ -741,7 +741,7 @@ def test_compare_spreads_in_points_long_answers_by_length_and_memory_with_verdic
     at = run("pages/4_Compare.py", setups=[SEED, SYN1])
     vs = f"{'Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860'}, vs the first"
     speed = table_with(at, "Figure")
-    cv = speed[speed.Figure == "Spread of the decode runs (CV) (%)"].iloc[0]
+    cv = speed[speed.Figure == "Spread of the decode runs (CV, %)"].iloc[0]
     assert re.fullmatch(r"([+−]\d+\.\d|0\.0) pts, (better|worse|same)", cv[vs])  # points, never a % of a %
     wall = speed[speed.Figure == "Long answer, wall time (s)"].iloc[0]
     assert wall[vs] == "other answer length: see the rate"  # short; the rate row compares across lengths
@@ -915,3 +915,16 @@ def test_an_own_build_without_a_version_is_named_as_its_title_says():
 
     shown = h.unescape(re.sub(r"<[^>]+>", "", "\n".join(x.proto.body for x in run("app.py").get("html"))))
     assert name in shown  # (the reported UD-Q4_K_XL setups name no build: they keep "(build not given)")
+
+
+def test_compare_says_the_spread_once_with_its_unit_and_differs_by_the_shown_values():
+    from benchcards.domain import fmt
+
+    assert fmt.change("decode_cv", 1.36, 1.24) == ("+0.2 pts, worse", "worse")  # shown 1.4 vs 1.2
+    at = run("pages/4_Compare.py", setups=[SYN1, SYN2])
+    t = table_with(at, "Figure")
+    row = t[t.Figure.str.startswith("Spread of the decode runs")]
+    assert list(row.Figure) == ["Spread of the decode runs (CV, %)"], list(t.Figure)
+    a, b, diff = (str(row.iloc[0][c]) for c in t.columns[1:4])
+    shown = float(b) - float(a)
+    assert diff.startswith(fmt.number(shown, 1, sign=True) + " pts"), (a, b, diff)
