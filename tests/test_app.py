@@ -179,7 +179,7 @@ def test_overview_default_order_is_decode_within_the_gpu_memory_tier():
     t = t[~reported]
     order = ["16 GB", "24 GB", "48 GB", "unified memory", "CPU only"]
     # ranked within tiers, so the tiers are shown as groups (issue 16), each named once, in order
-    from ui.html import REPORTED_GROUP
+    from benchcards.views.tables import REPORTED_GROUP
 
     # and the reported setups are one group of their own at the end, not a second heading of each tier
     assert t.attrs["groups"] == [f"{o} tier" for o in order if any(f"{o} tier" in h for h in t.Hardware)] + [
@@ -742,7 +742,7 @@ def test_compare_spreads_in_points_long_answers_by_length_and_memory_with_verdic
     at = run("pages/4_Compare.py", setups=[SEED, SYN1])
     vs = f"{'Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860'}, vs the first"
     speed = table_with(at, "Figure")
-    cv = speed[speed.Figure == "Spread of the decode runs (CV) (%)"].iloc[0]
+    cv = speed[speed.Figure == "Spread of the decode runs (CV, %)"].iloc[0]
     assert re.fullmatch(r"([+−]\d+\.\d|0\.0) pts, (better|worse|same)", cv[vs])  # points, never a % of a %
     wall = speed[speed.Figure == "Long answer, wall time (s)"].iloc[0]
     assert wall[vs] == "other answer length: see the rate"  # short; the rate row compares across lengths
@@ -903,3 +903,29 @@ def test_upload_limits_have_one_source_and_every_text_agrees():
     assert "How to make a setup folder" in [e.label for e in at.expander]
     assert "python -m live measure --help" in text and "Raw folders" in text
     assert {b.label for b in at.get("download_button")} >= {"setup.schema.json", "speed.schema.json"}
+
+
+def test_an_own_build_without_a_version_is_named_as_its_title_says():
+    """The DGX Spark seed's title says 'llama.cpp own build': its card's meta line and the overview agree."""
+    name = "Qwen3.5-35B-A3B · UD-Q4_K_XL · llama.cpp own build (version not given)"
+    at = run("pages/1_Setup_card.py", setup=SEED0)
+    text = "\n".join(m.value for m in [*at.title, *at.markdown, *at.caption]).replace("\\", "")
+    assert "llama.cpp own build" in at.title[0].value.replace("\\", "") and name in text, text
+    assert "llama.cpp (build not given)" not in text
+    import html as h
+
+    shown = h.unescape(re.sub(r"<[^>]+>", "", "\n".join(x.proto.body for x in run("app.py").get("html"))))
+    assert name in shown  # (the reported UD-Q4_K_XL setups name no build: they keep "(build not given)")
+
+
+def test_compare_says_the_spread_once_with_its_unit_and_differs_by_the_shown_values():
+    from benchcards.domain import fmt
+
+    assert fmt.change("decode_cv", 1.36, 1.24) == ("+0.2 pts, worse", "worse")  # shown 1.4 vs 1.2
+    at = run("pages/4_Compare.py", setups=[SYN1, SYN2])
+    t = table_with(at, "Figure")
+    row = t[t.Figure.str.startswith("Spread of the decode runs")]
+    assert list(row.Figure) == ["Spread of the decode runs (CV, %)"], list(t.Figure)
+    a, b, diff = (str(row.iloc[0][c]) for c in t.columns[1:4])
+    shown = float(b) - float(a)
+    assert diff.startswith(fmt.number(shown, 1, sign=True) + " pts"), (a, b, diff)

@@ -381,3 +381,19 @@ def test_a_card_rendered_alone_has_the_bytes_of_one_rendered_in_a_batch(demo_db,
     again = export(demo_db, out, with_raw=False)
     assert again.rendered == [alone[0].name[:-5]]
     assert {p.name: p.read_bytes() for p in sorted((out / "setups").iterdir())} == before
+
+
+def test_the_index_groups_setups_as_the_app_overview_does(site):
+    """One group per tier headed '<tier> tier' (the app's headings), the reported setups in their own group at
+    the end, not counted into each tier."""
+    from benchcards.views.tables import REPORTED_GROUP
+
+    index = (site / "index.html").read_text()
+    heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<h2>(.*?)</h2>", index)]
+    groups = [h for h in heads if " tier " in h or h.startswith("Reported elsewhere")]
+    assert groups[-1] == f"{REPORTED_GROUP} 10 setups", heads
+    assert groups[0].startswith("16 GB tier ") and all(re.fullmatch(r".+ tier \d+ setups?", g) for g in groups[:-1])
+    assert "16 GB tier 1 setup" in groups, groups  # the one measured 16 GB setup; its 3 reported ones come last
+    last = index.index(REPORTED_GROUP)
+    for sid in re.findall(r'href="setups/(reported-[^"]+)\.html"', index):
+        assert index.index(f"setups/{sid}.html") > last, sid

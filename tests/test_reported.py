@@ -25,6 +25,8 @@ REP = "rep-3090"
 #: the hand-made speed run's headline decode: code median 25, prose median 32 -> 28.5 tok/s; its four runs
 #: (30, 20, 32, 32 tok/s) have a sample standard deviation of sqrt(33) = 5.74 tok/s
 MEASURED = "measured here 28.5 ± 5.7 tok/s"
+#: what stands beside the reported Q4_K_M figure on the Q8_0 hand-made setup: no measured figure (another quant)
+DIFFERENT = "different quant (Q8_0 here) in Hand-made setup on an RTX 3090, synthetic demo data"
 
 
 def plain(elements) -> str:
@@ -201,7 +203,7 @@ def test_reported_and_measured_figures_of_one_gpu_and_model_are_shown_side_by_si
     assert line_measured == line_reported
     (line,) = line_measured
     assert "reported ~110 tok/s Q4_K_M (Tiny-1B speeds, post your numbers — someone, 2026-05-01)" in line
-    assert f"{MEASURED} Q8_0 (Hand-made setup on an RTX 3090, synthetic demo data)" in line
+    assert line.endswith(f"2026-05-01); {DIFFERENT}") and "measured here" not in line
     # the claim about -fa is on the card it was reported with and on the card whose command sets -fa
     for sid in (HAND, REP):
         argv = queries.card(store, sid).setup.server.argv
@@ -224,14 +226,14 @@ def test_the_setup_card_in_the_app_shows_reported_beside_measured(both, monkeypa
     at = run("pages/1_Setup_card.py", setup=HAND)
     text = plain(at.markdown)
     assert f"NVIDIA GeForce RTX 3090, Tiny-1B: reported ~110 tok/s Q4_K_M (Tiny-1B speeds, post your numbers — " \
-           f"someone, 2026-05-01); {MEASURED} Q8_0" in text, text
+           f"someone, 2026-05-01); {DIFFERENT}" in text, text
     assert "-fa off → on: decode ~+5–9 %" in text
     at = run("pages/1_Setup_card.py", setup=REP)
     assert any("gray-badge[reported]" in m.value for m in at.markdown)
     assert any("Reported: figures someone else posted" in i.value for i in at.info)
     assert f"Source: Tiny-1B speeds, post your numbers — someone, 2026-05-01 (passing on figures others posted) — " \
            f"{URL}" in plain(at.markdown).replace("\u2060", "")
-    assert MEASURED in plain(at.markdown)
+    assert DIFFERENT in plain(at.markdown) and "measured here 28.5" not in plain(at.markdown)
 
 
 def test_the_overview_and_compare_in_the_app(both, monkeypatch):
@@ -246,7 +248,7 @@ def test_the_overview_and_compare_in_the_app(both, monkeypatch):
     at = run("pages/4_Compare.py", setups=[HAND, REP])
     said = plain(at.markdown)
     assert "Tiny-1B · Q4_K_M · llama.cpp (build not given): reported decode ~110 tok/s, model file 0.7 GB" in said
-    assert "not measured here, not ranked" in said and MEASURED in said, said
+    assert "not measured here, not ranked" in said and DIFFERENT in said and MEASURED not in said, said
 
 
 def test_the_export_card_shows_reported_beside_measured_and_lists_reported_last(both, tmp_path):
@@ -255,7 +257,7 @@ def test_the_export_card_shows_reported_beside_measured_and_lists_reported_last(
     site = tmp_path / "site"
     export(both, site, with_raw=False)
     card = (site / "setups" / f"{HAND}.html").read_text()
-    assert "reported ~110 tok/s Q4_K_M" in card and MEASURED in card
+    assert "reported ~110 tok/s Q4_K_M" in card and DIFFERENT in card and MEASURED not in card
     assert "-fa off → on: decode ~+5–9 %" in card
     rep = (site / "setups" / f"{REP}.html").read_text()
     assert '<span class="badge">reported</span>' in rep
@@ -308,7 +310,9 @@ def test_the_demo_data_ships_seed_001_as_reported_figures(demo_db):
     assert said and said[0].startswith("--cache-type-k/--cache-type-v f16 → q8_0: decode +12–38 %")
     # the measured 4090 demo setup of the same model shows the reported 4090 figure beside its own
     beside = reported.beside_lines(store, "synthetic-00001-qwen35-35b-a3b-q8_0")
-    assert any("reported 122 tok/s UD-Q4_K_XL" in line and "measured here" in line for line in beside), beside
+    assert any("reported 122 tok/s UD-Q4_K_XL" in line and line.endswith("different quant (Q8_0 here) in "
+               "Synthetic: Qwen3.5-35B-A3B Q8_0 on NVIDIA GeForce RTX 4090, synthetic demo data") for line in beside), beside
+    assert not any("measured here" in line for line in beside), beside
     ranked = list(queries.sort_overview(queries.overview(store)).setup_id)
     first_reported = min(ranked.index(s) for s in SEED001)
     assert all(s in SEED001 for s in ranked[first_reported:])
@@ -345,3 +349,36 @@ def test_a_site_of_reported_setups_only_exports(tmp_path):
     export.export(dbp, out)
     card = (out / "setups" / f"{folder.name}.html").read_text(encoding="utf-8")
     assert "reported" in card.lower()
+
+
+BENCH_CARD = "timeline-demo-qwen3-30b-a3b-q4_k_m-rtx-4090-b6250-fd18c887"  # llama-bench argv, f16 KV
+KV_CLAIM = "--cache-type-k/--cache-type-v f16 → q8_0: decode +12–38 %"
+
+
+def test_a_flag_claim_shows_only_where_a_server_command_sets_the_flag(demo_db, monkeypatch, tmp_path):
+    from benchcards.site.export import export
+    from tests.test_app import run
+
+    monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))
+    spark = "qwen35-35b-a3b-udq4kxl-dgx-spark"  # its llama-server command sets --cache-type-k/v
+    assert KV_CLAIM in plain(run("pages/1_Setup_card.py", setup=spark).markdown)
+    for sid in (BENCH_CARD, "synthetic-00004-gpt-oss-20b-q4_k_m"):
+        assert KV_CLAIM not in plain(run("pages/1_Setup_card.py", setup=sid).markdown), sid
+    site = tmp_path / "site"
+    export(demo_db, site, with_raw=False)
+    assert KV_CLAIM in (site / "setups" / f"{spark}.html").read_text()
+    assert KV_CLAIM not in (site / "setups" / f"{BENCH_CARD}.html").read_text()
+
+
+def test_a_report_of_the_same_quant_stands_beside_the_measured_figure(tmp_path, monkeypatch):
+    from tests.test_app import run
+
+    path = tmp_path / "bc.duckdb"
+    same = reported_setup(model={"name": "Tiny-1B", "quant": "q8_0"})  # the hand-made setup's quant (any case)
+    ingest_paths([make_setup(tmp_path / "raw"), make_reported(tmp_path / "raw", same)], path)
+    monkeypatch.setenv("BENCHCARDS_DB", str(path))
+    text = plain(run("pages/1_Setup_card.py", setup=HAND).markdown)
+    assert f"reported ~110 tok/s q8_0 (Tiny-1B speeds, post your numbers — someone, 2026-05-01); {MEASURED} Q8_0" \
+           in text and "different quant" not in text, text
+    said = plain(run("pages/4_Compare.py", setups=[HAND, REP]).markdown)
+    assert MEASURED in said and "different quant" not in said, said

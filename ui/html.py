@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from benchcards.views.tables import overview_group  # the overview's groups: one definition
+
 #: below this width the overview shows cards instead of its table
 PHONE_MAX_PX = 720
 
@@ -160,8 +162,6 @@ def tiles(items: Sequence[tuple[str, str, str]]) -> str:
     return f'<div class="bc-tiles">{cells}</div>'
 
 
-#: heading of the overview's last group: figures posted elsewhere, never ranked with measured ones
-REPORTED_GROUP = "Reported elsewhere (not measured here; listed after every measured setup)"
 
 
 def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[str], units: Mapping[str, str],
@@ -191,9 +191,7 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     # "CPU only" is both a GPU text and a tier: said once
     tier_line = ["" if g == t else f'<br><span class="bc-muted">{t} tier</span>' for g, t in zip(gpus, tiers)]
     card_hw = [f"{t} tier" if g == t else f"{g} · {t} tier" for g, t in zip(gpus, tiers)]
-    # reported setups come after every measured one (benchcards.read.reported): one group of their own, not a
-    # second heading of each tier
-    group = [REPORTED_GROUP if col["badge"][i] == "reported" else f"{tiers[i]} tier" for i in range(len(display))]
+    group = [overview_group(col["badge"][i], tiers[i]) for i in range(len(display))]  # tier, reported last
     for i in range(len(display)):
         if groups and (i == 0 or group[i] != group[i - 1]):
             rows.append(f'<tr class="bc-group"><th scope="rowgroup" colspan="{span}">{group[i]}</th></tr>')

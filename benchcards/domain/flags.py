@@ -321,6 +321,12 @@ def settings(argv: list[str]) -> dict[str, str | bool]:
     return out
 
 
+def server_settings(argv: list[str]) -> dict[str, str | bool]:
+    """``settings`` of a server's command; {} for a benchmark tool's (llama-bench's argv sets no server flag)."""
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    return {} if "bench" in program else settings(argv)
+
+
 def label(name: str) -> str:
     """Human name of a setting ('ctx' -> 'Context window (tokens)'); unknown flags as written."""
     return LABELS.get(name, f"--{name}" if not name.startswith("-") else name)

@@ -234,13 +234,16 @@ def change(key: str, new: object, base: object) -> tuple[str, str | None]:
 
     Returns (text, verdict) where verdict is 'better', 'worse', 'same' or None (no
     direction known or a value missing): ('+12.3 %, better', 'better'). A figure that is itself a
-    percentage (a spread) differs in points: 1.4 % -> 0.8 % is ('−0.6 pts, better', 'better').
+    percentage (a spread) differs in points, of the values as shown: 1.4 % -> 0.8 % is ('−0.6 pts, better',
+    'better').
     """
     if missing(new) or missing(base):
         return DASH, None
     d_ = metrics.get(key)
     if d_.unit == "%":  # a difference of two percentages is in percentage points, never a % of a %
-        d = (float(new) - float(base)) * d_.scale  # type: ignore[arg-type]
+        # of the values as shown (1.2 % vs 1.4 % differ by 0.2 pts, not by the 0.1 of 1.24 vs 1.36)
+        d = float(round_half_up(float(new) * d_.scale, d_.decimals)  # type: ignore[arg-type]
+                  - round_half_up(float(base) * d_.scale, d_.decimals))  # type: ignore[arg-type]
         text = points(d)
         zero = number(d, d_.decimals) == number(0, d_.decimals)
     else:

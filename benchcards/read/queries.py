@@ -180,7 +180,7 @@ def overview(store: Store) -> pd.DataFrame:
             SELECT s.setup_id, s.title, s.gpu, s.gpu_count, s.vram_gib,
                    coalesce(s.unified_memory, false) AS unified_memory, s.engine,
                    coalesce(s.engine_version, '') AS engine_version, s.engine_build, s.model, s.quant,
-                   s.model_bytes, s.params_total_b, s.thinking, s.synthetic, s.summary_only,
+                   coalesce(json_extract(s.setup_json, '$.engine.own_build')::BOOLEAN, false) AS own_build, s.model_bytes, s.params_total_b, s.thinking, s.synthetic, s.summary_only,
                    {method_test_sql()} AS method_test, {reported_sql()} AS reported,
                    json_extract_string(s.setup_json, '$.server.argv') AS argv_json,
                    s.measured_last AS measured, s.ctx, s.slots, s.kv_type,
@@ -219,11 +219,7 @@ def overview(store: Store) -> pd.DataFrame:
     vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
     base["need_gib"] = pd.to_numeric(base.fit_peak_gib, errors="coerce").astype(float) \
         .fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
-    engine = base.engine.fillna("engine?").astype(str)
-    version = base.engine_version.fillna("").astype(str)
-    quant = base.quant.fillna("").astype(str)
-    base["name"] = (base.model.fillna("model?").astype(str) + quant.where(quant == "", " · " + quant) + " · "
-                    + engine + version.where(version == "", " " + version).where(version != "", " (build not given)"))
+    base["name"] = [short_name(r) for r in base.to_dict("records")]
     base["offload"] = [_offload(a) for a in base.pop("argv_json")]
     base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
                       for a, b, t, r in zip(base.synthetic, base.summary_only, base.method_test, base.reported)]
@@ -255,14 +251,22 @@ def _offload(argv_json: object) -> str | None:
     return flags.system_ram_offload([str(a) for a in argv]) if isinstance(argv, list) and argv else None
 
 
+def engine_words(engine: object, version: object, own_build: object = None) -> str:
+    """'llama.cpp b6050'; without a version 'llama.cpp (build not given)', or for an engine compiled by the one
+    measuring 'llama.cpp own build (version not given)' (as the setup's title and card say 'own build')."""
+    name = "engine?" if fmt.missing(engine) or not str(engine) else str(engine)
+    if not fmt.missing(version) and str(version):
+        return f"{name} {version}"
+    return f"{name} own build (version not given)" if own_build is True else f"{name} (build not given)"
+
+
 def short_name(row: object) -> str:
     """'Model · quant · engine build' of an overview or setups row (the full title is the long name)."""
     get = (lambda k: row.get(k)) if isinstance(row, dict) else (lambda k: getattr(row, k, None))
-    engine = " ".join(str(x) for x in (get("engine"), get("engine_version")) if not fmt.missing(x)) or "engine?"
     bits = [str(get("model") or "model?")]
-    if not fmt.missing(get("quant")):
+    if not fmt.missing(get("quant")) and str(get("quant")):
         bits.append(str(get("quant")))
-    bits.append(engine if not fmt.missing(get("engine_version")) else f"{engine} (build not given)")
+    bits.append(engine_words(get("engine"), get("engine_version"), get("own_build")))
     return " · ".join(bits)
 
 
@@ -362,7 +366,7 @@ class NotFound(BenchcardsError, LookupError):
 
 #: the queries of a card, one per table: (name, SQL with ``{sel}`` the setup filter, order within a setup)
 _CARD_SQL: tuple[tuple[str, str, str], ...] = (
-    ("row", "SELECT * FROM setups WHERE {sel}", ""),
+    ("row", "SELECT *, coalesce(json_extract(setup_json, '$.engine.own_build')::BOOLEAN, false) AS own_build FROM setups WHERE {sel}", ""),
     ("metrics", "SELECT * FROM ({metrics})", "metric, level NULLS FIRST, prompt NULLS FIRST"),
     ("runs", "SELECT * FROM runs WHERE {sel}", "started_at NULLS LAST, run_id"),
     ("parts", "SELECT setup_id, run_id, part, status, reason, repeat_run_id, origin FROM parts WHERE {sel}",
@@ -713,7 +717,7 @@ def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
         setups = _fetch(con, f"""
             SELECT setup_id, title, gpu, gpu_count, vram_gib, coalesce(unified_memory, false) AS unified_memory,
                    engine, coalesce(engine_version, '') AS engine_version, model, quant, slots, thinking,
-                   synthetic, summary_only, {method_test_sql('setups')} AS method_test
+                   synthetic, summary_only, {method_test_sql('setups')} AS method_test, coalesce(json_extract(setup_json, '$.engine.own_build')::BOOLEAN, false) AS own_build
             FROM setups WHERE NOT {reported_sql('setups')} {('AND ' + sel) if ids is not None else ''}
             ORDER BY setup_id""", id_params)
         metrics = _fetch(con, f"""

@@ -5,7 +5,8 @@ source states ("3090: ~110 t/s") with the source named, approximate figures kept
 kept as ranges, and no raw records. They get the lowest trust badge, *reported*; they are never ranked
 above a measured figure (rankings leave them out or put them after every measured setup), and a measured
 setup of the same GPU and model shows them beside its own figure:
-"reported ~110 tok/s; measured here 104.3 ± 1.2 tok/s". A claim about a flag change
+"reported ~110 tok/s; measured here 104.3 ± 1.2 tok/s" (of another quant: "different quant (Q8_0 here)", no
+measured figure beside it). A claim about a flag change
 ("f16 -> q8_0 KV cache: decode +12–38 %") is shown on every card whose server command sets that flag.
 
 The rule for reading a figure as written (``parse_written``) and for writing it back (``number_text``) is
@@ -328,20 +329,30 @@ class Snapshot:
 
     def claims_for(self, argv: list[str], setup_id: str) -> list[str]:
         """The reported flag claims shown on one card: those reported with this setup, and those about a flag its
-        server command sets (any spelling: '-ctk' is '--cache-type-k'). Plain text lines."""
+        server command sets (any spelling: '-ctk' is '--cache-type-k'; a llama-bench argv is no server command).
+        Plain text lines."""
         from benchcards.domain import flags
 
         if self.claims.empty:
             return []
-        have = set(flags.settings(argv))
+        have = set(flags.server_settings(argv))
         return [f"{claim_text(row)} ({source_text(row)}; reported with {row['title']})"
                 for row in self.claims.to_dict("records") if row["setup_id"] == setup_id or row["keys"] & have]
 
 
+def _same_quant(a: object, b: object) -> bool:
+    """Whether a report's quant is the measured setup's (a report naming no quant matches any)."""
+    return fmt.missing(a) or (not fmt.missing(b) and str(a).strip().upper() == str(b).strip().upper())
+
+
 def _line(rep: dict, m: dict) -> str:
-    return (f"{m['gpu']}, {m['model']}: reported {figure_text(rep)}{_quant(rep['quant'])} ({source_text(rep)}); "
-            f"measured here {_measured_text(m)}{_quant(m['quant'])} ({m['title']}"
-            + (", synthetic demo data" if m.get("synthetic") else "") + ")")
+    """One beside line; the measured figure only where the quants match (another quant is another speed)."""
+    head = f"{m['gpu']}, {m['model']}: reported {figure_text(rep)}{_quant(rep['quant'])} ({source_text(rep)}); "
+    title = m["title"] + (", synthetic demo data" if m.get("synthetic") else "")
+    if not _same_quant(rep["quant"], m["quant"]):
+        here = "quant not given" if fmt.missing(m["quant"]) else str(m["quant"])
+        return f"{head}different quant ({here} here) in {title}"
+    return f"{head}measured here {_measured_text(m)}{_quant(m['quant'])} ({title})"
 
 
 def beside_lines(store: object, setup_id: str) -> list[str]:
@@ -378,7 +389,8 @@ EXPLAINED = ("Reported: figures someone else posted, copied as written from the 
              "here; '~' marks a figure the source gave as approximate.")
 #: what the card says above the beside lines
 BESIDE_EXPLAINED = ("Reported figures of the same GPU and model beside what was measured here (± one standard "
-                    "deviation of the decode runs). Other settings may differ: see each setup's card.")
+                    "deviation of the decode runs); a report of another quant is not set beside a figure. Other settings may "
+                    "differ: see each setup's card.")
 #: what the card says above the flag claims
 CLAIMS_EXPLAINED = ("Effects of a flag change that others reported, shown where this setup's server command sets "
                     "the flag; not measured here.")

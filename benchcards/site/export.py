@@ -441,11 +441,16 @@ def _write_list(env: jinja2.Environment, write: Callable[[str, str], Any], stem:
 
 def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tests: int) -> str:
     ranked = queries.sort_overview(ov, "decode")
+    # the app's overview groups (views.overview_group): one per tier, the reported setups in one group at the end
+    group = pd.Series([views.overview_group(b, t) for b, t in zip(ranked.badges, ranked.tier)], index=ranked.index)
     sections = []
-    for label in sorted(set(ranked.tier), key=tiers.tier_rank):
-        rows = ranked[ranked.tier == label]
-        sections.append({"label": label, "href": site.tier_path(label), "count": len(rows),
-                         "text": site.TIER_TEXT.get(label, ""),
+    for label in [*sorted(set(ranked.tier[group != views.REPORTED_GROUP]), key=tiers.tier_rank), None]:
+        rows = ranked[group == (views.REPORTED_GROUP if label is None else views.overview_group(None, label))]
+        if rows.empty:
+            continue
+        sections.append({"label": views.REPORTED_GROUP if label is None else views.overview_group(None, label),
+                         "href": None if label is None else site.tier_path(label), "count": len(rows),
+                         "text": "" if label is None else site.TIER_TEXT.get(label, ""),
                          "table": table(_overview_rows(rows.head(HOME_ROWS), tier=False), links=LIST_LINKS,
                                        notes=LIST_NOTES)})
     return render(env, "index.html", "index.html", title="All setups", sections=sections,

@@ -4,6 +4,7 @@ each difference said in words relative to the first setup. Pure functions, no St
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -178,6 +179,14 @@ def _same_length(a: float | None, b: float | None) -> bool:
     return abs(a / b - 1) <= SAME_LENGTH_WITHIN
 
 
+def _with_unit(label: str, unit: str) -> str:
+    """'Decode (tok/s)'; a label ending in an abbreviation takes the unit inside it: 'Spread … (CV, %)'."""
+    if unit in label.lower().split():
+        return label
+    short = re.fullmatch(r"(.*) \(([A-Z]+)\)", label)
+    return f"{short[1]} ({short[2]}, {unit})" if short else f"{label} ({unit})"
+
+
 def metrics_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Styled:
     """One row per figure that at least two setups have; for every setup after the first, how it compares
     with the first in words ('+12.3 %, better'), with the verdict for colouring."""
@@ -198,7 +207,7 @@ def metrics_side_by_side(cards: list[Card], shown: list[str] | None = None) -> S
             continue
         unit = metrics.get(metric).unit
         label = fmt.label(metric, prompt, lv)
-        row = {"Figure": label if unit in label.lower().split() else f"{label} ({unit})"}
+        row = {"Figure": _with_unit(label, unit)}
         for name, v in zip(cols, vals):
             row[name] = fmt.value(metric, v)
         length = SAME_LENGTH.get(metric)

@@ -23,6 +23,17 @@ OVERVIEW_FIGURES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: heading of the overview's last group: figures posted elsewhere, never ranked with measured ones
+REPORTED_GROUP = "Reported elsewhere (not measured here; listed after every measured setup)"
+
+
+def overview_group(badge: object, tier: object) -> str:
+    """The overview group of one setup (app and export): its GPU-memory tier ('16 GB tier'); a reported setup is
+    in one group of its own after every measured one (benchcards.read.reported), not a second heading of each
+    tier."""
+    return REPORTED_GROUP if badge == "reported" else f"{tier} tier"
+
+
 def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
     """The overview as shown, one text cell per figure, in ranking order of ``ov``.
 
