@@ -858,6 +858,37 @@ def test_stale_database_names_new_changed_and_removed_setup_folders(tmp_path):
     assert f"changed: {SYN1}; removed: {SYN2}" in fr.detail
 
 
+def test_a_folder_written_to_and_emptied_again_leaves_the_database_fresh(tmp_path):
+    """Something added to data/local and removed again (a failed upload) moves only the folder's time: the
+    build would make what is stored, so no banner; a stray file left there still says the site may be stale."""
+    import os
+    import shutil
+    import time
+
+    from benchcards.read.sources import freshness
+    from ingest import ingest_paths
+    from tests.helpers import make_setup
+
+    root, local = tmp_path / "mine", tmp_path / "local"
+    mine = make_setup(root)
+    local.mkdir()
+    db = tmp_path / "site.duckdb"
+    ingest_paths([ROOT / "data" / "raw", root], db)
+    later = time.time() + 5
+    (local / "upload-in-progress").mkdir()
+    (local / "upload-in-progress" / "setup.json").write_text("{}")
+    shutil.rmtree(local / "upload-in-progress")
+    os.utime(local, (later, later))
+    os.utime(root, (later, later))
+    assert freshness(db, local=local).state == "fresh"
+    (local / "notes.txt").write_text("mine")
+    os.utime(local / "notes.txt", (later + 1, later + 1))
+    fr = freshness(db, local=local)
+    assert fr.state == "stale" and str(local / "notes.txt") in fr.detail
+    os.utime(mine / "setup.json", (later + 2, later + 2))
+    assert freshness(db, local=local).changed == (mine.name,)
+
+
 def test_upload_and_build_clis_list_their_warnings(tmp_path):
     import os
     import subprocess

@@ -131,10 +131,11 @@ def folder_changes(db_path: Path, roots: list[Path], built_ns: int) -> tuple[lis
     except (db.DatabaseError, duckdb.Error):
         stored = set()
     on_disk = set(setup_folders(roots))
+    under = {f for f in stored if any(r == f or r in f.parents for r in roots)}
     new = sorted(f.name for f in on_disk - stored)
-    changed = sorted(f.name for f in on_disk & stored if newest_change([f])[0] > built_ns)
-    removed = sorted(f.name for f in stored - on_disk
-                     if any(r == f or r in f.parents for r in roots) and not f.exists())
+    changed = sorted(f.name for f in (on_disk & stored) | {f for f in under if f.exists()}
+                     if newest_change([f])[0] > built_ns)
+    removed = sorted(f.name for f in under - on_disk if not f.exists())
     return new, changed, removed
 
 
@@ -151,6 +152,10 @@ def freshness(db_path: Path, local: Path | None = None) -> Freshness:
     newest, where = newest_change(list(roots))
     if newest > built:
         new, changed, removed = folder_changes(db_path, list(roots), built)
+        if not (new or changed or removed) and where is not None and where.is_dir() and not where.is_symlink():
+            # only a folder's time moved, outside every setup folder (something written there and removed
+            # again): the build reads setup folders only, so what it would make is what is stored
+            return Freshness("fresh", "The database is up to date with the raw folders.", roots)
         fr = Freshness("stale", "", roots, where, tuple(new), tuple(changed), tuple(removed))
         said = fr.changes() or f"the newest change is {where}"
         return Freshness("stale", f"The raw folders changed after the database was built ({said}).", roots,
