@@ -81,6 +81,27 @@ def test_mcnemar_exact_and_paired_difference():
     assert same.p_value == 1.0 and not same.significant
 
 
+def test_the_paired_interval_excludes_zero_exactly_when_mcnemar_is_significant():
+    """The interval beside the verdict never contradicts it (a newcomer saw '+10 to +90 pts' beside p = 0.25)."""
+    for b in range(0, 31):
+        for c in range(0, 31):
+            if b + c == 0:
+                continue
+            mc = stats.mcnemar([(True, False)] * b + [(False, True)] * c + [(True, True)] * 5)
+            excludes = mc.diff.lo > 0 or mc.diff.hi < 0
+            assert excludes == mc.significant, (b, c, mc)
+            assert mc.diff.lo <= mc.diff.p <= mc.diff.hi
+
+
+def test_clopper_pearson_known_values():
+    # published exact intervals: 1 of 10 is 0.25-44.50 %, 3 of 3 is 29.24-100 %, 20 of 40 is 33.80-66.20 %
+    assert [round(100 * x, 2) for x in stats.clopper_pearson(1, 10)] == [0.25, 44.50]
+    assert [round(100 * x, 2) for x in stats.clopper_pearson(3, 3)] == [29.24, 100.0]
+    assert [round(100 * x, 2) for x in stats.clopper_pearson(20, 40)] == [33.80, 66.20]
+    with pytest.raises(ValueError):
+        stats.clopper_pearson(3, 2)
+
+
 def test_newcombe_difference_contains_zero_for_equal_scores():
     iv = stats.newcombe_diff(20, 40, 20, 40)
     assert iv.p == 0 and iv.lo < 0 < iv.hi

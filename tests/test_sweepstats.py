@@ -146,8 +146,9 @@ def test_quality_uses_the_paired_mcnemar_test():
     # p_a = 21/40 = 52.5 %, p_b = 29/40 = 72.5 %: Δ = +20 pts; exact binomial p of 1 in 10 at ½ = 22/1024
     assert (d.base, d.variant, d.delta) == (pytest.approx(52.5), pytest.approx(72.5), pytest.approx(20.0))
     assert d.p_value == pytest.approx(22 / 1024)
-    # se = √((1 + 9) − 8²/40) / 40 = √8.4 / 40 = 0.07246 → ± 1.96·7.246 = ± 14.20 pts around +20
-    assert (d.lo, d.hi) == (pytest.approx(5.80, abs=0.01), pytest.approx(34.20, abs=0.01))
+    # exact interval: 1 of the 10 discordant items is 0.25-44.50 % (Clopper-Pearson); scaled by 10/40 to
+    # (b − c)/n: 0.25·(1 − 2·0.4450) = +2.75 and 0.25·(1 − 2·0.0025) = +24.87 pts
+    assert (d.lo, d.hi) == (pytest.approx(2.75, abs=0.01), pytest.approx(24.87, abs=0.01))
     assert d.verdict == "better, beyond noise"
     assert d.delta_pct == pytest.approx(20.0 / 52.5 * 100)
     same = ss.quality_difference("mmlu_pro", [base, base], [base, base])
