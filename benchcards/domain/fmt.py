@@ -26,7 +26,7 @@ import math
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-from benchcards.domain import metrics
+from benchcards.domain import metrics, stats
 
 DASH = "—"
 MINUS = "−"  # U+2212, for signed differences
@@ -191,11 +191,31 @@ def percent(x: object, decimals: int = 1) -> str:
     return with_unit(number(x, decimals), "%")
 
 
-def quality(pct: object, margin: object) -> str:
-    """A quality result with its 95 % margin: '57.3 % ± 4.8' (both half-up)."""
+#: a Wilson interval whose two sides differ by more than this share of its half width is written as an
+#: interval, not as ± (near 0 % and 100 %, or with few items, "± half width" would claim the wrong range)
+LOPSIDED = 0.25
+
+
+def quality(pct: object, margin: object, right: object = None, n: object = None) -> str:
+    """A quality result with its 95 % margin: '57.3 % ± 4.8' (both half-up). Given ``right`` of ``n``, a
+    lopsided Wilson interval is written out instead, so 4 of 4 never reads as '100.0 % ± 24.5'.
+
+    >>> quality(100 * 229 / 400, 4.8299, 229, 400)
+    '57.3 % ± 4.8'
+    >>> quality(100.0, 24.5, 4, 4)
+    '100.0 % (51.0–100.0)'
+    >>> quality(100 / 6, 26.7, 1, 6)
+    '16.7 % (3.0–56.4)'
+    """
     if missing(pct):
         return DASH
-    text = f"{number(pct, metrics.get('quality').decimals)} %"
+    decimals = metrics.get("quality").decimals
+    text = f"{number(pct, decimals)} %"
+    if not (missing(right) or missing(n)) and int(n) > 0:  # type: ignore[call-overload]
+        iv = stats.wilson(int(right), int(n))  # type: ignore[call-overload]
+        below, above = iv.p - iv.lo, iv.hi - iv.p
+        if abs(below - above) > LOPSIDED * (iv.hi - iv.lo) / 2:
+            return f"{text} ({number(100 * iv.lo, decimals)}–{number(100 * iv.hi, decimals)})"
     return text if missing(margin) else f"{text} ± {number(margin, metrics.get('margin').decimals)}"
 
 
