@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 #: version of the table layout; the write side stamps it, readers check it
-VERSION = 3  # 3: reported_sources, reported_figures, reported_claims
+VERSION = 4  # 3: reported_sources, reported_figures, reported_claims; 4: fit_steps and fit_headline: served_ctx, slots, peak_source
 
 DDL = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);

@@ -260,7 +260,7 @@ def test_the_card_warns_that_a_request_used_a_slot_and_lists_the_size_not_tried(
     assert list(table["Each request could use"]) == [
         "each request could use 1,024 of 4,096 tokens (4 slots without -kvu)",
         "each request could use 2,048 of 8,192 tokens (4 slots without -kvu)", "—", "—"]
-    filled = [c for c in table.columns if c.startswith("Filled")][0]
+    filled = next(c for c in table.columns if c.startswith("Filled"))
     assert all(20 < float(x) < 25 for x in table[filled][:2])  # filled % is of the size: a quarter of it, at most
     assert table["Result"].iloc[3] == ("not tried: stopped after the first size that did not load (16,384); "
                                        "--keep-going runs them")
