@@ -105,6 +105,12 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
     assert "Peak process memory (RSS) (GiB)" in table.columns and not any("GPU" in c for c in table.columns)
     assert [t.label for t in cardmod.fit_tiles(c)][1] == "Peak process memory (RSS)"
     assert "Each request could use" not in table.columns  # --slots 1: every request could use the whole size
+    from benchcards.charts import charts
+
+    spec = json.dumps(charts.fit_spec(c.fit_steps))
+    assert '"title": "Peak process memory (RSS) (GiB)"' in spec and "Peak GPU memory" not in spec
+    row = queries.overview(queries.Store(db)).set_index("setup_id").loc[setup_id]
+    assert row.need_gib == row.fit_peak_gib > 0  # CPU only: the process memory is what the setup needs
     assert table["Result"].iloc[2].startswith("did not load: ") and "failed to allocate buffer for kv cache" in \
         table["Result"].iloc[2]
     note = cardmod.fit_note(c)
