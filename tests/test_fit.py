@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchcards.domain.fmt import header as fmt_header
 from live.fit import FitConfig, fit_setup, headline, prompt_target, run_fit, write_fit_folder
 from live.measure import SetupInput
 from tests.test_launcher import alive, wait_gone
@@ -109,6 +110,10 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
 
     spec = json.dumps(charts.fit_spec(c.fit_steps))
     assert '"title": "Peak process memory (RSS) (GiB)"' in spec and "Peak GPU memory" not in spec
+    from benchcards.views import compare
+
+    side = compare.fit_side_by_side([c]).table.set_index("Figure")
+    assert side.loc[fmt_header("fit_peak_gib")].iloc[0].endswith(", process memory (RSS)")
     row = queries.overview(queries.Store(db)).set_index("setup_id").loc[setup_id]
     assert row.need_gib == row.fit_peak_gib > 0  # CPU only: the process memory is what the setup needs
     assert table["Result"].iloc[2].startswith("did not load: ") and "failed to allocate buffer for kv cache" in \
