@@ -381,9 +381,10 @@ def _fit_rows(out: _Collected, c: FitContract, ro: int) -> tuple[int, str]:
     for fs, pct in zip(c.steps, filled):
         out.add("fit_steps", (sid, rid, fs.ctx, fs.prompt_tokens, pct if pct is not None else fs.filled_pct,
                               fs.ttft_s, fs.prefill_tps, fs.decode_tps, fs.answer_tokens, fs.peak_gib,
-                              fs.result, fs.finish_reason, fs.error))
+                              fs.result, fs.finish_reason, fs.error, fs.served_ctx, fs.slots, fs.peak_source))
     out.add("fit_headline", (sid, rid, head.largest_ctx, head.peak_gib, head.decode_tps,
-                             head.first_failed_ctx, head.first_failed_error, ro))
+                             head.first_failed_ctx, head.first_failed_error, ro, head.peak_source,
+                             head.served_ctx, head.slots))
     for fs in c.steps:  # per-step figures that have no column: rows of the metric registry
         if fs.server_start_s is not None:
             out.add("metrics", (sid, rid, "fit_server_start", None, fs.ctx, fs.server_start_s, 1,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["FAILURES", "VERSION_LINE", "BreakdownRow", "Buffer", "EngineLog", "Failure", "classify"]
+__all__ = ["FAILURES", "VERSION_LINE", "BreakdownRow", "Buffer", "EngineLog", "Failure", "classify", "in_words",
+           "unprefixed"]
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,33 @@ def classify(lines: list[str]) -> str | None:
                     best = (rank, line.strip())
                 break
     return best[1] if best else None
+
+
+#: llama.cpp's log prefix: the time since start and the level ("0.03.513.260 E "), or the level alone
+_LOG_PREFIX = re.compile(r"^\s*(?:\d+(?:\.\d+){3} )?[DIWEN] (?=\S)")
+
+
+def unprefixed(line: str) -> str:
+    """A log line without llama.cpp's time-and-level prefix.
+
+    >>> unprefixed("0.03.513.260 E llama_init_from_model: failed to allocate buffer for kv cache")
+    'llama_init_from_model: failed to allocate buffer for kv cache'
+    """
+    return _LOG_PREFIX.sub("", line.strip(), count=1)
+
+
+def in_words(line: str) -> str:
+    """A failure line as people read it: the table's words, the engine's own line beside (docs/definitions.md#fit).
+
+    >>> in_words("0.03.513.260 E llama_init_from_model: failed to initialize the context: failed to allocate "
+    ...          "buffer for kv cache")
+    'the KV cache for this context did not fit (engine: llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache)'
+    >>> in_words("something else broke")
+    'engine: something else broke'
+    """
+    f = failure_of(line)
+    quoted = unprefixed(line)
+    return f"{f.meaning} (engine: {quoted})" if f else f"engine: {quoted}"
 
 
 def failure_of(line: str) -> Failure | None:

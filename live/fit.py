@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
-from benchcards.domain import stats
-from live import launcher, memsample
+from benchcards.domain import metrics, stats
+from live import engine_log, launcher, memsample
 from live.client import STOPPED, get_json
 from live.engine_log import EngineLog
 from live.launcher import NotReady, ServerTemplate
@@ -65,6 +65,13 @@ class FitConfig(FitSettings):
     thinking: bool | None = False
     env: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("sizes")
+    @classmethod
+    def _ascending(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        """Sizes run smallest first, whatever order they were typed in: the test stops at the first failure,
+        and a larger size would fail too."""
+        return tuple(sorted(v))
+
     def template(self) -> ServerTemplate:
         """The parsed command (raises launcher.TemplateError naming the problem)."""
         return ServerTemplate.parse(self.server_cmd, allow_remote=self.allow_remote, host=self.host,
@@ -88,6 +95,7 @@ class FitConfig(FitSettings):
         except launcher.TemplateError as exc:
             out.append(str(exc))
         else:
+            out += launcher.program_problems(t, self.env.get("PATH"))
             if t.fixed_port is not None and launcher.port_in_use(t.host, t.fixed_port):
                 out.append(f"--server-cmd: port {t.fixed_port} on {t.host} is already in use: another server listens "
                            "there, and benchcards never measures a server it did not start; free the port or "
@@ -114,11 +122,13 @@ class FitEvent:
     peak_gib: float | None = None
     pid: int | None = None  # the server's process (group leader) while it runs
     at: float = field(default_factory=time.monotonic)
+    peak_source: str | None = None  # what peak_gib measured (metrics.memory_kind)
+    served_ctx: int | None = None  # what one request could use (/props), when the server said
+    slots: int | None = None
 
 
 PHASES = ("starting", "loading", "answering", "stopped")
-RESULT_WORDS = {"answered": "answered", "no_answer": "did not answer", "no_load": "did not load",
-                "stopped": "stopped by the user"}
+RESULT_WORDS = metrics.FIT_RESULTS  # one definition: benchcards.domain.metrics
 
 
 @dataclass
@@ -197,6 +207,7 @@ class FitRunner:
         finally:
             if self.source is not None:
                 self.source.close()
+        self.not_tried()
         return FitRun(self.contract(started), self.info or ServerInfo(False, "unknown", None, None, None, None,
                                                                         None, False, error="no size loaded"),
                       self.folder, self.log, self.stopped, self.template, self.memory, self.answered_argv)
@@ -234,7 +245,8 @@ class FitRunner:
         if step.result == "answered":
             self.answered_argv = server.argv
         self.emit(FitEvent(ctx, i, n, "stopped", step.result, step.error, server.argv, time.monotonic() - t_start,
-                           step.server_start_s, step.prompt_tokens, step.ttft_s, step.decode_tps, step.peak_gib))
+                           step.server_start_s, step.prompt_tokens, step.ttft_s, step.decode_tps, step.peak_gib,
+                           peak_source=step.peak_source, served_ctx=step.served_ctx, slots=step.slots))
         return step
 
     def load_and_ask(self, server: launcher.Server, sampler: memsample.Sampler, ctx: int, i: int,
@@ -282,7 +294,7 @@ class FitRunner:
         if code is not None:
             server._reap_reader()
             line = server.log.parsed.reason()
-            why = f"the server died mid-answer (exit status {code}): {line or why}"
+            why = f"the server died mid-answer (exit status {code}): {engine_log.in_words(line) if line else why}"
         out["error"] = why
         return out
 
@@ -291,11 +303,11 @@ class FitRunner:
         parsed: EngineLog = server.log.parsed
         line = parsed.reason()
         if exc.reason == "deadline":
-            return f"{exc}" + (f"; the engine said: {line}" if line else "")
+            return f"{exc}" + (f"; {engine_log.in_words(line)}" if line else "")
         if line:
-            return line
+            return engine_log.in_words(line)
         last = parsed.errors[-1] if parsed.errors else (server.log.recent[-1] if server.log.recent else None)
-        return f"{exc}" + (f"; its last line: {last}" if last else "; it printed nothing")
+        return f"{exc}" + (f"; its last line: {engine_log.unprefixed(last)}" if last else "; it printed nothing")
 
     def make_step(self, ctx: int, server: launcher.Server, mem: memsample.StepMemory, o: dict) -> FitStep:
         parsed = server.log.parsed
@@ -351,14 +363,26 @@ class FitRunner:
                 f"what other processes and the driver hold: the baseline before each start is kept beside it); "
                 f"also {rss}")
 
+    def not_tried(self) -> None:
+        """A step (result not_tried, the reason in words) and a "stopped" event for every size never started."""
+        tried = {s.ctx for s in self.steps}
+        left = [c for c in self.cfg.sizes if c not in tried]
+        if not left or not self.steps:
+            return
+        failed = next((s.ctx for s in self.steps if s.result != "answered"), None)
+        why = ("the test was stopped by the user" if self.stopped or failed is None else
+               f"stopped after the first size that did not {'load' if self.steps[-1].result == 'no_load' else 'answer'}"
+               f" ({failed:,}); --keep-going runs them")
+        for ctx in left:
+            self.steps.append(FitStep(ctx=ctx, result="not_tried", error=why))
+            self.emit(FitEvent(ctx, self.cfg.sizes.index(ctx), len(self.cfg.sizes), "stopped", "not_tried", why))
+
     def contract(self, started: datetime) -> FitContract:
         run_id = f"live-fit-{started.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
         notes = []
-        tried = {s.ctx for s in self.steps}
-        left = [c for c in self.cfg.sizes if c not in tried]
+        left = [s.ctx for s in self.steps if s.result == "not_tried"]
         if left:
-            why = "stopped by the user" if self.stopped else "not tried after the first failure (no --keep-going)"
-            notes.append(f"sizes not measured ({why}): {', '.join(map(str, left))}")
+            notes.append(f"sizes not tried ({self.steps[-1].error}): {', '.join(map(str, left))}")
         capped = [s for s in self.steps if s.served_ctx and s.served_ctx < s.ctx]
         if capped:
             notes.append("the server served less context per request than it was started with at " +
@@ -441,15 +465,19 @@ def write_fit_folder(out: Path, setup: Setup, run: FitRun) -> Path:
 
 
 def headline(contract: FitContract) -> str:
-    """'largest size that answered: 32,768 tokens, peak 1.20 GiB, decode 41.3 tok/s' (or why none)."""
+    """'largest size that answered: 32,768 tokens, peak GPU memory 1.20 GiB, decode 41.3 tok/s' (or why none),
+    with what a request could really use when that was less than the size (metrics.slot_note)."""
     from benchcards.compute.summarize import fit as summarize_fit
     from benchcards.domain import fmt
 
     head, _, _ = summarize_fit(contract)
     if head.largest_ctx is None:
         return f"no size answered; first failure at {head.first_failed_ctx}: {head.first_failed_error}"
-    text = (f"largest size that answered: {fmt.tokens(head.largest_ctx)}, peak memory "
+    text = (f"largest size that answered: {fmt.tokens(head.largest_ctx)}, peak {metrics.memory_kind(head.peak_source)} "
             f"{fmt.metric('fit_peak_gib', head.peak_gib)}, decode {fmt.metric('fit_decode', head.decode_tps)}")
+    note = metrics.slot_note(head.largest_ctx, head.served_ctx, head.slots)
+    if note:
+        text += f" — but {note}: start the server with -np 1 or -kvu to test the whole window"
     if head.first_failed_ctx:
         text += f"; first failure at {fmt.tokens(head.first_failed_ctx)}: {head.first_failed_error}"
     return text

@@ -19,8 +19,11 @@ examples:
       --sizes 4K,8K,16K,32K,64K,128K --gpu "RTX 4090" --vram-gib 24 --ingest
 
   # no GPU: the demo engine, which refuses contexts above 64K as llama.cpp does
-  python -m live fit --server-cmd "python -m live demo-server -c {ctx} --refuse-above 65536 --load-s 2" \\
-      --sizes 16K,32K,64K,128K --gpu cpu --keep-going
+  python -m live fit --sizes 16K,32K,64K,128K --gpu cpu --keep-going \\
+      --server-cmd "python -m live demo-server -c {ctx} --slots 1 --refuse-above 65536 --load-s 2"
+
+-np 1 (or -kvu) lets one request fill the whole size: without -kvu llama-server splits -c over its slots,
+and the result then says what each request could use. Sizes run smallest first.
 
 The command is split like a shell would split it (quotes group words) but never run by a shell: write
 {ctx} where the context goes, and optionally {port} and {host} (else --port {port} --host {host} are added).
@@ -30,7 +33,8 @@ leaves the command alone); every added item is recorded in the contract.
 exit status:
   0    at least one size answered
   1    no size answered, or the results could not be stored (--ingest)
-  2    a usage error (bad option, command without {ctx}, a port in use, ...); nothing was started
+  2    a usage error (bad option, command without {ctx}, a program not found, a port in use, ...);
+       nothing was started
   130  stopped with Ctrl-C or SIGTERM: the server is stopped and the sizes that finished are written
 """
 
@@ -71,6 +75,7 @@ def _config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
 
 def _print_size(e: object) -> None:
     """A progress line of the memory test: one per phase of a size."""
+    from benchcards.domain import metrics
     from live.fit import RESULT_WORDS, FitEvent
 
     e = cast(FitEvent, e)
@@ -79,8 +84,9 @@ def _print_size(e: object) -> None:
     if e.phase == "stopped":
         line = RESULT_WORDS.get(e.result or "", e.result or "")
         bits = [f"{e.seconds:.1f} s" if e.seconds is not None else None,
-                f"peak {e.peak_gib:.2f} GiB" if e.peak_gib is not None else None,
-                f"decode {e.decode_tps:.1f} tok/s" if e.decode_tps is not None else None]
+                f"peak {metrics.memory_kind(e.peak_source)} {e.peak_gib:.2f} GiB" if e.peak_gib is not None else None,
+                f"decode {e.decode_tps:.1f} tok/s" if e.decode_tps is not None else None,
+                metrics.slot_note(e.ctx, e.served_ctx, e.slots)]
         extra = ", ".join(b for b in bits if b)
         print(f"[{e.index + 1}/{e.total}] {e.ctx:,}: {line}" + (f" ({extra})" if extra else "") +
               (f" — {e.reason}" if e.reason and e.result != "answered" else ""), file=sys.stderr, flush=True)

@@ -54,6 +54,7 @@ __all__ = [
     "TemplateError",
     "free_port",
     "port_in_use",
+    "program_problems",
     "start",
     "stop_all",
 ]
@@ -145,6 +146,35 @@ def engine_program(argv: list[str]) -> str | None:
         if os.path.basename(item).startswith("llama-server"):
             return item
     return None
+
+
+def _program_problem(program: str, path: str | None) -> str | None:
+    """Why ``program`` cannot be run (None when it can): not on PATH, no such file, not executable."""
+    import shutil
+
+    if "/" not in program:
+        if shutil.which(program, path=path) is None:
+            return (f"--server-cmd: the program {program!r} was not found on PATH; give its full path (e.g. "
+                    f"/path/to/llama.cpp/build/bin/{program}) or add its folder to PATH")
+        return None
+    p = Path(program)  # never expanded: the command does not go through a shell
+    if not p.exists():
+        return f"--server-cmd: the program {program!r} does not exist" + (
+            " (~ is not expanded: the command never goes through a shell)" if program.startswith("~") else "")
+    if not p.is_file() or not os.access(p, os.X_OK):
+        return f"--server-cmd: the program {program!r} is not an executable file"
+    return None
+
+
+def program_problems(template: ServerTemplate, path: str | None = None) -> list[str]:
+    """What keeps the template's programs from running, checked before anything starts: the first item, and the
+    llama-server item after a wrapper (``prlimit --as=N llama-server …``). A program that runs but fails to load
+    is not found here (that is a size that did not load)."""
+    items = [template.items[0]]
+    engine = engine_program(list(template.items))
+    if engine and engine != items[0] and not any(c.isspace() for c in engine) and not _PLACEHOLDER.search(engine):
+        items.append(engine)
+    return [p for p in (_program_problem(x, path) for x in items) if p]
 
 
 @dataclass(frozen=True)

@@ -646,7 +646,9 @@ class FitStep(Strict):
     decode_tps: NonNeg | None = Field(None, description="Decode tokens/s of the answer.")
     answer_tokens: Count | None = Field(None, description="Tokens of the answer.")
     peak_gib: NonNeg | None = Field(None, description="Peak GPU memory in use, GiB.")
-    result: Literal["answered", "no_answer", "no_load"] = Field(description="Outcome of the step.")
+    result: Literal["answered", "no_answer", "no_load", "not_tried"] = Field(
+        description="Outcome of the step; not_tried: a size of the test that was never started (the test stopped "
+                    "at an earlier failure, or was stopped), with the reason in error.")
     finish_reason: str | None = Field(None, description="finish_reason when it answered (stop / length).")
     error: str | None = Field(None, description="Error text when it did not answer or load.")
     server_start_s: NonNeg | None = Field(

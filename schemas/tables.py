@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 #: version of the table layout; the write side stamps it, readers check it
-VERSION = 3  # 3: reported_sources, reported_figures, reported_claims
+VERSION = 4  # 3: reported_sources, reported_figures, reported_claims; 4: fit_steps and fit_headline: served_ctx, slots, peak_source
 
 DDL = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -71,11 +71,13 @@ CREATE TABLE quality_items (
 CREATE TABLE fit_steps (
     setup_id VARCHAR, run_id VARCHAR, ctx BIGINT, prompt_tokens BIGINT, filled_pct DOUBLE,
     ttft_s DOUBLE, prefill_tps DOUBLE, decode_tps DOUBLE, answer_tokens INTEGER,
-    peak_gib DOUBLE, result VARCHAR, finish_reason VARCHAR, error VARCHAR
+    peak_gib DOUBLE, result VARCHAR, finish_reason VARCHAR, error VARCHAR,
+    served_ctx BIGINT, slots INTEGER, peak_source VARCHAR
 );
 CREATE TABLE fit_headline (
     setup_id VARCHAR, run_id VARCHAR, largest_ctx BIGINT, peak_gib DOUBLE, decode_tps DOUBLE,
-    first_failed_ctx BIGINT, first_failed_error VARCHAR, run_order INTEGER
+    first_failed_ctx BIGINT, first_failed_error VARCHAR, run_order INTEGER,
+    peak_source VARCHAR, served_ctx BIGINT, slots INTEGER
 );
 CREATE TABLE files (
     setup_id VARCHAR, run_id VARCHAR, path VARCHAR, role VARCHAR, sha256 VARCHAR, bytes BIGINT,

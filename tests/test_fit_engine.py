@@ -53,10 +53,30 @@ def test_a_size_made_to_fail_by_prlimit_did_not_load_with_the_engines_line(engin
                     sizes=(4096, 4194304, 8192), keep_going=True)
     run = run_fit(cfg)
     steps = run.contract.steps
-    assert [(s.ctx, s.result) for s in steps] == [(4096, "answered"), (4194304, "no_load"), (8192, "answered")]
-    assert steps[1].error.endswith("E llama_init_from_model: failed to initialize the context: failed to allocate "
-                                   "buffer for kv cache")
-    assert steps[1].argv[:2] == ["prlimit", "--as=1200000000"] and "-lv" in steps[1].argv
+    # typed out of order, run smallest first
+    assert [(s.ctx, s.result) for s in steps] == [(4096, "answered"), (8192, "answered"), (4194304, "no_load")]
+    # the table's words, the real engine's line beside without its time-and-level prefix
+    assert steps[2].error == ("the KV cache for this context did not fit (engine: llama_init_from_model: failed to "
+                              "initialize the context: failed to allocate buffer for kv cache)")
+    assert steps[2].argv[:2] == ["prlimit", "--as=1200000000"] and "-lv" in steps[2].argv
+
+
+def test_four_slots_without_kvu_serve_a_quarter_of_the_size_and_say_so(engine):
+    from live.fit import headline
+
+    binary, model = engine
+    cfg = FitConfig(server_cmd=f"{binary} -m {model} -c {{ctx}} -np 4 -t 1", sizes=(8192, 4096))
+    run = run_fit(cfg)
+    steps = run.contract.steps
+    assert [(s.ctx, s.served_ctx, s.slots) for s in steps] == [(4096, 1024, 4), (8192, 2048, 4)]
+    assert all(s.result == "answered" and s.prompt_tokens and s.prompt_tokens < s.served_ctx for s in steps)
+    assert "but each request could use 2,048 of 8,192 tokens (4 slots without -kvu)" in headline(run.contract)
+
+
+def test_a_missing_real_engine_program_is_refused_before_it_runs(engine, tmp_path):
+    _binary, model = engine
+    cfg = FitConfig(server_cmd=f"llama-server -m {model} -c {{ctx}}", sizes=(4096,), env={"PATH": str(tmp_path)})
+    assert "--server-cmd: the program 'llama-server' was not found on PATH" in " ".join(cfg.problems())
 
 
 def test_a_real_server_killed_mid_answer_did_not_answer(engine):

@@ -98,3 +98,32 @@ def test_a_command_without_ctx_is_explained_before_anything_starts(site):
     assert "the command has no {ctx}" in page_text(at)
     start(at)
     assert current_job() is None or current_job().cfg.server_cmd != "llama-server -m m.gguf -c 8192"
+
+
+def test_a_missing_engine_program_is_explained_before_anything_starts(site, tmp_path):
+    missing = str(tmp_path / "no-such-dir" / "llama-server")
+    at = memory_mode(f"{missing} -m m.gguf -c {{ctx}}", "4K")
+    at.run()
+    assert f"--server-cmd: the program '{missing}' does not exist" in page_text(at)  # shown as it is typed
+    start(at)
+    assert current_job() is None or current_job().cfg.server_cmd != f"{missing} -m m.gguf -c {{ctx}}"
+    assert "Check the settings" in page_text(at) and not (tmp_path / "local").exists()
+
+
+def test_sizes_run_smallest_first_and_the_rest_are_not_tried_in_plain_words(site):
+    at = memory_mode(DEMO + " --refuse-above 4096", "16K, 4K, 8K")
+    at.run()
+    assert list(table_with(at, "argv item")["argv item"])[5] == "4096"  # the first size to run: the smallest
+    start(at)
+    job = current_job()
+    assert job is not None and job.wait(120)
+    deadline = time.time() + 30
+    while time.time() < deadline and not at.success:
+        at.run()
+    steps = table_with(at, "Context size")
+    assert list(steps["Context size"]) == ["4K (4,096 tokens)", "8K (8,192 tokens)", "16K (16,384 tokens)"]
+    assert list(steps.State) == ["answered", "did not load", "not tried"]
+    assert steps.Reason.iloc[1] == ("the KV cache for this context did not fit (engine: llama_init_from_model: "
+                                    "failed to initialize the context: failed to allocate buffer for kv cache)")
+    assert steps.Reason.iloc[2] == "stopped after the first size that did not load (8,192); --keep-going runs them"
+    assert steps["Peak memory"].iloc[0].endswith(", process memory (RSS)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from benchcards.domain import fmt
+from benchcards.domain import fmt, metrics
 from benchcards.read import paths
 from live import launcher
 from live.fit import RESULT_WORDS, FitConfig, FitEvent, time_left
@@ -31,7 +31,9 @@ def _argv_preview(text: str, allow_remote: bool, sizes: tuple[int, ...]) -> None
     except launcher.TemplateError as exc:
         st.error(md(str(exc)))
         return
-    ctx = sizes[0] if sizes else 4096
+    for problem in launcher.program_problems(t):  # before anything starts: nothing runs with a missing program
+        st.error(md(problem))
+    ctx = min(sizes) if sizes else 4096
     argv = t.argv(ctx, t.fixed_port or "(a free port)")
     first_added = len(t.items) - len(t.added)
     rows = [{"#": str(i), "argv item": item, "from": "added by benchcards" if i >= first_added else "your command"}
@@ -104,9 +106,18 @@ def _rows(job: FitJob) -> pd.DataFrame:
                      "Prompt tokens": fmt.number(e.prompt_tokens, 0) if e and e.prompt_tokens else fmt.DASH,
                      "First token": fmt.metric("fit_step_ttft", e.ttft_s) if e and e.ttft_s else fmt.DASH,
                      "Decode": fmt.metric("fit_decode", e.decode_tps) if e and e.decode_tps else fmt.DASH,
-                     "Peak memory": fmt.metric("fit_peak_gib", e.peak_gib) if e and e.peak_gib else fmt.DASH,
+                     "Peak memory": peak_text(e),
+                     "Each request could use": (metrics.slot_note(ctx, e.served_ctx, e.slots) if e else None)
+                     or fmt.DASH,
                      "Reason": fmt.text(e.reason) if e and e.reason and e.result != "answered" else fmt.DASH})
     return pd.DataFrame(rows)
+
+
+def peak_text(e: FitEvent | None) -> str:
+    """A size's peak memory, named for what it measured ('1.20 GiB, process memory (RSS)')."""
+    if e is None or not e.peak_gib:
+        return fmt.DASH
+    return f"{fmt.metric('fit_peak_gib', e.peak_gib)}, {metrics.memory_kind(e.peak_source)}"
 
 
 def _panel(job: FitJob, mine: bool) -> None:

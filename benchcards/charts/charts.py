@@ -22,7 +22,7 @@ import altair as alt
 import pandas as pd
 
 from benchcards.charts import specs
-from benchcards.domain import fmt
+from benchcards.domain import fmt, metrics
 
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8a8f98", "#F0E442"]
 GREY = "#8a8f98"
@@ -518,9 +518,11 @@ def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None,
 def fit_points(steps: pd.DataFrame, vram_gib: float | None = None) -> pd.DataFrame:
     """Steps of a memory test for the chart. A step without a memory reading (it did not load) is placed
     at the GPU's memory, marked, so no failed size is hidden."""
-    df = steps.copy()
-    df["outcome"] = df.result.map({"answered": "answered", "no_answer": "did not answer",
-                                   "no_load": "did not load"}).fillna(df.result)
+    df = steps[steps.result != "not_tried"].copy() if "result" in steps.columns else steps.copy()
+    df = df.drop(columns=[c for c in ("served_ctx", "slots") if c in df.columns])
+    if "peak_source" in df.columns and df.peak_source.isna().all():  # kept only where it names a source
+        df = df.drop(columns=["peak_source"])
+    df["outcome"] = df.result.map(metrics.FIT_RESULTS).fillna(df.result)
     df["placed"] = pd.to_numeric(df.peak_gib, errors="coerce").astype(float)
     unread = df.placed.isna()
     if vram_gib is not None and not fmt.missing(vram_gib):
@@ -554,19 +556,22 @@ def fit_settings(points: pd.DataFrame, title: str = "Memory test",
     memory's label; the top of the memory axis and the GPU memory itself (numbers that differ per chart)."""
     vram = None if vram_gib is None or fmt.missing(vram_gib) else float(vram_gib)
     top = max([float(points.placed.max()) if points.placed.notna().any() else 0.0, vram or 0.0]) * 1.08 or 1.0
+    sources = set(points.peak_source.dropna()) if "peak_source" in points.columns else set()
     settings = {"title": title, "ticks": tuple(powers_of_two(points.ctx)),
-                "vram_label": None if vram is None else f"GPU memory {fmt.gib(vram, 0)}"}
+                "vram_label": None if vram is None else f"GPU memory {fmt.gib(vram, 0)}",
+                "y_title": metrics.peak_label(metrics.RSS_SOURCE if sources == {metrics.RSS_SOURCE} else None,
+                                              unit=True)}
     holes = {"top": top} if vram is None else {"top": top, "vram": vram}
     return settings, holes
 
 
 def fit_builder(points: Any, title: str, ticks: tuple[int, ...], vram_label: str | None, top: float,
-                vram: float | None = None) -> alt.TopLevelMixin:
+                vram: float | None = None, y_title: str = "Peak GPU memory (GiB)") -> alt.TopLevelMixin:
     """The memory-test chart of ``fit_points`` frames (or named data; see benchcards.charts.specs)."""
     base = alt.Chart(points)
     x = _x_pow2("ctx", "Context size (tokens)", ticks)
     y_scale = alt.Scale(domain=[0, top], zero=True, nice=False)
-    y = alt.Y("placed:Q", title="Peak GPU memory (GiB)", scale=y_scale)
+    y = alt.Y("placed:Q", title=y_title, scale=y_scale)
     tooltip = [alt.Tooltip("ctx_text:N", title="Context"), alt.Tooltip("outcome:N", title="Result"),
                alt.Tooltip("peak_text:N", title="Peak memory"), alt.Tooltip("prompt_text:N", title="Prompt"),
                alt.Tooltip("decode_text:N", title="Decode"), alt.Tooltip("error_text:N", title="Error")]

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from benchcards.compute.agentic import agent_metrics
-from benchcards.domain import fmt, plausible, stats
+from benchcards.domain import fmt, metrics, plausible, stats
 from benchcards.domain.metrics import REGISTRY, sd_key
 from schemas.models import (
     BenchRecord,
     FitContract,
+    FitStep,
     QualityContract,
     QualityItem,
     QualityTest,
@@ -82,7 +83,7 @@ class Warn:
     """Something a reader must know about a run."""
 
     kind: str  # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request
-    #            | depth_mismatch | depth_unchecked | ttft_gap | imported | implausible
+    #            | depth_mismatch | depth_unchecked | ttft_gap | imported | implausible | served_below_size
     message: str
     stated: float | None = None
     computed: float | None = None
@@ -832,6 +833,9 @@ class FitHeadline:
     decode_tps: float | None
     first_failed_ctx: int | None
     first_failed_error: str | None
+    peak_source: str | None = None  # where peak_gib comes from (metrics.memory_kind)
+    served_ctx: int | None = None  # what one request could use at largest_ctx (/props), when known
+    slots: int | None = None
 
 
 def fit(contract: FitContract) -> tuple[FitHeadline, list[float | None], list[Warn]]:
@@ -846,14 +850,18 @@ def fit(contract: FitContract) -> tuple[FitHeadline, list[float | None], list[Wa
                                                   f"computed {pct:.2f} %", st.filled_pct, pct))
     ok = [s for s in contract.steps if s.result == "answered"]
     best = max(ok, key=lambda s: s.ctx) if ok else None
-    bad = sorted((s for s in contract.steps if s.result != "answered"), key=lambda s: s.ctx)
+    bad = sorted((s for s in contract.steps if s.result not in ("answered", "not_tried")), key=lambda s: s.ctx)
     head = FitHeadline(
         largest_ctx=best.ctx if best else None,
         peak_gib=best.peak_gib if best else None,
         decode_tps=best.decode_tps if best else None,
         first_failed_ctx=bad[0].ctx if bad else None,
         first_failed_error=(bad[0].error or bad[0].result) if bad else None,
+        peak_source=best.peak_source if best else None,
+        served_ctx=best.served_ctx if best else None,
+        slots=best.slots if best else None,
     )
+    warns += fit_served_warnings(contract, best)
     if contract.stated:
         for name, sv, cv in (("largest context", contract.stated.largest_ctx, head.largest_ctx),
                              ("peak memory", contract.stated.peak_gib, head.peak_gib),
@@ -862,6 +870,21 @@ def fit(contract: FitContract) -> tuple[FitHeadline, list[float | None], list[Wa
                 warns.append(Warn("summary_mismatch", f"fit {name}: stated {sv:g}, computed {cv}",
                                   float(sv), None if cv is None else float(cv)))
     return head, filled, warns
+
+
+def fit_served_warnings(contract: FitContract, best: FitStep | None) -> list[Warn]:
+    """A warning when a request could use less context than the size it is shown under (llama-server without
+    -kvu splits -c over its slots; a slot is capped at the training context): the headline stays the size (what
+    memory was allocated for), never without this (docs/definitions.md#fit)."""
+    capped = [s for s in contract.steps if s.result == "answered" and metrics.slot_note(s.ctx, s.served_ctx, s.slots)]
+    if not capped:
+        return []
+    head = best if best in capped else capped[-1]
+    sizes = ", ".join(f"{s.ctx:,}" for s in capped)
+    return [Warn("served_below_size", f"{metrics.slot_note(head.ctx, head.served_ctx, head.slots)}: the memory "
+                 f"test's sizes ({sizes}) are what the server allocated, not what one request could use; the prompts "
+                 "filled the served context (filled % is of the size). Start the server with -np 1 or -kvu to test "
+                 "the whole window.", float(head.ctx), float(head.served_ctx or 0))]
 
 
 def quality(contract: QualityContract) -> list[tuple[QualityTest, QualityScore | None, list[Warn]]]:

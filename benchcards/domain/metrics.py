@@ -332,3 +332,59 @@ def agent_case(prompt: str) -> str:
 def part_label(part: str) -> str:
     """A speed part in words ('conc' -> 'Requests at once'); unknown parts as written."""
     return PARTS.get(part, part)
+
+
+# --------------------------------------------------------------------------- memory test words
+
+#: a memory-test step's result in words (live CLI, Run live page, card, chart and export alike)
+FIT_RESULTS: dict[str, str] = {
+    "answered": "answered",
+    "no_answer": "did not answer",
+    "no_load": "did not load",
+    "not_tried": "not tried",
+    "stopped": "stopped by the user",
+}
+
+#: what a peak memory figure measured, by its ``peak_source``: the GPU (NVML, nvidia-smi, a published figure)
+#: or the resident memory of the server's process tree (no GPU reading: CPU, AMD, Vulkan, Metal)
+RSS_SOURCE = "process-rss"
+
+
+def memory_kind(source: str | None) -> str:
+    """What a peak memory figure is, by its source (docs/definitions.md#fit): 'GPU memory' unless it is the
+    process tree's resident memory.
+
+    >>> memory_kind("nvml"), memory_kind(None)
+    ('GPU memory', 'GPU memory')
+    >>> memory_kind("process-rss")
+    'process memory (RSS)'
+    """
+    return "process memory (RSS)" if source == RSS_SOURCE else "GPU memory"
+
+
+def peak_label(source: str | None, unit: bool = False) -> str:
+    """The label of a peak memory figure: 'Peak GPU memory' or 'Peak process memory (RSS)' (``unit``: with
+    ' (GiB)').
+
+    >>> peak_label("process-rss", unit=True)
+    'Peak process memory (RSS) (GiB)'
+    """
+    return f"Peak {memory_kind(source)}" + (" (GiB)" if unit else "")
+
+
+def slot_note(ctx: int | None, served: int | None, slots: int | None) -> str | None:
+    """Words for a size whose requests could use less than it (None when each request could use all of it):
+    llama-server without -kvu splits -c over its slots, and caps a slot at the model's training context.
+
+    >>> slot_note(8192, 2048, 4)
+    'each request could use 2,048 of 8,192 tokens (4 slots without -kvu)'
+    >>> slot_note(65536, 32768, 1)
+    'each request could use 32,768 of 65,536 tokens (the server capped a slot, e.g. at the training context)'
+    >>> slot_note(8192, 8192, 4) is None
+    True
+    """
+    if not ctx or not served or served >= ctx:
+        return None
+    why = (f"{slots} slots without -kvu" if slots and slots > 1 and served * slots <= ctx
+           else "the server capped a slot, e.g. at the training context")
+    return f"each request could use {served:,} of {ctx:,} tokens ({why})"

@@ -557,7 +557,7 @@ def fit_tiles(card: Card) -> list[Tile]:
     return [
         Tile("Largest size that answered", "none" if fmt.missing(largest) else fmt.tokens(largest),
              metrics.get("fit_ctx").description),
-        Tile("Peak memory", fmt.metric("fit_peak_gib", f.get("peak_gib")), metrics.get("fit_peak_gib").description),
+        fit_peak_tile(f),
         Tile("Decode at that size", fmt.metric("fit_decode", f.get("decode_tps")), metrics.get("fit_decode").description),
     ]
 
@@ -620,36 +620,93 @@ def fit_note(card: Card) -> str:
     how = ("The server was restarted for each context size (started afresh, stopped after its one request). "
            if restarted is True else "One server answered every context size (not restarted). "
            if restarted is False else "")
+    if restarted is True:
+        how += FIT_FINISH
     return how + (peak_source(card) or "")
+
+
+#: what "answered (length)" and "answered (stop)" mean in benchcards' own memory test
+FIT_FINISH = ("Answered (length): the answer ran to its token limit, as expected here (the request asks the server "
+              "to ignore the end of the answer, so every size answers the same number of tokens); answered (stop): "
+              "the model ended its answer before the limit. ")
+
+
+def fit_slot_warning(card: Card) -> str | None:
+    """Under the headline: what one request could really use when that is less than the size it names."""
+    f = card.fit or {}
+    note = metrics.slot_note(_int(f.get("largest_ctx")), _int(f.get("served_ctx")), _int(f.get("slots")))
+    return None if note is None else (f"The size is what the server was started with (-c, what memory was allocated "
+                                      f"for), but {note}: its prompts filled only that. Start the server with -np 1 "
+                                      "or -kvu to test the whole window.")
+
+
+def fit_only(card: Card) -> bool:
+    """True when the setup's only runs are memory tests (no speed or quality run used its sampling)."""
+    return not card.runs.empty and set(card.runs.kind) == {"fit"}
+
+
+def fit_peak_tile(f: dict) -> Tile:
+    """The headline's peak memory tile, named for what it measured (GPU memory or the process tree's RSS)."""
+    src = None if fmt.missing(f.get("peak_source")) else str(f.get("peak_source"))
+    if src == metrics.RSS_SOURCE:
+        return Tile(metrics.peak_label(src), fmt.metric("fit_peak_gib", f.get("peak_gib")),
+                    "Peak resident memory of the server's process tree at the largest context that answered (no GPU "
+                    "memory reading: it is not GPU memory).")
+    return Tile("Peak memory", fmt.metric("fit_peak_gib", f.get("peak_gib")), metrics.get("fit_peak_gib").description)
+
+
+def fit_peak_sources(steps: pd.DataFrame) -> set[str | None]:
+    """The sources of the memory test's peak figures (None: a GPU figure whose source was not recorded)."""
+    if "peak_source" not in steps.columns or "peak_gib" not in steps.columns:
+        return {None}
+    read = steps[pd.to_numeric(steps.peak_gib, errors="coerce").notna()]
+    return {None if fmt.missing(x) else str(x) for x in read.peak_source} or {None}
+
+
+def fit_result_text(s: SimpleNamespace) -> str:
+    """A step's result in words: 'answered (length)', 'did not load: <why>', 'not tried: <why>'."""
+    result = metrics.FIT_RESULTS.get(str(s.result), str(s.result))
+    if s.result == "answered" and not fmt.missing(s.finish_reason):
+        result += f" ({s.finish_reason})"
+    if not fmt.missing(s.error):
+        result += f": {s.error}"
+    return result
 
 
 def fit_table(card: Card) -> pd.DataFrame:
     """One row per context size of the memory test; columns nobody filled are left out."""
-    results = {"answered": "answered", "no_answer": "did not answer", "no_load": "did not load"}
     rows = []
+    sources = fit_peak_sources(card.fit_steps)
+    mixed = len(sources) > 1
+    peak_header = metrics.peak_label(metrics.RSS_SOURCE, unit=True) if sources == {metrics.RSS_SOURCE} \
+        else fmt.header("fit_step_peak")
     for s in rows_of(card.fit_steps):
-        result = results.get(s.result, str(s.result))
-        if s.result == "answered" and not fmt.missing(s.finish_reason):
-            result += f" ({s.finish_reason})"
-        if not fmt.missing(s.error):
-            result += f": {s.error}"
+        peak = fmt.value("fit_step_peak", s.peak_gib)
+        if mixed and getattr(s, "peak_source", None) == metrics.RSS_SOURCE and peak != fmt.DASH:
+            peak += " (process memory, RSS)"
         rows.append({
             "Context size": f"{fmt.depth(s.ctx)} ({fmt.tokens(s.ctx)})",
+            "Each request could use": metrics.slot_note(int(s.ctx), _int(getattr(s, "served_ctx", None)),
+                                                        _int(getattr(s, "slots", None))) or fmt.DASH,
             fmt.header("fit_step_prompt_tokens"): fmt.value("fit_step_prompt_tokens", s.prompt_tokens),
             fmt.header("fit_step_filled"): fmt.value("fit_step_filled", s.filled_pct),
             fmt.header("fit_step_ttft"): fmt.value("fit_step_ttft", s.ttft_s),
             fmt.header("fit_step_prefill", short=True): fmt.value("fit_step_prefill", s.prefill_tps),
             fmt.header("fit_step_decode"): fmt.value("fit_step_decode", s.decode_tps),
             fmt.header("fit_step_answer_tokens"): fmt.value("fit_step_answer_tokens", s.answer_tokens),
-            fmt.header("fit_step_peak"): fmt.value("fit_step_peak", s.peak_gib),
+            peak_header: peak,
             fmt.header("fit_server_start"): fmt.value("fit_server_start", card.value("fit_server_start", None,
                                                                                       int(s.ctx))),
-            "Result": result,
+            "Result": fit_result_text(s),
         })
     if not rows:
         return pd.DataFrame()
     keep = [c for c in rows[0] if any(r[c] != fmt.DASH for r in rows)]
     return pd.DataFrame([[r[c] for c in keep] for r in rows], columns=keep)
+
+
+def _int(x: object) -> int | None:
+    return None if fmt.missing(x) else int(float(x))  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- server command and reproduction
@@ -938,6 +995,7 @@ WARNING_KINDS = {
     "failed_request": "Failed request",
     "server_command": "Server command",
     "imported": "Imported from another tool",
+    "served_below_size": "A request could use less context than the size",
 }
 
 

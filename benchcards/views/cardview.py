@@ -320,6 +320,9 @@ def memory(c: Card) -> Section:
     if f is None:
         return Section("memory", "Memory test", [Text("No memory test for this setup.", "note")])
     blocks: list = [Tiles(cardmod.fit_tiles(c))]
+    slot_warning = cardmod.fit_slot_warning(c)
+    if slot_warning:
+        blocks.append(Text(slot_warning, "warning"))
     if not fmt.missing(f.get("first_failed_error")):
         blocks.append(Text(f"First size that failed: {fmt.depth(f['first_failed_ctx'])} "
                            f"({fmt.tokens(f['first_failed_ctx'])}) — {f['first_failed_error']}", "note"))
@@ -359,7 +362,13 @@ def reproduce(c: Card) -> Section:
     return Section("reproduce", "Reproduce", blocks)
 
 
+FIT_ONLY_SAMPLING = ("None used: this setup has only a memory test, whose one answer per size runs to its token "
+                     "limit, so sampling and thinking do not change its result.")
+
+
 def sampling(c: Card) -> Section:
+    if cardmod.fit_only(c):
+        return Section("sampling", "Sampling and thinking", [Text(FIT_ONLY_SAMPLING, label="Sampling")])
     return Section("sampling", "Sampling and thinking", [
         Text(cardmod.sampling_text(c), label="Sampling"), Text(THINKING[c.setup.thinking], label="Thinking")])
 

@@ -282,6 +282,12 @@ def quality_side_by_side(cards: list[Card], compare: Callable[[str, str], list[Q
     return Styled(pd.DataFrame(rows), verdicts if rows else {})
 
 
+def _kind(f: dict) -> str:
+    """What a memory-test headline's peak measured (metrics.memory_kind)."""
+    src = f.get("peak_source")
+    return metrics.memory_kind(None if fmt.missing(src) else str(src))
+
+
 def fit_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Styled:
     """Memory-test headline per setup, each setup after the first compared with the first in words.
 
@@ -298,10 +304,14 @@ def fit_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Style
         row = {"Figure": fmt.header(key)}
         for name, f in zip(cols, fits):
             row[name] = fmt.value(key, f.get(col))
+            if key == "fit_peak_gib" and _kind(f) != "GPU memory" and row[name] != fmt.DASH:
+                row[name] += f", {_kind(f)}"
         for name, f in zip(cols[1:], fits[1:]):
             text, verdict = fmt.change(key, f.get(col), fits[0].get(col))
             if key != "fit_ctx" and text != fmt.DASH and f.get("largest_ctx") != fits[0].get("largest_ctx"):
                 text, verdict = "not comparable: measured at another context size", None
+            elif key == "fit_peak_gib" and text != fmt.DASH and _kind(f) != _kind(fits[0]):
+                text, verdict = f"not comparable: {_kind(f)} against {_kind(fits[0])}", None
             row[vs_first(name)] = text
             verdicts[vs_first(name)].append(verdict)
         rows.append(row)
