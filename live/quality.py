@@ -28,6 +28,7 @@ from live.items import ItemFile, UserItem
 from live.measure import MeasureConfig, Runner, ServerInfo, ServerLocked, probe, server_lock, slug
 from live.scoring import score, split_thinking
 from live.settings import QUALITY_MAX_TOKENS, QualitySettings, TargetSettings
+from live.setups import place_setup
 from schemas import ids
 from schemas.models import (
     ANSWER_MAX,
@@ -446,9 +447,12 @@ def run_quality(cfg: QualityConfig, on_event: Callable[[QualityEvent], None] | N
 def write_quality_folder(out: Path, setup: Setup, contract: QualityContract, log: list[str]) -> Path:
     """Write (or add to) the raw setup folder ``out/<setup_id>``; returns the contract folder.
 
-    Side effects: writes setup.json (replacing an earlier one of the same setup) and
+    The run joins ``out/<setup_id>`` only when its setup.json describes the same setup; otherwise it goes to
+    a separate setup folder (``live.setups.place_setup``, the rule of every live kind; call it first to learn
+    where and why). Side effects: writes setup.json (the same setup, with the new date added) and
     quality/<run_id>/{contract.json, client.log}; the log is listed as an attachment with its hash.
     """
+    setup, _ = place_setup(out, setup)  # never into a stored setup that describes another one
     folder = out / setup.setup_id
     run_dir = folder / "quality" / slug(contract.run_id)
     data = ("\n".join(log) + "\n").encode()

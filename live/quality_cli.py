@@ -72,10 +72,12 @@ def _progress(e: object) -> None:
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
+    from ingest.errors import safe
     from live.__main__ import ingest_folder, refuse, setup_input, setup_problems
     from live.client import NotLoopback
     from live.measure import SetupInput, build_setup, hardware_problems, name_problem
     from live.quality import QualityConfig, ServerLocked, run_quality, write_quality_folder
+    from live.setups import place_setup
     from schemas.models import Setup
 
     problems = [] if args.setup_file else hardware_problems(args.gpu, args.vram_gib)
@@ -121,10 +123,13 @@ def cmd_quality(args: argparse.Namespace) -> int:
                          sampling={**cfg.sampling, "seed": cfg.seed})
     setup = build_setup(cast(SetupInput, setup_input(args)), info, mcfg, cast("Setup | None", base))
     try:
+        setup, placed = place_setup(Path(args.out), setup)  # the rule of every live kind (live.setups)
         run_dir = write_quality_folder(Path(args.out), setup, contract, log)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if placed:
+        print(f"note: {safe(placed)}", file=sys.stderr)
     print(f"wrote {run_dir}")
     from benchcards.compute.summarize import quality_test
 

@@ -120,7 +120,7 @@ def _panel(job: QualityJob) -> None:
         ended="Ended", finished=f"{'Stopped' if job.stopping else 'Finished'}: {len(items)} items answered",
         fraction=last.done / last.total if last and last.total else 0.0, body=lambda: _items(job),
         key="lq", stop_label="Stop", stop_toast="Stopping: the requests in flight are cut; answered items will be saved.",
-        saved=job.report if saved else None,
+        saved=job.report if saved else None, warnings=tuple(job.ingest_warnings), placed=job.placed,
         link=live_panel.Link("pages/1_Setup_card.py", "Open its card", {"setup": str(job.setup_id)}) if saved else None))
 
 
