@@ -150,9 +150,9 @@ class SetupSettings(Settings):
 class OutputSettings(Settings):
     """Where the raw setup folder goes, and whether it is loaded."""
 
-    out: str = option("", "folder for the raw setup folder", kind="str")  # default: benchcards.read.paths.LOCAL
+    out: str = option("", "folder for the raw setup folder ($BENCHCARDS_LOCAL when set)", kind="str")  # default: benchcards.read.paths.LOCAL
     ingest: bool = option(False, "load the folder into the database afterwards", kind="flag")
-    db: str = option("", "database for --ingest", kind="str")  # default: benchcards.read.paths.DEFAULT_DB
+    db: str = option("", "database for --ingest ($BENCHCARDS_DB when set)", kind="str")  # default: benchcards.read.paths.DEFAULT_DB
 
     @classmethod
     def defaults(cls) -> dict[str, str]:

@@ -105,3 +105,22 @@ def test_the_page_jobs_keep_the_warnings_for_the_saved_line(demo, tmp_path):
     assert "1 warning(s), listed below" in (job.report or "")
     assert len(job.ingest_warnings) == 1 and "stray belongs to no flag" in job.ingest_warnings[0]
     assert json.loads((job.run_dir / "contract.json").read_text())["setup_id"] == job.setup_id
+
+
+def test_ingest_without_db_goes_to_benchcards_db_where_the_site_reads(demo, tmp_path):
+    import os
+
+    from benchcards.read import paths, queries
+
+    db, local = tmp_path / "site.duckdb", tmp_path / "local"
+    before = paths.REPO_DB.stat().st_mtime_ns if paths.REPO_DB.exists() else None
+    env = {**os.environ, "BENCHCARDS_DB": str(db), "BENCHCARDS_LOCAL": str(local)}
+    r = live("quality", "--base-url", demo.url, "--tests", "arith:2", "--max-tokens", "32", "--gpu", "cpu",
+             "--setup-id", "env-db", "--ingest", env=env)
+    assert r.returncode == 0, r.stderr
+    assert f"wrote {local}" in r.stdout and f"ingested into {db}" in r.stdout
+    assert set(queries.Store(db).df("select setup_id from setups").setup_id) == {"env-db"}  # the site's database
+    after = paths.REPO_DB.stat().st_mtime_ns if paths.REPO_DB.exists() else None
+    assert after == before  # the checkout's database was neither created nor written
+    help_text = live("fit", "--help", env=env).stdout
+    assert "$BENCHCARDS_DB when set" in help_text
