@@ -637,11 +637,10 @@ def test_run_live_page_explains_bad_input_and_refuses_other_hosts():
 
 
 def test_missing_database_offers_the_build_and_it_runs_in_the_background(tmp_path, monkeypatch):
-    from ui import background
-
     import shlex
 
     from benchcards.read import paths
+    from ui import background
 
     path = tmp_path / "site db.duckdb"  # a space: the command a person pastes quotes it
     monkeypatch.setenv("BENCHCARDS_DB", str(path))
