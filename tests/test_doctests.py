@@ -7,7 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-MODULES = ["benchcards.domain.fmt", "benchcards.domain.metrics", "benchcards.domain.plausible", "benchcards.read.reported", "benchcards.domain.stats",
+MODULES = ["benchcards.domain.fmt", "benchcards.domain.metrics", "benchcards.domain.plausible", "benchcards.read.reported", "benchcards.domain.stats", "benchcards.domain.wrappers",
            "benchcards.compute.sweepstats", "ingest.importers.base", "ingest.importers.hardware", "live.settings", "schemas.ids"]
 
 
