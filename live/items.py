@@ -27,6 +27,7 @@ import regex
 
 from ingest.jsonread import parse
 from ingest.limits import LIMITS, Limits
+from live.regex_bounds import pattern_problem
 from live.scoring import SCORERS
 from schemas import ids
 from schemas.models import NAME_MAX, ONE_LINE
@@ -156,11 +157,15 @@ def _check(obj: Any, where: str, limits: Limits) -> tuple[UserItem | None, list[
     elif scorer == "regex":
         if len(answer) > limits.item_pattern_chars:
             errs.append(f"{where}, field 'answer': a pattern of at most {limits.item_pattern_chars} characters")
+        elif (problem := pattern_problem(answer, limits)) is not None:  # checked before the compile expands it
+            errs.append(f"{where}, field 'answer': {problem}")
         else:
             try:
                 pattern = regex.compile(answer)
             except regex.error as exc:
                 errs.append(f"{where}, field 'answer': not a valid regular expression ({exc})")
+            except (MemoryError, RecursionError, OverflowError) as exc:
+                errs.append(f"{where}, field 'answer': a pattern too large to compile ({type(exc).__name__})")
     if errs:
         return None, errs
     return UserItem(iid, prompt, scorer, str(answer).strip() if scorer == "choice" else

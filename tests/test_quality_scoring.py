@@ -251,3 +251,39 @@ def test_an_item_file_name_with_direction_marks_is_a_safe_label():
 
     f = parse_item_file(b'{"id": "r1", "prompt": "say 4", "scorer": "exact", "answer": "4"}\n', "<b>x\u202e\u0085.jsonl")
     assert "\u202e" not in f.name and "\u0085" not in f.name and f.name.startswith("<b>x")
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ("a{1000000000}", "repeat count 1,000,000,000 is over the limit of 1,000"),
+    ("(a{1000}){1000}", "expand the pattern to about 1,000,000 characters, over the limit of 20,000"),
+    ("((a{100}){100}){3}", "expand the pattern to about 30,000 characters"),
+    ("a{5,1000000}", "repeat count 1,000,000 is over the limit"),
+    ("a{1000000,}", "repeat count 1,000,000 is over the limit"),
+    (r"\\{1000000}", "repeat count 1,000,000"),  # an escaped backslash, then a count
+    ("(?x)a{ 1 000 000 }", "the inline flags (?x) and (?V1) are not accepted"),
+])
+def test_a_regex_that_would_expand_without_bound_is_refused_before_it_is_compiled(pattern, message, monkeypatch):
+    import regex
+
+    from live import items
+
+    compiled: list[str] = []
+    monkeypatch.setattr(items.regex, "compile", lambda p, *a, **k: compiled.append(p) or regex.compile(p))
+    line = json.dumps({"id": "s", "prompt": "p", "scorer": "regex", "answer": pattern}).encode()
+    with pytest.raises(ItemFileError) as exc:
+        parse_item_file(b'{"id": "ok", "prompt": "p", "scorer": "exact", "answer": "x"}\n' + line, "sets.jsonl")
+    assert len(exc.value.errors) == 1
+    assert exc.value.errors[0].startswith("sets.jsonl line 2, field 'answer': ") and message in exc.value.errors[0]
+    assert pattern not in compiled  # refused before the compile that would allocate
+
+
+@pytest.mark.parametrize("pattern, hit, miss", [
+    (r"[{]{5}", "{{{{{", "{{{{"),  # a brace in a class, then a small count
+    (r"\{1000000000}", "{1000000000}", "{1}"),  # an escaped brace: literal text
+    (r"a{1000}", "a" * 1000, "a" * 999),
+    (r"(ab){2,3}x{,2}", "ababx", "abx"),
+    (r"\p{L}{3}", "abc", "ab"),
+])
+def test_small_counts_braces_in_classes_and_escaped_braces_are_accepted(pattern, hit, miss):
+    f = parse_item_file(jsonl({"id": "s", "prompt": "p", "scorer": "regex", "answer": pattern}), "ok.jsonl")
+    assert f.items[0].pattern.fullmatch(hit) and not f.items[0].pattern.fullmatch(miss)
