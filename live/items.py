@@ -32,7 +32,8 @@ from live.scoring import SCORERS
 from schemas import ids
 from schemas.models import NAME_MAX, ONE_LINE
 
-__all__ = ["ItemFile", "ItemFileError", "UserItem", "choice_prompt", "parse_item_file", "read_item_file"]
+__all__ = ["ItemFile", "ItemFileError", "UserItem", "choice_prompt", "parse_item_file", "read_item_file",
+           "readable_test_id"]
 
 FIELDS = {"id", "prompt", "scorer", "answer", "choices", "aliases", "tolerance", "task"}
 USER_SCORERS = tuple(s for s in SCORERS if s != "set")
@@ -84,11 +85,20 @@ def choice_prompt(prompt: str, choices: tuple[str, ...]) -> str:
             f"'Answer: X', where X is the letter of the option.")
 
 
-def test_id(name: str) -> str:
-    """A contract test id from a file name: 'MMLU Pro.jsonl' -> 'items-mmlu-pro'."""
+def test_id(name: str, sha256: str) -> str:
+    """A contract test id from a file's name and content: 'MMLU Pro.jsonl' -> 'items-mmlu-pro-<the first 8 hex
+    of its SHA-256>'. Two files of one name (d1/x.jsonl, d2/x.jsonl; 'x y' and 'x-y') with other items are other
+    tests; the same file under any folder is the same test, so it is compared only with itself."""
     stem = re.sub(r"\.jsonl?$", "", Path(name).name, flags=re.I)
     slug = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-._")[:100]
-    return f"items-{slug or 'file'}"
+    return f"items-{slug or 'file'}-{sha256[:8]}"
+
+
+def readable_test_id(test: str) -> str:
+    """An item file's test id without its hash ('items-mmlu-pro-1a2b3c4d' -> 'items-mmlu-pro'), as typed in
+    ``--max-tokens items-mmlu-pro=2048``; any other id as it is."""
+    m = re.fullmatch(r"(items-.+)-[0-9a-f]{8}", test)
+    return m.group(1) if m else test
 
 
 def read_item_file(path: Path, limits: Limits = LIMITS) -> ItemFile:
@@ -218,4 +228,5 @@ def parse_item_file(data: bytes, name: str, limits: Limits = LIMITS) -> ItemFile
         errors.append(f"{label}: no items (one JSON object per line)")
     if errors:
         raise ItemFileError(errors)
-    return ItemFile(label, test_id(label), hashlib.sha256(data).hexdigest(), items)
+    sha = hashlib.sha256(data).hexdigest()
+    return ItemFile(label, test_id(label, sha), sha, items)

@@ -5,6 +5,7 @@ contract that ingests like an upload; hostile item files are refused or shown as
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -222,11 +223,11 @@ def test_cli_writes_a_contract_that_ingests_like_an_upload(demo, tmp_path):
     c = json.loads(path.read_text())
     by = {t["test"]: t for t in c["tests"]}
     assert by["arith"]["token_limit"] == 48 and by["logic"]["token_limit"] == 80
-    mine = by["items-mine"]
+    mine = by["items-mine-" + hashlib.sha256(items.read_bytes()).hexdigest()[:8]]
     assert mine["items_sha256"] and mine["generator"] == "item file" and len(mine["items"]) == 2
     assert all(not it["right"] for it in mine["items"])  # the demo does not know these answers
     card = queries.card(queries.Store(db), "cli-q")
-    assert set(card.quality.test) == {"arith", "logic", "items-mine"}
+    assert set(card.quality.test) == {"arith", "logic", mine["test"]}
 
 
 @pytest.mark.parametrize("content, message", [
@@ -275,3 +276,46 @@ def test_hostile_item_file_reaches_the_export_as_text_only(demo, tmp_path):
     for text in pages:
         assert '<script>alert("q")' not in text and "<img src=x onerror" not in text
     assert any("evil &lt;img src=x onerror=alert(2)&gt; set.jsonl" in t for t in pages)
+
+
+@pytest.fixture
+def counting_server():
+    """A loopback HTTP server that answers nothing useful and counts what it is sent."""
+    import http.server
+
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _any(self) -> None:
+            seen.append(self.path)
+            self.send_response(500)
+            self.end_headers()
+
+        do_GET = do_POST = _any
+
+        def log_message(self, *a) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", seen
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.mark.parametrize("option, message", [
+    (("--seed", "99999999999999999999999999999"), "--seed: 99999999999999999999999999999 — input should be less"),
+    (("--seed", "-1"), "--seed: -1 — input should be greater than or equal to 0"),
+    (("--temperature", "-1"), "--temperature: -1.0 — input should be greater than or equal to 0"),
+    (("--temperature", "nan"), "--temperature: nan — input should be a finite number"),
+    (("--timeout", "0"), "--timeout: 0.0 — input should be greater than 0"),
+    (("--timeout", "inf"), "--timeout: inf — input should be a finite number"),
+    (("--max-tokens", "0"), "--max-tokens '0': a limit from 1 to 1,048,576 tokens"),
+    (("--max-tokens", "nosuch=5"), "--max-tokens nosuch=5: no such test in this run (its tests: arith)"),
+])
+def test_cli_refuses_settings_that_cannot_run_before_anything_is_sent(counting_server, tmp_path, option, message):
+    url, seen = counting_server
+    r = cli("--base-url", url, "--tests", "arith:3", "--gpu", "cpu", "--out", str(tmp_path / "out"), *option)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert seen == [] and not (tmp_path / "out").exists()

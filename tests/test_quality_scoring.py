@@ -155,7 +155,7 @@ def test_an_item_file_with_every_scorer():
         {"id": "q2", "prompt": "Capital of France?", "scorer": "exact", "answer": "Paris", "task": "geo"},
         {"id": "q3", "prompt": "17 * 23?", "scorer": "number", "answer": 391},
         {"id": "q4", "prompt": "A prime above 10?", "scorer": "regex", "answer": r"\b(11|13|17|19)\b"}), "My Set.jsonl")
-    assert f.test == "items-my-set" and len(f.sha256) == 64 and [i.id for i in f.items] == ["q1", "q2", "q3", "q4"]
+    assert f.test == "items-my-set-" + f.sha256[:8] and len(f.sha256) == 64 and [i.id for i in f.items] == ["q1", "q2", "q3", "q4"]
     q1 = f.items[0]
     assert "A. N2\nB. O2\nC. CO2\nD. Ar" in q1.text() and q1.answer == "c"
     assert score("choice", "Answer: C", q1.answer, n_choices=4).right
@@ -287,3 +287,16 @@ def test_a_regex_that_would_expand_without_bound_is_refused_before_it_is_compile
 def test_small_counts_braces_in_classes_and_escaped_braces_are_accepted(pattern, hit, miss):
     f = parse_item_file(jsonl({"id": "s", "prompt": "p", "scorer": "regex", "answer": pattern}), "ok.jsonl")
     assert f.items[0].pattern.fullmatch(hit) and not f.items[0].pattern.fullmatch(miss)
+
+
+def test_item_files_of_one_name_with_other_items_are_other_tests():
+    a = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "x"}), "d1/x.jsonl")
+    b = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "y"}), "d2/x.jsonl")
+    again = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "x"}), "d3/x.jsonl")
+    spaced = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "z"}), "x y.jsonl")
+    dashed = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "w"}), "x-y.jsonl")
+    assert a.test == "items-x-" + a.sha256[:8] and a.name == "x.jsonl" and b.name == "x.jsonl"
+    assert a.test != b.test and a.test == again.test and spaced.test != dashed.test
+    from live.items import readable_test_id
+
+    assert readable_test_id(a.test) == readable_test_id(b.test) == "items-x" and readable_test_id("arith") == "arith"

@@ -93,7 +93,7 @@ def read_settings(v: dict) -> tuple[QualityConfig | None, list[str]]:
     try:
         cfg = QualityConfig(base_url=v["base_url"], model=v["model"] or None, tests=tuple(specs),
                             item_files=tuple(files), thinking={"off": False, "on": True}.get(v["thinking"]),
-                            max_tokens=per, default_max_tokens=default or DEFAULT_MAX_TOKENS,
+                            max_tokens=per, default_max_tokens=DEFAULT_MAX_TOKENS if default is None else default,
                             in_flight=int(v["in_flight"]), seed=int(v["seed"]), allow_remote=v["allow_remote"])
     except ValueError as exc:
         return None, [f"Settings: {exc}"]
