@@ -45,9 +45,9 @@ __all__ = [
     "from_args",
     "label_of",
     "method_settings",
-    "parse_max_tokens",
     "page_default",
     "page_limits",
+    "parse_max_tokens",
     "to_argv",
     "tokens_text",
 ]
