@@ -414,7 +414,7 @@ class QualityRunner:
                 generator=f"benchcards {spec.kind}" if spec else "item file",
                 generator_version=gen.GENERATOR_VERSION if spec else None, depth=spec.depth if spec else None,
                 scorer=(next(iter(scorers)) if len(scorers) == 1 else "per item") if scorers else None,
-                items_sha256=f.sha256 if f else None))
+                items_sha256=f.sha256 if f else None, items_planned=len(questions.get(test, [])) or None))
         info = self.info
         run_id = f"live-q-{started.strftime('%Y%m%d-%H%M%S')}-{self.runner.run_tag}"
         return QualityContract(

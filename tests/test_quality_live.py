@@ -18,6 +18,7 @@ from benchcards.domain.stats import wilson
 from benchcards.read import queries
 from benchcards.site.export import export
 from benchcards.views import card as cardmod
+from benchcards.views import tables as views
 from ingest import ingest_paths
 from live.demo_answers import share_of
 from live.generators import parse_tests
@@ -180,6 +181,8 @@ def test_speed_vs_quality_uses_a_live_quality_run(demo, tmp_path):
 
 
 def test_stop_keeps_the_items_that_finished(tmp_path):
+    """A run stopped part-way keeps its items, and the card's quality row and the Quality page say it was
+    stopped and after how many of its items (7 / 11 right must not read as a complete test)."""
     slow = demo_server(decode_tps=40, prefill_tps=50000, slots=2, quality_right=0.7, quality_cutoff=0.0)
     stop = threading.Event()
     seen = []
@@ -191,13 +194,19 @@ def test_stop_keeps_the_items_that_finished(tmp_path):
 
     try:
         cfg = QualityConfig(base_url=slow.url, tests=tuple(parse_tests("arith:40")), in_flight=2)
-        contract, _, _ = run_quality(cfg, on_event, stop)
+        contract, info, log = run_quality(cfg, on_event, stop)
     finally:
         slow.stop()
     (t,) = contract.tests
-    assert t.status == "stopped" and "of 40 items answered" in t.reason
+    assert t.status == "stopped" and "of 40 items answered" in t.reason and t.items_planned == 40
     assert 3 <= len(t.items) < 40 and all(it.error is None for it in t.items)
     assert seen[-1].left_s is not None and seen[0].total == 40
+    store, _ = ingest_quality(tmp_path, contract, info, cfg, log)
+    mark = f"(stopped after {len(t.items)} of 40 items)"
+    row = cardmod.quality_table(queries.card(store, "live-q")).iloc[0]
+    assert row["Result (95 % margin)"].endswith(mark) and row["Right / n"].endswith(f"/ {len(t.items)}")
+    page = views.quality_table(queries.quality_table(store)).iloc[0]
+    assert page["Result (95 % margin)"].endswith(mark)
 
 
 # --------------------------------------------------------------------------- the command line
