@@ -328,3 +328,29 @@ def test_cli_refuses_settings_that_cannot_run_before_anything_is_sent(counting_s
     assert r.returncode == 2, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert seen == [] and not (tmp_path / "out").exists()
+
+
+def test_sigterm_stops_the_cli_like_ctrl_c_and_writes_what_was_answered(tmp_path):
+    import signal
+
+    slow = demo_server(decode_tps=40, prefill_tps=50000, slots=2, quality_right=0.7, quality_cutoff=0.0)
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "live", "quality", "--base-url", slow.url, "--tests", "arith:40",
+                              "--in-flight", "2", "--gpu", "cpu", "--setup-id", "term-q", "--out", str(tmp_path / "out")],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.stderr is not None
+        lines = []
+        for line in p.stderr:  # wait for three answered items, then send SIGTERM as a service manager would
+            lines.append(line)
+            if line.startswith("[3/40]"):
+                p.send_signal(signal.SIGTERM)
+                break
+        out, err = p.communicate(timeout=300)
+    finally:
+        slow.stop()
+    err = "".join(lines) + err
+    assert p.returncode == 130, err
+    assert "stopping (SIGTERM): cutting the requests in flight" in err and "wrote " in out
+    (path,) = (tmp_path / "out" / "term-q" / "quality").glob("*/contract.json")
+    (t,) = json.loads(path.read_text())["tests"]
+    assert t["status"] == "stopped" and 3 <= len(t["items"]) < 40 and t["items_planned"] == 40
