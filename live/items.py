@@ -39,6 +39,8 @@ FIELDS = {"id", "prompt", "scorer", "answer", "choices", "aliases", "tolerance",
 USER_SCORERS = tuple(s for s in SCORERS if s != "set")
 MAX_ERRORS = 20
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+CHOICE_CHARS = 10_000  # one choice
+ALIAS_CHARS = 1000  # one alias of an exact answer
 
 
 class ItemFileError(ValueError):
@@ -114,6 +116,22 @@ def _one_line(value: str, limit: int = NAME_MAX) -> bool:
     return 0 < len(value) <= limit and re.fullmatch(ONE_LINE, value) is not None
 
 
+def _strings_problem(values: Any, least: int, most: int, chars: int) -> str | None:
+    """What is wrong with a list of strings ('entry 3 is 3,145,728 characters long'), or None."""
+    if not isinstance(values, list):
+        return f"got {type(values).__name__}, not a list"
+    if not least <= len(values) <= most:
+        return f"{len(values):,} entries"
+    for no, v in enumerate(values, 1):
+        if not isinstance(v, str):
+            return f"entry {no} is {type(v).__name__}, not a string"
+        if not v.strip():
+            return f"entry {no} is empty"
+        if len(v) > chars:
+            return f"entry {no} is {len(v):,} characters long"
+    return None
+
+
 def _check(obj: Any, where: str, limits: Limits) -> tuple[UserItem | None, list[str]]:
     if not isinstance(obj, dict):
         return None, [f"{where}: each line must be one JSON object"]
@@ -137,14 +155,17 @@ def _check(obj: Any, where: str, limits: Limits) -> tuple[UserItem | None, list[
     choices = obj.get("choices", [])
     if "choices" in obj and scorer != "choice":
         errs.append(f"{where}, field 'choices': only for scorer 'choice'")
-    if scorer == "choice" and (not isinstance(choices, list) or not 2 <= len(choices) <= 26 or \
-                not all(isinstance(c, str) and c.strip() and len(c) <= 10_000 for c in choices)):
-        errs.append(f"{where}, field 'choices': a list of 2 to 26 non-empty strings")
+    if scorer == "choice" and (problem := _strings_problem(choices, 2, 26, CHOICE_CHARS)):
+        errs.append(f"{where}, field 'choices': a list of 2 to 26 non-empty strings of at most {CHOICE_CHARS:,} "
+                    f"characters ({problem})")
         choices = []
     aliases = obj.get("aliases", [])
-    if "aliases" in obj and (scorer != "exact" or not isinstance(aliases, list) or len(aliases) > 50 or
-                             not all(isinstance(a, str) and 0 < len(a) <= 1000 for a in aliases)):
-        errs.append(f"{where}, field 'aliases': a list of at most 50 strings, for scorer 'exact' only")
+    if "aliases" in obj and scorer != "exact":
+        errs.append(f"{where}, field 'aliases': for scorer 'exact' only")
+        aliases = []
+    elif "aliases" in obj and (problem := _strings_problem(aliases, 0, 50, ALIAS_CHARS)):
+        errs.append(f"{where}, field 'aliases': a list of at most 50 non-empty strings of at most {ALIAS_CHARS:,} "
+                    f"characters ({problem})")
         aliases = []
     tolerance = obj.get("tolerance", 0.0)
     if "tolerance" in obj and (scorer != "number" or isinstance(tolerance, bool) or

@@ -300,3 +300,19 @@ def test_item_files_of_one_name_with_other_items_are_other_tests():
     from live.items import readable_test_id
 
     assert readable_test_id(a.test) == readable_test_id(b.test) == "items-x" and readable_test_id("arith") == "arith"
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"aliases": ["x" * 3_000_000]}, "field 'aliases': a list of at most 50 non-empty strings of at most 1,000 "
+                                     "characters (entry 1 is 3,000,000 characters long)"),
+    ({"aliases": ["ok"] * 51}, "field 'aliases': a list of at most 50 non-empty strings of at most 1,000 characters "
+                               "(51 entries)"),
+    ({"aliases": ["ok", 5]}, "(entry 2 is int, not a string)"),
+    ({"aliases": "Paris"}, "(got str, not a list)"),
+    ({"aliases": ["ok", "  "]}, "(entry 2 is empty)"),
+])
+def test_a_bad_alias_list_says_what_is_wrong_with_it(extra, message):
+    with pytest.raises(ItemFileError) as exc:
+        parse_item_file(jsonl({"id": "a", "prompt": "p", "scorer": "exact", "answer": "x", **extra}), "al.jsonl")
+    assert len(exc.value.errors) == 1 and exc.value.errors[0].startswith("al.jsonl line 1, field 'aliases': ")
+    assert message in exc.value.errors[0]
