@@ -405,7 +405,7 @@ class QualityRunner:
                 status, reason = "skipped", "no item was answered"
             scorers = {q.scorer for q in questions.get(test, [])}
             tests.append(QualityTest(
-                test=test, label=spec.label if spec else ids.one_line(f"{f.name} (item file)") if f else test,
+                test=test, label=spec.label if spec else ids.one_line(f"{f.name} (item file {f.sha256[:8]})") if f else test,
                 description=gen.DESCRIPTIONS.get(spec.kind) if spec else "the user's own items",
                 status=cast(TestStatus, status),
                 reason=reason[:2000] if reason else None,

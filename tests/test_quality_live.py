@@ -276,7 +276,7 @@ def test_hostile_item_file_reaches_the_export_as_text_only(demo, tmp_path):
     f = parse_item_file(data, name)
     cfg = QualityConfig(base_url=demo.url, item_files=(f,), max_tokens={"items": 16})
     contract, info, log = run_quality(cfg)
-    assert contract.tests[0].label == f"{name} (item file)" and len(contract.tests[0].items) == 3
+    assert contract.tests[0].label == f"{name} (item file {f.sha256[:8]})" and len(contract.tests[0].items) == 3
     store, _ = ingest_quality(tmp_path, contract, info, cfg, log, setup_id="hostile-q")
     out = tmp_path / "site"
     export(store.path, out)
@@ -354,3 +354,20 @@ def test_sigterm_stops_the_cli_like_ctrl_c_and_writes_what_was_answered(tmp_path
     (path,) = (tmp_path / "out" / "term-q" / "quality").glob("*/contract.json")
     (t,) = json.loads(path.read_text())["tests"]
     assert t["status"] == "stopped" and 3 <= len(t["items"]) < 40 and t["items_planned"] == 40
+
+
+def test_cli_runs_two_item_files_of_one_name_as_two_tests_and_refuses_one_file_twice(demo, tmp_path):
+    for d, answer in (("d1", "x"), ("d2", "y")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "x.jsonl").write_text(json.dumps({"id": "q", "prompt": "p", "scorer": "exact",
+                                                          "answer": answer}) + "\n")
+    one, two = (tmp_path / d / "x.jsonl" for d in ("d1", "d2"))
+    r = cli("--base-url", demo.url, "--items", str(one), "--items", str(two), "--gpu", "cpu", "--setup-id", "two-x",
+            "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    (path,) = (tmp_path / "out" / "two-x" / "quality").glob("*/contract.json")
+    tests = json.loads(path.read_text())["tests"]
+    assert [t["test"] for t in tests] == [f"items-x-{hashlib.sha256(f.read_bytes()).hexdigest()[:8]}" for f in (one, two)]
+    assert [t["label"] for t in tests] == [f"x.jsonl (item file {t['test'][-8:]})" for t in tests]
+    r = cli("--base-url", demo.url, "--items", str(one), "--items", str(one), "--gpu", "cpu", "--out", str(tmp_path / "o2"))
+    assert r.returncode == 2 and "asked twice (the same item file given twice?)" in r.stderr, r.stderr

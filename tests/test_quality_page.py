@@ -103,3 +103,10 @@ def test_the_page_refuses_answer_limits_as_the_command_line_does():
     assert settings(tests="arith:3", max_tokens="0")[1] == ["Answer limit: '0': a limit from 1 to 1,048,576 tokens"]
     cfg, problems = settings(tests="arith:3", max_tokens="64, nosuch=5")
     assert cfg is None and problems == ["Settings: --max-tokens nosuch=5: no such test in this run (its tests: arith)"]
+
+
+def test_an_uploaded_regex_that_would_take_all_memory_is_refused_by_the_page():
+    evil = Uploaded("evil.jsonl", b'{"id":"s","prompt":"p","scorer":"regex","answer":"a{1000000000}"}\n')
+    cfg, problems = settings(file=evil)
+    assert cfg is None and problems == ["evil.jsonl line 1, field 'answer': repeat count 1,000,000,000 is over the "
+                                        "limit of 1,000"]
