@@ -59,6 +59,11 @@ class Limits:
     item_json_depth: int = 3
     #: a regex scorer's pattern
     item_pattern_chars: int = 500
+    #: one counted repeat of a pattern ({m}, {m,n}, {m,}; live/regex_bounds.py): the regex module expands it
+    #: when it compiles, so a{1000000000} would allocate without end
+    item_repeat_count: int = 1000
+    #: the size the counted repeats expand a pattern to, nesting multiplied ((a{100}){100} is 10,000)
+    item_repeat_size: int = 20_000
 
 
     def upload_mib(self) -> int:

@@ -359,7 +359,7 @@ def _quality_rows(out: _Collected, run: Run, c: QualityContract, ro: int) -> int
         if score is None:
             continue
         out.add("quality_tests", (
-            sid, rid, t.test, t.label or t.test, t.description, t.status, t.reason, score.n, score.right,
+            sid, rid, t.test, t.label or t.test, t.description, t.status, score.stopped or t.reason, score.n, score.right,
             score.cut_off, score.pct, score.margin_pp, score.lo_pct, score.hi_pct, t.token_limit,
             t.thinking, t.seed, t.in_flight, t.sampling.model_dump_json(exclude_none=True) if t.sampling
             else None, score.median_tokens, score.median_seconds, score.asked_again, score.from_items, ro,

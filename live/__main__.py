@@ -121,6 +121,8 @@ def ingest_folder(run_dir: Path, db: str) -> int:
         print(f"error: {safe(exc)}", file=sys.stderr)
         return 1
     print(safe(f"ingested into {db}: {report.text()}"))
+    for line in report.warning_lines():  # the "listed below" of report.text()
+        print(f"  {safe(line)}")
     return 0
 
 

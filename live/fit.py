@@ -39,6 +39,7 @@ from live.engine_log import EngineLog
 from live.launcher import NotReady, ServerTemplate
 from live.measure import MeasureConfig, Runner, ServerInfo, SetupInput, build_setup, probe, slug
 from live.settings import FIT_MEMORY, FitSettings
+from live.setups import place_setup
 from schemas.models import (
     SCHEMA_VERSION,
     Attachment,
@@ -421,7 +422,9 @@ def fit_setup(run: FitRun, user: SetupInput, base: Setup | None = None) -> Setup
         return base
     argv = run.answered_argv or (run.contract.steps[0].argv if run.contract.steps else []) or \
         list(run.template.items)
-    shown = [a for a in argv]
+    added = list(run.template.added)  # the port and host benchcards picked differ per run: not the setup's
+    same = bool(added) and len(argv) >= len(added) and argv[len(argv) - len(added)::2] == added[::2]
+    shown = list(argv[:len(argv) - len(added)] if same else argv)
     user = SetupInput(**{**user.__dict__, "server_cmd": None})
     info = run.info
     if not info.model_path:
@@ -437,7 +440,11 @@ def fit_setup(run: FitRun, user: SetupInput, base: Setup | None = None) -> Setup
 
 def write_fit_folder(out: Path, setup: Setup, run: FitRun) -> Path:
     """Write ``out/<setup_id>/setup.json`` and ``fit/<run_id>/`` (contract.json, the server logs, the memory
-    readings, the client log); returns the run folder. Side effect: moves the staging folder's files."""
+    readings, the client log); returns the run folder. Side effect: moves the staging folder's files.
+
+    The run joins ``out/<setup_id>`` only when its setup.json describes the same setup, else a separate one
+    (``live.setups.place_setup``, the rule of every live kind; call it first to learn where and why)."""
+    setup, _ = place_setup(out, setup)  # never into a stored setup that describes another one
     folder = out / setup.setup_id
     run_dir = folder / "fit" / run.contract.run_id
     run_dir.mkdir(parents=True, exist_ok=True)

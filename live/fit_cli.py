@@ -96,10 +96,12 @@ def _print_size(e: object) -> None:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    from ingest.errors import safe
     from live import launcher
     from live.__main__ import ingest_folder, refuse, setup_input, setup_problems
     from live.fit import FitConfig, fit_setup, headline, run_fit, write_fit_folder
     from live.measure import SetupInput
+    from live.setups import place_setup
     from schemas.models import Setup
 
     cfg, problems = _config(args)
@@ -151,10 +153,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
                                                if sys.argv[1:2] == ["fit"] else None})
     run.contract = contract
     try:
+        setup, placed = place_setup(Path(args.out), setup)  # the rule of every live kind (live.setups)
         run_dir = write_fit_folder(Path(args.out), setup, run)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if placed:
+        print(f"note: {safe(placed)}", file=sys.stderr)
     print(f"wrote {run_dir}")
     print(headline(run.contract))
     if args.ingest and ingest_folder(run_dir, args.db):

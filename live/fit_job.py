@@ -15,6 +15,7 @@ from pathlib import Path
 from live.background import BackgroundRun
 from live.fit import FitConfig, FitEvent, fit_setup, headline, run_fit, write_fit_folder
 from live.measure import SetupInput, hardware_problems
+from live.setups import place_setup
 
 _LOCK = threading.Lock()
 _CURRENT: list[FitJob] = []  # the newest job (running or ended)
@@ -43,6 +44,10 @@ class FitJob(BackgroundRun):
     setup_id: str | None = None
     run_dir: Path | None = None
     report: str | None = None
+    #: the ingest's warning lines, shown under the report (its "listed below")
+    ingest_warnings: list[str] = field(default_factory=list)
+    #: where the run was stored when not under its own setup id, and why (live.setups.place_setup)
+    placed: str | None = None
     summary: str | None = None
     started: float = field(default_factory=time.time)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -70,11 +75,12 @@ class FitJob(BackgroundRun):
             if not any(s.argv for s in run.contract.steps):
                 self.error = "stopped before any size finished: nothing to save"
                 return
-            setup = fit_setup(run, self.setup)
+            setup, self.placed = place_setup(self.out, fit_setup(run, self.setup))  # the rule of every live kind
             self.setup_id = setup.setup_id
             self.run_dir = write_fit_folder(self.out, setup, run)
             self.summary = headline(run.contract)
-            self.report = ingest_paths([self.run_dir.parent.parent], self.db_path).text()
+            report = ingest_paths([self.run_dir.parent.parent], self.db_path)
+            self.report, self.ingest_warnings = report.text(), report.warning_lines()
         except IngestError as exc:
             self.error = "the run could not be stored: " + "; ".join(exc.errors[:5])
         except Exception as exc:  # shown on the page, never a traceback

@@ -151,7 +151,8 @@ class Item:
     inserts: list[tuple[float, str]] = field(default_factory=list)  # (position 0..1 in the units, text)
     joiner: str = "\n"
     intro: str = ""
-    padded: bool = True  # pad words allowed (not in a word list, where they would be counted)
+    padded: bool = True  # pad words finish the prompt at its exact depth
+    pad_first: bool = False  # pad words go first, before the intro (a word list would count them in the list)
     needle_depth_pct: float | None = None
 
     def render(self, n_units: int, pad: int = 0) -> str:
@@ -167,6 +168,8 @@ class Item:
             if i < n_units:
                 body.append(self.units[i % len(self.units)])
         pad_line = ("ok " * pad).rstrip() + "\n" if pad and self.padded else ""
+        if self.pad_first:
+            return (pad_line + "\n" if pad_line else "") + self.intro + self.joiner.join(body) + "\n\n" + self.question
         return self.intro + self.joiner.join(body) + "\n\n" + pad_line + self.question
 
 
@@ -264,6 +267,9 @@ WORD_POOL = ("apple", "river", "stone", "cloud", "bread", "chair", "glass", "hor
              "rocket", "spider", "ticket", "valley", "wallet", "yellow")
 
 
+WORDS_INTRO = "Here is a long list of words:\n\n"
+
+
 def make_words(rng: random.Random, item_id: str, test: str) -> Item:
     pool = list(WORD_POOL)
     rng.shuffle(pool)
@@ -276,7 +282,7 @@ def make_words(rng: random.Random, item_id: str, test: str) -> Item:
     q = ("Above is a list of words. Which three words appear most often in the list? Give the final answer on "
          "the last line as 'Answer: ' followed by the three words, separated by spaces.")
     return Item(item_id, test, "words", "common_words", q, " ".join(sorted(top)), "set", units=units,
-                joiner=" ", intro="Here is a long list of words:\n\n", padded=False)
+                joiner=" ", intro=WORDS_INTRO, pad_first=True)
 
 
 def make_arith(rng: random.Random, item_id: str, test: str) -> Item:
@@ -397,7 +403,7 @@ def solve(prompt: str) -> str | None:
             holds[name] = holds.get(src, src) if not src.isdigit() else src
         return " ".join(n for n, _ in assign if m2 and holds.get(n) == m2.group(1))
     if "Which three words appear most often" in prompt:
-        body = prompt.split("\n\n")[1]
+        body = prompt.split(WORDS_INTRO, 1)[-1].split("\n\n")[0]  # pad words before the intro are not listed
         top = Counter(body.split()).most_common(3)
         return " ".join(sorted(w for w, _ in top))
     m = _ARITH_RE.search(prompt)
@@ -444,7 +450,8 @@ def fit_depth(item: Item, depth: int, count: Callable[[str], int | None], overhe
     if base is None or block is None or block <= base:
         return Fitted(item.render(0), None, 0, 0, 2)
     per_unit = (block - base) / sample
-    n = max(0, int((target - base) / per_unit) - (0 if not item.padded else max(2, int(0.002 * target / per_unit))))
+    under = 0 if not item.padded else 2 if item.pad_first else max(2, int(0.002 * target / per_unit))  # left to pad
+    n = max(0, int((target - base) / per_unit) - under)
     pad = 0
     best: tuple[int, str, int | None, int, int] | None = None  # (miss, text, count, units, pad)
     checks = 2
@@ -461,8 +468,8 @@ def fit_depth(item: Item, depth: int, count: Callable[[str], int | None], overhe
             best = (abs(miss), text, got, n, pad)
         if abs(miss) <= tol:
             break
-        if item.padded and pad + miss >= 0:
-            pad += miss
+        if item.padded and pad + miss >= 0 and (not item.pad_first or miss <= 2 * per_unit + 2):
+            pad += miss  # a word list is first grown by whole words: its few pad words come before the intro
         else:
             step = miss / per_unit
             n = max(0, n + (int(step) - (1 if item.padded else 0) if abs(step) >= 1 else (1 if miss > 0 else -1)))

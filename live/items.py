@@ -27,16 +27,20 @@ import regex
 
 from ingest.jsonread import parse
 from ingest.limits import LIMITS, Limits
+from live.regex_bounds import pattern_problem
 from live.scoring import SCORERS
 from schemas import ids
 from schemas.models import NAME_MAX, ONE_LINE
 
-__all__ = ["ItemFile", "ItemFileError", "UserItem", "choice_prompt", "parse_item_file", "read_item_file"]
+__all__ = ["ItemFile", "ItemFileError", "UserItem", "choice_prompt", "parse_item_file", "read_item_file",
+           "readable_test_id"]
 
 FIELDS = {"id", "prompt", "scorer", "answer", "choices", "aliases", "tolerance", "task"}
 USER_SCORERS = tuple(s for s in SCORERS if s != "set")
 MAX_ERRORS = 20
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+CHOICE_CHARS = 10_000  # one choice
+ALIAS_CHARS = 1000  # one alias of an exact answer
 
 
 class ItemFileError(ValueError):
@@ -83,11 +87,20 @@ def choice_prompt(prompt: str, choices: tuple[str, ...]) -> str:
             f"'Answer: X', where X is the letter of the option.")
 
 
-def test_id(name: str) -> str:
-    """A contract test id from a file name: 'MMLU Pro.jsonl' -> 'items-mmlu-pro'."""
+def test_id(name: str, sha256: str) -> str:
+    """A contract test id from a file's name and content: 'MMLU Pro.jsonl' -> 'items-mmlu-pro-<the first 8 hex
+    of its SHA-256>'. Two files of one name (d1/x.jsonl, d2/x.jsonl; 'x y' and 'x-y') with other items are other
+    tests; the same file under any folder is the same test, so it is compared only with itself."""
     stem = re.sub(r"\.jsonl?$", "", Path(name).name, flags=re.I)
     slug = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-._")[:100]
-    return f"items-{slug or 'file'}"
+    return f"items-{slug or 'file'}-{sha256[:8]}"
+
+
+def readable_test_id(test: str) -> str:
+    """An item file's test id without its hash ('items-mmlu-pro-1a2b3c4d' -> 'items-mmlu-pro'), as typed in
+    ``--max-tokens items-mmlu-pro=2048``; any other id as it is."""
+    m = re.fullmatch(r"(items-.+)-[0-9a-f]{8}", test)
+    return m.group(1) if m else test
 
 
 def read_item_file(path: Path, limits: Limits = LIMITS) -> ItemFile:
@@ -101,6 +114,22 @@ def read_item_file(path: Path, limits: Limits = LIMITS) -> ItemFile:
 
 def _one_line(value: str, limit: int = NAME_MAX) -> bool:
     return 0 < len(value) <= limit and re.fullmatch(ONE_LINE, value) is not None
+
+
+def _strings_problem(values: Any, least: int, most: int, chars: int) -> str | None:
+    """What is wrong with a list of strings ('entry 3 is 3,145,728 characters long'), or None."""
+    if not isinstance(values, list):
+        return f"got {type(values).__name__}, not a list"
+    if not least <= len(values) <= most:
+        return f"{len(values):,} entries"
+    for no, v in enumerate(values, 1):
+        if not isinstance(v, str):
+            return f"entry {no} is {type(v).__name__}, not a string"
+        if not v.strip():
+            return f"entry {no} is empty"
+        if len(v) > chars:
+            return f"entry {no} is {len(v):,} characters long"
+    return None
 
 
 def _check(obj: Any, where: str, limits: Limits) -> tuple[UserItem | None, list[str]]:
@@ -126,14 +155,17 @@ def _check(obj: Any, where: str, limits: Limits) -> tuple[UserItem | None, list[
     choices = obj.get("choices", [])
     if "choices" in obj and scorer != "choice":
         errs.append(f"{where}, field 'choices': only for scorer 'choice'")
-    if scorer == "choice" and (not isinstance(choices, list) or not 2 <= len(choices) <= 26 or \
-                not all(isinstance(c, str) and c.strip() and len(c) <= 10_000 for c in choices)):
-        errs.append(f"{where}, field 'choices': a list of 2 to 26 non-empty strings")
+    if scorer == "choice" and (problem := _strings_problem(choices, 2, 26, CHOICE_CHARS)):
+        errs.append(f"{where}, field 'choices': a list of 2 to 26 non-empty strings of at most {CHOICE_CHARS:,} "
+                    f"characters ({problem})")
         choices = []
     aliases = obj.get("aliases", [])
-    if "aliases" in obj and (scorer != "exact" or not isinstance(aliases, list) or len(aliases) > 50 or
-                             not all(isinstance(a, str) and 0 < len(a) <= 1000 for a in aliases)):
-        errs.append(f"{where}, field 'aliases': a list of at most 50 strings, for scorer 'exact' only")
+    if "aliases" in obj and scorer != "exact":
+        errs.append(f"{where}, field 'aliases': for scorer 'exact' only")
+        aliases = []
+    elif "aliases" in obj and (problem := _strings_problem(aliases, 0, 50, ALIAS_CHARS)):
+        errs.append(f"{where}, field 'aliases': a list of at most 50 non-empty strings of at most {ALIAS_CHARS:,} "
+                    f"characters ({problem})")
         aliases = []
     tolerance = obj.get("tolerance", 0.0)
     if "tolerance" in obj and (scorer != "number" or isinstance(tolerance, bool) or
@@ -156,11 +188,15 @@ def _check(obj: Any, where: str, limits: Limits) -> tuple[UserItem | None, list[
     elif scorer == "regex":
         if len(answer) > limits.item_pattern_chars:
             errs.append(f"{where}, field 'answer': a pattern of at most {limits.item_pattern_chars} characters")
+        elif (problem := pattern_problem(answer, limits)) is not None:  # checked before the compile expands it
+            errs.append(f"{where}, field 'answer': {problem}")
         else:
             try:
                 pattern = regex.compile(answer)
             except regex.error as exc:
                 errs.append(f"{where}, field 'answer': not a valid regular expression ({exc})")
+            except (MemoryError, RecursionError, OverflowError) as exc:
+                errs.append(f"{where}, field 'answer': a pattern too large to compile ({type(exc).__name__})")
     if errs:
         return None, errs
     return UserItem(iid, prompt, scorer, str(answer).strip() if scorer == "choice" else
@@ -213,4 +249,5 @@ def parse_item_file(data: bytes, name: str, limits: Limits = LIMITS) -> ItemFile
         errors.append(f"{label}: no items (one JSON object per line)")
     if errors:
         raise ItemFileError(errors)
-    return ItemFile(label, test_id(label), hashlib.sha256(data).hexdigest(), items)
+    sha = hashlib.sha256(data).hexdigest()
+    return ItemFile(label, test_id(label, sha), sha, items)

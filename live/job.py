@@ -68,6 +68,8 @@ class LiveJob(BackgroundRun):
     setup_id: str | None = None
     run_dir: Path | None = None
     report: str | None = None
+    #: the ingest's warning lines, shown under the report (its "listed below")
+    ingest_warnings: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     owner: str | None = None  # who started it, for the message to others (e.g. "another browser tab")
     #: where the run was stored when not under its own setup id, and why (live.measure.place_setup)
@@ -115,7 +117,7 @@ class LiveJob(BackgroundRun):
                 self.setup_id = setup.setup_id
                 self.run_dir = write_folder(self.out, setup, contract, log)
                 report = ingest_paths([self.run_dir.parent.parent], self.db_path)
-                self.report = report.text()
+                self.report, self.ingest_warnings = report.text(), report.warning_lines()
             elif self.error is None:
                 self.error = ("nothing measured, nothing saved: no step produced a figure (every step failed or "
                               "was skipped; the reasons are in the table)")

@@ -24,10 +24,11 @@ from typing import Literal, cast
 
 from live import generators as gen
 from live.client import STOPPED, StreamResult, body_pieces, parse_stream, sse_events, stream_chat
-from live.items import ItemFile, UserItem
+from live.items import ItemFile, UserItem, readable_test_id
 from live.measure import MeasureConfig, Runner, ServerInfo, ServerLocked, probe, server_lock, slug
 from live.scoring import score, split_thinking
-from live.settings import QUALITY_MAX_TOKENS, QualitySettings, TargetSettings
+from live.settings import QUALITY_MAX_TOKENS, QUALITY_MAX_TOKENS_MAX, QualitySettings, TargetSettings, parse_max_tokens
+from live.setups import place_setup
 from schemas import ids
 from schemas.models import (
     ANSWER_MAX,
@@ -78,21 +79,37 @@ class QualityConfig:
     sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "top_k": 1})
 
     def limit_for(self, test_id: str, kind: str) -> int:
-        return self.max_tokens.get(test_id, self.max_tokens.get(kind, self.default_max_tokens))
+        """The answer limit of a test: by its id, an item file's also by its readable id (items-mmlu for
+        items-mmlu-<hash>), then by its kind, else the default."""
+        for key in (test_id, readable_test_id(test_id), kind):
+            if key in self.max_tokens:
+                return self.max_tokens[key]
+        return self.default_max_tokens
+
+    def _test_keys(self) -> list[str]:
+        """What --max-tokens TEST=N may name in this run."""
+        keys = [k for s in self.tests for k in (s.test_id, s.kind)] + [k for f in self.item_files for k in
+                                                                        (f.test, readable_test_id(f.test))]
+        return list(dict.fromkeys(keys + (["items"] if self.item_files else [])))
 
     def __post_init__(self) -> None:
         if not self.tests and not self.item_files:
             raise ValueError("--tests or --items: nothing to ask")
         if not 1 <= self.in_flight <= 64:
             raise ValueError(f"--in-flight: {self.in_flight} is not a whole number from 1 to 64")
-        bad = [f"{k}={v}" for k, v in self.max_tokens.items() if not 1 <= v <= 1 << 20]
-        if bad or not 1 <= self.default_max_tokens <= 1 << 20:
+        bad = [f"{k}={v}" for k, v in self.max_tokens.items() if not 1 <= v <= QUALITY_MAX_TOKENS_MAX]
+        if bad or not 1 <= self.default_max_tokens <= QUALITY_MAX_TOKENS_MAX:
             raise ValueError(f"--max-tokens: {', '.join(bad) or self.default_max_tokens} — a limit from 1 to "
-                             f"{1 << 20:,} tokens")
+                             f"{QUALITY_MAX_TOKENS_MAX:,} tokens")
+        keys = self._test_keys()
+        unknown = [k for k in self.max_tokens if k not in keys]
+        if unknown:
+            raise ValueError(f"--max-tokens {', '.join(f'{k}={self.max_tokens[k]}' for k in unknown)}: no such test "
+                             f"in this run (its tests: {', '.join(keys)})")
         ids = [s.test_id for s in self.tests] + [f.test for f in self.item_files]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
-            raise ValueError(f"test {', '.join(dup)} asked twice (two item files of the same name?)")
+            raise ValueError(f"test {', '.join(dup)} asked twice (the same item file given twice?)")
 
 
 def quality_config(settings: QualitySettings, target: TargetSettings) -> tuple[QualityConfig | None, list[str]]:
@@ -120,27 +137,11 @@ def quality_config(settings: QualitySettings, target: TargetSettings) -> tuple[Q
         if problems:
             return None, problems
         return QualityConfig(base_url=target.base_url, model=target.model, tests=tuple(specs), item_files=tuple(files),
-                             thinking=settings.thinking, max_tokens=per, default_max_tokens=default or DEFAULT_MAX_TOKENS,
+                             thinking=settings.thinking, max_tokens=per, default_max_tokens=DEFAULT_MAX_TOKENS if default is None else default,
                              in_flight=settings.in_flight, seed=settings.seed, read_timeout=settings.read_timeout,
                              allow_remote=target.allow_remote, sampling={"temperature": settings.temperature}), []
     except ValueError as exc:
         return None, [*problems, str(exc)]
-
-
-def parse_max_tokens(values: list[str]) -> tuple[int | None, dict[str, int]]:
-    """``['1024', 'needle=64', 'arith=512']`` -> (default, per test id or kind). Raises ValueError."""
-    default: int | None = None
-    per: dict[str, int] = {}
-    for raw in values:
-        for part in [p.strip() for p in raw.split(",") if p.strip()]:
-            key, _, val = part.rpartition("=")
-            if not val.isdigit():
-                raise ValueError(f"--max-tokens {part!r}: a token count, or TEST=COUNT (e.g. needle=64)")
-            if key:
-                per[key.strip()] = int(val)
-            else:
-                default = int(val)
-    return default, per
 
 
 @dataclass
@@ -404,7 +405,7 @@ class QualityRunner:
                 status, reason = "skipped", "no item was answered"
             scorers = {q.scorer for q in questions.get(test, [])}
             tests.append(QualityTest(
-                test=test, label=spec.label if spec else ids.one_line(f"{f.name} (item file)") if f else test,
+                test=test, label=spec.label if spec else ids.one_line(f"{f.name} (item file {f.sha256[:8]})") if f else test,
                 description=gen.DESCRIPTIONS.get(spec.kind) if spec else "the user's own items",
                 status=cast(TestStatus, status),
                 reason=reason[:2000] if reason else None,
@@ -413,7 +414,7 @@ class QualityRunner:
                 generator=f"benchcards {spec.kind}" if spec else "item file",
                 generator_version=gen.GENERATOR_VERSION if spec else None, depth=spec.depth if spec else None,
                 scorer=(next(iter(scorers)) if len(scorers) == 1 else "per item") if scorers else None,
-                items_sha256=f.sha256 if f else None))
+                items_sha256=f.sha256 if f else None, items_planned=len(questions.get(test, [])) or None))
         info = self.info
         run_id = f"live-q-{started.strftime('%Y%m%d-%H%M%S')}-{self.runner.run_tag}"
         return QualityContract(
@@ -446,9 +447,12 @@ def run_quality(cfg: QualityConfig, on_event: Callable[[QualityEvent], None] | N
 def write_quality_folder(out: Path, setup: Setup, contract: QualityContract, log: list[str]) -> Path:
     """Write (or add to) the raw setup folder ``out/<setup_id>``; returns the contract folder.
 
-    Side effects: writes setup.json (replacing an earlier one of the same setup) and
+    The run joins ``out/<setup_id>`` only when its setup.json describes the same setup; otherwise it goes to
+    a separate setup folder (``live.setups.place_setup``, the rule of every live kind; call it first to learn
+    where and why). Side effects: writes setup.json (the same setup, with the new date added) and
     quality/<run_id>/{contract.json, client.log}; the log is listed as an attachment with its hash.
     """
+    setup, _ = place_setup(out, setup)  # never into a stored setup that describes another one
     folder = out / setup.setup_id
     run_dir = folder / "quality" / slug(contract.run_id)
     data = ("\n".join(log) + "\n").encode()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -25,7 +24,8 @@ exit status:
   0    every test ran (a cut-off or wrong answer is a result, not a failure)
   1    nothing was answered, a test failed, or the results could not be stored (--ingest)
   2    a usage error: a bad option, test, item file or setup option (reported before anything is sent)
-  130  stopped with Ctrl-C: the requests in flight are cut and the items that finished are written
+  130  stopped with Ctrl-C or SIGTERM: the requests in flight are cut and the items that finished are written
+       (status 'stopped'); a second Ctrl-C leaves at once, writing nothing
 """
 
 
@@ -72,10 +72,13 @@ def _progress(e: object) -> None:
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
+    from ingest.errors import safe
     from live.__main__ import ingest_folder, refuse, setup_input, setup_problems
     from live.client import NotLoopback
     from live.measure import SetupInput, build_setup, hardware_problems, name_problem
     from live.quality import QualityConfig, ServerLocked, run_quality, write_quality_folder
+    from live.setups import place_setup
+    from live.stopping import stop_on_signals
     from schemas.models import Setup
 
     problems = [] if args.setup_file else hardware_problems(args.gpu, args.vram_gib)
@@ -87,44 +90,35 @@ def cmd_quality(args: argparse.Namespace) -> int:
         return refuse(problems)
     cfg = cast(QualityConfig, cfg)
     stop = threading.Event()
-    previous = signal.getsignal(signal.SIGINT)
-
-    def interrupt(signum: int, frame: object) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        print("stopping: cutting the requests in flight and writing what finished", file=sys.stderr, flush=True)
-
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        signal.signal(signal.SIGINT, interrupt)
     try:
-        contract, info, log = run_quality(cfg, _progress, stop)
+        with stop_on_signals(stop, "cutting the requests in flight and writing what finished"):
+            contract, info, log = run_quality(cfg, _progress, stop)
     except (NotLoopback, ServerLocked) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
         return 130
-    finally:
-        if in_main:
-            signal.signal(signal.SIGINT, previous)
     for t in contract.tests:
         if t.status != "ok":
             print(f"{t.test}: {t.status} — {t.reason}", file=sys.stderr)
     if not any(t.items for t in contract.tests):
-        print("error: nothing answered, nothing written", file=sys.stderr)
-        return 1
+        print("stopped before any item was answered: nothing written" if stop.is_set() else
+              "error: nothing answered, nothing written", file=sys.stderr)
+        return 130 if stop.is_set() else 1
     from live.measure import MeasureConfig
 
     mcfg = MeasureConfig(base_url=cfg.base_url, thinking=cfg.thinking, allow_remote=cfg.allow_remote,
                          sampling={**cfg.sampling, "seed": cfg.seed})
     setup = build_setup(cast(SetupInput, setup_input(args)), info, mcfg, cast("Setup | None", base))
     try:
+        setup, placed = place_setup(Path(args.out), setup)  # the rule of every live kind (live.setups)
         run_dir = write_quality_folder(Path(args.out), setup, contract, log)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if placed:
+        print(f"note: {safe(placed)}", file=sys.stderr)
     print(f"wrote {run_dir}")
     from benchcards.compute.summarize import quality_test
 

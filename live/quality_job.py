@@ -15,6 +15,7 @@ from pathlib import Path
 from live.background import BackgroundRun
 from live.measure import MeasureConfig, ServerLocked, SetupInput, build_setup, hardware_problems
 from live.quality import QualityConfig, QualityEvent, run_quality, write_quality_folder
+from live.setups import place_setup
 
 __all__ = ["QualityJob"]
 
@@ -34,6 +35,10 @@ class QualityJob(BackgroundRun):
     setup_id: str | None = None
     run_dir: Path | None = None
     report: str | None = None
+    #: the ingest's warning lines, shown under the report (its "listed below")
+    ingest_warnings: list[str] = field(default_factory=list)
+    #: where the run was stored when not under its own setup id, and why (live.setups.place_setup)
+    placed: str | None = None
     summary: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -57,6 +62,8 @@ class QualityJob(BackgroundRun):
                                  allow_remote=self.cfg.allow_remote, sampling={**self.cfg.sampling,
                                                                                "seed": self.cfg.seed})
             setup = build_setup(self.setup, info, mcfg)
+            if any(t.items for t in contract.tests):  # where it is stored, and why when not under its own id
+                setup, self.placed = place_setup(self.out, setup)
             self.setup_id = setup.setup_id
             if not info.reachable:
                 self.error = info.error or "the server did not answer"
@@ -67,7 +74,8 @@ class QualityJob(BackgroundRun):
                     if s else f"{t.status}" + (f" — {t.reason}" if t.reason else "")))
             if any(t.items for t in contract.tests):
                 self.run_dir = write_quality_folder(self.out, setup, contract, log)
-                self.report = ingest_paths([self.run_dir.parent.parent], self.db_path).text()
+                report = ingest_paths([self.run_dir.parent.parent], self.db_path)
+                self.report, self.ingest_warnings = report.text(), report.warning_lines()
             elif self.error is None:
                 self.error = "no item was answered: nothing to save"
         except ServerLocked as exc:

@@ -47,6 +47,7 @@ __all__ = [
     "method_settings",
     "page_default",
     "page_limits",
+    "parse_max_tokens",
     "to_argv",
     "tokens_text",
 ]
@@ -65,6 +66,7 @@ _THINKING = {"on": True, "off": False, "auto": None}
 Whole = Annotated[int, Field(strict=True, ge=1, le=_BIGGEST)]  # a count or token limit of at least 1
 Zero = Annotated[int, Field(strict=True, ge=0, le=_BIGGEST)]  # a count that may be 0
 Rate = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # seconds or tokens per second, > 0
+Temperature = Annotated[float, Field(ge=0, allow_inf_nan=False)]  # a sampling temperature: finite, >= 0
 
 
 def option(default: Any, help: str, *, kind: str, flag: str | None = None, choices: Iterable[str] | None = None,
@@ -150,9 +152,9 @@ class SetupSettings(Settings):
 class OutputSettings(Settings):
     """Where the raw setup folder goes, and whether it is loaded."""
 
-    out: str = option("", "folder for the raw setup folder", kind="str")  # default: benchcards.read.paths.LOCAL
+    out: str = option("", "folder for the raw setup folder ($BENCHCARDS_LOCAL when set)", kind="str")  # default: benchcards.read.paths.LOCAL
     ingest: bool = option(False, "load the folder into the database afterwards", kind="flag")
-    db: str = option("", "database for --ingest", kind="str")  # default: benchcards.read.paths.DEFAULT_DB
+    db: str = option("", "database for --ingest ($BENCHCARDS_DB when set)", kind="str")  # default: benchcards.read.paths.DEFAULT_DB
 
     @classmethod
     def defaults(cls) -> dict[str, str]:
@@ -306,6 +308,8 @@ class FitSettings(Settings):
 
 #: the answer limit of a quality test unless --max-tokens says otherwise
 QUALITY_MAX_TOKENS = 1024
+#: the largest answer limit a quality test may ask for
+QUALITY_MAX_TOKENS_MAX = 1 << 20
 
 
 class QualitySettings(Settings):
@@ -322,9 +326,41 @@ class QualitySettings(Settings):
                                          f"items-mmlu=2048); repeatable (default {QUALITY_MAX_TOKENS})",
                                          kind="append", metavar="N|TEST=N", page=(str(QUALITY_MAX_TOKENS),))
     in_flight: int = option(4, "requests at once", kind="int", form=(1, 64))
-    seed: int = option(0, "seed of the generated items and of sampling", kind="int", form=(0, _BIGGEST))
-    temperature: float = option(0.0, "sampling temperature sent", kind="float")
-    read_timeout: float = option(120.0, "longest silence inside a response, s", kind="float", flag="--timeout")
+    seed: Zero = option(0, "seed of the generated items and of sampling", kind="int", form=(0, _BIGGEST))
+    temperature: Temperature = option(0.0, "sampling temperature sent", kind="float")
+    read_timeout: Rate = option(120.0, "longest silence inside a response, s", kind="float", flag="--timeout")
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _token_limits(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        parse_max_tokens(list(v))  # raises ValueError naming --max-tokens
+        return v
+
+
+def parse_max_tokens(values: list[str]) -> tuple[int | None, dict[str, int]]:
+    """``['1024', 'needle=64', 'arith=512']`` -> (default, per test id or kind), each limit 1 to
+    QUALITY_MAX_TOKENS_MAX. Raises ValueError naming --max-tokens (the page says 'Answer limit').
+
+    >>> parse_max_tokens(["512", "needle=64,arith=32"])
+    (512, {'needle': 64, 'arith': 32})
+    >>> parse_max_tokens(["0"])
+    Traceback (most recent call last):
+    ValueError: --max-tokens '0': a limit from 1 to 1,048,576 tokens
+    """
+    default: int | None = None
+    per: dict[str, int] = {}
+    for raw in values:
+        for part in [p.strip() for p in raw.split(",") if p.strip()]:
+            key, _, val = part.rpartition("=")
+            if not val.strip().isdigit() or (key and not key.strip()):
+                raise ValueError(f"--max-tokens {part!r}: a token count, or TEST=COUNT (e.g. needle=64)")
+            if not 1 <= int(val) <= QUALITY_MAX_TOKENS_MAX:
+                raise ValueError(f"--max-tokens {part!r}: a limit from 1 to {QUALITY_MAX_TOKENS_MAX:,} tokens")
+            if key:
+                per[key.strip()] = int(val)
+            else:
+                default = int(val)
+    return default, per
 
 
 # --------------------------------------------------------------------------- sweep (python -m live sweep)

@@ -28,6 +28,7 @@ from live import launcher
 from live.launcher import NotReady, ServerTemplate
 from live.measure import MeasureConfig, SetupInput, build_setup, measure, slug, write_folder
 from live.settings import SWEEP_SPEED, SweepSettings, build
+from live.setups import place_setup, write_setup_json
 from schemas.models import SCHEMA_VERSION, Setup, SpeedContract, SweepBoot, SweepRecord, SweepVariant
 
 __all__ = ["BootEvent", "SweepConfig", "SweepResult", "Variant", "boot_figures", "differences", "grid",
@@ -287,16 +288,16 @@ def write_sweep(out: Path, result: SweepResult, user: SetupInput, mcfg: MeasureC
             from live.measure import ServerInfo
 
             info = ServerInfo(False, "unknown", None, None, None, None, None, False)
-        setup = _started_by_us(build_setup(u, info, mcfg), mcfg)
+        # the rule of every live kind (live.setups): a variant that differs from a stored setup of its id
+        # becomes its own, and the record names the setup its runs went to
+        setup, _ = place_setup(out, _started_by_us(build_setup(u, info, mcfg), mcfg))
         setups[v.name] = setup
         for c in runs:
             write_folder(out, setup, c, result.logs.get(c.run_id, []),
                          extra=[(result.server_logs[c.run_id], "the server's log of this boot")]
                          if result.server_logs.get(c.run_id, Path("/nonexistent")).is_file() else None)
         if not runs:
-            (out / setup.setup_id).mkdir(parents=True, exist_ok=True)
-            (out / setup.setup_id / "setup.json").write_text(
-                setup.model_dump_json(indent=1, exclude_none=True) + "\n", encoding="utf-8")
+            write_setup_json(out, setup)
     final = rec.model_copy(update={
         "variants": [v.model_copy(update={"setup_id": setups[v.name].setup_id}) for v in rec.variants],
         "boots": [b.model_copy(update={"setup_id": setups[b.variant].setup_id}) for b in rec.boots]})

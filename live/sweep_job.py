@@ -64,6 +64,8 @@ class SweepJob:
     sweep_id: str | None = None
     setup_ids: list[str] = field(default_factory=list)
     report: str | None = None
+    #: the ingest's warning lines, shown under the report (its "listed below")
+    ingest_warnings: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -112,7 +114,8 @@ class SweepJob:
                 return
             record, setups = write_sweep(self.out, result, self.setup, self.cfg.measure)
             self.sweep_id, self.setup_ids = record.sweep_id, [s.setup_id for s in setups]
-            self.report = ingest_paths([self.out], self.db_path).text()
+            report = ingest_paths([self.out], self.db_path)
+            self.report, self.ingest_warnings = report.text(), report.warning_lines()
         except IngestError as exc:
             self.error = "the sweep could not be stored: " + "; ".join(exc.errors[:5])
         except Exception as exc:  # shown on the page, never a traceback

@@ -33,7 +33,7 @@ from live.progress import (
     site_python,
 )
 from live.settings import SpeedSettings, TargetSettings, page_default, page_limits, tokens_text
-from ui import common
+from ui import common, live_panel
 from ui.common import md
 
 common.page("Run live", "⏱️")
@@ -247,9 +247,7 @@ def panel(job: LiveJob, mine: bool) -> None:
             job.stop()
             st.toast("Stopping after the request in flight; finished steps will be saved.")
     elif mine and job.run_dir is not None:
-        if job.placed:
-            st.info(f"Saved as a separate setup: {md(job.placed)}")
-        st.success(f"Saved and added to the site: {md(job.report)}")
+        live_panel.saved(job.report or "", job.ingest_warnings, job.placed)
         st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
                      icon=":material/arrow_forward:")
 

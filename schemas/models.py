@@ -602,6 +602,8 @@ class QualityTest(Strict):
     scorer: Name | None = Field(None, description="How answers were scored "
                                 "(docs/definitions.md#scoring), e.g. 'number', 'choice', or 'per item'.")
     items_sha256: Sha256 | None = Field(None, description="SHA-256 of the item file the items came from.")
+    items_planned: Count | None = Field(None, description="Items the test was to ask; a test with status "
+                                        "'stopped' has answered fewer ('stopped after 11 of 12 items').")
 
 
 class QualityContract(RunBase):

@@ -637,13 +637,19 @@ def test_run_live_page_explains_bad_input_and_refuses_other_hosts():
 
 
 def test_missing_database_offers_the_build_and_it_runs_in_the_background(tmp_path, monkeypatch):
+    import shlex
+
+    from benchcards.read import paths
     from ui import background
 
-    path = tmp_path / "site.duckdb"
+    path = tmp_path / "site db.duckdb"  # a space: the command a person pastes quotes it
     monkeypatch.setenv("BENCHCARDS_DB", str(path))
     at = run("app.py")
     assert at.info[0].value.startswith("No database yet")
-    assert at.code[0].value == f".venv/bin/python -m ingest.build --db {path}"
+    # the tests' own local folder (conftest) is not the checkout's: the command builds from the same one
+    assert paths.LOCAL != paths.REPO_LOCAL
+    assert at.code[0].value == (f"BENCHCARDS_LOCAL={shlex.quote(str(paths.LOCAL))} .venv/bin/python -m ingest.build "
+                                f"--db '{path}'")
     at.button(key="bc-build").click().run()
     job = background.current(path)
     assert job is not None and job.wait(300), job.output()

@@ -5,6 +5,7 @@ contract that ingests like an upload; hostile item files are refused or shown as
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from benchcards.domain.stats import wilson
 from benchcards.read import queries
 from benchcards.site.export import export
 from benchcards.views import card as cardmod
+from benchcards.views import tables as views
 from ingest import ingest_paths
 from live.demo_answers import share_of
 from live.generators import parse_tests
@@ -179,6 +181,8 @@ def test_speed_vs_quality_uses_a_live_quality_run(demo, tmp_path):
 
 
 def test_stop_keeps_the_items_that_finished(tmp_path):
+    """A run stopped part-way keeps its items, and the card's quality row and the Quality page say it was
+    stopped and after how many of its items (7 / 11 right must not read as a complete test)."""
     slow = demo_server(decode_tps=40, prefill_tps=50000, slots=2, quality_right=0.7, quality_cutoff=0.0)
     stop = threading.Event()
     seen = []
@@ -190,13 +194,19 @@ def test_stop_keeps_the_items_that_finished(tmp_path):
 
     try:
         cfg = QualityConfig(base_url=slow.url, tests=tuple(parse_tests("arith:40")), in_flight=2)
-        contract, _, _ = run_quality(cfg, on_event, stop)
+        contract, info, log = run_quality(cfg, on_event, stop)
     finally:
         slow.stop()
     (t,) = contract.tests
-    assert t.status == "stopped" and "of 40 items answered" in t.reason
+    assert t.status == "stopped" and "of 40 items answered" in t.reason and t.items_planned == 40
     assert 3 <= len(t.items) < 40 and all(it.error is None for it in t.items)
     assert seen[-1].left_s is not None and seen[0].total == 40
+    store, _ = ingest_quality(tmp_path, contract, info, cfg, log)
+    mark = f"(stopped after {len(t.items)} of 40 items)"
+    row = cardmod.quality_table(queries.card(store, "live-q")).iloc[0]
+    assert row["Result (95 % margin)"].endswith(mark) and row["Right / n"].endswith(f"/ {len(t.items)}")
+    page = views.quality_table(queries.quality_table(store)).iloc[0]
+    assert page["Result (95 % margin)"].endswith(mark)
 
 
 # --------------------------------------------------------------------------- the command line
@@ -222,11 +232,11 @@ def test_cli_writes_a_contract_that_ingests_like_an_upload(demo, tmp_path):
     c = json.loads(path.read_text())
     by = {t["test"]: t for t in c["tests"]}
     assert by["arith"]["token_limit"] == 48 and by["logic"]["token_limit"] == 80
-    mine = by["items-mine"]
+    mine = by["items-mine-" + hashlib.sha256(items.read_bytes()).hexdigest()[:8]]
     assert mine["items_sha256"] and mine["generator"] == "item file" and len(mine["items"]) == 2
     assert all(not it["right"] for it in mine["items"])  # the demo does not know these answers
     card = queries.card(queries.Store(db), "cli-q")
-    assert set(card.quality.test) == {"arith", "logic", "items-mine"}
+    assert set(card.quality.test) == {"arith", "logic", mine["test"]}
 
 
 @pytest.mark.parametrize("content, message", [
@@ -266,7 +276,7 @@ def test_hostile_item_file_reaches_the_export_as_text_only(demo, tmp_path):
     f = parse_item_file(data, name)
     cfg = QualityConfig(base_url=demo.url, item_files=(f,), max_tokens={"items": 16})
     contract, info, log = run_quality(cfg)
-    assert contract.tests[0].label == f"{name} (item file)" and len(contract.tests[0].items) == 3
+    assert contract.tests[0].label == f"{name} (item file {f.sha256[:8]})" and len(contract.tests[0].items) == 3
     store, _ = ingest_quality(tmp_path, contract, info, cfg, log, setup_id="hostile-q")
     out = tmp_path / "site"
     export(store.path, out)
@@ -275,3 +285,89 @@ def test_hostile_item_file_reaches_the_export_as_text_only(demo, tmp_path):
     for text in pages:
         assert '<script>alert("q")' not in text and "<img src=x onerror" not in text
     assert any("evil &lt;img src=x onerror=alert(2)&gt; set.jsonl" in t for t in pages)
+
+
+@pytest.fixture
+def counting_server():
+    """A loopback HTTP server that answers nothing useful and counts what it is sent."""
+    import http.server
+
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _any(self) -> None:
+            seen.append(self.path)
+            self.send_response(500)
+            self.end_headers()
+
+        do_GET = do_POST = _any
+
+        def log_message(self, *a) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", seen
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.mark.parametrize("option, message", [
+    (("--seed", "99999999999999999999999999999"), "--seed: 99999999999999999999999999999 — input should be less"),
+    (("--seed", "-1"), "--seed: -1 — input should be greater than or equal to 0"),
+    (("--temperature", "-1"), "--temperature: -1.0 — input should be greater than or equal to 0"),
+    (("--temperature", "nan"), "--temperature: nan — input should be a finite number"),
+    (("--timeout", "0"), "--timeout: 0.0 — input should be greater than 0"),
+    (("--timeout", "inf"), "--timeout: inf — input should be a finite number"),
+    (("--max-tokens", "0"), "--max-tokens '0': a limit from 1 to 1,048,576 tokens"),
+    (("--max-tokens", "nosuch=5"), "--max-tokens nosuch=5: no such test in this run (its tests: arith)"),
+])
+def test_cli_refuses_settings_that_cannot_run_before_anything_is_sent(counting_server, tmp_path, option, message):
+    url, seen = counting_server
+    r = cli("--base-url", url, "--tests", "arith:3", "--gpu", "cpu", "--out", str(tmp_path / "out"), *option)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert seen == [] and not (tmp_path / "out").exists()
+
+
+def test_sigterm_stops_the_cli_like_ctrl_c_and_writes_what_was_answered(tmp_path):
+    import signal
+
+    slow = demo_server(decode_tps=40, prefill_tps=50000, slots=2, quality_right=0.7, quality_cutoff=0.0)
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "live", "quality", "--base-url", slow.url, "--tests", "arith:40",
+                              "--in-flight", "2", "--gpu", "cpu", "--setup-id", "term-q", "--out", str(tmp_path / "out")],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.stderr is not None
+        lines = []
+        for line in p.stderr:  # wait for three answered items, then send SIGTERM as a service manager would
+            lines.append(line)
+            if line.startswith("[3/40]"):
+                p.send_signal(signal.SIGTERM)
+                break
+        out, err = p.communicate(timeout=300)
+    finally:
+        slow.stop()
+    err = "".join(lines) + err
+    assert p.returncode == 130, err
+    assert "stopping (SIGTERM): cutting the requests in flight" in err and "wrote " in out
+    (path,) = (tmp_path / "out" / "term-q" / "quality").glob("*/contract.json")
+    (t,) = json.loads(path.read_text())["tests"]
+    assert t["status"] == "stopped" and 3 <= len(t["items"]) < 40 and t["items_planned"] == 40
+
+
+def test_cli_runs_two_item_files_of_one_name_as_two_tests_and_refuses_one_file_twice(demo, tmp_path):
+    for d, answer in (("d1", "x"), ("d2", "y")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "x.jsonl").write_text(json.dumps({"id": "q", "prompt": "p", "scorer": "exact",
+                                                          "answer": answer}) + "\n")
+    one, two = (tmp_path / d / "x.jsonl" for d in ("d1", "d2"))
+    r = cli("--base-url", demo.url, "--items", str(one), "--items", str(two), "--gpu", "cpu", "--setup-id", "two-x",
+            "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    (path,) = (tmp_path / "out" / "two-x" / "quality").glob("*/contract.json")
+    tests = json.loads(path.read_text())["tests"]
+    assert [t["test"] for t in tests] == [f"items-x-{hashlib.sha256(f.read_bytes()).hexdigest()[:8]}" for f in (one, two)]
+    assert [t["label"] for t in tests] == [f"x.jsonl (item file {t['test'][-8:]})" for t in tests]
+    r = cli("--base-url", demo.url, "--items", str(one), "--items", str(one), "--gpu", "cpu", "--out", str(tmp_path / "o2"))
+    assert r.returncode == 2 and "asked twice (the same item file given twice?)" in r.stderr, r.stderr

@@ -89,10 +89,24 @@ def settings(**v):
 def test_an_uploaded_item_file_is_checked_like_the_command_lines():
     good = Uploaded("mine.jsonl", b'{"id": "q1", "prompt": "p", "scorer": "exact", "answer": "x"}\n')
     cfg, problems = settings(file=good, max_tokens="512, items-mine=64")
-    assert not problems and cfg.item_files[0].test == "items-mine" and cfg.limit_for("items-mine", "items") == 64
+    assert not problems and cfg.item_files[0].test == "items-mine-74addd9e"  # the readable id names it on the page too
+    assert cfg.limit_for("items-mine-74addd9e", "items") == 64 and cfg.limit_for("arith", "arith") == 512
     bad = Uploaded("bad.jsonl", b'{"id": "q1", "prompt": "p", "scorer": "exact"}\n')
     cfg, problems = settings(file=bad)
     assert cfg is None and problems == ["bad.jsonl line 1, field 'answer': missing"]
     big = Uploaded("big.jsonl", b" " * (LIMITS.items_file_bytes + 1))
     assert settings(file=big)[1] == [f"big.jsonl: larger than {LIMITS.items_file_bytes // 2**20} MiB"]
     assert settings()[1] == ["Settings: --tests or --items: nothing to ask"]
+
+
+def test_the_page_refuses_answer_limits_as_the_command_line_does():
+    assert settings(tests="arith:3", max_tokens="0")[1] == ["Answer limit: '0': a limit from 1 to 1,048,576 tokens"]
+    cfg, problems = settings(tests="arith:3", max_tokens="64, nosuch=5")
+    assert cfg is None and problems == ["Settings: --max-tokens nosuch=5: no such test in this run (its tests: arith)"]
+
+
+def test_an_uploaded_regex_that_would_take_all_memory_is_refused_by_the_page():
+    evil = Uploaded("evil.jsonl", b'{"id":"s","prompt":"p","scorer":"regex","answer":"a{1000000000}"}\n')
+    cfg, problems = settings(file=evil)
+    assert cfg is None and problems == ["evil.jsonl line 1, field 'answer': repeat count 1,000,000,000 is over the "
+                                        "limit of 1,000"]

@@ -114,7 +114,7 @@ def test_long_prompts_have_their_depth_on_a_bpe_like_tokenizer(depth):
         for it in gen.items_for(spec, 5):
             f = gen.fit_depth(it, depth, demo_count, TEMPLATE_TOKENS)
             assert abs(demo_count(f.text) + TEMPLATE_TOKENS - depth) <= depth * 0.01, (it.id, f.expected)
-            if it.padded:  # with pad words the count is exact
+            if it.padded:  # with pad words the count is exact (a word list too: its pad words come first)
                 assert demo_count(f.text) + TEMPLATE_TOKENS == depth
 
 
@@ -155,7 +155,7 @@ def test_an_item_file_with_every_scorer():
         {"id": "q2", "prompt": "Capital of France?", "scorer": "exact", "answer": "Paris", "task": "geo"},
         {"id": "q3", "prompt": "17 * 23?", "scorer": "number", "answer": 391},
         {"id": "q4", "prompt": "A prime above 10?", "scorer": "regex", "answer": r"\b(11|13|17|19)\b"}), "My Set.jsonl")
-    assert f.test == "items-my-set" and len(f.sha256) == 64 and [i.id for i in f.items] == ["q1", "q2", "q3", "q4"]
+    assert f.test == "items-my-set-" + f.sha256[:8] and len(f.sha256) == 64 and [i.id for i in f.items] == ["q1", "q2", "q3", "q4"]
     q1 = f.items[0]
     assert "A. N2\nB. O2\nC. CO2\nD. Ar" in q1.text() and q1.answer == "c"
     assert score("choice", "Answer: C", q1.answer, n_choices=4).right
@@ -251,3 +251,68 @@ def test_an_item_file_name_with_direction_marks_is_a_safe_label():
 
     f = parse_item_file(b'{"id": "r1", "prompt": "say 4", "scorer": "exact", "answer": "4"}\n', "<b>x\u202e\u0085.jsonl")
     assert "\u202e" not in f.name and "\u0085" not in f.name and f.name.startswith("<b>x")
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ("a{1000000000}", "repeat count 1,000,000,000 is over the limit of 1,000"),
+    ("(a{1000}){1000}", "expand the pattern to about 1,000,000 characters, over the limit of 20,000"),
+    ("((a{100}){100}){3}", "expand the pattern to about 30,000 characters"),
+    ("a{5,1000000}", "repeat count 1,000,000 is over the limit"),
+    ("a{1000000,}", "repeat count 1,000,000 is over the limit"),
+    (r"\\{1000000}", "repeat count 1,000,000"),  # an escaped backslash, then a count
+    ("(?x)a{ 1 000 000 }", "the inline flags (?x) and (?V1) are not accepted"),
+])
+def test_a_regex_that_would_expand_without_bound_is_refused_before_it_is_compiled(pattern, message, monkeypatch):
+    import regex
+
+    from live import items
+
+    compiled: list[str] = []
+    monkeypatch.setattr(items.regex, "compile", lambda p, *a, **k: compiled.append(p) or regex.compile(p))
+    line = json.dumps({"id": "s", "prompt": "p", "scorer": "regex", "answer": pattern}).encode()
+    with pytest.raises(ItemFileError) as exc:
+        parse_item_file(b'{"id": "ok", "prompt": "p", "scorer": "exact", "answer": "x"}\n' + line, "sets.jsonl")
+    assert len(exc.value.errors) == 1
+    assert exc.value.errors[0].startswith("sets.jsonl line 2, field 'answer': ") and message in exc.value.errors[0]
+    assert pattern not in compiled  # refused before the compile that would allocate
+
+
+@pytest.mark.parametrize("pattern, hit, miss", [
+    (r"[{]{5}", "{{{{{", "{{{{"),  # a brace in a class, then a small count
+    (r"\{1000000000}", "{1000000000}", "{1}"),  # an escaped brace: literal text
+    (r"a{1000}", "a" * 1000, "a" * 999),
+    (r"(ab){2,3}x{,2}", "ababx", "abx"),
+    (r"\p{L}{3}", "abc", "ab"),
+])
+def test_small_counts_braces_in_classes_and_escaped_braces_are_accepted(pattern, hit, miss):
+    f = parse_item_file(jsonl({"id": "s", "prompt": "p", "scorer": "regex", "answer": pattern}), "ok.jsonl")
+    assert f.items[0].pattern.fullmatch(hit) and not f.items[0].pattern.fullmatch(miss)
+
+
+def test_item_files_of_one_name_with_other_items_are_other_tests():
+    a = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "x"}), "d1/x.jsonl")
+    b = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "y"}), "d2/x.jsonl")
+    again = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "x"}), "d3/x.jsonl")
+    spaced = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "z"}), "x y.jsonl")
+    dashed = parse_item_file(jsonl({"id": "q", "prompt": "p", "scorer": "exact", "answer": "w"}), "x-y.jsonl")
+    assert a.test == "items-x-" + a.sha256[:8] and a.name == "x.jsonl" and b.name == "x.jsonl"
+    assert a.test != b.test and a.test == again.test and spaced.test != dashed.test
+    from live.items import readable_test_id
+
+    assert readable_test_id(a.test) == readable_test_id(b.test) == "items-x" and readable_test_id("arith") == "arith"
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"aliases": ["x" * 3_000_000]}, "field 'aliases': a list of at most 50 non-empty strings of at most 1,000 "
+                                     "characters (entry 1 is 3,000,000 characters long)"),
+    ({"aliases": ["ok"] * 51}, "field 'aliases': a list of at most 50 non-empty strings of at most 1,000 characters "
+                               "(51 entries)"),
+    ({"aliases": ["ok", 5]}, "(entry 2 is int, not a string)"),
+    ({"aliases": "Paris"}, "(got str, not a list)"),
+    ({"aliases": ["ok", "  "]}, "(entry 2 is empty)"),
+])
+def test_a_bad_alias_list_says_what_is_wrong_with_it(extra, message):
+    with pytest.raises(ItemFileError) as exc:
+        parse_item_file(jsonl({"id": "a", "prompt": "p", "scorer": "exact", "answer": "x", **extra}), "al.jsonl")
+    assert len(exc.value.errors) == 1 and exc.value.errors[0].startswith("al.jsonl line 1, field 'aliases': ")
+    assert message in exc.value.errors[0]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,8 +12,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from benchcards.read import paths
 from benchcards.read.db import DatabaseError, check
-from benchcards.read.paths import DEFAULT_DB
 from benchcards.read.queries import Store
 from benchcards.read.sources import Freshness, freshness
 from ui import background
@@ -49,8 +49,8 @@ def md(text: object) -> str:
 
 
 def db_path() -> Path:
-    """The database the site reads: $BENCHCARDS_DB, else data/benchcards.duckdb."""
-    return Path(os.environ.get("BENCHCARDS_DB", DEFAULT_DB))
+    """The database the site reads: $BENCHCARDS_DB, else data/benchcards.duckdb (``paths.default_db``)."""
+    return paths.default_db()
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +121,11 @@ def _freshness(path: Path) -> Freshness:
 
 
 def _command(path: Path) -> str:
-    return BUILD_COMMAND + ("" if path == DEFAULT_DB else f" --db {path}")
+    """The build command a person pastes into a shell to bring ``path`` up to date: the same database and the
+    same local folder as this site (a shell without the site's $BENCHCARDS_* settings builds another one)."""
+    local = paths.LOCAL
+    env = "" if local == paths.REPO_LOCAL else f"BENCHCARDS_LOCAL={shlex.quote(str(local))} "
+    return env + BUILD_COMMAND + ("" if path == paths.REPO_DB else f" --db {shlex.quote(str(path))}")
 
 
 def _build_panel(path: Path, fr: Freshness) -> Freshness:

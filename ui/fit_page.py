@@ -133,7 +133,7 @@ def _panel(job: FitJob, mine: bool) -> None:
         body=lambda: common.table(_rows(job), f"fit-steps-{id(job)}-{len(job.events)}", download=False),
         key="fit", stop_label="Stop (stops the server now)",
         stop_toast="Stopping the server; the sizes that finished will be saved.",
-        saved=job.report if saved else None,
+        saved=job.report if saved else None, warnings=tuple(job.ingest_warnings), placed=job.placed,
         link=live_panel.Link("pages/1_Setup_card.py", "Open its card", {"setup": str(job.setup_id)}) if saved else None))
 
 

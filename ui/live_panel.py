@@ -50,8 +50,8 @@ class Panel:
     ``running``: the status line while it runs; ``ended``: what precedes the job's error; ``finished``: the
     status line once it ended without an error; ``fraction``: share done (0 … 1); ``body`` draws the mode's
     own rows inside the box; ``key`` names the Stop button's widget (with the job's id); ``stop_label`` and
-    ``stop_toast`` are the button and what it says once pressed; ``saved`` (the job's report) and ``link``
-    are shown once the run is saved, None while there is nothing to show.
+    ``stop_toast`` are the button and what it says once pressed; ``saved`` (the job's report), its
+    ``warnings``, ``placed`` and ``link`` are shown once the run is saved, None while there is nothing to show.
     """
 
     running: str
@@ -64,6 +64,10 @@ class Panel:
     stop_toast: str
     saved: str | None = None
     link: Link | None = None
+    #: the ingest's warning lines (what "listed below" in ``saved`` refers to)
+    warnings: tuple[str, ...] = ()
+    #: where the run was stored when not under its own setup id, and why (live.setups.place_setup)
+    placed: str | None = None
 
 
 def state_of(job: RunningJob, p: Panel) -> tuple[str, State]:
@@ -87,10 +91,20 @@ def panel(job: RunningJob, p: Panel) -> None:
             job.stop()
             st.toast(p.stop_toast)
     elif p.saved is not None:
-        st.success(f"Saved and added to the site: {md(p.saved)}")
+        saved(p.saved, p.warnings, p.placed)
         if p.link is not None:
             st.page_link(p.link.page, label=p.link.label, query_params=p.link.query or None,
                          icon=":material/arrow_forward:")
+
+
+def saved(report: str, warnings: list[str] | tuple[str, ...] = (), placed: str | None = None) -> None:
+    """The lines of a saved run (every mode of the Run live page): where it went when not under its own id,
+    the ingest's report, and the warnings it says are "listed below", one a line."""
+    if placed:
+        st.info(f"Saved as a separate setup: {md(placed)}")
+    st.success(f"Saved and added to the site: {md(report)}")
+    if warnings:
+        st.warning("\n".join(f"- {md(w)}" for w in warnings))
 
 
 def follow(current: Callable[[], RunningJob | None], draw: Callable[[RunningJob], None]) -> None:

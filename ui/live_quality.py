@@ -93,7 +93,7 @@ def read_settings(v: dict) -> tuple[QualityConfig | None, list[str]]:
     try:
         cfg = QualityConfig(base_url=v["base_url"], model=v["model"] or None, tests=tuple(specs),
                             item_files=tuple(files), thinking={"off": False, "on": True}.get(v["thinking"]),
-                            max_tokens=per, default_max_tokens=default or DEFAULT_MAX_TOKENS,
+                            max_tokens=per, default_max_tokens=DEFAULT_MAX_TOKENS if default is None else default,
                             in_flight=int(v["in_flight"]), seed=int(v["seed"]), allow_remote=v["allow_remote"])
     except ValueError as exc:
         return None, [f"Settings: {exc}"]
@@ -120,7 +120,7 @@ def _panel(job: QualityJob) -> None:
         ended="Ended", finished=f"{'Stopped' if job.stopping else 'Finished'}: {len(items)} items answered",
         fraction=last.done / last.total if last and last.total else 0.0, body=lambda: _items(job),
         key="lq", stop_label="Stop", stop_toast="Stopping: the requests in flight are cut; answered items will be saved.",
-        saved=job.report if saved else None,
+        saved=job.report if saved else None, warnings=tuple(job.ingest_warnings), placed=job.placed,
         link=live_panel.Link("pages/1_Setup_card.py", "Open its card", {"setup": str(job.setup_id)}) if saved else None))
 
 

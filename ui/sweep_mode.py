@@ -116,7 +116,7 @@ def _panel(job: SweepJob, mine: bool) -> None:
         body=lambda: common.table(boot_rows(job), f"sweep-boots-{id(job)}-{len(job.events)}", download=False),
         key="sweep", stop_label="Stop (stops the server now)",
         stop_toast="Stopping the server; the boots that finished will be saved.",
-        saved=job.report if saved else None,
+        saved=job.report if saved else None, warnings=tuple(job.ingest_warnings),
         link=live_panel.Link("pages/8_Sweeps.py", "Open the sweep's differences") if saved else None))
 
 

@@ -752,6 +752,22 @@ class QualityScore:
     asked_again: int
     by_task: tuple[tuple[str, int, int], ...]  # (task, n, right)
     from_items: bool
+    stopped: str | None = None  # a stopped test: 'stopped after 11 of 12 items' (stopped_note)
+
+
+def stopped_note(t: QualityTest, n: int) -> str | None:
+    """What the card and the Quality page say beside the result of a test stopped part-way, else None.
+
+    >>> from schemas.models import QualityTest
+    >>> stopped_note(QualityTest(test="arith", status="stopped", items_planned=12), 11)
+    'stopped after 11 of 12 items'
+    >>> stopped_note(QualityTest(test="arith", status="stopped"), 11), stopped_note(QualityTest(test="arith"), 11)
+    ('stopped after 11 items', None)
+    """
+    if t.status != "stopped":
+        return None
+    of = f" of {t.items_planned:,}" if t.items_planned is not None and t.items_planned >= n else ""
+    return f"stopped after {n:,}{of} item{'s' if n != 1 or of else ''}"
 
 
 def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
@@ -808,7 +824,7 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
     score = QualityScore(
         test=t.test, n=n, right=right, cut_off=cut, pct=100 * iv.p, margin_pp=100 * iv.half_width,
         lo_pct=100 * iv.lo, hi_pct=100 * iv.hi, median_tokens=med_tok, median_seconds=med_s,
-        asked_again=asked_again, by_task=by_task, from_items=from_items,
+        asked_again=asked_again, by_task=by_task, from_items=from_items, stopped=stopped_note(t, n),
     )
     if t.stated is not None:
         s = t.stated

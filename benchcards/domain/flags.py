@@ -7,7 +7,10 @@ explained) and the compare page (only the flags that differ).
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
+
+from benchcards.domain.wrappers import split_command
 
 # canonical name -> (aliases, takes a value, explanation)
 _FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
@@ -223,7 +226,7 @@ def explain(name: str | None, value: str | None, argv: list[str], build: Build) 
 def default_notes(argv: list[str], build: Build) -> list[tuple[str, str]]:
     """(part, meaning) rows for the slot settings a llama-server command leaves at their defaults, said for the
     build ``build``."""
-    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    program = program_name(argv)
     if "llama-server" not in program:
         return []
     s = settings(argv)
@@ -255,16 +258,43 @@ def _looks_like_flag(word: str) -> bool:
     return word.startswith("-") and len(word) > 1 and not _is_number(word)
 
 
-def split_argv(argv: list[str]) -> tuple[str, list[Arg]]:
-    """Split an argv into the program and its flags (value-taking flags keep their value).
+def wrapper(argv: list[str]) -> list[str]:
+    """The words a server command runs its engine under (``prlimit --as=…``, ``env A=b``, ``taskset …``, a
+    shell script: benchcards.domain.wrappers); [] when it starts with the engine."""
+    return split_command(argv).wrapper
 
+
+def wrapper_rows(argv: list[str]) -> list[dict[str, str]]:
+    """The card's row (Part, Meaning) for the wrapper words of a server command, or none."""
+    cmd = split_command(argv)
+    if not cmd.wrapper:
+        return []
+    meaning = ("a shell command written by the person measuring; benchcards does not read the flags inside it"
+               if cmd.script else "the engine is started under these words; only the engine's own flags are "
+               "explained below")
+    return [{"Part": f"run under: {shlex.join(cmd.wrapper)}", "Meaning": meaning}]
+
+
+def program_name(argv: list[str]) -> str:
+    """The engine program's file name ('llama-server'), after any wrapper words; '' for a shell script."""
+    program = split_command(argv).program
+    return program[-1].rsplit("/", 1)[-1] if program else ""
+
+
+def split_argv(argv: list[str]) -> tuple[str, list[Arg]]:
+    """Split an argv into the engine program and its flags (value-taking flags keep their value).
+
+    Wrapper words before the engine (``prlimit --as=…``, ``env A=b``; ``wrapper``) are neither the program nor
+    its flags; a shell script (``sh -c '…'``) has no program or flags that are read (program '').
     ``--flag=value`` is understood; unknown flags keep a following non-flag word as value.
     A known flag that needs a value never takes the next flag as its value: it is kept
     without one and its ``problem`` says so; so is a word that belongs to no flag.
     """
-    if not argv:
+    cmd = split_command(argv)
+    if not cmd.program:
         return "", []
-    program, rest = argv[0], argv[1:]
+    program = cmd.program[0] if len(cmd.program) == 1 else shlex.join(cmd.program)
+    rest = cmd.args
     out: list[Arg] = []
     i = 0
     while i < len(rest):
@@ -323,7 +353,7 @@ def settings(argv: list[str]) -> dict[str, str | bool]:
 
 def server_settings(argv: list[str]) -> dict[str, str | bool]:
     """``settings`` of a server's command; {} for a benchmark tool's (llama-bench's argv sets no server flag)."""
-    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    program = program_name(argv)
     return {} if "bench" in program else settings(argv)
 
 
@@ -343,7 +373,7 @@ class HostCache:
 
 def host_cache(argv: list[str]) -> HostCache:
     """Detect ``--cache-ram`` / ``-cram`` in a server command (llama-server only)."""
-    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    program = program_name(argv)
     value = settings(argv).get("cache_ram")
     if value is None:
         if "llama-server" not in program:
@@ -385,17 +415,16 @@ def as_int(value: str | bool | None) -> int | None:
 
 
 def shell_join(argv: list[str], env: dict[str, str] | None = None) -> str:
-    """A copy-pasteable shell command, one flag per line."""
-    import shlex
-
-    program, args = split_argv(argv)
+    """A copy-pasteable shell command, one flag per line (the wrapper words and the program on the first)."""
+    cmd = split_command(argv)
+    _, args = split_argv(argv)
     # every word from the data is quoted, flags and variable names too, so a pasted command runs exactly
     # the recorded argv and nothing else; a name that is not a plain variable name is passed through env
     plain = {k: v for k, v in (env or {}).items() if k.isidentifier() and k.isascii()}
     odd = {k: v for k, v in (env or {}).items() if k not in plain}
     head = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in plain.items()),
                      *(["env"] if odd else []), *(shlex.quote(f"{k}={v}") for k, v in odd.items())])
-    lines = [(head + " " if head else "") + shlex.quote(program)]
+    lines = [(head + " " if head else "") + " ".join(shlex.quote(w) for w in [*cmd.wrapper, *cmd.program])]
     for a in args:
         lines.append(f"  {shlex.quote(a.flag)}" + (f" {shlex.quote(a.value)}" if a.value is not None else ""))
     return " \\\n".join(lines)

@@ -219,6 +219,21 @@ def quality(pct: object, margin: object, right: object = None, n: object = None)
     return text if missing(margin) else f"{text} ± {number(margin, metrics.get('margin').decimals)}"
 
 
+def quality_result(pct: object, margin: object, status: object = None, reason: object = None) -> str:
+    """A quality result as a table row shows it: a test stopped part-way says so beside it (its stored reason
+    is ``summarize.stopped_note``'s).
+
+    >>> quality_result(63.64, 28.1, "stopped", "stopped after 11 of 12 items")
+    '63.6 % ± 28.1 (stopped after 11 of 12 items)'
+    >>> quality_result(63.64, 28.1, "ok", None)
+    '63.6 % ± 28.1'
+    """
+    shown = quality(pct, margin)
+    if status != "stopped" or shown == DASH:
+        return shown
+    return f"{shown} ({text(reason) if not missing(reason) else 'stopped'})"
+
+
 def interval(lo: object, hi: object, unit: str = "%") -> str:
     """'52.4 – 62.0 %'."""
     if missing(lo) or missing(hi):

@@ -124,7 +124,8 @@ def quality_table(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.Da
     return pd.DataFrame({
         "Test": df.test_label,
         "Setup": setup,
-        "Result (95 % margin)": [fmt.quality(p, m) for p, m in zip(df.pct, df.margin_pp)],
+        "Result (95 % margin)": [fmt.quality_result(p, m, s, r) for p, m, s, r in
+                                 zip(df.pct, df.margin_pp, df.status, df.reason)],
         "Interval": [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)],
         "Right / n": [fmt.right_of(r, n) for r, n in zip(df.right, df.n)],
         "Cut off": [fmt.number(c, 0) for c in df.cut_off],
