@@ -86,7 +86,8 @@ def test_the_run_folder_is_a_contract_like_an_uploaded_one(refused_run):
 
 
 def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
-    from benchcards.read import queries
+    from benchcards.read import card_data
+    from benchcards.read.store import Store
     from benchcards.site.export import export
     from benchcards.views import card as cardmod
     from ingest import ingest_paths
@@ -95,7 +96,7 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
     db = tmp_path / "fit.duckdb"
     ingest_paths([run_dir.parent.parent.parent], db)
     setup_id = run_dir.parent.parent.name
-    c = queries.card(queries.Store(db), setup_id)
+    c = card_data.card(Store(db), setup_id)
     table = cardmod.fit_table(c)
     assert list(table["Context size"]) == ["4K (4,096 tokens)", "8K (8,192 tokens)", "16K (16,384 tokens)",
                                      "32K (32,768 tokens)"]

@@ -13,7 +13,9 @@ import time
 import httpx
 import pytest
 
-from benchcards.read import queries
+from benchcards.domain import names
+from benchcards.read import card_data, overview_rows
+from benchcards.read.store import Store
 from benchcards.views import card as cardmod
 from ingest import ingest_paths
 from live.client import NotLoopback, parse_stream, stream_chat
@@ -51,7 +53,7 @@ def ingest_run(tmp_path, contract, info, cfg, log, **setup):
     run_dir = write_folder(tmp_path / "out", s, contract, log)
     db = tmp_path / "live.duckdb"
     ingest_paths([run_dir.parent.parent], db)
-    return queries.card(queries.Store(db), s.setup_id), run_dir
+    return card_data.card(Store(db), s.setup_id), run_dir
 
 
 # --------------------------------------------------------------------------- demo server
@@ -131,7 +133,7 @@ def test_folder_is_accepted_by_ingest_unchanged_and_is_labelled_demo(demo, tmp_p
     db = tmp_path / "live.duckdb"
     report = ingest_paths([run_dir.parent.parent], db)
     assert report.new == [setup.setup_id] and report.requests == len(contract.requests)
-    card = queries.card(queries.Store(db), setup.setup_id)
+    card = card_data.card(Store(db), setup.setup_id)
     assert card.value("decode") == pytest.approx(DECODE, rel=0.15)  # plumbing, not accuracy (see above)
     assert card.value("prefill", level=2048) is not None
     assert card.value("measured_depth", "prefill", 2048) == 2048
@@ -152,7 +154,7 @@ def test_folder_is_accepted_by_ingest_unchanged_and_is_labelled_demo(demo, tmp_p
     assert "Server context" not in how  # the total is not known from the server, so it is not claimed
     # a run against the demo server is a demo, whatever the user typed: never verified raw llama.cpp
     assert card.row["slots"] == 2 and card.row["engine"] == "demo" and card.row["synthetic"]
-    assert queries.badges(card.row) == "synthetic" and "not a real measurement" in card.setup.provenance
+    assert names.badges(card.row) == "synthetic" and "not a real measurement" in card.setup.provenance
     assert card.setup.engine.commit is None and card.setup.engine.version == "b9999-demo"
 
 
@@ -293,9 +295,9 @@ def test_cli_measure_writes_a_folder_with_the_server_log_that_ingests(demo, tmp_
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "1/2 decode code: ok" in r.stderr and "ingested into" in r.stdout
-    ov = queries.overview(queries.Store(db))
+    ov = overview_rows.overview(Store(db))
     assert len(ov) == 1
-    files = queries.card(queries.Store(db), ov.setup_id.iloc[0]).files
+    files = card_data.card(Store(db), ov.setup_id.iloc[0]).files
     assert {"client.log", "server.log"} <= {p.rsplit("/", 1)[-1] for p in files.path}
 
 
@@ -312,7 +314,7 @@ def test_live_job_saves_what_finished_when_stopped(demo, tmp_path):
             job.stop()
         time.sleep(0.02)
     assert job.done and job.error is None, job.error
-    card = queries.card(queries.Store(tmp_path / "job.duckdb"), job.setup_id)
+    card = card_data.card(Store(tmp_path / "job.duckdb"), job.setup_id)
     statuses = dict(zip(card.parts.part, card.parts.status))
     reasons = dict(zip(card.parts.part, card.parts.reason))
     # the prose prompt never finished: the decode part is recorded as stopped, and the card has the code
@@ -396,7 +398,7 @@ def test_real_llama_server_decode_agrees_with_its_timings_and_ingests(llama, tmp
     assert statistics.median(diffs) < 0.01, diffs
     card, run_dir = ingest_run(tmp_path, contract, info, cfg, log, gpu="CPU only", model_name=f"tiny {vocab}",
                                server_cmd=" ".join(s.argv))
-    assert card.row["engine"] == "llama.cpp" and queries.badges(card.row) == "verified raw"
+    assert card.row["engine"] == "llama.cpp" and names.badges(card.row) == "verified raw"
     assert card.setup.engine.commit == "0c1e570"
     assert card.value("prefill", level=2048) is not None and card.value("measured_depth", "prefill", 2048) == 2048
     assert json.loads((run_dir / "contract.json").read_text())["requests"]

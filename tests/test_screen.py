@@ -12,7 +12,8 @@ import pytest
 
 from benchcards.charts import charts
 from benchcards.domain import flags, fmt
-from benchcards.read import queries
+from benchcards.read import card_data, overview_rows
+from benchcards.read.store import Store
 from benchcards.views import card as cardmod
 from benchcards.views import downloads
 from ui import html
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def demo_store(demo_db):
-    return queries.Store(demo_db)
+    return Store(demo_db)
 
 
 def _series(rows: list[tuple[str, str, str, int, float]]) -> pd.DataFrame:
@@ -108,7 +109,7 @@ def test_downloads_are_numbers_with_units_in_headers_and_empty_for_missing():
 def test_the_overview_download_links_by_id_and_loads_as_numbers(demo_store):
     from benchcards.views import tables as views
 
-    ov = queries.overview(demo_store)
+    ov = overview_rows.overview(demo_store)
     data = pd.read_csv(io.BytesIO(downloads.csv_bytes(views.overview_table(ov))))
     assert data.setup_id.tolist() == ov.setup_id.tolist()
     assert not any("Setup_card" in str(v) for v in data.to_numpy().ravel())
@@ -163,8 +164,8 @@ def test_device_uuids_get_a_note_to_put_ones_own():
 
 
 def test_the_command_block_and_its_explanation_name_the_same_model_path(demo_store):
-    for sid in queries.overview(demo_store).setup_id:
-        c = queries.card(demo_store, sid)
+    for sid in overview_rows.overview(demo_store).setup_id:
+        c = card_data.card(demo_store, sid)
         r = cardmod.reproduce(c)
         if r.server is None or not c.setup.model.file:
             continue

@@ -14,8 +14,8 @@ import streamlit as st
 
 from benchcards.read.db import DatabaseError, check
 from benchcards.read.paths import DEFAULT_DB
-from benchcards.read.queries import Store
 from benchcards.read.sources import Freshness, freshness
+from benchcards.read.store import Store
 from ui import background
 
 #: ASCII punctuation: each is backslash-escaped in text from data shown as Markdown
@@ -244,7 +244,7 @@ def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_se
     limits the choice, ``default`` is the initial choice when the URL has none (a list
     when ``multi``), ``where`` is the container (default: the page).
     """
-    from benchcards.read.queries import setup_ids
+    from benchcards.read.card_data import setup_ids
 
     where = where or st
     titles = dict(setup_ids(store))

@@ -25,7 +25,7 @@ The site (addresses in ``benchcards.site.urls``):
 Speed: the cards are read with one query per table for many setups at once and rendered in
 worker processes; chart specs are filled into one template spec per chart shape
 (``benchcards.charts.specs``). Re-exporting rewrites only files whose content changed
-(``benchcards.site.writer``), and does not even render a card whose data (``queries.card_digests``),
+(``benchcards.site.writer``), and does not even render a card whose data (``card_data.card_digests``),
 knees, linked raw files and rendering code (``code_stamp``) are those of the last export. An export whose
 database content (the fingerprint the writer records), code and options are those of the last one, into a
 folder nobody touched, writes nothing at all (``export_key``).
@@ -63,11 +63,12 @@ from benchcards.charts import charts, specs
 from benchcards.charts.specs import script_json
 from benchcards.compute import analysis, builds, sweeps
 from benchcards.domain import fmt, metrics, tiers
-from benchcards.read import db, queries, reported
+from benchcards.read import analysis_inputs, card_data, clauses, curves, db, overview_rows, quality, rawfiles, reported
 from benchcards.read.paths import CACHE, DEFAULT_DB, shown
+from benchcards.read.store import Store
 from benchcards.site import urls as site
 from benchcards.site import writer as sitewrite
-from benchcards.views import analysisview, cardview
+from benchcards.views import analysisview, cardview, overview_filter
 from benchcards.views import tables as views
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -282,7 +283,7 @@ def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
     if df.empty:
         return {}
     # slices keep the frame's index: nothing downstream reads it
-    return queries.split_by_setup(df.sort_values("setup_id", kind="stable"), drop_id, reset=False)
+    return card_data.split_by_setup(df.sort_values("setup_id", kind="stable"), drop_id, reset=False)
 
 
 #: the knee marks of a card without knees (the columns the charts' knee layers read)
@@ -298,10 +299,10 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     """Render and write the cards of ``job.ids``; returns the written files' entries and which were written.
     Side effects: writes ``setups/<id>.html`` files under ``job.out`` (unchanged ones are left alone)."""
     env = environment()
-    store = queries.Store(job.db_path)
+    store = Store(job.db_path)
     writer = sitewrite.Writer(job.out, job.previous)
-    cards = queries.cards(store, job.ids)
-    series = queries.series(store, job.ids, SERIES_METRICS)
+    cards = card_data.cards(store, job.ids)
+    series = curves.series(store, job.ids, SERIES_METRICS)
     points = {kind: charts.depth_points(series, kind) for kind in ("prefill", "decode", "ttft")}
     depth = {kind: _split(df) for kind, df in points.items()}
     knee_points = {kind: _split(charts.depth_knee_points(points[kind], job.knees, kind, with_ids=True), drop_id=True)
@@ -312,7 +313,7 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     steps = [c.fit_steps for c in cards if c.fit is not None and not c.fit_steps.empty]
     fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
     snap = reported.Snapshot(store)
-    prompt_tokens = queries.decode_prompt_tokens_by_run(store, [r for c in cards if (r := _decode_run(c))])
+    prompt_tokens = card_data.decode_prompt_tokens_by_run(store, [r for c in cards if (r := _decode_run(c))])
     for c in cards:
         path = site.setup_path(c.setup_id)
         inputs = cardview.Inputs(prompt_tokens=prompt_tokens.get(_decode_run(c) or ""),
@@ -327,12 +328,12 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     return writer.entries, writer.written
 
 
-def _decode_run(c: queries.Card) -> str | None:
+def _decode_run(c: card_data.Card) -> str | None:
     """The run of the card's headline decode (its prompt length is read for all cards at once)."""
     return c.run_of("decode")
 
 
-def _card_charts(c: queries.Card, page: Charts, depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
+def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
                  fit: pd.DataFrame | None, knee_points: dict[str, pd.DataFrame]) -> dict[str, dict]:
     """The card's charts by ``cardview.Chart`` id, in the setup's own colour (the one the app gives it too)."""
     colours = {"domain": [c.setup.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
@@ -376,7 +377,7 @@ def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str) -> d
     return {"kind": type(b).__name__.lower(), "b": b}
 
 
-def card_page(env: jinja2.Environment, c: queries.Card, path: str, inputs: cardview.Inputs, *,
+def card_page(env: jinja2.Environment, c: card_data.Card, path: str, inputs: cardview.Inputs, *,
               depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None, fit: pd.DataFrame | None,
               knee_points: dict[str, pd.DataFrame], raw: frozenset[str]) -> str:
     """The card of one setup: the sections of ``cardview.sections`` (the app's), in their order, with its charts
@@ -440,7 +441,7 @@ def _write_list(env: jinja2.Environment, write: Callable[[str, str], Any], stem:
 
 
 def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tests: int) -> str:
-    ranked = queries.sort_overview(ov, "decode")
+    ranked = overview_filter.sort_overview(ov, "decode")
     # the app's overview groups (views.overview_group): one per tier, the reported setups in one group at the end
     group = pd.Series([views.overview_group(b, t) for b, t in zip(ranked.badges, ranked.tier)], index=ranked.index)
     sections = []
@@ -538,7 +539,7 @@ class _Analysis:
 
     env: jinja2.Environment
     write: Callable[[str, str], Any]
-    data: queries.AnalysisData
+    data: analysis_inputs.AnalysisData
     kn: pd.DataFrame
     tier_order: list[str]
     left_note: str
@@ -547,7 +548,7 @@ class _Analysis:
     crumbs: list[site.Crumb]
 
 
-def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], data: queries.AnalysisData,
+def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], data: analysis_inputs.AnalysisData,
                     kn: pd.DataFrame, tier_order: list[str]) -> list[str]:
     """The analysis index and every view's pages (their words: ``benchcards.views.analysisview``)."""
     # as in the app: method tests (tiny or random-weight models) show the method, not a speed to rank
@@ -708,7 +709,7 @@ def _knee_charts(a: _Analysis, page: int, page_charts: Charts, pick: list[str], 
     return {"chart_note": f"The charts show the tier's {fastest} (decode); the table lists every setup's knees."}
 
 
-def _knee_chart_setups(data: queries.AnalysisData, ids: list[str]) -> list[str]:
+def _knee_chart_setups(data: analysis_inputs.AnalysisData, ids: list[str]) -> list[str]:
     """The fastest few setups (headline decode) of ``ids``, for the knee charts."""
     m = data.metrics
     dec = m[(m.metric == "decode") & m.prompt.isna() & m.level.isna() & m.setup_id.isin(set(ids))]
@@ -786,16 +787,16 @@ def _vega_js(stamp: str, vl: str) -> str:
     return bundle
 
 
-def _raw_files(store: queries.Store, writer: sitewrite.Writer) -> tuple[frozenset[str], list[str]]:
+def _raw_files(store: Store, writer: sitewrite.Writer) -> tuple[frozenset[str], list[str]]:
     """Copy every raw file into raw/<sha256>.bin (files already there as written are kept without reading
     their source). Returns the hashes present and those whose source is gone or changed."""
     present, missing = set(), []
-    for sha, sources in queries.raw_sources(store).items():
+    for sha, sources in rawfiles.raw_sources(store).items():
         rel = f"raw/{sha}.bin"
         if writer.keep_if_present(rel, sha):
             present.add(sha)
             continue
-        data = queries.read_raw(sha, sources)
+        data = rawfiles.read_raw(sha, sources)
         if data is None:
             missing.append(sha)
             continue
@@ -844,12 +845,12 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
                                 kept=len(previous), removed=[], seconds=time.perf_counter() - start, unchanged=True)
         writer = sitewrite.Writer(out, previous)
         stamps: dict[str, str] = {}
-        store = queries.Store(db_path)
+        store = Store(db_path)
         env = environment()
-        ov = queries.overview(store)
+        ov = overview_rows.overview(store)
         ids = ov.setup_id.tolist()
         code = code_stamp()
-        digests = queries.card_digests(store)
+        digests = card_data.card_digests(store)
         early = {s: f"{code}:{digests.get(s, '')}" for s in ids}
         # cards whose data or code changed (raw files and knees are checked once known)
         candidates = [s for s in ids if not previous_stamps.get(site.setup_path(s), "").startswith(early[s] + ":")]
@@ -860,7 +861,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
                 for _ in range(n_workers):
                     pool.submit(_warm)
             raw, raw_missing = _raw_files(store, writer) if with_raw else (frozenset(), [])
-            data = queries.analysis_data(store)
+            data = analysis_inputs.analysis_data(store)
             kn = analysis.knees(data)
             extras = _card_extras(store, kn, raw)
             # a card in a build group shows the group's timeline: it changes with any member's data
@@ -954,7 +955,7 @@ def code_stamp() -> str:
     return h.hexdigest()[:16]
 
 
-def _card_extras(store: queries.Store, kn: pd.DataFrame, raw: frozenset[str]) -> dict[str, str]:
+def _card_extras(store: Store, kn: pd.DataFrame, raw: frozenset[str]) -> dict[str, str]:
     """Per setup, a digest of what its card shows besides its own rows: its knees and which of its raw files
     the site has (a card links only those)."""
     files = store.df("SELECT DISTINCT setup_id, sha256 FROM files ORDER BY setup_id, sha256")
@@ -985,7 +986,7 @@ def _builds_page(env: jinja2.Environment, build_groups: list[builds.Group]) -> s
                   crumbs=[HOME, site.Crumb("Builds over time")], explained=builds.EXPLAINED, timelines=timelines)
 
 
-def _sweep_pages(env: jinja2.Environment, write: Callable[[str, str], Any], store: queries.Store,
+def _sweep_pages(env: jinja2.Environment, write: Callable[[str, str], Any], store: Store,
                  carded: set[str]) -> list[str]:
     """``sweeps.html`` (every sweep) and one page per sweep: the app's Sweeps page, from the same tables
     (``benchcards.compute.sweeps``); a variant links to its card where the site has one (``carded``)."""
@@ -1025,15 +1026,15 @@ def _spawn() -> Any:
     return multiprocessing.get_context("spawn")
 
 
-def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: queries.Store, ov: pd.DataFrame,
-                     data: queries.AnalysisData, kn: pd.DataFrame, base: str | None,
+def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: Store, ov: pd.DataFrame,
+                     data: analysis_inputs.AnalysisData, kn: pd.DataFrame, base: str | None,
                      build_groups: list[builds.Group]) -> list[str]:
     """Every page but the cards, and the machine-readable files."""
     write = writer.write
-    ranked = queries.sort_overview(ov, "decode")
+    ranked = overview_filter.sort_overview(ov, "decode")
     tier_order = sorted(set(ov.tier), key=tiers.tier_rank)
     models = _models_table(ov)
-    q = queries.quality_table(store)
+    q = quality.quality_table(store)
     pages = ["index.html"]
     write("index.html", _home(env, ov, models, q.test.nunique() if not q.empty else 0))
     for label in tier_order:
@@ -1063,7 +1064,7 @@ def _aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: q
     pages += _sweep_pages(env, write, store, set(ov.setup_id))
     pages += _analysis_pages(env, write, data, kn, tier_order)
     write("assets/search.js", site.search_script(site.search_index(ov)))
-    figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({queries.LATEST_METRICS}) "
+    figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({clauses.LATEST_METRICS}) "
                        "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")
     _index_files(write, site.index_setups(ov, figures, q, base, reported.figures(store)), base)
     return pages
@@ -1099,7 +1100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = export(args.db, args.out, with_raw=not args.no_raw, base_url=args.base_url, workers=args.workers)
-    except (queries.db.DatabaseError, sitewrite.ExportFolderError, ValueError) as exc:
+    except (db.DatabaseError, sitewrite.ExportFolderError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

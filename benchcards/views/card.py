@@ -1,4 +1,4 @@
-"""The setup card as plain tables and texts: built from ``queries.Card``, shown by the app and the export.
+"""The setup card as plain tables and texts: built from ``card_data.Card``, shown by the app and the export.
 
 Every cell is text from ``benchcards.domain.fmt`` ("—" where a value is missing); figure
 names come from the metric registry. Pure functions, no Streamlit.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from benchcards.domain import flags, fmt, metrics
-from benchcards.read.queries import Card
+from benchcards.read.card_data import Card
 
 if TYPE_CHECKING:
     from live.settings import SpeedSettings

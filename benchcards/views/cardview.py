@@ -18,9 +18,9 @@ from typing import NamedTuple
 import pandas as pd
 
 from benchcards.compute import agentic, builds
-from benchcards.domain import fmt
-from benchcards.read import queries, reported
-from benchcards.read.queries import Card
+from benchcards.domain import fmt, names
+from benchcards.read import card_data, reported
+from benchcards.read.card_data import Card
 from benchcards.views import card as cardmod
 
 __all__ = ["Bullets", "Chart", "Code", "Details", "Facts", "Files", "Inputs", "Link", "Section", "Sources", "Table", "Text",
@@ -174,10 +174,10 @@ def sections(c: Card, inputs: Inputs | None = None) -> list[Section]:
 
 def header(c: Card) -> Section:
     s, row = c.setup, c.row
-    badge = queries.card_badge(c)
+    badge = card_data.card_badge(c)
     blocks: list = [Text(s.provenance or "", "badge", badge)]
     by = f" by {s.measured_by}" if s.measured_by else ""
-    blocks.append(Text(f"{queries.short_name(row)} · {row['gpu']} · {'reported' if badge == 'reported' else 'measured'}"
+    blocks.append(Text(f"{names.short_name(row)} · {row['gpu']} · {'reported' if badge == 'reported' else 'measured'}"
                        f" {', '.join(s.measured_at) or 'date unknown'}{by}", "note"))
     if badge == "method test":
         blocks.append(Text(METHOD_TEST, "info", own=True))
