@@ -163,10 +163,10 @@ def test_server_log_and_vllm_sections_on_the_card(tmp_path):
     results = convert([Source("s.log", (FIX / "llama-server-gb10-old-layout.log").read_bytes())])
     db = tmp_path / "c.duckdb"
     save(results, db, tmp_path / "local")
-    from benchcards.views import card as cardmod
+    from benchcards.views import card_tables
 
     c = card_data.card(Store(db), results[0].setups[0].setup_id)
-    t = cardmod.server_log_table(c)
+    t = card_tables.server_log_table(c)
     assert t.Figure.iloc[0] == "Requests in the server's log" and t.Result.iloc[0] == "14"
     assert t.Figure.iloc[1] == "Decode, from the server's log" and t.Result.iloc[1].endswith(" tok/s")
     assert "Prefill of 300-token prompts, from the server's log" in set(t.Figure)

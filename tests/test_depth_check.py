@@ -12,7 +12,7 @@ from benchcards.charts import charts
 from benchcards.compute.summarize import depth_problem
 from benchcards.read import card_data, curves, overview_rows
 from benchcards.read.store import Store
-from benchcards.views import card as cardmod
+from benchcards.views import card_tables
 from ingest import ingest_paths
 from ingest.upload import accept_files
 from tests.helpers import make_setup, rec, speed_contract
@@ -67,7 +67,7 @@ def test_ingest_rejects_a_step_whose_prompts_have_another_depth(tmp_path):
     assert len(warn) == 1 and "708" in warn.message.iloc[0]
     pts = charts.depth_points(curves.series(store, ["hand-3090"], ["prefill", "ttft"]), "prefill")
     assert pts.level.tolist() == [8192] and pts.tokens.tolist() == [8150]  # x is what the server counted
-    assert "Prefill at 8K (8,150 prompt tokens)" in cardmod.speed_table(card).Measurement.tolist()
+    assert "Prefill at 8K (8,150 prompt tokens)" in card_tables.speed_table(card).Measurement.tolist()
     ov = overview_rows.overview(store)
     assert ov.prefill_8k_tps.iloc[0] == pytest.approx(8150 / 8.192)  # headline key stays "prefill at 8192"
 

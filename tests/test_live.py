@@ -16,7 +16,7 @@ import pytest
 from benchcards.domain import names
 from benchcards.read import card_data, overview_rows
 from benchcards.read.store import Store
-from benchcards.views import card as cardmod
+from benchcards.views import card_tables, method_text
 from ingest import ingest_paths
 from live.client import NotLoopback, parse_stream, stream_chat
 from live.measure import MeasureConfig, SetupInput, build_setup, measure, parse_build, write_folder
@@ -146,10 +146,10 @@ def test_folder_is_accepted_by_ingest_unchanged_and_is_labelled_demo(demo, tmp_p
         "65,536 prompt tokens + 300 output tokens = 65,836 tokens, more than the server's context per slot of "
         "32,768 tokens (2 slots)")
     assert contract.method.ctx_depths == [4096] and contract.method.server_ctx_per_slot == 32768
-    runs = cardmod.runs_table(card)
+    runs = card_tables.runs_table(card)
     assert "Long prompts, 64K: skipped — 65,536 prompt tokens + 300 output tokens" in runs.iloc[0][
         "Failed / repeated / skipped"]
-    how = dict(zip(cardmod.method_table(card).Setting, cardmod.method_table(card).Value))
+    how = dict(zip(method_text.method_table(card).Setting, method_text.method_table(card).Value))
     assert how["Long-prompt depths"] == "4K" and how["Server context per slot"] == "32,768 tokens"
     assert "Server context" not in how  # the total is not known from the server, so it is not claimed
     # a run against the demo server is a demo, whatever the user typed: never verified raw llama.cpp
@@ -214,16 +214,16 @@ def test_ttft_gap_from_a_host_ram_prompt_cache_is_shown_and_explained(tmp_path):
         s.stop()
     card, _ = ingest_run(tmp_path, contract, info, cfg, log, gpu="Demo GPU", vram_gib=24,
                          server_cmd="llama-server -m m.gguf -c 65536")
-    rows = {r["level"]: r for r in cardmod.ttft_gap_rows(card)}
+    rows = {r["level"]: r for r in card_tables.ttft_gap_rows(card)}
     assert set(rows) == {1024, 8192}
     assert rows[8192]["server"] == pytest.approx(8192 / 20000, rel=0.02)
     # each request first saves the previous one before its prompt: after the 1K step about 0.06 s, after
     # an 8K request about 0.49 s; the median of the two 8K requests sits between
     assert rows[8192]["gap"] > 0.2 and rows[8192]["share"] > 20 and rows[8192]["dominated"]
     assert not rows[1024]["dominated"]  # below 8K the rule does not apply
-    table = cardmod.ttft_gap_table(card)
+    table = card_tables.ttft_gap_table(card)
     assert list(table.columns)[:4] == ["Prompt", "Time to first token (client)", "Prompt time (server)", "Gap"]
-    notes = " ".join(cardmod.hygiene_notes(card))
+    notes = " ".join(card_tables.hygiene_notes(card))
     assert "--cache-ram is not set" in notes and "prefill from TTFT is dominated" in notes
     assert "measure again with --cache-ram 0" in notes
     assert "ttft_gap" in set(card.warnings.kind)
@@ -322,7 +322,7 @@ def test_live_job_saves_what_finished_when_stopped(demo, tmp_path):
     assert statuses["decode"] == "stopped" and "1 of 2 steps finished; not finished: decode prose" in reasons["decode"]
     assert statuses["prefill"] == statuses["conc"] == "skipped"
     assert card.value("decode", "code") is not None and card.value("decode") is None
-    assert "Decode: stopped — stopped by the user" in cardmod.runs_table(card).iloc[0]["Failed / repeated / skipped"]
+    assert "Decode: stopped — stopped by the user" in card_tables.runs_table(card).iloc[0]["Failed / repeated / skipped"]
     # what the progress counts is what ran
     from live.progress import estimate, plan
 
@@ -452,11 +452,11 @@ def test_real_llama_server_ttft_gap_is_shown_with_the_cache_ram_setting(tmp_path
     finally:
         s.stop()
     card, _ = ingest_run(tmp_path, contract, info, cfg, runlog, gpu="CPU only", server_cmd=" ".join(s.argv))
-    (row,) = cardmod.ttft_gap_rows(card)
+    (row,) = card_tables.ttft_gap_rows(card)
     recs = [r for r in contract.requests if r.part == "prefill"]
     assert row["server"] == pytest.approx(statistics.median(r.timings.prompt_ms / 1000 for r in recs), rel=1e-9)
     assert row["ttft"] > row["server"] > 0 and row["gap"] == pytest.approx(row["ttft"] - row["server"])
-    notes = cardmod.hygiene_notes(card)
+    notes = card_tables.hygiene_notes(card)
     assert notes[0] == "--cache-ram 0: the host-RAM prompt cache is off."
     assert "prompt eval time" in log.read_text()  # the server's own per-request timing lines
 

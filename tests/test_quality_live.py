@@ -17,7 +17,7 @@ from benchcards.domain.stats import wilson
 from benchcards.read import analysis_inputs, card_data, quality
 from benchcards.read.store import Store
 from benchcards.site.export import export
-from benchcards.views import card as cardmod
+from benchcards.views import card_tables
 from ingest import ingest_paths
 from live.demo_answers import share_of
 from live.generators import parse_tests
@@ -68,7 +68,7 @@ def test_a_known_share_right_lands_in_the_cards_wilson_interval(demo, tmp_path):
     assert wrong and all(it.extracted != it.expected and it.finish_reason == "stop" for it in wrong)
     store, _ = ingest_quality(tmp_path, contract, info, cfg, log)
     card = card_data.card(store, "live-q")
-    row = cardmod.quality_table(card).iloc[0]
+    row = card_tables.quality_table(card).iloc[0]
     right = sum(it.right for it in t.items)
     iv = wilson(right, 300)
     assert iv.lo <= 0.6 <= iv.hi

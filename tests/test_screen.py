@@ -14,8 +14,7 @@ from benchcards.charts import charts
 from benchcards.domain import flags, fmt
 from benchcards.read import card_data, overview_rows
 from benchcards.read.store import Store
-from benchcards.views import card as cardmod
-from benchcards.views import downloads
+from benchcards.views import downloads, reproduce_steps
 from ui import html
 
 pytestmark = pytest.mark.integration
@@ -166,10 +165,10 @@ def test_device_uuids_get_a_note_to_put_ones_own():
 def test_the_command_block_and_its_explanation_name_the_same_model_path(demo_store):
     for sid in overview_rows.overview(demo_store).setup_id:
         c = card_data.card(demo_store, sid)
-        r = cardmod.reproduce(c)
+        r = reproduce_steps.reproduce(c)
         if r.server is None or not c.setup.model.file:
             continue
-        parts = cardmod.flags_table(c).Part.tolist()
+        parts = reproduce_steps.flags_table(c).Part.tolist()
         model = [p for p in parts if p.startswith(("-m ", "--model "))]
         for p in model:
             assert p.split(" ", 1)[1] in r.server, (sid, p)

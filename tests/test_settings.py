@@ -194,7 +194,7 @@ def test_method_fields_are_the_contracts_names_and_to_argv_reads_back():
 def test_a_measured_runs_reproduce_command_parses_back_to_its_settings(tmp_path):
     from benchcards.read import card_data
     from benchcards.read.store import Store
-    from benchcards.views import card as cards
+    from benchcards.views import reproduce_steps
     from live.__main__ import main
 
     given = ["--parts", "decode,prefill,conc,agent", "--prompts", "prose", "--runs", "1", "--warmups", "0",
@@ -213,7 +213,7 @@ def test_a_measured_runs_reproduce_command_parses_back_to_its_settings(tmp_path)
         server.stop()
     assert rc == 0
     card = card_data.card(Store(db), "round-trip")
-    [(_run, command)] = cards.reproduce(card).measure.items()
+    [(_run, command)] = reproduce_steps.reproduce(card).measure.items()
     argv = shlex.split(command.replace("\\\n", " "))
     assert argv[:4] == ["python", "-m", "live", "measure"]
     back = build_parser().parse_args(argv[3:])

@@ -183,7 +183,7 @@ def test_warnings_are_labelled_in_words_on_both(demo_db):
     import pandas as pd
 
     from benchcards.site import export as ex
-    from benchcards.views import card as cardmod
+    from benchcards.views import card_tables
 
     c = card_data.card(Store(demo_db), SEED)
     c.warnings = pd.DataFrame({"kind": ["summary_mismatch", "high_cv"], "run_id": [None, "r1"],
@@ -193,7 +193,7 @@ def test_warnings_are_labelled_in_words_on_both(demo_db):
     text = visible(page, only="card-section")
     for kind, run, message in (("summary_mismatch", "the setup", "stated 63.4, computed 61.0"),
                                ("high_cv", "r1", "CV 12 %")):
-        assert f"{cardmod.WARNING_KINDS[kind]} ({run}): {message}" in text
+        assert f"{card_tables.WARNING_KINDS[kind]} ({run}): {message}" in text
         assert kind not in text
     (warnings,) = [s for s in cardview.sections(c) if s.anchor == "warnings"]
     assert [(b.label, b.text, b.tone) for b in warnings.blocks] == [

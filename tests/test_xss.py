@@ -182,7 +182,7 @@ def test_commands_built_from_the_data_run_exactly_the_recorded_words():
     cmd = flags.shell_join(argv, env)
     words = shlex.split(cmd.replace("\\\n", " "))
     assert words == ["CUDA_VISIBLE_DEVICES=0; rm -rf ~", "env", "A B;C=$(x)", *argv]
-    from benchcards.views.card import _shell_lines
+    from benchcards.views.reproduce_steps import _shell_lines
 
     args = ["python", "-m", "live", "measure", "--gpu", "--$(reboot)", "--title", "x; touch /tmp/pwned", "--ingest"]
     assert shlex.split(_shell_lines(args).replace("\\\n", " ")) == args

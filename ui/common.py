@@ -219,7 +219,7 @@ def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *
 
 
 def tiles(items: list) -> None:
-    """Headline figures (``benchcards.views.card.Tile``): three a row, two on a phone; the meaning on hover."""
+    """Headline figures (``benchcards.views.card_tables.Tile``): three a row, two on a phone; the meaning on hover."""
     from ui import html
 
     st.html(html.tiles([(t.label, t.value, t.help) for t in items]))
