@@ -145,7 +145,7 @@ def test_card_page_shows_engine_figures_and_builds(demo_db, monkeypatch):
 
 
 def test_export_has_the_builds_page_and_card_sections(demo_db, tmp_path):
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
 
     out = tmp_path / "site"
     export(demo_db, out, with_raw=False)
@@ -179,7 +179,7 @@ PAYLOAD = '</script><script>alert(1)</script><img src=x onerror=alert(2)>'
 def test_the_builds_page_shows_names_from_the_files_as_text(tmp_path):
     """Model, GPU and commit names come from the imported files: on builds.html they are text, and in
     Chromium nothing of them runs (the export's audit of injected elements, dialogs and requests)."""
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
     from tests.test_browser import CHROMIUM
     from tests.test_xss import AUDIT, watch
 

@@ -54,7 +54,7 @@ def test_demo_sweep_shows_its_differences(demo_db, tmp_path):
     # are method tests, the record names them, and every shared figure has an interval and a verdict
     from benchcards.compute import sweeps
     from benchcards.domain import fmt
-    from benchcards.site import export
+    from benchcards.site import exporter
 
     store = Store(demo_db)
     (rec,) = sweeps.load_sweeps(store)
@@ -67,7 +67,7 @@ def test_demo_sweep_shows_its_differences(demo_db, tmp_path):
     assert (table["95 % interval of Δ %"] != fmt.DASH).all() and table["Verdict"].str.contains("noise").all()
     assert table[sweeps.RESOLVE_COLUMN].str.fullmatch(r"\d+|more than 1,000").all()
     out = tmp_path / "site"
-    export.export(demo_db, out, with_raw=False)
+    exporter.export(demo_db, out, with_raw=False)
     assert f'href="sweeps/{rec.sweep_id}.html"' in (out / "sweeps.html").read_text()
     assert "micro-batch 64" in (out / "sweeps" / f"{rec.sweep_id}.html").read_text()
 

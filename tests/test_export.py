@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchcards.charts import charts
-from benchcards.site.export import export
+from benchcards.site.exporter import export
 from tests.helpers import demo_count
 from tests.test_app import SEED, SYN1
 

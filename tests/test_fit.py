@@ -88,7 +88,7 @@ def test_the_run_folder_is_a_contract_like_an_uploaded_one(refused_run):
 def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
     from benchcards.read import card_data
     from benchcards.read.store import Store
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
     from benchcards.views import card_tables, method_text
     from ingest import ingest_paths
 

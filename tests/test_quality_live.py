@@ -16,7 +16,7 @@ from benchcards.compute import analysis
 from benchcards.domain.stats import wilson
 from benchcards.read import analysis_inputs, card_data, quality
 from benchcards.read.store import Store
-from benchcards.site.export import export
+from benchcards.site.exporter import export
 from benchcards.views import card_tables
 from ingest import ingest_paths
 from live.demo_answers import share_of

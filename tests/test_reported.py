@@ -254,7 +254,7 @@ def test_the_overview_and_compare_in_the_app(both, monkeypatch):
 
 
 def test_the_export_card_shows_reported_beside_measured_and_lists_reported_last(both, tmp_path):
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
 
     site = tmp_path / "site"
     export(both, site, with_raw=False)
@@ -341,14 +341,14 @@ def test_the_overview_download_keeps_reported_figures_out_of_the_measured_column
 def test_a_site_of_reported_setups_only_exports(tmp_path):
     """A database that holds only reported setups (no measured one to put them beside) exports its cards; the
     'beside' lookup once broadcast a tuple key against an empty column and the export stopped."""
-    from benchcards.site import export
+    from benchcards.site import exporter
 
     raw = Path(__file__).resolve().parent.parent / "data" / "raw"
     folder = next(p for p in sorted(raw.iterdir()) if p.name.startswith("reported-"))
     dbp = tmp_path / "r.duckdb"
     ingest_paths([folder], dbp)
     out = tmp_path / "site"
-    export.export(dbp, out)
+    exporter.export(dbp, out)
     card = (out / "setups" / f"{folder.name}.html").read_text(encoding="utf-8")
     assert "reported" in card.lower()
 
@@ -358,7 +358,7 @@ KV_CLAIM = "--cache-type-k/--cache-type-v f16 → q8_0: decode +12–38 %"
 
 
 def test_a_flag_claim_shows_only_where_a_server_command_sets_the_flag(demo_db, monkeypatch, tmp_path):
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
     from tests.test_app import run
 
     monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))

@@ -181,8 +181,8 @@ def test_words_break_only_at_spaces_but_long_tokens_may_break():
 
 
 def test_a_first_click_sorts_a_figure_the_way_it_is_better():
-    from benchcards.site import export
+    from benchcards.site import html_table
 
-    t = export.table(pd.DataFrame({"Setup": ["a", "b"], "Decode (tok/s)": ["63.4", "132.0"],
+    t = html_table.table(pd.DataFrame({"Setup": ["a", "b"], "Decode (tok/s)": ["63.4", "132.0"],
                                    "First token at 2K (s)": ["1.2", "0.8"], "GPU": ["x", "y"]}))
     assert t.first == ["asc", "desc", "asc", "asc"]

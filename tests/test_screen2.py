@@ -13,7 +13,7 @@ from benchcards.charts import charts
 from benchcards.compute import builds
 from benchcards.read import card_data, curves, overview_rows
 from benchcards.read.store import Store
-from benchcards.site import export
+from benchcards.site import card_pages, exporter
 from ingest.__main__ import main
 from ingest.importers import Options, Source, convert
 from ingest.importers.store import save
@@ -49,7 +49,7 @@ def test_llama_bench_depth_tests_are_points_on_the_depth_curves(depth_db):
     store = Store(depth_db)
     (sid,) = [s for s, _ in card_data.setup_ids(store)]
     assert curves.curve_setups(store) == [sid]  # chosen by default on the Scaling curves page
-    series = curves.series(store, [sid], export.SERIES_METRICS)
+    series = curves.series(store, [sid], card_pages.SERIES_METRICS)
     pre = charts.depth_points(series, "prefill")
     dec = charts.depth_points(series, "decode")
     # x: the context at the test's end (512 tokens after 8,192 untimed ones), one line per test
@@ -64,7 +64,7 @@ def test_llama_bench_depth_tests_are_points_on_the_depth_curves(depth_db):
 
 def test_the_exported_card_draws_the_llama_bench_depth_points(depth_db, tmp_path):
     out = tmp_path / "site"
-    export.export(depth_db, out)
+    exporter.export(depth_db, out)
     (card,) = list((out / "setups").glob("*.html"))
     html = card.read_text()
     specs_json = [json.loads(m) for m in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html,
@@ -77,7 +77,7 @@ def test_the_exported_card_draws_the_llama_bench_depth_points(depth_db, tmp_path
 @pytest.fixture(scope="module")
 def demo_site(demo_db, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("export2") / "site"
-    export.export(demo_db, out)
+    exporter.export(demo_db, out)
     return out
 
 
@@ -125,7 +125,7 @@ def test_the_builds_page_names_each_build_once(tmp_path):
     db = tmp_path / "x.duckdb"
     save(convert([_bench(101, "c101"), _bench(102, "c102a"), _bench(102, "c102b")], Options()), db, tmp_path / "l")
     assert len(card_data.setup_ids(Store(db))) == 3
-    export.export(db, tmp_path / "site", with_raw=False)
+    exporter.export(db, tmp_path / "site", with_raw=False)
     page = (tmp_path / "site" / "builds.html").read_text()
     line = re.search(r"Builds: (.*?)</p>", page).group(1)
     assert re.sub(r"<[^>]+>", "", line) == "b101, b102 (2 setups)"

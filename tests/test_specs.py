@@ -7,7 +7,7 @@ from benchcards.charts import charts, specs
 from benchcards.compute import analysis
 from benchcards.read import analysis_inputs, card_data, curves, overview_rows
 from benchcards.read.store import Store
-from benchcards.site.export import SERIES_METRICS
+from benchcards.site.card_pages import SERIES_METRICS
 
 pytestmark = pytest.mark.integration
 

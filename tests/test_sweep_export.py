@@ -12,7 +12,7 @@ import pytest
 from benchcards.compute import sweeps
 from benchcards.domain import fmt
 from benchcards.read.store import Store
-from benchcards.site.export import export
+from benchcards.site.exporter import export
 from ingest import ingest_paths
 from live.measure import SetupInput
 from live.sweep import Variant, run_sweep, write_sweep

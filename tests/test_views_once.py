@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 from benchcards.compute import analysis
 from benchcards.read import card_data
 from benchcards.read.store import Store
-from benchcards.site.export import export
+from benchcards.site.exporter import export
 from benchcards.views import cardview
 from tests.helpers import demo_count
 
@@ -182,14 +182,14 @@ def test_warnings_are_labelled_in_words_on_both(demo_db):
     """A warning reads 'Stated figure differs from the raw records (run): …' on both, never its raw kind."""
     import pandas as pd
 
-    from benchcards.site import export as ex
+    from benchcards.site import card_pages, render
     from benchcards.views import card_tables
 
     c = card_data.card(Store(demo_db), SEED)
     c.warnings = pd.DataFrame({"kind": ["summary_mismatch", "high_cv"], "run_id": [None, "r1"],
                                "message": ["stated 63.4, computed 61.0", "CV 12 %"]})
-    page = ex.card_page(ex.environment(), c, f"setups/{SEED}.html", cardview.Inputs(), depth={}, conc=None,
-                        fit=None, knee_points=ex.EMPTY_KNEES, raw=frozenset())
+    page = card_pages.card_page(render.environment(), c, f"setups/{SEED}.html", cardview.Inputs(), depth={}, conc=None,
+                        fit=None, knee_points=card_pages.EMPTY_KNEES, raw=frozenset())
     text = visible(page, only="card-section")
     for kind, run, message in (("summary_mismatch", "the setup", "stated 63.4, computed 61.0"),
                                ("high_cv", "r1", "CV 12 %")):

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.site.export import CSP, export, script_json
+from benchcards.charts.specs import script_json
+from benchcards.site.exporter import export
+from benchcards.site.render import CSP
 from ingest import ingest_paths
 from tests.live_servers import free_port
 from tests.test_browser import ARTIFACTS, CHROMIUM, READY, start_streamlit

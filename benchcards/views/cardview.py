@@ -1,7 +1,7 @@
 """The setup card as data: one ordered list of sections, each with its words, tables, tiles, notes and charts.
 
 This is the only place where the card's words live. The Streamlit page (``ui.cardpage``, used by
-pages/1_Setup_card.py) and the static export (``export.card_page`` with templates/card.html) both walk
+pages/1_Setup_card.py) and the static export (``benchcards.site.card_pages.card_page`` with templates/card.html) both walk
 ``sections(...)`` in its order and only decide how each block looks; neither adds a word of its own, so the two
 cannot drift apart (tests/test_views_once.py compares their visible text for every demo setup).
 
