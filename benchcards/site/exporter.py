@@ -189,9 +189,9 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         # cards whose data or code changed (raw files and knees are checked once known)
         candidates = [s for s in ids if not previous_stamps.get(site.setup_path(s), "").startswith(early[s] + ":")]
         n_workers = pool.workers(workers, len(candidates)) if candidates else 1
-        cards = pool.CardPool(n_workers)
+        renderer = pool.CardPool(n_workers)
         try:
-            cards.warm(n_workers)
+            renderer.warm(n_workers)
             raw, raw_missing = _raw_files(store, writer) if with_raw else (frozenset(), [])
             data = analysis_inputs.analysis_data(store)
             kn = analysis.knees(data)
@@ -205,12 +205,12 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
                 prev = {p: e for p in (site.setup_path(s) for s in chunk) if (e := previous.get(p)) is not None}
                 job = CardJob(db_path, out, chunk, prev, raw, kn[kn.setup_id.isin(set(chunk))],
                               {s: timelines[s] for s in chunk if s in timelines})
-                cards.render(job, writer)
+                renderer.render(job, writer)
             _assets(writer, stamps, previous_stamps)
             pages = aggregate_pages(env, writer, store, ov, data, kn, base, build_groups)
-            cards.collect(writer)
+            renderer.collect(writer)
         finally:
-            cards.close()
+            renderer.close()
         pages += [site.setup_path(s) for s in ids]
         html = sorted(p for p in writer.entries if p.endswith(".html"))
         writer.write("sitemap.xml", site.sitemap(html, base))
