@@ -3,15 +3,15 @@
 import streamlit as st
 
 from benchcards.domain import fmt, metrics, tiers
-from benchcards.read import queries
-from benchcards.views import analysisview
+from benchcards.read import overview_rows
+from benchcards.views import analysisview, overview_filter
 from benchcards.views import tables as views
 from ui import common
 from ui import html as bc_html
 
 common.page("Overview", "📊")
 store = common.store()
-df = queries.overview(store)
+df = overview_rows.overview(store)
 
 st.title("benchcards")
 st.caption(common.md(analysisview.LEAD) + " Ranked fastest first within each GPU-memory tier; pick yours in the "
@@ -54,18 +54,18 @@ with st.sidebar:
                                     bind="query-params")
     kinds = st.multiselect("Data", ["verified raw", "summary only", "reported", "synthetic", "method test"],
                            key="data", bind="query-params")
-    sort = st.selectbox("Sort by", list(queries.SORTS), format_func=lambda k: queries.SORTS[k][0], key="sort",
+    sort = st.selectbox("Sort by", list(overview_filter.SORTS), format_func=lambda k: overview_filter.SORTS[k][0], key="sort",
                         bind="query-params")
 
 whole = lambda rng, full: None if tuple(rng) == full else tuple(rng)  # an untouched slider filters nothing
-flt = queries.OverviewFilter(
+flt = overview_filter.OverviewFilter(
     gpu=tuple(gpu), engine=tuple(engine), model=tuple(model), quant=tuple(quant),
     thinking={"on": True, "off": False}.get(thinking or "any"), kinds=tuple(kinds), tiers=tuple(tier),
     fits_gib=fits, gpu_only=bool(gpu_only), model_gb=whole(size, (lo, hi)), bpw=whole(bpw, (blo, bhi)))
 # "fits in my GPU memory" makes the tiers moot: one list, sorted across them; else ranked within each tier,
 # shown as groups
-by_tier = fits is None and (sort or queries.DEFAULT_SORT) != "newest"
-shown = queries.sort_overview(flt.apply(df), sort or queries.DEFAULT_SORT, within_tiers=by_tier)
+by_tier = fits is None and (sort or overview_filter.DEFAULT_SORT) != "newest"
+shown = overview_filter.sort_overview(flt.apply(df), sort or overview_filter.DEFAULT_SORT, within_tiers=by_tier)
 st.write(f"**{len(shown):,}** of {len(df):,} setups")
 if shown.empty:
     st.info("No setup matches these filters. Widen them in the sidebar.")

@@ -3,7 +3,7 @@ with 1,000 setups.
 
 Usage: python bench/analysis.py [--setups 1000] [--raw DIR] [--repeat 5]
 
-Prints the median time of each library view over the frames of ``queries.analysis_data``, of the read
+Prints the median time of each library view over the frames of ``analysis_inputs.analysis_data``, of the read
 itself, of a full run of the Analysis page in Streamlit's AppTest, and, as the same-run baseline, bare
 DuckDB fetching the same rows (the SQL traced from ``analysis_data``) with plain fetchall(); then each
 figure's ratio to that baseline. Target: the page run <= 3 s at 1,000 setups.
@@ -24,8 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 
+import benchcards.read.store  # noqa: E402
 from benchcards.compute import analysis  # noqa: E402
-from benchcards.read import queries  # noqa: E402
+from benchcards.read import analysis_inputs  # noqa: E402
+from benchcards.read.store import Store  # noqa: E402
 from devdata import synth  # noqa: E402
 from ingest import ingest_paths  # noqa: E402
 
@@ -54,11 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     db = work / "analysis.duckdb"
     ingest_paths([raw], db)
     os.environ["BENCHCARDS_DB"] = str(db)
-    store = queries.Store(db)
+    store = Store(db)
 
-    queries.TRACE = []
-    data = queries.analysis_data(store)
-    sqls, queries.TRACE = queries.TRACE, None
+    benchcards.read.store.TRACE = []
+    data = analysis_inputs.analysis_data(store)
+    sqls, benchcards.read.store.TRACE = benchcards.read.store.TRACE, None
 
     def bare() -> None:
         con = duckdb.connect(str(db), read_only=True)
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     test = analysis.quality_tests(data)[0][0]
     t_bare = median_ms(bare, args.repeat)
     rows = [
-        ("read (analysis_data)", median_ms(lambda: queries.analysis_data(store), args.repeat)),
+        ("read (analysis_data)", median_ms(lambda: analysis_inputs.analysis_data(store), args.repeat)),
         ("time to answer", median_ms(lambda: analysis.time_to_answer(data, 8192, 500), args.repeat)),
         ("throughput + frontier", median_ms(lambda: analysis.throughput(data), args.repeat)),
         ("speed vs quality", median_ms(lambda: analysis.speed_quality(data, test, "prefill at 8K"), args.repeat)),

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchcards.site.export import export
+from benchcards.site.exporter import export
 from devdata import synth
 from ingest import ingest_paths
 

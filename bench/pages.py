@@ -26,7 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 
-from benchcards.read import queries  # noqa: E402
+import benchcards.read.store  # noqa: E402
+from benchcards.read import card_data, overview_rows  # noqa: E402
+from benchcards.read.store import Store  # noqa: E402
 from devdata import synth  # noqa: E402
 from ingest import ingest_paths  # noqa: E402
 
@@ -42,12 +44,12 @@ def median_ms(fn, repeat: int) -> float:
 
 
 def traced(fn) -> list[tuple[str, list]]:
-    queries.TRACE = []
+    benchcards.read.store.TRACE = []
     try:
         fn()
-        return queries.TRACE
+        return benchcards.read.store.TRACE
     finally:
-        queries.TRACE = None
+        benchcards.read.store.TRACE = None
 
 
 def bare(db: Path, sqls: list[tuple[str, list]]) -> None:
@@ -84,13 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     db = work / "pages.duckdb"
     ingest_paths([raw], db)
     os.environ["BENCHCARDS_DB"] = str(db)
-    store = queries.Store(db)
-    sid = queries.overview(store).setup_id.iloc[0]
+    store = Store(db)
+    sid = overview_rows.overview(store).setup_id.iloc[0]
     print(f"{args.setups} setups in {db} ({db.stat().st_size / 2**20:.0f} MiB); card of {sid}")
     rows = []
     for name, page, params, call, target in (
-        ("overview", "app.py", {}, lambda: queries.overview(store), 400),
-        ("setup card", "pages/1_Setup_card.py", {"setup": sid}, lambda: queries.card(store, sid), 250),
+        ("overview", "app.py", {}, lambda: overview_rows.overview(store), 400),
+        ("setup card", "pages/1_Setup_card.py", {"setup": sid}, lambda: card_data.card(store, sid), 250),
     ):
         sqls = traced(call)
         t_page = median_ms(apptest(page, **params), args.repeat)

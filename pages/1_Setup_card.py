@@ -6,13 +6,13 @@ ui.cardpage draws them.
 
 import streamlit as st
 
-from benchcards.read import queries
+from benchcards.read import card_data
 from ui import cardpage, common
 
 common.page("Setup card", "🗂️")
 store = common.store()
 
-if not queries.setup_ids(store):
+if not card_data.setup_ids(store):
     st.info("No setups yet: nothing to show a card for.")
     st.stop()
 named = st.query_params.get("setup")  # read before the picker, which drops an unknown id from the URL
@@ -21,4 +21,4 @@ if sid is None:
     if not named:  # an unknown id was just named in the picker's warning, which says what to do: say it once
         st.info("Choose a setup above, or open one from the overview.")
     st.stop()
-cardpage.show(store, queries.card(store, sid))
+cardpage.show(store, card_data.card(store, sid))

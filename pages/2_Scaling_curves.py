@@ -4,7 +4,7 @@ import streamlit as st
 
 from benchcards.charts import charts
 from benchcards.domain import fmt
-from benchcards.read import queries
+from benchcards.read import card_data, curves
 from benchcards.views import compare
 from ui import common
 from ui.common import md
@@ -14,19 +14,19 @@ store = common.store()
 st.title("Scaling curves")
 st.caption("How speed changes as prompts get longer and as more requests run at once. Measured points only, "
            "joined by lines; hover a point for its exact value and run count.")
-if not queries.setup_ids(store):
+if not card_data.setup_ids(store):
     st.info("No setups yet.")
     st.stop()
 ids = common.setup_picker(store, "Setups to overlay", key="setups", multi=True, max_selections=8,
-                          default=queries.curve_setups(store))
+                          default=curves.curve_setups(store))
 if not ids:
     st.info("Choose one or more setups to overlay their curves.")
     st.stop()
-cards = [queries.card(store, s) for s in ids]
+cards = [card_data.card(store, s) for s in ids]
 names = dict(zip(ids, compare.names(cards)))
 metrics = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "task_prefill",
            "task_decode", "task_ttft", "conc_total", "conc_per_request", "bench_prefill", "bench_decode"]
-data = queries.series(store, ids, metrics)
+data = curves.series(store, ids, metrics)
 colours = charts.setup_colors(ids)  # each setup's own colour on every chart of the page (and in the export)
 
 

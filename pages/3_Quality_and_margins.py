@@ -5,7 +5,7 @@ import streamlit as st
 
 from benchcards.charts import charts
 from benchcards.domain import fmt, metrics
-from benchcards.read import queries
+from benchcards.read import card_data, quality
 from benchcards.views import compare
 from benchcards.views import tables as views
 from ui import common
@@ -16,12 +16,12 @@ st.title("Quality & margins")
 st.caption("Each result has the Wilson score interval at 95 %: the ± is its half-width in percentage points. "
            "A cut-off answer counts as wrong.")
 ids = common.setup_picker(store, "Setups", key="setups", multi=True)
-q = queries.quality_table(store, ids or None)
+q = quality.quality_table(store, ids or None)
 if q.empty:
     st.info("No quality results for these setups yet.")
     st.stop()
 shown_ids = list(dict.fromkeys(q.setup_id))
-names = dict(zip(shown_ids, compare.names([queries.card(store, s) for s in shown_ids])))
+names = dict(zip(shown_ids, compare.names([card_data.card(store, s) for s in shown_ids])))
 common.chart(charts.quality_chart(q, names), key="quality-chart")
 common.table(views.quality_table(q, names), "quality")
 
@@ -37,7 +37,7 @@ if a is None or b is None or a == b:
     st.caption("Choose two different setups as A and B.")
     st.stop()
 order = {t: i for i, t in enumerate(metrics.TESTS)}
-comps = sorted(queries.compare_quality(store, a, b), key=lambda x: (order.get(x.test, len(order)), x.test))
+comps = sorted(quality.compare_quality(store, a, b), key=lambda x: (order.get(x.test, len(order)), x.test))
 if not comps:
     st.caption("These two setups have no test in common.")
     st.stop()

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from benchcards.read import queries, reported
+from benchcards.read import card_data, quality, reported
 from benchcards.views import compare
 from ui import common
 from ui.common import md
@@ -14,7 +14,7 @@ ids = common.setup_picker(store, "Setups (2 to 4)", key="setups", multi=True, ma
 if len(ids or []) < 2:
     st.info("Choose two to four setups.")
     st.stop()
-cards = [queries.card(store, s) for s in ids]
+cards = [card_data.card(store, s) for s in ids]
 names = compare.names(cards)
 st.caption(md("Every difference is relative to the first setup chosen: " + names[0] + "."))
 
@@ -39,7 +39,7 @@ if said:  # reported figures stay out of the side-by-side table: they are not me
     st.markdown("\n".join(f"- {md(line)}" for line in said))
 
 st.header("Quality")
-qual = compare.quality_side_by_side(cards, lambda a, b: queries.compare_quality(store, a, b), names)
+qual = compare.quality_side_by_side(cards, lambda a, b: quality.compare_quality(store, a, b), names)
 common.table(qual.table, "compare-quality", empty="No quality test in common.", classes=qual.verdicts)
 st.caption("Significant: McNemar's exact test (p < 0.05) when both answered the same items, otherwise the 95 % "
            "interval of the difference (Newcombe) excludes 0.")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from benchcards.charts import charts
 from benchcards.compute import analysis
-from benchcards.read import queries
+from benchcards.read import analysis_inputs
 from benchcards.views import analysisview as av
 from ui import common
 from ui.common import md
@@ -13,7 +13,7 @@ common.page("Analysis", "🧭")
 store = common.store()
 st.title("Analysis")
 st.caption(md(av.INTRO))
-everything = queries.analysis_data(store)
+everything = analysis_inputs.analysis_data(store)
 if everything.setups.empty:
     st.info("No setups yet. Load raw setup folders with `python -m ingest FOLDER` or on the Upload page.")
     st.stop()

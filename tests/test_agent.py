@@ -11,7 +11,8 @@ import pytest
 from benchcards.compute import agentic
 from benchcards.compute.summarize import speed_from_records
 from benchcards.domain import fmt
-from benchcards.read import queries
+from benchcards.read import card_data
+from benchcards.read.store import Store
 from ingest import ingest_paths
 from live.agent import conversation
 from live.client import RawStream, stream_chat
@@ -184,7 +185,7 @@ def test_agent_part_on_the_demo_server(demo, tmp_path, monkeypatch):
     run_dir = write_folder(tmp_path / "out", setup, contract, log)
     report = ingest_paths([run_dir.parent.parent], tmp_path / "a.duckdb")
     assert report.new == [setup.setup_id], report.text()
-    card = queries.card(queries.Store(tmp_path / "a.duckdb"), setup.setup_id)
+    card = card_data.card(Store(tmp_path / "a.duckdb"), setup.setup_id)
     table = agentic.agent_table(card)
     assert list(table["Turn"]) == ["1", "2", "3", "4"]
     warm_share = table["From cache, warm (same prefix), /v1/chat/completions (%)"]

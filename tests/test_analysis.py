@@ -14,8 +14,9 @@ from benchcards.charts import charts
 from benchcards.compute import analysis
 from benchcards.compute.analysis import ABOVE, BELOW, INTERPOLATED, MEASURED
 from benchcards.domain import fmt
-from benchcards.read import queries
-from benchcards.read.queries import AnalysisData
+from benchcards.read import analysis_inputs, overview_rows
+from benchcards.read.analysis_inputs import AnalysisData
+from benchcards.read.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
@@ -376,7 +377,7 @@ def test_knees_table_of_hand_made_setups():
 
 @pytest.mark.integration
 def test_demo_database_time_to_answer(demo_db):
-    data = queries.analysis_data(queries.Store(demo_db))
+    data = analysis_inputs.analysis_data(Store(demo_db))
     assert set(data.setups.setup_id) >= {SEED, SPARK}
     t = analysis.time_to_answer(data, 8192, 500).set_index("setup_id")
     seed = t.loc[SEED]
@@ -388,7 +389,7 @@ def test_demo_database_time_to_answer(demo_db):
     assert not spark.in_range and "(300)" in spark.notes  # its prefill is known only from task prompts
     raw = t[t.index.str.startswith("synthetic-")]
     assert raw.in_range.all() and raw.low_s.notna().all() and (raw.notes == "").all()
-    only = queries.analysis_data(queries.Store(demo_db), [SEED])
+    only = analysis_inputs.analysis_data(Store(demo_db), [SEED])
     assert list(only.setups.setup_id) == [SEED] and set(only.quality.setup_id) == {SEED}
 
 
@@ -400,7 +401,7 @@ def test_generated_setups_have_curves_knees_and_a_frontier(tmp_path):
     synth.generate(tmp_path / "raw", 12, seed=7)
     db = tmp_path / "s.duckdb"
     ingest_paths([tmp_path / "raw"], db)
-    data = queries.analysis_data(queries.Store(db))
+    data = analysis_inputs.analysis_data(Store(db))
     t = analysis.time_to_answer(data, 16384, 800)
     assert t["rank"].notna().sum() == len(data.setups)
     assert list(t["rank"].dropna()) == sorted(t["rank"].dropna())
@@ -474,7 +475,7 @@ def test_analysis_page_shows_every_view_and_matches_the_library(site):
     assert "Prefill vs prompt depth, knees marked (dashed)" in titles
     assert "Total throughput vs requests at once, knees marked (dashed, ringed)" in titles
     shown = table_with(at, "± range (s)")
-    data, _ = analysis.without_method_tests(queries.analysis_data(queries.Store(site)))
+    data, _ = analysis.without_method_tests(analysis_inputs.analysis_data(Store(site)))
     lib = analysis.time_to_answer(data, 4096, 300)
     assert shown.Setup.tolist() == lib.title.tolist()
     assert shown["Time (s)"].tolist() == [fmt.value("answer_s", v) for v in lib.total_s]  # the one formatter
@@ -486,7 +487,7 @@ def test_analysis_page_shows_every_view_and_matches_the_library(site):
 def test_analysis_page_filters_by_tier_and_ranks_only_measured_setups(site):
     at = run_page(tier="24 GB")
     shown = table_with(at, "± range (s)")
-    setups = analysis.with_tiers(queries.analysis_data(queries.Store(site)).setups)
+    setups = analysis.with_tiers(analysis_inputs.analysis_data(Store(site)).setups)
     assert set(shown.Tier) == {"24 GB"} and len(shown) == (setups.tier == "24 GB").sum()
     at = run_page(measured="true")
     shown = table_with(at, "± range (s)")
@@ -538,6 +539,6 @@ def test_setups_with_few_or_no_figures():
 
 @pytest.mark.integration
 def test_a_notebook_may_name_the_database_by_a_string(demo_db):
-    by_path = queries.overview(queries.Store(demo_db))
-    by_str = queries.overview(queries.Store(str(demo_db)))
+    by_path = overview_rows.overview(Store(demo_db))
+    by_str = overview_rows.overview(Store(str(demo_db)))
     assert list(by_str.setup_id) == list(by_path.setup_id) and len(by_str) > 0

@@ -611,9 +611,10 @@ def test_run_live_page_measures_the_demo_server_and_saves_it(tmp_path, monkeypat
         assert "Prefill at 1K" in set(steps.Step) and "2 requests at once" in set(steps.Step)
         requests = [e for e in job.events if e.kind == "request"]
         assert len(requests) == 2 * (1 + 1) + 2 * 3 + (1 + 2) * 2  # warm-up + runs, prefill runs, conc rounds
-        from benchcards.read import queries
+        from benchcards.read import card_data
+        from benchcards.read.store import Store
 
-        card = queries.card(queries.Store(copy), job.setup_id)
+        card = card_data.card(Store(copy), job.setup_id)
         assert card.value("decode") == pytest.approx(2000, rel=0.15)  # plumbing; accuracy is benchmarked
         assert (tmp_path / "local" / job.setup_id / "setup.json").exists()
     finally:

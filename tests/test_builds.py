@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from benchcards.compute import builds
-from benchcards.read import queries
+from benchcards.read import card_data
+from benchcards.read.store import Store
 from ingest.importers import Options, Source, convert, demo
 from ingest.importers.store import save
 from tests.import_helpers import FIX
@@ -47,7 +48,7 @@ def store(tmp_path):
     ]
     db = tmp_path / "b.duckdb"
     save(convert(files, Options()), db, tmp_path / "local")
-    return queries.Store(db)
+    return Store(db)
 
 
 def _id(store, build, fa="on"):
@@ -113,8 +114,8 @@ def test_demo_build_timeline_is_what_the_generator_and_importer_make(tmp_path):
 
 
 def test_demo_timeline_shows_the_deep_context_regression_and_its_fix(demo_db):
-    store = queries.Store(demo_db)
-    sid = next(s for s, _ in queries.setup_ids(store) if s.startswith("timeline-demo-") and "b6188" in s)
+    store = Store(demo_db)
+    sid = next(s for s, _ in card_data.setup_ids(store) if s.startswith("timeline-demo-") and "b6188" in s)
     tl = builds.timeline(store, sid)
     deep = tl[tl.test == "tg128 @ d16384"].reset_index(drop=True)
     assert list(deep.build) == ["b6050", "b6120", "b6188", "b6250"]
@@ -127,8 +128,8 @@ def test_card_page_shows_engine_figures_and_builds(demo_db, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))
-    store = queries.Store(demo_db)
-    sid = next(s for s, _ in queries.setup_ids(store) if s.startswith("timeline-demo-") and "b6250" in s)
+    store = Store(demo_db)
+    sid = next(s for s, _ in card_data.setup_ids(store) if s.startswith("timeline-demo-") and "b6250" in s)
     at = AppTest.from_file(str(ROOT / "pages" / "1_Setup_card.py"), default_timeout=60)
     at.query_params["setup"] = sid
     at.run()
@@ -144,7 +145,7 @@ def test_card_page_shows_engine_figures_and_builds(demo_db, monkeypatch):
 
 
 def test_export_has_the_builds_page_and_card_sections(demo_db, tmp_path):
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
 
     out = tmp_path / "site"
     export(demo_db, out, with_raw=False)
@@ -162,10 +163,10 @@ def test_server_log_and_vllm_sections_on_the_card(tmp_path):
     results = convert([Source("s.log", (FIX / "llama-server-gb10-old-layout.log").read_bytes())])
     db = tmp_path / "c.duckdb"
     save(results, db, tmp_path / "local")
-    from benchcards.views import card as cardmod
+    from benchcards.views import card_tables
 
-    c = queries.card(queries.Store(db), results[0].setups[0].setup_id)
-    t = cardmod.server_log_table(c)
+    c = card_data.card(Store(db), results[0].setups[0].setup_id)
+    t = card_tables.server_log_table(c)
     assert t.Figure.iloc[0] == "Requests in the server's log" and t.Result.iloc[0] == "14"
     assert t.Figure.iloc[1] == "Decode, from the server's log" and t.Result.iloc[1].endswith(" tok/s")
     assert "Prefill of 300-token prompts, from the server's log" in set(t.Figure)
@@ -178,7 +179,7 @@ PAYLOAD = '</script><script>alert(1)</script><img src=x onerror=alert(2)>'
 def test_the_builds_page_shows_names_from_the_files_as_text(tmp_path):
     """Model, GPU and commit names come from the imported files: on builds.html they are text, and in
     Chromium nothing of them runs (the export's audit of injected elements, dialogs and requests)."""
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
     from tests.test_browser import CHROMIUM
     from tests.test_xss import AUDIT, watch
 
@@ -225,7 +226,7 @@ def test_a_speed_setup_timeline_keeps_every_test_and_the_batch_agrees(tmp_path):
         synth.generate_setup(seed, raw, quality=False, fit=False)
     db = tmp_path / "s.duckdb"
     ingest_paths([raw], db)
-    store = queries.Store(db)
+    store = Store(db)
     [group] = builds.timelines(store)
     assert builds.groups(store) == [group.ids] and len(group.ids) == 2
     one = builds.timeline(store, group.ids[0])

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.read import db, queries
+from benchcards.read import card_data, db, overview_rows
+from benchcards.read.store import Store
 from ingest import ingest_paths, store
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract
 
@@ -35,18 +36,18 @@ def test_ingest_while_another_process_reads(tmp_path):
     out, _ = reader.communicate("go\n", timeout=30)
     assert out.strip() == "1"  # the old reader keeps its consistent snapshot
     # a new short-lived connection sees the new file
-    assert sorted(s for s, _ in queries.setup_ids(queries.Store(path))) == ["first", "second"]
+    assert sorted(s for s, _ in card_data.setup_ids(Store(path))) == ["first", "second"]
 
 
 def test_same_process_reads_after_swap(tmp_path):
     path = tmp_path / "bc.duckdb"
     ingest_paths([make_setup(tmp_path / "a", setup={**SETUP, "setup_id": "first"}, name="first")], path)
-    store = queries.Store(path)
-    assert len(queries.overview(store)) == 1
+    store = Store(path)
+    assert len(overview_rows.overview(store)) == 1
     ingest_paths([make_setup(tmp_path / "b", setup={**SETUP, "setup_id": "second"}, name="second",
                              speed=speed_contract("s2", "second"), quality=quality_contract("q2", "second"),
                              fit=fit_contract("f2", "second"))], path)
-    assert len(queries.overview(store)) == 2
+    assert len(overview_rows.overview(store)) == 2
     assert not list(tmp_path.glob("*.tmp"))
 
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.read import queries
+from benchcards.read import card_data
+from benchcards.read.store import Store
 from devdata import synth
 from tests.test_app import SEED, SEED0
 
@@ -34,16 +35,16 @@ def test_synthetic_data_says_so():
 
 
 def test_seed_setups_keep_their_provenance(demo_db):
-    store = queries.Store(demo_db)
+    store = Store(demo_db)
     for sid, source in ((SEED, "A published results page"), (SEED0, "A forum post of llama-server's own timings")):
-        c = queries.card(store, sid)
+        c = card_data.card(store, sid)
         assert c.setup.provenance.startswith(source) and "transcribed" in c.setup.provenance
         assert "seed" not in c.setup.provenance.lower()  # says what the source is, not an internal document name
         assert bool(c.row["summary_only"]) and not bool(c.row["synthetic"])
 
 
 def test_seed_000_tasks_are_shown_as_tasks(demo_db):
-    c = queries.card(queries.Store(demo_db), SEED0)
+    c = card_data.card(Store(demo_db), SEED0)
     assert c.value("decode") == 51.0
     assert c.value("task_prefill", "Long context summarisation", 300) == 1221.4
 
@@ -53,9 +54,9 @@ def test_demo_sweep_shows_its_differences(demo_db, tmp_path):
     # are method tests, the record names them, and every shared figure has an interval and a verdict
     from benchcards.compute import sweeps
     from benchcards.domain import fmt
-    from benchcards.site import export
+    from benchcards.site import exporter
 
-    store = queries.Store(demo_db)
+    store = Store(demo_db)
     (rec,) = sweeps.load_sweeps(store)
     assert [v.name for v in rec.variants] == ["default micro-batch", "micro-batch 64"]
     assert [b.status for b in rec.boots] == ["ok"] * 6 and rec.repeats == 3
@@ -66,7 +67,7 @@ def test_demo_sweep_shows_its_differences(demo_db, tmp_path):
     assert (table["95 % interval of Δ %"] != fmt.DASH).all() and table["Verdict"].str.contains("noise").all()
     assert table[sweeps.RESOLVE_COLUMN].str.fullmatch(r"\d+|more than 1,000").all()
     out = tmp_path / "site"
-    export.export(demo_db, out, with_raw=False)
+    exporter.export(demo_db, out, with_raw=False)
     assert f'href="sweeps/{rec.sweep_id}.html"' in (out / "sweeps.html").read_text()
     assert "micro-batch 64" in (out / "sweeps" / f"{rec.sweep_id}.html").read_text()
 

@@ -10,8 +10,9 @@ import pytest
 
 from benchcards.charts import charts
 from benchcards.compute.summarize import depth_problem
-from benchcards.read import queries
-from benchcards.views import card as cardmod
+from benchcards.read import card_data, curves, overview_rows
+from benchcards.read.store import Store
+from benchcards.views import card_tables
 from ingest import ingest_paths
 from ingest.upload import accept_files
 from tests.helpers import make_setup, rec, speed_contract
@@ -53,8 +54,8 @@ def test_ingest_rejects_a_step_whose_prompts_have_another_depth(tmp_path):
     folder = make_setup(tmp_path / "raw", speed=sp)
     db = tmp_path / "d.duckdb"
     ingest_paths([folder], db)
-    store = queries.Store(db)
-    card = queries.card(store, "hand-3090")
+    store = Store(db)
+    card = card_data.card(store, "hand-3090")
     failed = card.parts[(card.parts.origin == "computed") & (card.parts.status == "failed")]
     assert failed.part.tolist() == ["prefill/2048"]
     assert failed.reason.iloc[0] == ("prefill/2048 round 0: the server counted 708 prompt tokens for a requested "
@@ -64,10 +65,10 @@ def test_ingest_rejects_a_step_whose_prompts_have_another_depth(tmp_path):
     assert card.value("measured_depth", "prefill", 8192) == 8150
     warn = card.warnings[card.warnings.kind == "depth_mismatch"]
     assert len(warn) == 1 and "708" in warn.message.iloc[0]
-    pts = charts.depth_points(queries.series(store, ["hand-3090"], ["prefill", "ttft"]), "prefill")
+    pts = charts.depth_points(curves.series(store, ["hand-3090"], ["prefill", "ttft"]), "prefill")
     assert pts.level.tolist() == [8192] and pts.tokens.tolist() == [8150]  # x is what the server counted
-    assert "Prefill at 8K (8,150 prompt tokens)" in cardmod.speed_table(card).Measurement.tolist()
-    ov = queries.overview(store)
+    assert "Prefill at 8K (8,150 prompt tokens)" in card_tables.speed_table(card).Measurement.tolist()
+    ov = overview_rows.overview(store)
     assert ov.prefill_8k_tps.iloc[0] == pytest.approx(8150 / 8.192)  # headline key stays "prefill at 8192"
 
 
@@ -76,11 +77,11 @@ def test_an_upload_with_a_depth_mismatch_is_kept_but_its_step_is_invalid(tmp_pat
     folder = make_setup(tmp_path / "raw", speed=sp)
     db = tmp_path / "u.duckdb"
     accept_files(folder_files(folder), db, local=tmp_path / "local")
-    card = queries.card(queries.Store(db), "hand-3090")
+    card = card_data.card(Store(db), "hand-3090")
     failed = card.parts[(card.parts.origin == "computed") & (card.parts.status == "failed")]
     assert failed.part.tolist() == ["prefill/8192"] and "+9.9 %" in failed.reason.iloc[0]
     assert card.value("prefill", level=8192) is None and card.value("prefill", level=2048) is not None
-    assert queries.overview(queries.Store(db)).prefill_8k_tps.isna().all()
+    assert overview_rows.overview(Store(db)).prefill_8k_tps.isna().all()
 
 
 def test_records_without_a_prompt_count_are_flagged_unchecked(tmp_path):
@@ -90,6 +91,6 @@ def test_records_without_a_prompt_count_are_flagged_unchecked(tmp_path):
     folder = make_setup(tmp_path / "raw", speed=sp)
     db = tmp_path / "n.duckdb"
     ingest_paths([folder], db)
-    card = queries.card(queries.Store(db), "hand-3090")
+    card = card_data.card(Store(db), "hand-3090")
     assert "depth_unchecked" in set(card.warnings.kind)
     assert card.value("prefill", level=8192) is None  # no count, no prefill rate

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchcards.charts import charts
-from benchcards.site.export import export
+from benchcards.site.exporter import export
 from tests.helpers import demo_count
 from tests.test_app import SEED, SYN1
 
@@ -183,9 +183,10 @@ def test_sitemap_lists_every_page_and_nothing_else(site):
 
 def test_time_to_answer_page_matches_the_library(site, demo_db):
     from benchcards.compute import analysis
-    from benchcards.read import queries
+    from benchcards.read import analysis_inputs
+    from benchcards.read.store import Store
 
-    data, left_out = analysis.without_method_tests(queries.analysis_data(queries.Store(demo_db)))
+    data, left_out = analysis.without_method_tests(analysis_inputs.analysis_data(Store(demo_db)))
     # the tiny real-engine run and the demo sweep's two variants: method tests, not ranked (as in the app)
     assert len(left_out) == 3
     lib = analysis.answer_table(analysis.time_to_answer(data, 2048, 500.0))
@@ -344,7 +345,8 @@ def test_site_search_sort_and_pages_on_a_phone_in_light_and_dark(site, b):
 @pytest.mark.browser
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
 def test_a_long_name_without_spaces_breaks_instead_of_pushing_the_figures_off_screen(demo_db, tmp_path, b):
-    from benchcards.read import queries
+    from benchcards.read import overview_rows
+    from benchcards.read.store import Store
     from benchcards.site import urls as site
     from devdata import synth
     from ingest import ingest_paths
@@ -359,7 +361,7 @@ def test_a_long_name_without_spaces_breaks_instead_of_pushing_the_figures_off_sc
     ingest_paths([folder], db)
     out = tmp_path / "site"
     export(db, out, with_raw=False)
-    tier = queries.overview(queries.Store(db)).set_index("setup_id").tier[folder.name]
+    tier = overview_rows.overview(Store(db)).set_index("setup_id").tier[folder.name]
     page_path = out / site.tier_path(tier)
     page = b.new_page(viewport={"width": 1440, "height": 900})
     for rel in (page_path, out / "index.html"):

@@ -14,7 +14,7 @@ import pytest
 from benchcards.domain import tiers
 from benchcards.read import db
 from benchcards.site import urls as site
-from benchcards.site.export import EXPORT_KEY, export, export_key
+from benchcards.site.exporter import EXPORT_KEY, export, export_key
 from benchcards.site.writer import MANIFEST
 from devdata import synth
 from ingest import ingest_paths

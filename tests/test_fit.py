@@ -88,17 +88,18 @@ def test_the_run_folder_is_a_contract_like_an_uploaded_one(refused_run):
 
 
 def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
-    from benchcards.read import queries
-    from benchcards.site.export import export
-    from benchcards.views import card as cardmod
+    from benchcards.read import card_data
+    from benchcards.read.store import Store
+    from benchcards.site.exporter import export
+    from benchcards.views import card_tables, method_text
     from ingest import ingest_paths
 
     _run, _, run_dir = refused_run
     db = tmp_path / "fit.duckdb"
     ingest_paths([run_dir.parent.parent.parent], db)
     setup_id = run_dir.parent.parent.name
-    c = queries.card(queries.Store(db), setup_id)
-    table = cardmod.fit_table(c)
+    c = card_data.card(Store(db), setup_id)
+    table = card_tables.fit_table(c)
     assert list(table["Context size"]) == ["4K (4,096 tokens)", "8K (8,192 tokens)", "16K (16,384 tokens)",
                                      "32K (32,768 tokens)"]
     assert table["Result"].iloc[0] == "answered (length)"
@@ -118,11 +119,11 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
     assert row.need_gib == row.fit_peak_gib > 0  # CPU only: the process memory is what the setup needs
     assert table["Result"].iloc[2].startswith("did not load: ") and "failed to allocate buffer for kv cache" in \
         table["Result"].iloc[2]
-    note = cardmod.fit_note(c)
+    note = card_tables.fit_note(c)
     assert note.startswith("The server was restarted for each context size")
     assert "Answered (length): the answer ran to its token limit, as expected here" in note
     assert "resident memory of the server's process tree" in note
-    method = cardmod.method_table(c)
+    method = method_text.method_table(c)
     assert "Added to the command by benchcards" in set(method.Setting)
     site = tmp_path / "site"
     export(db, site)

@@ -68,9 +68,10 @@ def test_the_memory_test_shows_its_argv_runs_each_size_and_lands_on_the_site(sit
     assert list(steps.State) == ["answered", "did not load"]
     assert "failed to allocate buffer for kv cache" in steps.Reason.iloc[1]
     assert (tmp_path / "local" / job.setup_id / "setup.json").exists()
-    from benchcards.read import queries
+    from benchcards.read import card_data
+    from benchcards.read.store import Store
 
-    c = queries.card(queries.Store(site), job.setup_id)
+    c = card_data.card(Store(site), job.setup_id)
     assert c.fit is not None and c.fit["largest_ctx"] == 4096
 
 

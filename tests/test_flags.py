@@ -5,7 +5,8 @@ import copy
 import pytest
 
 from benchcards.domain import flags
-from benchcards.read import queries
+from benchcards.read import card_data
+from benchcards.read.store import Store
 from devdata import synth
 from ingest import ingest_paths
 from tests.helpers import SETUP, make_setup
@@ -45,7 +46,7 @@ def test_the_card_warns_about_a_broken_server_command(tmp_path):
     folder = make_setup(tmp_path / "raw", setup=setup)
     db = tmp_path / "x.duckdb"
     ingest_paths([folder.parent], db)
-    card = queries.card(queries.Store(db), "hand-3090")
+    card = card_data.card(Store(db), "hand-3090")
     warns = card.warnings[card.warnings.kind == "server_command"]
     assert list(warns.message) == ["-c needs a value, but it is followed by the flag -np",
                                    "8192 belongs to no flag (a value without its flag?)"]

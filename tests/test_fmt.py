@@ -7,7 +7,9 @@ import pytest
 
 from benchcards.compute import summarize
 from benchcards.domain import fmt, metrics
-from benchcards.read import queries
+from benchcards.read import overview_rows
+from benchcards.read.store import Store
+from benchcards.views import overview_filter
 from benchcards.views import tables as views
 from tests.test_app import SEED
 
@@ -84,7 +86,7 @@ def test_depths_read_as_people_write_them():
 
 
 def test_every_stored_metric_is_registered(demo_db):
-    keys = set(queries.Store(demo_db).df("SELECT DISTINCT metric FROM metrics").metric)
+    keys = set(Store(demo_db).df("SELECT DISTINCT metric FROM metrics").metric)
     assert keys <= set(metrics.REGISTRY), keys - set(metrics.REGISTRY)
     for d in metrics.REGISTRY.values():
         assert d.label and d.unit and d.description and d.decimals >= 0
@@ -102,16 +104,16 @@ def test_quality_tests_have_one_name_whatever_their_contract_called_them():
 
 
 def test_overview_filters_fit_size_and_bits_per_weight(demo_db):
-    ov = queries.overview(queries.Store(demo_db))
+    ov = overview_rows.overview(Store(demo_db))
     seed = ov[ov.setup_id == SEED].iloc[0]
     assert seed.tier == "16 GB" and seed.need_gib == pytest.approx(11.34)  # the memory test's peak
     assert seed.model_gb == pytest.approx(21.713, abs=1e-3) and seed.bpw == pytest.approx(4.96, abs=0.01)
-    assert set(queries.OverviewFilter(fits_gib=12).apply(ov).setup_id) == {SEED}
-    small = queries.OverviewFilter(model_gb=(0, 15)).apply(ov)
+    assert set(overview_filter.OverviewFilter(fits_gib=12).apply(ov).setup_id) == {SEED}
+    small = overview_filter.OverviewFilter(model_gb=(0, 15)).apply(ov)
     assert len(small) == 1 and small.model.iloc[0] == "gpt-oss-20b"
-    eight_bit = queries.OverviewFilter(bpw=(8, 9)).apply(ov)
+    eight_bit = overview_filter.OverviewFilter(bpw=(8, 9)).apply(ov)
     assert set(eight_bit.quant) == {"Q8_0"}
-    shown = views.overview_display(queries.sort_overview(ov))
+    shown = views.overview_display(overview_filter.sort_overview(ov))
     assert not shown.isin(["None", "nan", "<NA>"]).any().any()
     assert shown.Setup.iloc[0] == "Qwen3.8-35B-A3B-Distill · Q4_K_M · llama.cpp b12223"
 

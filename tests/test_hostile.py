@@ -684,9 +684,10 @@ def _(ctx):
 
 
 def _reported_loaded(ctx: Ctx) -> None:
-    from benchcards.read import queries, reported
+    from benchcards.read import reported
+    from benchcards.read.store import Store
 
-    assert reported.figures(queries.Store(ctx.db), ["hand-3090"]).as_written.tolist() == ["~110 t/s", "0.7 GB"]
+    assert reported.figures(Store(ctx.db), ["hand-3090"]).as_written.tolist() == ["~110 t/s", "0.7 GB"]
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])

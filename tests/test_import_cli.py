@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.read import db, queries
+from benchcards.read import card_data, db
+from benchcards.read.store import Store
 from ingest.__main__ import main
 from tests.helpers import make_setup
 from tests.import_helpers import FIX
@@ -28,7 +29,7 @@ def test_a_llama_bench_file_is_detected_imported_and_loaded(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("imported with llama-bench/json: ")
     assert "4 new, 0 replaced, 0 unchanged setup(s)" in r.stdout
-    store = queries.Store(tmp_path / "x.duckdb")
+    store = Store(tmp_path / "x.duckdb")
     assert len(store.df("SELECT * FROM setups")) == 4
     folders = sorted(p.name for p in (tmp_path / "local").iterdir())
     assert len(folders) == 4 and all(p.startswith(("qwen3-30b-a3b", "llama-3.1-8b")) for p in folders)
@@ -99,8 +100,8 @@ def test_options_fill_what_the_file_cannot_tell(tmp_path, capsys):
                  "--server-cmd", "llama-server -m tiny.gguf -c 2048 -np 2", "--measured-by", "me",
                  "--db", str(tmp_path / "x.duckdb"), "--out", str(tmp_path / "l")])
     assert code == 0, capsys.readouterr().err
-    c = queries.card(queries.Store(tmp_path / "x.duckdb"),
-                     queries.setup_ids(queries.Store(tmp_path / "x.duckdb"))[0][0])
+    c = card_data.card(Store(tmp_path / "x.duckdb"),
+                     card_data.setup_ids(Store(tmp_path / "x.duckdb"))[0][0])
     assert c.setup.hardware.gpus[0].name == "NVIDIA GeForce RTX 5060 Ti" and c.setup.hardware.gpus[0].vram_gib == 16
     assert c.setup.server.argv == ["llama-server", "-m", "tiny.gguf", "-c", "2048", "-np", "2"]
     assert c.setup.measured_by == "me" and c.row["slots"] == 2
@@ -118,7 +119,7 @@ def test_reimport_is_unchanged_and_a_second_file_adds_a_run(tmp_path, capsys):
     # the same run written as sql (llama-bench -oe sql): same setups, one more run each, earlier runs kept
     assert main([str(FIX / "llama-bench-cpu.sql"), *args]) == 0
     assert "0 new, 2 replaced" in capsys.readouterr().out
-    store = queries.Store(tmp_path / "x.duckdb")
+    store = Store(tmp_path / "x.duckdb")
     runs = store.df("SELECT setup_id, count(*) AS n FROM runs GROUP BY setup_id")
     assert sorted(runs.n) == [2, 2]
 

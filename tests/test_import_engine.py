@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from benchcards.compute import summarize
-from benchcards.read import queries
+from benchcards.read.store import Store
 from ingest.importers import Options, Source, convert, detect
 from ingest.importers.store import check, save
 from schemas.models import SpeedContract
@@ -71,7 +71,7 @@ def test_real_llama_bench_in_every_format(tiny, tmp_path):
     db = tmp_path / "x.duckdb"
     result = save(convert([json_src, sql_src]), db, tmp_path / "local")
     assert result.report is not None and len(result.report.new) == 2 and set(result.setups.values()) == {"new"}
-    assert len(queries.Store(db).df("SELECT * FROM runs")) == 4
+    assert len(Store(db).df("SELECT * FROM runs")) == 4
 
 
 def test_real_llama_server_log(tiny, tmp_path):

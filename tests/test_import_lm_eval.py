@@ -5,7 +5,8 @@ import json
 import pytest
 
 from benchcards.domain import stats
-from benchcards.read import queries
+from benchcards.read import quality
+from benchcards.read.store import Store
 from ingest.importers import ImportFailed, Options, Source, convert, detect, plan
 from ingest.importers.store import check, save
 from tests.import_helpers import FIX, check_golden, figures, run
@@ -92,7 +93,7 @@ def test_two_setups_that_answered_the_same_items_compare_paired(tmp_path):
     db = tmp_path / "q.duckdb"
     save(a + b, db, tmp_path / "local")
     ids = sorted(s.setup_id for r in a + b for s in r.setups)
-    cmp = {c.test: c for c in queries.compare_quality(queries.Store(db), ids[0], ids[1])}
+    cmp = {c.test: c for c in quality.compare_quality(Store(db), ids[0], ids[1])}
     assert cmp["gsm8k"].method == "McNemar (paired)" and cmp["gsm8k"].n_pairs == 20
     assert cmp["arc_challenge"].method == "Newcombe (independent)"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.read import queries
+from benchcards.read.store import Store
 from tests.import_helpers import FIX
 from tests.live_servers import free_port
 from tests.test_browser import READY, start_streamlit
@@ -62,7 +62,7 @@ def test_upload_page_imports_result_files(site):
         link = page.get_by_text("Open the card of", exact=False).first
         assert "l40s" in link.inner_text()
         b.close()
-    store = queries.Store(db)
+    store = Store(db)
     setups = store.df("SELECT setup_id, gpu FROM setups WHERE setup_id LIKE '%vllm-bench%'")
     assert list(setups.gpu) == ["NVIDIA L40S"]
     assert (local / setups.setup_id[0] / "setup.json").is_file()

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from benchcards.domain import fmt
-from benchcards.read import db, queries
+from benchcards.read import card_data, db, rawfiles
+from benchcards.read.store import Store
 from ingest import IngestError, ingest_paths
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract, write
 
@@ -29,7 +30,7 @@ def loaded(tmp_path, hand) -> Path:
 
 
 def metric(path, name, prompt=None, level=None):
-    c = queries.card(queries.Store(path), "hand-3090")
+    c = card_data.card(Store(path), "hand-3090")
     return c.value(name, prompt, level)
 
 
@@ -51,7 +52,7 @@ def test_speed_figures_are_computed_from_the_raw_records(loaded):
 
 
 def test_quality_and_fit_figures(loaded):
-    c = queries.card(queries.Store(loaded), "hand-3090")
+    c = card_data.card(Store(loaded), "hand-3090")
     q = c.quality.iloc[0]
     assert (q.n, q.right, round(q.pct, 1), round(q.margin_pp, 1)) == (4, 2, 50.0, 35.0)
     assert c.fit["largest_ctx"] == 8192 and c.fit["peak_gib"] == 9.0 and c.fit["decode_tps"] == 45.0
@@ -64,7 +65,7 @@ def test_short_decode_run_fails_its_step_and_warns(tmp_path):
     sp["requests"][1]["output_tokens"] = 23  # below the 256 minimum
     path = tmp_path / "bc.duckdb"
     ingest_paths([make_setup(tmp_path / "raw", speed=sp)], path)
-    c = queries.card(queries.Store(path), "hand-3090")
+    c = card_data.card(Store(path), "hand-3090")
     assert c.value("decode", "code") is None  # step failed: no figure
     assert c.value("decode") is None          # no headline from half the prompts
     assert c.value("decode", "prose") == pytest.approx(32.0)
@@ -78,7 +79,7 @@ def test_stated_figures_that_disagree_become_warnings(tmp_path):
     sp["summary"] = {"decode_tps": 28.5, "decode_by_prompt": {"code": 26.0, "prose": 32.0}}
     path = tmp_path / "bc.duckdb"
     ingest_paths([make_setup(tmp_path / "raw", speed=sp)], path)
-    c = queries.card(queries.Store(path), "hand-3090")
+    c = card_data.card(Store(path), "hand-3090")
     w = c.warnings[c.warnings.kind == "summary_mismatch"]
     assert len(w) == 1 and w.stated.iloc[0] == 26.0 and w.computed.iloc[0] == pytest.approx(25.0)
     assert c.value("decode", "code") == pytest.approx(25.0)  # the computed value is what shows
@@ -96,7 +97,7 @@ def test_changed_file_replaces_the_earlier_version(tmp_path, hand, loaded):
     write(hand / "quality" / q["run_id"] / "contract.json", q)
     report = ingest_paths([hand], loaded)
     assert report.replaced == ["hand-3090"]
-    c = queries.card(queries.Store(loaded), "hand-3090")
+    c = card_data.card(Store(loaded), "hand-3090")
     assert int(c.quality.iloc[0].right) == 3
     with db.reading(loaded) as con:
         assert con.execute("SELECT count(*) FROM quality_items").fetchone()[0] == 4  # not 8
@@ -104,22 +105,22 @@ def test_changed_file_replaces_the_earlier_version(tmp_path, hand, loaded):
 
 
 def test_attachments_are_stored_with_hash_and_size(loaded):
-    c = queries.card(queries.Store(loaded), "hand-3090")
+    c = card_data.card(Store(loaded), "hand-3090")
     log = c.files[c.files.path.str.endswith("client.log")].iloc[0]
     assert log.bytes == len(b"log line\n")
-    assert queries.Store(loaded).raw_file(log.sha256) == b"log line\n"
+    assert Store(loaded).raw_file(log.sha256) == b"log line\n"
 
 
 def test_a_changed_raw_file_is_not_served(tmp_path, hand, loaded):
-    c = queries.card(queries.Store(loaded), "hand-3090")
+    c = card_data.card(Store(loaded), "hand-3090")
     log = c.files[c.files.path.str.endswith("client.log")].iloc[0]
     (Path(log.source)).write_text("tampered\n")
-    with pytest.raises(queries.RawFileError, match="changed"):
-        queries.Store(loaded).raw_file(log.sha256)
+    with pytest.raises(rawfiles.RawFileError, match="changed"):
+        Store(loaded).raw_file(log.sha256)
 
 
 def test_summary_only_contract_keeps_margin_computed_from_right_and_n(demo_db):
-    c = queries.card(queries.Store(demo_db), "qwen38-35b-a3b-distill-q4km-5060ti")
+    c = card_data.card(Store(demo_db), "qwen38-35b-a3b-distill-q4km-5060ti")
     mmlu = c.quality[c.quality.test == "mmlu_pro"].iloc[0]
     assert fmt.quality(mmlu.pct, mmlu.margin_pp) == "57.3 % ± 4.8"
     assert not bool(mmlu.from_items)
@@ -228,7 +229,7 @@ def test_mixed_valid_and_invalid_folders_load_nothing_and_report_all(tmp_path):
     assert len(exc.value.errors) == 2  # both problems in one report
     assert not path.exists()
     ingest_paths([ok], path)
-    assert [s for s, _ in queries.setup_ids(queries.Store(path))] == ["ok-one"]
+    assert [s for s, _ in card_data.setup_ids(Store(path))] == ["ok-one"]
 
 
 def test_cli_reports_all_errors_and_exits_nonzero(tmp_path):

@@ -13,8 +13,10 @@ import time
 import httpx
 import pytest
 
-from benchcards.read import queries
-from benchcards.views import card as cardmod
+from benchcards.domain import names
+from benchcards.read import card_data, overview_rows
+from benchcards.read.store import Store
+from benchcards.views import card_tables, method_text
 from ingest import ingest_paths
 from live.client import NotLoopback, parse_stream, stream_chat
 from live.measure import MeasureConfig, SetupInput, build_setup, measure, parse_build, write_folder
@@ -51,7 +53,7 @@ def ingest_run(tmp_path, contract, info, cfg, log, **setup):
     run_dir = write_folder(tmp_path / "out", s, contract, log)
     db = tmp_path / "live.duckdb"
     ingest_paths([run_dir.parent.parent], db)
-    return queries.card(queries.Store(db), s.setup_id), run_dir
+    return card_data.card(Store(db), s.setup_id), run_dir
 
 
 # --------------------------------------------------------------------------- demo server
@@ -131,7 +133,7 @@ def test_folder_is_accepted_by_ingest_unchanged_and_is_labelled_demo(demo, tmp_p
     db = tmp_path / "live.duckdb"
     report = ingest_paths([run_dir.parent.parent], db)
     assert report.new == [setup.setup_id] and report.requests == len(contract.requests)
-    card = queries.card(queries.Store(db), setup.setup_id)
+    card = card_data.card(Store(db), setup.setup_id)
     assert card.value("decode") == pytest.approx(DECODE, rel=0.15)  # plumbing, not accuracy (see above)
     assert card.value("prefill", level=2048) is not None
     assert card.value("measured_depth", "prefill", 2048) == 2048
@@ -144,15 +146,15 @@ def test_folder_is_accepted_by_ingest_unchanged_and_is_labelled_demo(demo, tmp_p
         "65,536 prompt tokens + 300 output tokens = 65,836 tokens, more than the server's context per slot of "
         "32,768 tokens (2 slots)")
     assert contract.method.ctx_depths == [4096] and contract.method.server_ctx_per_slot == 32768
-    runs = cardmod.runs_table(card)
+    runs = card_tables.runs_table(card)
     assert "Long prompts, 64K: skipped — 65,536 prompt tokens + 300 output tokens" in runs.iloc[0][
         "Failed / repeated / skipped"]
-    how = dict(zip(cardmod.method_table(card).Setting, cardmod.method_table(card).Value))
+    how = dict(zip(method_text.method_table(card).Setting, method_text.method_table(card).Value))
     assert how["Long-prompt depths"] == "4K" and how["Server context per slot"] == "32,768 tokens"
     assert "Server context" not in how  # the total is not known from the server, so it is not claimed
     # a run against the demo server is a demo, whatever the user typed: never verified raw llama.cpp
     assert card.row["slots"] == 2 and card.row["engine"] == "demo" and card.row["synthetic"]
-    assert queries.badges(card.row) == "synthetic" and "not a real measurement" in card.setup.provenance
+    assert names.badges(card.row) == "synthetic" and "not a real measurement" in card.setup.provenance
     assert card.setup.engine.commit is None and card.setup.engine.version == "b9999-demo"
 
 
@@ -212,16 +214,16 @@ def test_ttft_gap_from_a_host_ram_prompt_cache_is_shown_and_explained(tmp_path):
         s.stop()
     card, _ = ingest_run(tmp_path, contract, info, cfg, log, gpu="Demo GPU", vram_gib=24,
                          server_cmd="llama-server -m m.gguf -c 65536")
-    rows = {r["level"]: r for r in cardmod.ttft_gap_rows(card)}
+    rows = {r["level"]: r for r in card_tables.ttft_gap_rows(card)}
     assert set(rows) == {1024, 8192}
     assert rows[8192]["server"] == pytest.approx(8192 / 20000, rel=0.02)
     # each request first saves the previous one before its prompt: after the 1K step about 0.06 s, after
     # an 8K request about 0.49 s; the median of the two 8K requests sits between
     assert rows[8192]["gap"] > 0.2 and rows[8192]["share"] > 20 and rows[8192]["dominated"]
     assert not rows[1024]["dominated"]  # below 8K the rule does not apply
-    table = cardmod.ttft_gap_table(card)
+    table = card_tables.ttft_gap_table(card)
     assert list(table.columns)[:4] == ["Prompt", "Time to first token (client)", "Prompt time (server)", "Gap"]
-    notes = " ".join(cardmod.hygiene_notes(card))
+    notes = " ".join(card_tables.hygiene_notes(card))
     assert "--cache-ram is not set" in notes and "prefill from TTFT is dominated" in notes
     assert "measure again with --cache-ram 0" in notes
     assert "ttft_gap" in set(card.warnings.kind)
@@ -293,9 +295,9 @@ def test_cli_measure_writes_a_folder_with_the_server_log_that_ingests(demo, tmp_
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "1/2 decode code: ok" in r.stderr and "ingested into" in r.stdout
-    ov = queries.overview(queries.Store(db))
+    ov = overview_rows.overview(Store(db))
     assert len(ov) == 1
-    files = queries.card(queries.Store(db), ov.setup_id.iloc[0]).files
+    files = card_data.card(Store(db), ov.setup_id.iloc[0]).files
     assert {"client.log", "server.log"} <= {p.rsplit("/", 1)[-1] for p in files.path}
 
 
@@ -312,7 +314,7 @@ def test_live_job_saves_what_finished_when_stopped(demo, tmp_path):
             job.stop()
         time.sleep(0.02)
     assert job.done and job.error is None, job.error
-    card = queries.card(queries.Store(tmp_path / "job.duckdb"), job.setup_id)
+    card = card_data.card(Store(tmp_path / "job.duckdb"), job.setup_id)
     statuses = dict(zip(card.parts.part, card.parts.status))
     reasons = dict(zip(card.parts.part, card.parts.reason))
     # the prose prompt never finished: the decode part is recorded as stopped, and the card has the code
@@ -320,7 +322,7 @@ def test_live_job_saves_what_finished_when_stopped(demo, tmp_path):
     assert statuses["decode"] == "stopped" and "1 of 2 steps finished; not finished: decode prose" in reasons["decode"]
     assert statuses["prefill"] == statuses["conc"] == "skipped"
     assert card.value("decode", "code") is not None and card.value("decode") is None
-    assert "Decode: stopped — stopped by the user" in cardmod.runs_table(card).iloc[0]["Failed / repeated / skipped"]
+    assert "Decode: stopped — stopped by the user" in card_tables.runs_table(card).iloc[0]["Failed / repeated / skipped"]
     # what the progress counts is what ran
     from live.progress import estimate, plan
 
@@ -396,7 +398,7 @@ def test_real_llama_server_decode_agrees_with_its_timings_and_ingests(llama, tmp
     assert statistics.median(diffs) < 0.01, diffs
     card, run_dir = ingest_run(tmp_path, contract, info, cfg, log, gpu="CPU only", model_name=f"tiny {vocab}",
                                server_cmd=" ".join(s.argv))
-    assert card.row["engine"] == "llama.cpp" and queries.badges(card.row) == "verified raw"
+    assert card.row["engine"] == "llama.cpp" and names.badges(card.row) == "verified raw"
     assert card.setup.engine.commit == "0c1e570"
     assert card.value("prefill", level=2048) is not None and card.value("measured_depth", "prefill", 2048) == 2048
     assert json.loads((run_dir / "contract.json").read_text())["requests"]
@@ -450,11 +452,11 @@ def test_real_llama_server_ttft_gap_is_shown_with_the_cache_ram_setting(tmp_path
     finally:
         s.stop()
     card, _ = ingest_run(tmp_path, contract, info, cfg, runlog, gpu="CPU only", server_cmd=" ".join(s.argv))
-    (row,) = cardmod.ttft_gap_rows(card)
+    (row,) = card_tables.ttft_gap_rows(card)
     recs = [r for r in contract.requests if r.part == "prefill"]
     assert row["server"] == pytest.approx(statistics.median(r.timings.prompt_ms / 1000 for r in recs), rel=1e-9)
     assert row["ttft"] > row["server"] > 0 and row["gap"] == pytest.approx(row["ttft"] - row["server"])
-    notes = cardmod.hygiene_notes(card)
+    notes = card_tables.hygiene_notes(card)
     assert notes[0] == "--cache-ram 0: the host-RAM prompt cache is off."
     assert "prompt eval time" in log.read_text()  # the server's own per-request timing lines
 

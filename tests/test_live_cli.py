@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from benchcards.domain import fmt
-from benchcards.read import queries
+from benchcards.read import card_data, overview_rows
+from benchcards.read.store import Store
 from tests.live_servers import ROOT, demo_server, free_port
 
 pytestmark = pytest.mark.integration
@@ -69,8 +70,8 @@ def test_depths_like_2k_tiers_and_step_figures_agree_with_the_card(demo, tmp_pat
     assert r.returncode == 0, r.stderr
     contract = json.loads(next((tmp_path / "out").glob("*/speed/*/contract.json")).read_text())
     assert contract["method"]["prefill_depths"] == [1024, 2048]
-    ov = queries.overview(queries.Store(db))
-    card = queries.card(queries.Store(db), ov.setup_id.iloc[0])
+    ov = overview_rows.overview(Store(db))
+    card = card_data.card(Store(db), ov.setup_id.iloc[0])
     # title and tier agree: an RTX 4090 with its 24 GiB is in the 24 GB tier, never "CPU only"
     assert "on RTX 4090" in card.setup.title and ov.tier.iloc[0] == "24 GB"
     # the step lines name each figure as the card does, with the card's value
@@ -85,8 +86,8 @@ def test_cpu_only_is_said_and_the_title_agrees(demo, tmp_path):
     r = cli("--base-url", demo.url, "--parts", "decode,prefill", "--prefill-depths", "1K,8K", "--gpu", "cpu",
             "--out", str(tmp_path / "out"), "--ingest", "--db", str(db), *QUICK)
     assert r.returncode == 0, r.stderr
-    ov = queries.overview(queries.Store(db))
-    card = queries.card(queries.Store(db), ov.setup_id.iloc[0])
+    ov = overview_rows.overview(Store(db))
+    card = card_data.card(Store(db), ov.setup_id.iloc[0])
     assert "on CPU only" in card.setup.title and "unknown GPU" not in card.setup.title
     assert card.setup.hardware.gpus == [] and ov.tier.iloc[0] == "CPU only"
     # 8K + 16 output tokens do not fit a 4,096-token slot (8,192 over 2 slots): the message says why

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.read import queries
+from benchcards.read import card_data
+from benchcards.read.store import Store
 from ingest import ingest_paths
 from live.client import MAX_SSE_LINE, Cancel, Limits, parse_stream, stream_chat, stream_many
 from live.measure import Event, MeasureConfig, measure
@@ -235,7 +236,7 @@ def test_ingest_leaves_out_implausible_records(tmp_path):
     folder = make_setup(tmp_path / "raw", speed=sp)
     db = tmp_path / "d.duckdb"
     ingest_paths([folder], db)
-    card = queries.card(queries.Store(db), "hand-3090")
+    card = card_data.card(Store(db), "hand-3090")
     warn = card.warnings[card.warnings.kind == "implausible"].message.tolist()
     assert warn == [
         "decode/code round 2: the server counted 1,000,000 completion tokens for max_tokens 512: more than it was "

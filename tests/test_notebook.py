@@ -84,9 +84,10 @@ def test_analysis_notebook_executes_and_draws_its_charts(demo_db, monkeypatch):
     text = json.dumps([o.get("data") or o.get("text") for c in run.cells for o in c.get("outputs", [])], ensure_ascii=False)
     assert "Qwen3.8-35B-A3B-Distill · Q4_K_M · llama.cpp b" in text  # the tables show the setups (pandas cuts long cells)
     from benchcards.compute import analysis
-    from benchcards.read import queries
+    from benchcards.read import analysis_inputs
+    from benchcards.read.store import Store
 
-    shown, left_out = analysis.without_method_tests(queries.analysis_data(queries.Store(demo_db)))
+    shown, left_out = analysis.without_method_tests(analysis_inputs.analysis_data(Store(demo_db)))
     assert left_out and len(shown.setups) < demo_count()  # method tests and reported figures are not ranked
     assert f"{len(shown.setups)} setups in demo.duckdb; left out as method tests: " in text
 

@@ -15,9 +15,10 @@ import pytest
 
 from benchcards.compute import analysis
 from benchcards.domain.stats import wilson
-from benchcards.read import queries
-from benchcards.site.export import export
-from benchcards.views import card as cardmod
+from benchcards.read import analysis_inputs, card_data, quality
+from benchcards.read.store import Store
+from benchcards.site.exporter import export
+from benchcards.views import card_tables
 from benchcards.views import tables as views
 from ingest import ingest_paths
 from live.demo_answers import share_of
@@ -49,7 +50,7 @@ def ingest_quality(tmp_path, contract, info, cfg, log, setup_id="live-q", **setu
     run_dir = write_quality_folder(tmp_path / "out", s, contract, log)
     db = tmp_path / "live.duckdb"
     ingest_paths([tmp_path / "out"], db)
-    return queries.Store(db), run_dir
+    return Store(db), run_dir
 
 
 def test_a_known_share_right_lands_in_the_cards_wilson_interval(demo, tmp_path):
@@ -68,8 +69,8 @@ def test_a_known_share_right_lands_in_the_cards_wilson_interval(demo, tmp_path):
     wrong = [it for it in t.items if not it.right and not it.cut_off]
     assert wrong and all(it.extracted != it.expected and it.finish_reason == "stop" for it in wrong)
     store, _ = ingest_quality(tmp_path, contract, info, cfg, log)
-    card = queries.card(store, "live-q")
-    row = cardmod.quality_table(card).iloc[0]
+    card = card_data.card(store, "live-q")
+    row = card_tables.quality_table(card).iloc[0]
     right = sum(it.right for it in t.items)
     iv = wilson(right, 300)
     assert iv.lo <= 0.6 <= iv.hi
@@ -153,11 +154,11 @@ def test_two_setups_on_the_same_items_are_compared_paired(tmp_path):
         write_quality_folder(tmp_path / "out", s, c, log)
     db = tmp_path / "q.duckdb"
     ingest_paths([tmp_path / "out"], db)
-    (cmp,) = queries.compare_quality(queries.Store(db), "weak", "strong")
+    (cmp,) = quality.compare_quality(Store(db), "weak", "strong")
     ra, rb = sum(i.right for i in ca.tests[0].items), sum(i.right for i in cb.tests[0].items)
     assert cmp.method == "McNemar (paired)" and cmp.n_pairs == 120
     assert cmp.diff_pp == pytest.approx(100 * (ra - rb) / 120) and cmp.diff_pp < 0 and cmp.significant
-    data = queries.analysis_data(queries.Store(db))
+    data = analysis_inputs.analysis_data(Store(db))
     assert set(data.quality[data.quality.test == "arith"].setup_id) == {"weak", "strong"}
     assert ("arith", "Arithmetic (generated)") in analysis.quality_tests(data)
 
@@ -175,7 +176,7 @@ def test_speed_vs_quality_uses_a_live_quality_run(demo, tmp_path):
     write_quality_folder(tmp_path / "out", s, qc, qlog)
     db = tmp_path / "both.duckdb"
     ingest_paths([tmp_path / "out"], db)
-    data = queries.analysis_data(queries.Store(db))
+    data = analysis_inputs.analysis_data(Store(db))
     df = analysis.speed_quality(data, "arith")
     assert list(df.setup_id) == ["both"] and df.speed_tps.iloc[0] > 0 and df.n.iloc[0] == 30
 
@@ -203,9 +204,9 @@ def test_stop_keeps_the_items_that_finished(tmp_path):
     assert seen[-1].left_s is not None and seen[0].total == 40
     store, _ = ingest_quality(tmp_path, contract, info, cfg, log)
     mark = f"(stopped after {len(t.items)} of 40 items)"
-    row = cardmod.quality_table(queries.card(store, "live-q")).iloc[0]
+    row = card_tables.quality_table(card_data.card(store, "live-q")).iloc[0]
     assert row["Result (95 % margin)"].endswith(mark) and row["Right / n"].endswith(f"/ {len(t.items)}")
-    page = views.quality_table(queries.quality_table(store)).iloc[0]
+    page = views.quality_table(quality.quality_table(store)).iloc[0]
     assert page["Result (95 % margin)"].endswith(mark)
 
 
@@ -235,7 +236,7 @@ def test_cli_writes_a_contract_that_ingests_like_an_upload(demo, tmp_path):
     mine = by["items-mine-" + hashlib.sha256(items.read_bytes()).hexdigest()[:8]]
     assert mine["items_sha256"] and mine["generator"] == "item file" and len(mine["items"]) == 2
     assert all(not it["right"] for it in mine["items"])  # the demo does not know these answers
-    card = queries.card(queries.Store(db), "cli-q")
+    card = card_data.card(Store(db), "cli-q")
     assert set(card.quality.test) == {"arith", "logic", mine["test"]}
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.read import queries
+from benchcards.read import card_data, quality
+from benchcards.read.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
@@ -28,7 +29,7 @@ def test_readme_snippet_runs_outside_the_repository_root(demo_db, tmp_path):
     code = _snippet()
     assert "sys.path" not in code
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"BENCHCARDS_DB": str(demo_db)}
-    filled = (code.replace("queries.Store()", f"queries.Store(__import__('pathlib').Path({str(demo_db)!r}))")
+    filled = (code.replace("Store()", f"Store(__import__('pathlib').Path({str(demo_db)!r}))")
               + "\nprint(card.value('prefill', level=8192))\n")
     done = subprocess.run([sys.executable, "-c", filled], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
@@ -45,11 +46,11 @@ def test_readme_headless_command_names_where_the_executed_notebook_goes():
 
 @pytest.mark.integration
 def test_unknown_ids_raise_not_found_in_card_and_compare_quality(demo_db):
-    store = queries.Store(demo_db)
-    with pytest.raises(queries.NotFound, match="no-such-setup"):
-        queries.card(store, "no-such-setup")
-    with pytest.raises(queries.NotFound, match="no-such-setup, nor-this"):
-        queries.compare_quality(store, "no-such-setup", "nor-this")
-    with pytest.raises(queries.NotFound, match=r"^no-such-setup$"):
-        queries.compare_quality(store, SEED, "no-such-setup")
-    assert queries.compare_quality(store, SEED, "qwen35-35b-a3b-udq4kxl-dgx-spark") == []  # known, no test in common
+    store = Store(demo_db)
+    with pytest.raises(card_data.NotFound, match="no-such-setup"):
+        card_data.card(store, "no-such-setup")
+    with pytest.raises(card_data.NotFound, match="no-such-setup, nor-this"):
+        quality.compare_quality(store, "no-such-setup", "nor-this")
+    with pytest.raises(card_data.NotFound, match=r"^no-such-setup$"):
+        quality.compare_quality(store, SEED, "no-such-setup")
+    assert quality.compare_quality(store, SEED, "qwen35-35b-a3b-udq4kxl-dgx-spark") == []  # known, no test in common

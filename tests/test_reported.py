@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from benchcards.compute import analysis
-from benchcards.read import db, queries, reported
+from benchcards.read import analysis_inputs, card_data, db, overview_rows, reported
+from benchcards.read.store import Store
+from benchcards.views import overview_filter
 from benchcards.views import tables as views
 from ingest import IngestError, ingest_paths
 from tests.helpers import SETUP, make_setup, speed_contract, write
@@ -73,14 +75,14 @@ def test_figures_are_written_back_as_approximate_or_ranges():
 
 
 def test_a_reported_contract_is_stored_as_written_with_its_source(both):
-    store = queries.Store(both)
+    store = Store(both)
     f = reported.figures(store, [REP])
     decode = f[f.metric == "decode"].iloc[0]
     assert (decode.value, bool(decode.approx), decode.as_written) == (110.0, True, "~110 t/s")
     assert decode.source_url == URL and decode.source_title == "Tiny-1B speeds, post your numbers"
-    card = queries.card(store, REP)
+    card = card_data.card(store, REP)
     assert card.metrics.empty  # no figure computed, nothing in the measured figures
-    assert queries.card_badge(card) == "reported"
+    assert card_data.card_badge(card) == "reported"
     assert list(card.runs.kind) == ["reported"]
     table = reported.figures_table(store, REP)
     assert list(table.Reported) == ["~110 tok/s", "0.7 GB"] and list(table.Approximate) == ["yes", "no"]
@@ -175,20 +177,20 @@ def test_reported_setups_are_never_ranked_above_measured_ones(tmp_path):
     fast = reported_contract("rep-fast", value=500.0, approx=False, as_written="500 t/s")
     ingest_paths([make_setup(tmp_path / "raw"), make_reported(tmp_path / "raw"),
                   make_reported(tmp_path / "raw", reported_setup("rep-fast"), fast)], path)
-    store = queries.Store(path)
-    ov = queries.overview(store)
-    for by in queries.SORTS:
-        order = list(queries.sort_overview(ov, by).setup_id)
+    store = Store(path)
+    ov = overview_rows.overview(store)
+    for by in overview_filter.SORTS:
+        order = list(overview_filter.sort_overview(ov, by).setup_id)
         assert order[0] == HAND, (by, order)
         if by == "decode":
             assert order == [HAND, "rep-fast", REP]  # among themselves: by the reported figure
-    for flt in (queries.OverviewFilter(fits_gib=24.0), queries.OverviewFilter(kinds=("reported", "synthetic"))):
-        assert queries.sort_overview(flt.apply(ov), "decode").setup_id.iloc[0] == HAND
-    shown = views.overview_display(queries.sort_overview(ov))
+    for flt in (overview_filter.OverviewFilter(fits_gib=24.0), overview_filter.OverviewFilter(kinds=("reported", "synthetic"))):
+        assert overview_filter.sort_overview(flt.apply(ov), "decode").setup_id.iloc[0] == HAND
+    shown = views.overview_display(overview_filter.sort_overview(ov))
     assert list(shown["Decode (tok/s)"]) == ["28.5", "reported 500", "reported ~110"]
     assert list(shown.badge) == ["synthetic", "reported", "reported"]
     assert set(ov[ov.reported].decode_tps.isna()) == {True}  # never in the ranked column
-    data = queries.analysis_data(store)
+    data = analysis_inputs.analysis_data(store)
     assert list(data.setups.setup_id) == [HAND]  # the analysis ranks measured figures only
     assert list(analysis.time_to_answer(data, 2048, 500).setup_id) == [HAND]
 
@@ -197,7 +199,7 @@ def test_reported_setups_are_never_ranked_above_measured_ones(tmp_path):
 
 
 def test_reported_and_measured_figures_of_one_gpu_and_model_are_shown_side_by_side(both):
-    store = queries.Store(both)
+    store = Store(both)
     line_measured = reported.beside_lines(store, HAND)
     line_reported = reported.beside_lines(store, REP)
     assert line_measured == line_reported
@@ -206,7 +208,7 @@ def test_reported_and_measured_figures_of_one_gpu_and_model_are_shown_side_by_si
     assert line.endswith(f"2026-05-01); {DIFFERENT}") and "measured here" not in line
     # the claim about -fa is on the card it was reported with and on the card whose command sets -fa
     for sid in (HAND, REP):
-        argv = queries.card(store, sid).setup.server.argv
+        argv = card_data.card(store, sid).setup.server.argv
         assert reported.claims_for(store, argv, sid) == [
             "-fa off → on: decode ~+5–9 % (Tiny-1B speeds, post your numbers — someone, 2026-05-01; reported with "
             "Tiny-1B Q4_K_M on an RTX 3090, reported (rep-3090))"]
@@ -216,7 +218,7 @@ def test_another_gpu_or_model_is_not_shown_beside(tmp_path):
     path = tmp_path / "bc.duckdb"
     other = reported_setup(hardware={"gpus": [{"name": "RTX 4090", "count": 1, "vram_gib": 24.0}]})
     ingest_paths([make_setup(tmp_path / "raw"), make_reported(tmp_path / "raw", other)], path)
-    assert reported.beside_lines(queries.Store(path), HAND) == []
+    assert reported.beside_lines(Store(path), HAND) == []
 
 
 def test_the_setup_card_in_the_app_shows_reported_beside_measured(both, monkeypatch):
@@ -252,7 +254,7 @@ def test_the_overview_and_compare_in_the_app(both, monkeypatch):
 
 
 def test_the_export_card_shows_reported_beside_measured_and_lists_reported_last(both, tmp_path):
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
 
     site = tmp_path / "site"
     export(both, site, with_raw=False)
@@ -293,8 +295,8 @@ SEED001 = {
 
 
 def test_the_demo_data_ships_seed_001_as_reported_figures(demo_db):
-    store = queries.Store(demo_db)
-    ov = queries.overview(store).set_index("setup_id")
+    store = Store(demo_db)
+    ov = overview_rows.overview(store).set_index("setup_id")
     for sid, (decode, quant) in SEED001.items():
         assert ov.loc[sid, "badges"] == "reported" and ov.loc[sid, "quant"] == quant, sid
         t = reported.figures_table(store, sid)
@@ -305,7 +307,7 @@ def test_the_demo_data_ships_seed_001_as_reported_figures(demo_db):
     assert ov.loc["reported-qwen35-35b-a3b-udq4kxl-r9700", "gpu"] == "AMD Radeon AI PRO R9700"
     assert ov.loc["reported-qwen35-35b-a3b-q4km-rtx5080-ncpumoe24", "offload"] is not None  # experts in RAM
     # the KV-cache claim: on the card it came with and where a command sets the K/V cache type (the DGX Spark's)
-    spark = queries.card(store, "qwen35-35b-a3b-udq4kxl-dgx-spark")
+    spark = card_data.card(store, "qwen35-35b-a3b-udq4kxl-dgx-spark")
     said = reported.claims_for(store, spark.setup.server.argv, spark.setup_id)
     assert said and said[0].startswith("--cache-type-k/--cache-type-v f16 → q8_0: decode +12–38 %")
     # the measured 4090 demo setup of the same model shows the reported 4090 figure beside its own
@@ -313,7 +315,7 @@ def test_the_demo_data_ships_seed_001_as_reported_figures(demo_db):
     assert any("reported 122 tok/s UD-Q4_K_XL" in line and line.endswith("different quant (Q8_0 here) in "
                "Synthetic: Qwen3.5-35B-A3B Q8_0 on NVIDIA GeForce RTX 4090, synthetic demo data") for line in beside), beside
     assert not any("measured here" in line for line in beside), beside
-    ranked = list(queries.sort_overview(queries.overview(store)).setup_id)
+    ranked = list(overview_filter.sort_overview(overview_rows.overview(store)).setup_id)
     first_reported = min(ranked.index(s) for s in SEED001)
     assert all(s in SEED001 for s in ranked[first_reported:])
 
@@ -330,7 +332,7 @@ def test_demo_contracts_say_what_they_write(demo_db):
 
 
 def test_the_overview_download_keeps_reported_figures_out_of_the_measured_column(both):
-    ov = queries.sort_overview(queries.overview(queries.Store(both)))
+    ov = overview_filter.sort_overview(overview_rows.overview(Store(both)))
     table = views.overview_table(ov, lambda sid: sid).set_index("Card")
     assert table.loc[REP, "Decode (tok/s)"] == "—" and table.loc[REP, "Reported decode (tok/s)"] == "~110"
     assert table.loc[HAND, "Decode (tok/s)"] == "28.5" and table.loc[REP, "Data"] == "reported"
@@ -339,14 +341,14 @@ def test_the_overview_download_keeps_reported_figures_out_of_the_measured_column
 def test_a_site_of_reported_setups_only_exports(tmp_path):
     """A database that holds only reported setups (no measured one to put them beside) exports its cards; the
     'beside' lookup once broadcast a tuple key against an empty column and the export stopped."""
-    from benchcards.site import export
+    from benchcards.site import exporter
 
     raw = Path(__file__).resolve().parent.parent / "data" / "raw"
     folder = next(p for p in sorted(raw.iterdir()) if p.name.startswith("reported-"))
     dbp = tmp_path / "r.duckdb"
     ingest_paths([folder], dbp)
     out = tmp_path / "site"
-    export.export(dbp, out)
+    exporter.export(dbp, out)
     card = (out / "setups" / f"{folder.name}.html").read_text(encoding="utf-8")
     assert "reported" in card.lower()
 
@@ -356,7 +358,7 @@ KV_CLAIM = "--cache-type-k/--cache-type-v f16 → q8_0: decode +12–38 %"
 
 
 def test_a_flag_claim_shows_only_where_a_server_command_sets_the_flag(demo_db, monkeypatch, tmp_path):
-    from benchcards.site.export import export
+    from benchcards.site.exporter import export
     from tests.test_app import run
 
     monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))

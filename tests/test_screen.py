@@ -12,9 +12,9 @@ import pytest
 
 from benchcards.charts import charts
 from benchcards.domain import flags, fmt
-from benchcards.read import queries
-from benchcards.views import card as cardmod
-from benchcards.views import downloads
+from benchcards.read import card_data, overview_rows
+from benchcards.read.store import Store
+from benchcards.views import downloads, reproduce_steps
 from ui import html
 
 pytestmark = pytest.mark.integration
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def demo_store(demo_db):
-    return queries.Store(demo_db)
+    return Store(demo_db)
 
 
 def _series(rows: list[tuple[str, str, str, int, float]]) -> pd.DataFrame:
@@ -108,7 +108,7 @@ def test_downloads_are_numbers_with_units_in_headers_and_empty_for_missing():
 def test_the_overview_download_links_by_id_and_loads_as_numbers(demo_store):
     from benchcards.views import tables as views
 
-    ov = queries.overview(demo_store)
+    ov = overview_rows.overview(demo_store)
     data = pd.read_csv(io.BytesIO(downloads.csv_bytes(views.overview_table(ov))))
     assert data.setup_id.tolist() == ov.setup_id.tolist()
     assert not any("Setup_card" in str(v) for v in data.to_numpy().ravel())
@@ -163,12 +163,12 @@ def test_device_uuids_get_a_note_to_put_ones_own():
 
 
 def test_the_command_block_and_its_explanation_name_the_same_model_path(demo_store):
-    for sid in queries.overview(demo_store).setup_id:
-        c = queries.card(demo_store, sid)
-        r = cardmod.reproduce(c)
+    for sid in overview_rows.overview(demo_store).setup_id:
+        c = card_data.card(demo_store, sid)
+        r = reproduce_steps.reproduce(c)
         if r.server is None or not c.setup.model.file:
             continue
-        parts = cardmod.flags_table(c).Part.tolist()
+        parts = reproduce_steps.flags_table(c).Part.tolist()
         model = [p for p in parts if p.startswith(("-m ", "--model "))]
         for p in model:
             assert p.split(" ", 1)[1] in r.server, (sid, p)
@@ -181,8 +181,8 @@ def test_words_break_only_at_spaces_but_long_tokens_may_break():
 
 
 def test_a_first_click_sorts_a_figure_the_way_it_is_better():
-    from benchcards.site import export
+    from benchcards.site import html_table
 
-    t = export.table(pd.DataFrame({"Setup": ["a", "b"], "Decode (tok/s)": ["63.4", "132.0"],
+    t = html_table.table(pd.DataFrame({"Setup": ["a", "b"], "Decode (tok/s)": ["63.4", "132.0"],
                                    "First token at 2K (s)": ["1.2", "0.8"], "GPU": ["x", "y"]}))
     assert t.first == ["asc", "desc", "asc", "asc"]

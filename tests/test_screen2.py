@@ -11,8 +11,9 @@ import pytest
 
 from benchcards.charts import charts
 from benchcards.compute import builds
-from benchcards.read import queries
-from benchcards.site import export
+from benchcards.read import card_data, curves, overview_rows
+from benchcards.read.store import Store
+from benchcards.site import card_pages, exporter
 from ingest.__main__ import main
 from ingest.importers import Options, Source, convert
 from ingest.importers.store import save
@@ -45,10 +46,10 @@ def depth_db(tmp_path_factory) -> Path:
 
 
 def test_llama_bench_depth_tests_are_points_on_the_depth_curves(depth_db):
-    store = queries.Store(depth_db)
-    (sid,) = [s for s, _ in queries.setup_ids(store)]
-    assert queries.curve_setups(store) == [sid]  # chosen by default on the Scaling curves page
-    series = queries.series(store, [sid], export.SERIES_METRICS)
+    store = Store(depth_db)
+    (sid,) = [s for s, _ in card_data.setup_ids(store)]
+    assert curves.curve_setups(store) == [sid]  # chosen by default on the Scaling curves page
+    series = curves.series(store, [sid], card_pages.SERIES_METRICS)
     pre = charts.depth_points(series, "prefill")
     dec = charts.depth_points(series, "decode")
     # x: the context at the test's end (512 tokens after 8,192 untimed ones), one line per test
@@ -63,7 +64,7 @@ def test_llama_bench_depth_tests_are_points_on_the_depth_curves(depth_db):
 
 def test_the_exported_card_draws_the_llama_bench_depth_points(depth_db, tmp_path):
     out = tmp_path / "site"
-    export.export(depth_db, out)
+    exporter.export(depth_db, out)
     (card,) = list((out / "setups").glob("*.html"))
     html = card.read_text()
     specs_json = [json.loads(m) for m in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', html,
@@ -76,7 +77,7 @@ def test_the_exported_card_draws_the_llama_bench_depth_points(depth_db, tmp_path
 @pytest.fixture(scope="module")
 def demo_site(demo_db, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("export2") / "site"
-    export.export(demo_db, out)
+    exporter.export(demo_db, out)
     return out
 
 
@@ -94,7 +95,7 @@ def b():
 @pytest.mark.browser
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no Chromium")
 def test_the_export_search_for_a_size_lists_that_tier_only(demo_db, demo_site, b):
-    ov = queries.overview(queries.Store(demo_db))
+    ov = overview_rows.overview(Store(demo_db))
     tier_of = dict(zip(ov.setup_id, ov.tier))
     page = b.new_page()
     page.goto((demo_site / "index.html").as_uri())
@@ -123,15 +124,15 @@ def test_the_builds_page_names_each_build_once(tmp_path):
     """Two setups of build b102 (two commits with one build number) beside b101: b102 is listed once."""
     db = tmp_path / "x.duckdb"
     save(convert([_bench(101, "c101"), _bench(102, "c102a"), _bench(102, "c102b")], Options()), db, tmp_path / "l")
-    assert len(queries.setup_ids(queries.Store(db))) == 3
-    export.export(db, tmp_path / "site", with_raw=False)
+    assert len(card_data.setup_ids(Store(db))) == 3
+    exporter.export(db, tmp_path / "site", with_raw=False)
     page = (tmp_path / "site" / "builds.html").read_text()
     line = re.search(r"Builds: (.*?)</p>", page).group(1)
     assert re.sub(r"<[^>]+>", "", line) == "b101, b102 (2 setups)"
     # one build measured twice is no timeline
     db2 = tmp_path / "y.duckdb"
     save(convert([_bench(102, "c102a"), _bench(102, "c102b")], Options()), db2, tmp_path / "l2")
-    assert builds.timelines(queries.Store(db2)) == []
+    assert builds.timelines(Store(db2)) == []
 
 
 def test_a_first_build_of_the_shipped_demo_data_prints_no_warnings(tmp_path):

@@ -7,7 +7,8 @@ import io
 
 import pytest
 
-from benchcards.read import queries
+from benchcards.read import analysis_inputs
+from benchcards.read.store import Store
 from tests.test_browser import CHROMIUM, browser, open_page, server  # noqa: F401  (fixtures)
 from ui import html
 
@@ -20,7 +21,7 @@ SETUP_PARTS = """() => { const table = document.querySelector('table.bc-table[ar
 
 @pytest.mark.integration
 def test_analysis_names_setups_short_with_their_gpu(demo_db):
-    data = queries.analysis_data(queries.Store(demo_db))
+    data = analysis_inputs.analysis_data(Store(demo_db))
     names = dict(zip(data.setups.setup_id, data.setups.title))
     assert names["synthetic-00001-qwen35-35b-a3b-q8_0"] == "Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860 · RTX 4090"
     assert names["qwen38-35b-a3b-distill-q4km-5060ti"].endswith(" · RTX 5060 Ti 16 GB")

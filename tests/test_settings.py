@@ -192,8 +192,9 @@ def test_method_fields_are_the_contracts_names_and_to_argv_reads_back():
 # --------------------------------------------------------------------------- the round trip
 
 def test_a_measured_runs_reproduce_command_parses_back_to_its_settings(tmp_path):
-    from benchcards.read import queries
-    from benchcards.views import card as cards
+    from benchcards.read import card_data
+    from benchcards.read.store import Store
+    from benchcards.views import reproduce_steps
     from live.__main__ import main
 
     given = ["--parts", "decode,prefill,conc,agent", "--prompts", "prose", "--runs", "1", "--warmups", "0",
@@ -211,8 +212,8 @@ def test_a_measured_runs_reproduce_command_parses_back_to_its_settings(tmp_path)
     finally:
         server.stop()
     assert rc == 0
-    card = queries.card(queries.Store(db), "round-trip")
-    [(_run, command)] = cards.reproduce(card).measure.items()
+    card = card_data.card(Store(db), "round-trip")
+    [(_run, command)] = reproduce_steps.reproduce(card).measure.items()
     argv = shlex.split(command.replace("\\\n", " "))
     assert argv[:4] == ["python", "-m", "live", "measure"]
     back = build_parser().parse_args(argv[3:])

@@ -5,8 +5,9 @@ import pytest
 
 from benchcards.charts import charts, specs
 from benchcards.compute import analysis
-from benchcards.read import queries
-from benchcards.site.export import SERIES_METRICS
+from benchcards.read import analysis_inputs, card_data, curves, overview_rows
+from benchcards.read.store import Store
+from benchcards.site.card_pages import SERIES_METRICS
 
 pytestmark = pytest.mark.integration
 
@@ -20,9 +21,9 @@ def built(chart) -> dict:
 
 @pytest.fixture(scope="module")
 def demo(demo_db):
-    store = queries.Store(demo_db)
-    ids = queries.overview(store).setup_id.tolist()
-    return store, ids, queries.series(store, ids, SERIES_METRICS), analysis.knees(queries.analysis_data(store))
+    store = Store(demo_db)
+    ids = overview_rows.overview(store).setup_id.tolist()
+    return store, ids, curves.series(store, ids, SERIES_METRICS), analysis.knees(analysis_inputs.analysis_data(store))
 
 
 def test_depth_and_concurrency_templates_draw_what_altair_draws(demo):
@@ -48,7 +49,7 @@ def test_depth_and_concurrency_templates_draw_what_altair_draws(demo):
 
 def test_the_cards_memory_chart_is_the_altair_chart(demo):
     store, ids, _series, _kn = demo
-    cards = [c for c in queries.cards(store, ids) if c.fit is not None and not c.fit_steps.empty]
+    cards = [c for c in card_data.cards(store, ids) if c.fit is not None and not c.fit_steps.empty]
     assert len(cards) >= 2
     for c in cards:
         vram = c.row.get("vram_gib")

@@ -17,7 +17,7 @@ import pytest
 
 from benchcards.compute import sweeps
 from benchcards.domain import fmt
-from benchcards.read import queries
+from benchcards.read.store import Store
 from ingest import ingest_paths
 from live.measure import MeasureConfig, SetupInput
 from live.sweep import SweepConfig, Variant, differences, grid, parse_variant, run_sweep, write_sweep
@@ -99,7 +99,7 @@ def demo_sweep(tmp_path):
     report = ingest_paths([tmp_path / "out"], tmp_path / "s.duckdb")
     assert sorted(report.new) == sorted(s.setup_id for s in setups)
     # the sweep view reads the record back from the database: a row per figure, the boots in order
-    store = queries.Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.duckdb")
     (found,) = sweeps.load_sweeps(store)
     assert found.sweep_id == record.sweep_id
     table = sweeps.sweep_table(store, found)

@@ -11,8 +11,8 @@ import pytest
 
 from benchcards.compute import sweeps
 from benchcards.domain import fmt
-from benchcards.read import queries
-from benchcards.site.export import export
+from benchcards.read.store import Store
+from benchcards.site.exporter import export
 from ingest import ingest_paths
 from live.measure import SetupInput
 from live.sweep import Variant, run_sweep, write_sweep
@@ -50,7 +50,7 @@ def swept(tmp_path_factory):
 @pytest.mark.integration
 def test_sweep_page_of_the_export_has_the_library_rows_chart_and_card_links(swept):
     db, out = swept
-    store = queries.Store(db)
+    store = Store(db)
     (rec,) = sweeps.load_sweeps(store)
     page = out / "sweeps" / f"{rec.sweep_id}.html"
     html = page.read_text()
@@ -104,7 +104,7 @@ def test_sweep_variant_names_are_text_on_the_export_and_the_app_shows_the_same_v
     assert not at.exception
     app_html = " ".join(h.proto.body for h in at.get("html"))
     assert "<script>alert" not in app_html and "&lt;script&gt;" in app_html
-    (rec,) = sweeps.load_sweeps(queries.Store(db))
+    (rec,) = sweeps.load_sweeps(Store(db))
     exported = tables((out / "sweeps" / f"{rec.sweep_id}.html").read_text())
     shown = tables(app_html)
     assert shown[0] == exported[0]  # the differences: same rows, same verdicts

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchcards.compute import sweeps
-from benchcards.read import queries
+from benchcards.read.store import Store
 from live.sweep_job import current_job, variants_from_rows
 from tests.test_app import page_text, run, table_with
 from tests.test_launcher import alive, wait_gone
@@ -76,9 +76,9 @@ def test_a_sweep_from_the_page_shows_each_boot_and_lands_on_the_sweeps_page(site
     assert list(boots.Variant) == ["fast", "slow", "fast", "slow"] and set(boots.State) == {"measured"}
     assert all(wait_gone(int(p), 1) for p in boots["Server pid"])  # every boot's server is stopped
     # the demo data ships a sweep of its own; the page's run is one more
-    (rec,) = [r for r in sweeps.load_sweeps(queries.Store(site)) if r.sweep_id == job.sweep_id]
+    (rec,) = [r for r in sweeps.load_sweeps(Store(site)) if r.sweep_id == job.sweep_id]
     assert rec.baseline == "fast"
-    assert set(sweeps.sweep_table(queries.Store(site), rec).Variant) == {"slow"}
+    assert set(sweeps.sweep_table(Store(site), rec).Variant) == {"slow"}
 
 
 @pytest.mark.integration

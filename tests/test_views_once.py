@@ -17,8 +17,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from benchcards.compute import analysis
-from benchcards.read import queries
-from benchcards.site.export import export
+from benchcards.read import card_data
+from benchcards.read.store import Store
+from benchcards.site.exporter import export
 from benchcards.views import cardview
 from tests.helpers import demo_count
 
@@ -134,7 +135,7 @@ def _same(app: str, exported: str, what: str) -> None:
 
 
 def _ids(demo_db) -> list[str]:
-    return [s for s, _ in queries.setup_ids(queries.Store(demo_db))]
+    return [s for s, _ in card_data.setup_ids(Store(demo_db))]
 
 
 def test_every_demo_card_reads_the_same_in_the_app_and_the_export(demo_db, site, monkeypatch):
@@ -150,9 +151,9 @@ def test_every_demo_card_reads_the_same_in_the_app_and_the_export(demo_db, site,
 
 def test_every_section_of_the_view_is_on_both(demo_db, site, monkeypatch):
     """Each section's heading and its first words stand on both pages (the comparison above is not vacuous)."""
-    store = queries.Store(demo_db)
+    store = Store(demo_db)
     for sid in (SEED0, SEED):
-        c = queries.card(store, sid)
+        c = card_data.card(store, sid)
         at = app_card(demo_db, monkeypatch, sid)
         app = " ".join(app_text(at.main))
         page = (site / "setups" / f"{sid}.html").read_text(encoding="utf-8")
@@ -181,18 +182,18 @@ def test_warnings_are_labelled_in_words_on_both(demo_db):
     """A warning reads 'Stated figure differs from the raw records (run): …' on both, never its raw kind."""
     import pandas as pd
 
-    from benchcards.site import export as ex
-    from benchcards.views import card as cardmod
+    from benchcards.site import card_pages, render
+    from benchcards.views import card_tables
 
-    c = queries.card(queries.Store(demo_db), SEED)
+    c = card_data.card(Store(demo_db), SEED)
     c.warnings = pd.DataFrame({"kind": ["summary_mismatch", "high_cv"], "run_id": [None, "r1"],
                                "message": ["stated 63.4, computed 61.0", "CV 12 %"]})
-    page = ex.card_page(ex.environment(), c, f"setups/{SEED}.html", cardview.Inputs(), depth={}, conc=None,
-                        fit=None, knee_points=ex.EMPTY_KNEES, raw=frozenset())
+    page = card_pages.card_page(render.environment(), c, f"setups/{SEED}.html", cardview.Inputs(), depth={}, conc=None,
+                        fit=None, knee_points=card_pages.EMPTY_KNEES, raw=frozenset())
     text = visible(page, only="card-section")
     for kind, run, message in (("summary_mismatch", "the setup", "stated 63.4, computed 61.0"),
                                ("high_cv", "r1", "CV 12 %")):
-        assert f"{cardmod.WARNING_KINDS[kind]} ({run}): {message}" in text
+        assert f"{card_tables.WARNING_KINDS[kind]} ({run}): {message}" in text
         assert kind not in text
     (warnings,) = [s for s in cardview.sections(c) if s.anchor == "warnings"]
     assert [(b.label, b.text, b.tone) for b in warnings.blocks] == [

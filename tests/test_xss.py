@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from benchcards.site.export import CSP, export, script_json
+from benchcards.charts.specs import script_json
+from benchcards.site.exporter import export
+from benchcards.site.render import CSP
 from ingest import ingest_paths
 from tests.live_servers import free_port
 from tests.test_browser import ARTIFACTS, CHROMIUM, READY, start_streamlit
@@ -182,7 +184,7 @@ def test_commands_built_from_the_data_run_exactly_the_recorded_words():
     cmd = flags.shell_join(argv, env)
     words = shlex.split(cmd.replace("\\\n", " "))
     assert words == ["CUDA_VISIBLE_DEVICES=0; rm -rf ~", "env", "A B;C=$(x)", *argv]
-    from benchcards.views.card import _shell_lines
+    from benchcards.views.reproduce_steps import _shell_lines
 
     args = ["python", "-m", "live", "measure", "--gpu", "--$(reboot)", "--title", "x; touch /tmp/pwned", "--ingest"]
     assert shlex.split(_shell_lines(args).replace("\\\n", " ")) == args

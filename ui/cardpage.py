@@ -11,8 +11,9 @@ import streamlit as st
 from benchcards.charts import charts
 from benchcards.compute import builds
 from benchcards.domain import fmt
-from benchcards.read import queries, reported
-from benchcards.read.queries import Card, Store
+from benchcards.read import card_data, rawfiles, reported
+from benchcards.read.card_data import Card
+from benchcards.read.store import Store
 from benchcards.views import cardview as cv
 from ui import common
 from ui.common import md
@@ -23,7 +24,7 @@ BADGE_COLOURS = {"synthetic": "orange", "summary only": "blue", "method test": "
 def inputs(store: Store, c: Card) -> cv.Inputs:
     """What the card shows besides its own rows, read for this one setup."""
     decode_run = c.run_of("decode")
-    prompt_tokens = queries.decode_prompt_tokens(store, decode_run) if decode_run else None
+    prompt_tokens = card_data.decode_prompt_tokens(store, decode_run) if decode_run else None
     timeline = builds.timeline(store, c.setup_id)
     return cv.Inputs(prompt_tokens=prompt_tokens,
                      timeline=None if timeline.empty else builds.timeline_table(timeline),
@@ -124,5 +125,5 @@ def files(store: Store, c: Card, b: cv.Files) -> None:
         data = store.raw_file(table["SHA-256"][choice])
         st.download_button("Download", data, file_name=table.File[choice].split("/")[-1], key="rawdl",
                            icon=":material/download:")
-    except queries.RawFileError as exc:
+    except rawfiles.RawFileError as exc:
         st.warning(f"Not available: {md(exc)}")

@@ -14,8 +14,8 @@ import streamlit as st
 
 from benchcards.read import paths
 from benchcards.read.db import DatabaseError, check
-from benchcards.read.queries import Store
 from benchcards.read.sources import Freshness, freshness
+from benchcards.read.store import Store
 from ui import background
 
 #: ASCII punctuation: each is backslash-escaped in text from data shown as Markdown
@@ -223,7 +223,7 @@ def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *
 
 
 def tiles(items: list) -> None:
-    """Headline figures (``benchcards.views.card.Tile``): three a row, two on a phone; the meaning on hover."""
+    """Headline figures (``benchcards.views.card_tables.Tile``): three a row, two on a phone; the meaning on hover."""
     from ui import html
 
     st.html(html.tiles([(t.label, t.value, t.help) for t in items]))
@@ -248,7 +248,7 @@ def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_se
     limits the choice, ``default`` is the initial choice when the URL has none (a list
     when ``multi``), ``where`` is the container (default: the page).
     """
-    from benchcards.read.queries import setup_ids
+    from benchcards.read.card_data import setup_ids
 
     where = where or st
     titles = dict(setup_ids(store))

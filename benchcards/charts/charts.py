@@ -240,7 +240,7 @@ def _names(df: pd.DataFrame, names: dict[str, str] | None) -> pd.Series:
 
 
 def depth_points(series: pd.DataFrame, kind: str, names: dict[str, str] | None = None) -> pd.DataFrame:
-    """Points of one depth chart from ``queries.series``: one per setup, part and depth.
+    """Points of one depth chart from ``curves.series``: one per setup, part and depth.
 
     Decode at depth is measured per prompt: the point is the mean of the prompts' medians
     (the headline decode's definition) and the tooltip lists each prompt. Columns: setup,
@@ -475,7 +475,7 @@ def conc_builder(points: Any, rate: str, levels: tuple[int, ...], domain: list, 
 
 
 def quality_points(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.DataFrame:
-    """Rows of ``queries.quality_table`` for the quality chart, one per (test, setup), with tooltip texts."""
+    """Rows of ``quality.quality_table`` for the quality chart, one per (test, setup), with tooltip texts."""
     from benchcards.views.tables import quality_frame
 
     df = quality_frame(q)

@@ -8,7 +8,7 @@ reused). Each request record carries its ``turn``, its ``endpoint`` (chat = /v1/
 messages = /v1/messages) and the cached-token count the server stated.
 
 ``agent_metrics`` turns the records into figures (pure; called by ``summarize.speed_from_records``);
-``agent_table`` and ``agent_summary`` make the card's "Agentic use" section from a ``queries.Card``.
+``agent_table`` and ``agent_summary`` make the card's "Agentic use" section from a ``card_data.Card``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from benchcards.compute.summarize import Metric
-    from benchcards.read.queries import Card
+    from benchcards.read.card_data import Card
     from schemas.models import RequestRecord
 
 __all__ = ["EXPLAINED", "agent_chart_rows", "agent_metrics", "agent_summary", "agent_table", "cached_tokens"]

@@ -1,6 +1,6 @@
 """Analysis across setups: time to answer, throughput vs per-request speed, speed vs quality, knees.
 
-Pure functions over the frames of ``queries.analysis_data`` (no I/O, no Streamlit), so the app,
+Pure functions over the frames of ``analysis_inputs.analysis_data`` (no I/O, no Streamlit), so the app,
 notebooks and the static export compute the same figures. The rules are written out in
 docs/analysis.md; in short:
 
@@ -39,7 +39,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from benchcards.domain import fmt, metrics, tiers
-from benchcards.read.queries import HEADLINE_TESTS, AnalysisData
+from benchcards.domain.metrics import HEADLINE_TESTS
+from benchcards.read.analysis_inputs import AnalysisData
 
 #: tokens per word when a setup's runs do not tell (plain English prose with a BPE tokenizer)
 DEFAULT_TOKENS_PER_WORD = 1.3
@@ -260,7 +261,7 @@ def filter_tiers(data: AnalysisData, wanted: Sequence[str]) -> AnalysisData:
 
 
 def without_method_tests(data: AnalysisData) -> tuple[AnalysisData, list[str]]:
-    """``data`` without its method tests (``queries.method_test_sql``: tiny or random-weight models, test
+    """``data`` without its method tests (``clauses.method_test_sql``: tiny or random-weight models, test
     engines), and the titles left out. Their figures show how benchcards measures, not how fast a model runs,
     so the rankings and charts leave them out unless a reader asks for them."""
     s = data.setups

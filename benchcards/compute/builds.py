@@ -25,7 +25,8 @@ import pandas as pd
 
 from benchcards.domain import flags, fmt, metrics
 from benchcards.read import db
-from benchcards.read.queries import Store, _fetch, latest_metrics
+from benchcards.read.clauses import latest_metrics
+from benchcards.read.store import Store, fetch
 
 #: metric -> spread metric of the same prompt and level (None: no spread); the figures lined up per build
 TIMELINE_METRICS: dict[str, str | None] = {
@@ -93,11 +94,11 @@ def siblings(store: Store, setup_id: str) -> pd.DataFrame:
     engine_commit, measured_last, build. Empty when the setup is unknown."""
     cols = SIBLING_COLUMNS
     with db.reading(store.path) as con:
-        me = _fetch(con, "SELECT gpu, model, quant, engine, setup_json FROM setups WHERE setup_id = ?", [setup_id])
+        me = fetch(con, "SELECT gpu, model, quant, engine, setup_json FROM setups WHERE setup_id = ?", [setup_id])
         if me.empty:
             return pd.DataFrame(columns=cols)
         r = me.iloc[0]
-        cand = _fetch(con, """
+        cand = fetch(con, """
             SELECT setup_id, title, engine_version, engine_build, engine_commit, measured_last, setup_json
             FROM setups WHERE gpu IS NOT DISTINCT FROM ? AND model IS NOT DISTINCT FROM ?
               AND quant IS NOT DISTINCT FROM ? AND engine IS NOT DISTINCT FROM ?

@@ -16,7 +16,8 @@ import pandas as pd
 from benchcards.compute import sweepstats
 from benchcards.domain import fmt
 from benchcards.domain.metrics import REGISTRY
-from benchcards.read.queries import RawFileError, Store
+from benchcards.read.rawfiles import RawFileError
+from benchcards.read.store import Store
 from schemas.models import SweepRecord
 
 __all__ = ["EMPTY", "EXPLAINED", "HIDDEN", "RESOLVE_COLUMN", "SWEEP_FILE", "boots_table", "differences", "label", "load_sweeps",

@@ -311,7 +311,7 @@ def index_setups(overview: pd.DataFrame, figures: pd.DataFrame, quality: pd.Data
 
     ``figures`` are the latest metrics of every setup (setup_id, metric, prompt, level, value, n,
     provenance); a value is given in the registry's unit (stored value x the figure's scale),
-    unrounded. ``quality`` are the rows of ``queries.quality_table``. ``reported``: the reported figures
+    unrounded. ``quality`` are the rows of ``quality.quality_table``. ``reported``: the reported figures
     (``benchcards.read.reported.figures``), listed apart from the measured ones under each setup's ``reported``.
     """
     figs: dict[str, list[dict]] = {}

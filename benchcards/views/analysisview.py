@@ -2,7 +2,7 @@
 
 Each analysis view (time to answer, throughput vs per-request speed, speed vs quality, knees) has a title, an
 intro (what it shows), its rules (how its figures are made) and what is said when nothing qualifies. The
-Streamlit Analysis page (pages/7_Analysis.py) and the export's analysis pages (``export._analysis_pages``) show
+Streamlit Analysis page (pages/7_Analysis.py) and the export's analysis pages (``benchcards.site.pages._analysis_pages``) show
 these same sentences; the overview's lead and legend are here too (app.py and the export's index). Their
 tables are ``benchcards.compute.analysis``'s display tables, their charts ``benchcards.charts.charts``'. Plain text, no
 Streamlit, no HTML.

@@ -1,7 +1,7 @@
 """The setup card as data: one ordered list of sections, each with its words, tables, tiles, notes and charts.
 
 This is the only place where the card's words live. The Streamlit page (``ui.cardpage``, used by
-pages/1_Setup_card.py) and the static export (``export.card_page`` with templates/card.html) both walk
+pages/1_Setup_card.py) and the static export (``benchcards.site.card_pages.card_page`` with templates/card.html) both walk
 ``sections(...)`` in its order and only decide how each block looks; neither adds a word of its own, so the two
 cannot drift apart (tests/test_views_once.py compares their visible text for every demo setup).
 
@@ -18,10 +18,10 @@ from typing import NamedTuple
 import pandas as pd
 
 from benchcards.compute import agentic, builds
-from benchcards.domain import fmt
-from benchcards.read import queries, reported
-from benchcards.read.queries import Card
-from benchcards.views import card as cardmod
+from benchcards.domain import fmt, names
+from benchcards.read import card_data, reported
+from benchcards.read.card_data import Card
+from benchcards.views import card_tables, method_text, reproduce_steps
 
 __all__ = ["Bullets", "Chart", "Code", "Details", "Facts", "Files", "Inputs", "Link", "Section", "Sources", "Table", "Text",
            "Tiles", "sections"]
@@ -68,7 +68,7 @@ class Table(NamedTuple):
 class Tiles(NamedTuple):
     """Headline figures (label, value, meaning on hover)."""
 
-    tiles: list[cardmod.Tile]
+    tiles: list[card_tables.Tile]
 
 
 class Code(NamedTuple):
@@ -174,10 +174,10 @@ def sections(c: Card, inputs: Inputs | None = None) -> list[Section]:
 
 def header(c: Card) -> Section:
     s, row = c.setup, c.row
-    badge = queries.card_badge(c)
+    badge = card_data.card_badge(c)
     blocks: list = [Text(s.provenance or "", "badge", badge)]
     by = f" by {s.measured_by}" if s.measured_by else ""
-    blocks.append(Text(f"{queries.short_name(row)} · {row['gpu']} · {'reported' if badge == 'reported' else 'measured'}"
+    blocks.append(Text(f"{names.short_name(row)} · {row['gpu']} · {'reported' if badge == 'reported' else 'measured'}"
                        f" {', '.join(s.measured_at) or 'date unknown'}{by}", "note"))
     if badge == "method test":
         blocks.append(Text(METHOD_TEST, "info", own=True))
@@ -204,11 +204,11 @@ def reported_figures(r: reported.CardSection | None) -> Section | None:
 
 
 def speed(c: Card, i: Inputs) -> Section:
-    blocks: list = [Tiles([t for t in cardmod.headline_tiles(c) if t.value != fmt.DASH])]
+    blocks: list = [Tiles([t for t in card_tables.headline_tiles(c) if t.value != fmt.DASH])]
     if c.metrics.empty:
         return Section("speed", "Speed", [*blocks, Text("No speed run for this setup.", "note")])
-    blocks += [Text(n, "note") for n in (cardmod.decode_context(c, i.prompt_tokens), cardmod.headline_source(c)) if n]
-    table = cardmod.speed_table(c)
+    blocks += [Text(n, "note") for n in (card_tables.decode_context(c, i.prompt_tokens), card_tables.headline_source(c)) if n]
+    table = card_tables.speed_table(c)
     if not table.empty:
         blocks.append(Table(table, "speed"))
         slots = c.value("slots") or c.row.get("slots")
@@ -221,22 +221,22 @@ def speed_details(c: Card) -> list[Section]:
     """The speed section's sub-sections: named tasks, client vs server, first token vs prompt time, long prompts,
     requests at once, agentic use, engine benchmark, the server's log (those the card has)."""
     out = [named_tasks(c)]
-    cvs = cardmod.client_vs_server(c)
+    cvs = card_tables.client_vs_server(c)
     if not cvs.empty:
         out.append(Section("client-vs-server", "Client vs server", [Text(
             "Client figures come from the client's clock (they include HTTP and template overhead); server figures "
             "from llama-server's own timings.", "note"),
             Table(cvs, "client-vs-server", ("Client (tok/s)", "Server (tok/s)", "Difference"))], 3))
-    gap = cardmod.ttft_gap_table(c)
+    gap = card_tables.ttft_gap_table(c)
     if not gap.empty:
         out.append(Section("ttft-gap", "Time to first token vs the server's prompt time", [
-            Text(cardmod.TTFT_GAP_EXPLAINED, "note"), Table(gap, "ttft-gap"), Bullets(cardmod.hygiene_notes(c))], 3))
-    lp = cardmod.long_prompt_table(c)
+            Text(card_tables.TTFT_GAP_EXPLAINED, "note"), Table(gap, "ttft-gap"), Bullets(card_tables.hygiene_notes(c))], 3))
+    lp = card_tables.long_prompt_table(c)
     if not lp.empty:
         out.append(Section("long-prompts", "Long prompts", [
             Text("Prompts of exactly this many tokens: a filler first, the task prompt last.", "note"),
             Table(lp, "long-prompts")], 3))
-    conc = cardmod.conc_table(c)
+    conc = card_tables.conc_table(c)
     if not conc.empty and len(conc.columns) > 4:  # no first-token or between-token times: the speed table has it
         out.append(Section("concurrency", "Requests at once", [Text(CONC, "note"), Table(conc, "concurrency")], 3))
     agent = agentic.agent_table(c)
@@ -248,23 +248,23 @@ def speed_details(c: Card) -> list[Section]:
 
 def named_tasks(c: Card) -> Section | None:
     """Seed 000's kind of card: figures per named task, then the tasks taken together ("Overall")."""
-    tasks = cardmod.task_table(c)
+    tasks = card_tables.task_table(c)
     if tasks.empty:
         return None
-    n = cardmod.task_runs(c)
+    n = card_tables.task_runs(c)
     note = ("Figures of a tool that measures named tasks, not prompt depths: mean ± standard deviation over "
             + (f"n = {n} runs per task" if n else "its runs (how many is not recorded)")
             + ", as it reported them (its rates come from the server's own timings)."
             + (" With so few runs the standard deviation is a rough guide only." if n and n < 5 else ""))
     blocks: list = [Text(note, "note"), Table(tasks, "tasks", tuple(tasks.columns[1:]))]
-    overall = cardmod.task_overall(c)
+    overall = card_tables.task_overall(c)
     if not overall.empty:
         blocks += [Text("Overall", "heading"), Table(overall, "tasks-overall")]
     return Section("tasks", "Named tasks", blocks, 3)
 
 
 def engine_benchmark(c: Card) -> Section | None:
-    engine = cardmod.engine_table(c)
+    engine = card_tables.engine_table(c)
     if engine.empty:
         return None
     return Section("engine", "Engine benchmark (llama-bench)", [Text(
@@ -274,7 +274,7 @@ def engine_benchmark(c: Card) -> Section | None:
 
 
 def server_log(c: Card) -> Section | None:
-    logged = cardmod.server_log_table(c)
+    logged = card_tables.server_log_table(c)
     if logged.empty:
         return None
     return Section("server-log", "From the server's log", [Text(
@@ -308,10 +308,10 @@ def builds_over_time(timeline: pd.DataFrame | None) -> Section | None:
 def quality(c: Card) -> Section:
     if c.quality.empty:
         return Section("quality", "Quality", [Text("No quality run for this setup.", "note")])
-    blocks: list = [Table(cardmod.quality_table(c), "quality"), Text(
+    blocks: list = [Table(card_tables.quality_table(c), "quality"), Text(
         "Result ± half-width of the Wilson 95 % interval, in points. A cut-off answer counts as wrong.", "note")]
     if not c.quality_tasks.empty:
-        blocks += [Text("Sub-tasks", "heading"), Table(cardmod.quality_tasks_table(c), "quality-tasks")]
+        blocks += [Text("Sub-tasks", "heading"), Table(card_tables.quality_tasks_table(c), "quality-tasks")]
     return Section("quality", "Quality", blocks)
 
 
@@ -319,15 +319,15 @@ def memory(c: Card) -> Section:
     f = c.fit
     if f is None:
         return Section("memory", "Memory test", [Text("No memory test for this setup.", "note")])
-    blocks: list = [Tiles(cardmod.fit_tiles(c))]
-    slot_warning = cardmod.fit_slot_warning(c)
+    blocks: list = [Tiles(card_tables.fit_tiles(c))]
+    slot_warning = card_tables.fit_slot_warning(c)
     if slot_warning:
         blocks.append(Text(slot_warning, "warning"))
     if not fmt.missing(f.get("first_failed_error")):
         blocks.append(Text(f"First size that failed: {fmt.depth(f['first_failed_ctx'])} "
                            f"({fmt.tokens(f['first_failed_ctx'])}) — {f['first_failed_error']}", "note"))
-    blocks.append(Table(cardmod.fit_table(c), "memory"))
-    note = cardmod.fit_note(c)
+    blocks.append(Table(card_tables.fit_table(c), "memory"))
+    note = card_tables.fit_note(c)
     if note:
         blocks.append(Text(note, "note"))
     blocks.append(Chart("fit"))
@@ -336,26 +336,26 @@ def memory(c: Card) -> Section:
 
 def method(c: Card) -> Section:
     """How every run measured (the stored method: tokens, runs, warm-ups, limits, the tool and its command)."""
-    runs = cardmod.method_by_run(c)
+    runs = method_text.method_by_run(c)
     if not runs:
         return Section("method", "How it was measured", [Text("No method settings were recorded.", "note")])
     blocks: list = []
     for heading, table in runs:
         blocks += [Text(heading, "heading"), Table(table, f"method-{len(blocks) // 2 + 1}", download=False)]
-    return Section("method", "How it was measured", blocks, download=("method", lambda: cardmod.method_table(c)))
+    return Section("method", "How it was measured", blocks, download=("method", lambda: method_text.method_table(c)))
 
 
 def reproduce(c: Card) -> Section:
-    """Get the model, start the server (or run the benchmark), measure: the exact commands (card.reproduce)."""
+    """Get the model, start the server (or run the benchmark), measure: the exact commands (reproduce_steps.reproduce)."""
     s = c.setup
-    r = cardmod.reproduce(c)
+    r = reproduce_steps.reproduce(c)
     blocks: list = []
     for step in r.steps:
         blocks.append(Text(step.detail, label=step.title, sep=" — "))
         blocks += [Code(cmd, caption) for caption, cmd in step.commands]
         if step.title.startswith("2.") and step.commands:
             blocks.append(Details("What each part of the server command means", [
-                Text(f"For {cardmod.engine_build(c).text}.", "note"), Table(cardmod.flags_table(c), "flags")]))
+                Text(f"For {reproduce_steps.engine_build(c).text}.", "note"), Table(reproduce_steps.flags_table(c), "flags")]))
             blocks += [Text(value, "note", label, ": ") for label, value in
                        (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)) if value]
     blocks += [Text(n, "note") for n in r.notes]
@@ -367,10 +367,10 @@ FIT_ONLY_SAMPLING = ("None used: this setup has only a memory test, whose one an
 
 
 def sampling(c: Card) -> Section:
-    if cardmod.fit_only(c):
+    if card_tables.fit_only(c):
         return Section("sampling", "Sampling and thinking", [Text(FIT_ONLY_SAMPLING, label="Sampling")])
     return Section("sampling", "Sampling and thinking", [
-        Text(cardmod.sampling_text(c), label="Sampling"), Text(THINKING[c.setup.thinking], label="Thinking")])
+        Text(card_tables.sampling_text(c), label="Sampling"), Text(THINKING[c.setup.thinking], label="Thinking")])
 
 
 def deviations(c: Card) -> Section | None:
@@ -384,12 +384,12 @@ def deviations(c: Card) -> Section | None:
 
 
 def runs(c: Card) -> Section:
-    return Section("runs", "Runs", [Table(cardmod.runs_table(c), "runs", empty="No runs recorded.")])
+    return Section("runs", "Runs", [Table(card_tables.runs_table(c), "runs", empty="No runs recorded.")])
 
 
 def warnings(c: Card) -> Section:
     """Every warning, labelled in words (card.WARNING_KINDS), with the run it belongs to."""
-    found = cardmod.warnings_list(c)
+    found = card_tables.warnings_list(c)
     if not found:
         return Section("warnings", "Warnings", [Text(NO_WARNINGS, "note")])
     return Section("warnings", "Warnings", [Text(message, "warning", f"{what} ({run})")
@@ -397,11 +397,11 @@ def warnings(c: Card) -> Section:
 
 
 def machine(c: Card) -> Section:
-    return Section("machine", "Hardware, engine and model", [Facts(cardmod.machine_rows(c))])
+    return Section("machine", "Hardware, engine and model", [Facts(card_tables.machine_rows(c))])
 
 
 def raw_files(c: Card) -> Section:
-    files = cardmod.files_table(c)
+    files = card_tables.files_table(c)
     if files.empty:
         return Section("files", "Raw files", [Text("No raw files recorded.", "note")])
     return Section("files", "Raw files", [Files(files, "files", FILES)])

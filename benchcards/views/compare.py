@@ -12,7 +12,8 @@ import pandas as pd
 
 from benchcards.domain import flags, fmt, metrics
 from benchcards.domain.names import short_gpu, unique_names
-from benchcards.read.queries import Card, QualityComparison
+from benchcards.read.card_data import Card
+from benchcards.read.quality import QualityComparison
 from schemas.models import Setup
 
 
@@ -30,7 +31,7 @@ class Styled:
 
 def names(cards: list[Card]) -> list[str]:
     """Short names that tell the setups apart (model · quant · engine build, then the GPU where needed)."""
-    from benchcards.read.queries import short_name
+    from benchcards.domain.names import short_name
 
     return unique_names([short_name(c.row) for c in cards], [short_gpu(c.row.get("gpu")) for c in cards],
                         [c.setup_id for c in cards])
@@ -249,7 +250,7 @@ def quality_side_by_side(cards: list[Card], compare: Callable[[str, str], list[Q
                          shown: list[str] | None = None) -> Styled:
     """Tests that at least two setups ran: result ± margin (right / n) per setup; for every setup after the
     first, the difference from the first with a significance verdict (``compare(a, b)`` gives A − B per test,
-    e.g. ``lambda a, b: queries.compare_quality(store, a, b)``)."""
+    e.g. ``lambda a, b: quality.compare_quality(store, a, b)``)."""
     cols = shown or names(cards)
     tests: dict[str, str] = {}
     for c in cards:

@@ -1,6 +1,6 @@
 """CSV and JSON downloads of the site's tables: data, not the text on the screen.
 
-A display table (``benchcards.views.tables``, ``benchcards.views.card``) holds text made by ``benchcards.domain.fmt``:
+A display table (``benchcards.views.tables``, ``benchcards.views.card_tables``) holds text made by ``benchcards.domain.fmt``:
 "2,989.6", "57.3 % ± 4.8", "—". A download turns each column back into what it says:
 
 - a column whose every cell is a number (thousands separators, a minus sign, one unit such as

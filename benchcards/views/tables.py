@@ -104,7 +104,7 @@ def overview_table(ov: pd.DataFrame, link: Callable[[str], str] | None = None) -
 
 
 def quality_frame(q: pd.DataFrame) -> pd.DataFrame:
-    """Rows of ``queries.quality_table`` with one display name per test id (``test_label``) and a
+    """Rows of ``quality.quality_table`` with one display name per test id (``test_label``) and a
     distinct ``setup_name`` per setup, ordered by test (registry order first), then result."""
     df = q.copy()
     df["test_label"] = [metrics.quality_label(t, lab) for t, lab in zip(df.test, df.label)]
@@ -115,7 +115,7 @@ def quality_frame(q: pd.DataFrame) -> pd.DataFrame:
 
 
 def quality_table(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.DataFrame:
-    """Quality across setups (from ``queries.quality_table``): result ± margin, interval, right / n, settings.
+    """Quality across setups (from ``quality.quality_table``): result ± margin, interval, right / n, settings.
 
     ``names`` maps setup ids to the names shown (default: the titles).
     """

@@ -1,4 +1,5 @@
-"""The setup card as plain tables and texts: built from ``queries.Card``, shown by the app and the export.
+"""The setup card as plain tables, tiles and notes: built from ``card_data.Card``, shown by the app and the
+export.
 
 Every cell is text from ``benchcards.domain.fmt`` ("—" where a value is missing); figure
 names come from the metric registry. Pure functions, no Streamlit.
@@ -6,20 +7,16 @@ names come from the metric registry. Pure functions, no Streamlit.
 
 from __future__ import annotations
 
-import json
-import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from benchcards.domain import flags, fmt, metrics
-from benchcards.domain.wrappers import split_command
-from benchcards.read.queries import Card
+from benchcards.read.card_data import Card
+from benchcards.views.method_text import peak_source, sampling_words, stored_method
 
-if TYPE_CHECKING:
-    from live.settings import SpeedSettings
+__all__ = ["SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "WARNING_KINDS", "Tile", "client_vs_server", "conc_table", "decode_context", "depth_with_count", "engine_table", "files_table", "FIT_FINISH", "fit_note", "fit_only", "fit_peak_sources", "fit_peak_tile", "fit_result_text", "fit_slot_warning", "fit_table", "fit_tiles", "headline_source", "headline_tiles", "hygiene_notes", "long_prompt_table", "machine_rows", "quality_table", "quality_tasks_table", "rows_of", "runs_table", "sampling_text", "server_log_table", "speed_table", "step_name", "task_overall", "task_runs", "task_table", "ttft_gap_rows", "ttft_gap_table", "warnings_list"]
 
 
 def rows_of(df: pd.DataFrame) -> list[SimpleNamespace]:
@@ -88,7 +85,7 @@ def _run_words(card: Card, run_id: str) -> str:
         return f"run {run_id}"
     row = r.iloc[0]
     bits = [] if fmt.missing(row.started_at) else [f"started {row.started_at}"]
-    parts = _method(row.get("method_json")).get("parts") or []
+    parts = stored_method(row.get("method_json")).get("parts") or []
     if parts:
         bits.append("parts: " + ", ".join(metrics.part_label(p).lower() for p in parts))
     return f"run {run_id}" + (f" ({'; '.join(bits)})" if bits else "")
@@ -115,7 +112,7 @@ def decode_context(card: Card, prompt_tokens: float | None = None) -> str | None
     if rid is None:
         return None
     r = card.runs[card.runs.run_id == rid]
-    method = _method(r.iloc[0].get("method_json")) if not r.empty else {}
+    method = stored_method(r.iloc[0].get("method_json")) if not r.empty else {}
     if "decode" not in (method.get("parts") or []):
         if "task" in (method.get("parts") or []):
             return ("Decode: the mean generation rate over the tool's named tasks, as it reported it (prompts of "
@@ -201,7 +198,7 @@ def task_runs(card: Card) -> int | None:
         m = card.metrics[card.metrics.metric.isin(TASK_COLUMNS)]
         rid = None if m.empty or "run_id" not in m.columns else str(m.run_id.iloc[0])
     r = card.runs[card.runs.run_id == rid] if rid else card.runs.iloc[0:0]
-    runs = _method(r.iloc[0].get("method_json")).get("runs") if not r.empty else None
+    runs = stored_method(r.iloc[0].get("method_json")).get("runs") if not r.empty else None
     return int(runs) if isinstance(runs, int | float) and runs > 0 else None
 
 
@@ -394,121 +391,6 @@ def server_log_table(card: Card) -> pd.DataFrame:
     return pd.DataFrame(rows) if dec is not None or len(rows) > 1 else pd.DataFrame()
 
 
-# --------------------------------------------------------------------------- method settings
-
-def _depths(values: list) -> str:
-    return ", ".join(fmt.depth(v) for v in values) if values else fmt.DASH
-
-
-def _sampling_text(sampling: dict | None) -> str:
-    if not sampling:
-        return fmt.DASH
-    names = {"temperature": "temperature", "top_p": "top-p", "top_k": "top-k", "min_p": "min-p",
-             "presence_penalty": "presence penalty", "frequency_penalty": "frequency penalty",
-             "repeat_penalty": "repetition penalty", "seed": "seed", "source": "from"}
-    return ", ".join(f"{names.get(k, k.replace('_', ' '))} {v}" for k, v in sampling.items() if v is not None) \
-        or fmt.DASH
-
-
-def _count(v: object) -> str:
-    return fmt.number(v, 0)
-
-
-#: how each speed method field is shown (the settings' names come from live.settings, where they are declared
-#: with their command-line options; the rest are what the server said or the run stored)
-_SPEED_SHOW: dict[str, object] = {
-    "parts": lambda v: ", ".join(metrics.part_label(p) for p in v), "prompt_ids": lambda v: ", ".join(v),
-    "runs": _count, "warmups": _count, "max_tokens": fmt.tokens, "min_decode_tokens": fmt.tokens,
-    "prefill_depths": _depths, "prefill_runs": _count, "prefill_max_tokens": fmt.tokens,
-    "conc_levels": lambda v: ", ".join(fmt.number(x, 0) for x in v), "conc_rounds": _count,
-    "conc_max_tokens": fmt.tokens, "l1_max_tokens": fmt.tokens, "ctx_depths": _depths, "ctx_runs": _count,
-    "ctx_max_tokens": fmt.tokens, "agent_turns": _count, "agent_tokens": fmt.tokens, "agent_max_tokens": fmt.tokens,
-    "agent_endpoints": lambda v: ", ".join(v), "thinking": fmt.on_off,
-}
-_SERVER_SAID: tuple[tuple[str, str, object], ...] = (
-    ("sampling", "Sampling sent", _sampling_text),
-    ("server_slots", "Server slots", _count),
-    ("server_ctx", "Server context, all slots", fmt.tokens),
-    ("server_ctx_per_slot", "Server context per slot", fmt.tokens),
-)
-
-
-def _speed_method_rows() -> tuple[tuple[str, str, object], ...]:
-    """(field, setting, how to show) of every speed method field the card shows, in the card's order."""
-    from live.settings import METHOD_FIELDS, SpeedSettings, label_of
-
-    rows = [(k, label_of(SpeedSettings, k), _SPEED_SHOW[k]) for k in METHOD_FIELDS if k != "thinking"]
-    rows += [("cache_prompt", "Server prompt cache", lambda v: "on" if v else "off (cache_prompt false)"),
-             ("thinking", label_of(SpeedSettings, "thinking"), fmt.on_off)]
-    return (*rows, *_SERVER_SAID)
-
-
-def _method(raw: object) -> dict:
-    if fmt.missing(raw):
-        return {}
-    try:
-        out = json.loads(str(raw))
-    except ValueError:
-        return {}
-    return out if isinstance(out, dict) else {}
-
-
-def _relevant(method: dict) -> dict:
-    """The fields of a speed method that belong to the parts it ran."""
-    from live.settings import PART_FIELDS
-
-    parts = set(method.get("parts") or [])
-    return {k: v for k, v in method.items() if k not in PART_FIELDS or parts & set(PART_FIELDS[k])}
-
-
-def method_table(card: Card) -> pd.DataFrame:
-    """Run | Setting | Value: how every run measured (its stored method, its tests' settings, its tool)."""
-    rows: list[tuple[str, str, str]] = []
-    for r in card.runs.itertuples():
-        method = _method(getattr(r, "method_json", None))
-        if r.kind == "speed":
-            method = _relevant(method)
-            for key, setting, show in _speed_method_rows():
-                if key in method and method[key] not in (None, []):
-                    rows.append((r.run_id, setting, show(method[key])))  # type: ignore[operator]
-        elif r.kind == "quality":
-            for q in card.quality[card.quality.run_id == r.run_id].itertuples():
-                bits = [f"limit {fmt.tokens(q.token_limit)}" if not fmt.missing(q.token_limit) else None,
-                        None if fmt.missing(q.thinking) else f"thinking {fmt.on_off(q.thinking)}",
-                        None if fmt.missing(q.seed) else f"seed {fmt.number(q.seed, 0, thousands=False)}",
-                        None if fmt.missing(q.in_flight) else f"{fmt.number(q.in_flight, 0)} in flight",
-                        None if fmt.missing(getattr(q, "sampling_json", None))
-                        else _sampling_text(_method(q.sampling_json))]
-                rows.append((r.run_id, metrics.quality_label(q.test, q.label),
-                             ", ".join(b for b in bits if b) or fmt.DASH))
-        elif r.kind == "fit" and "fill_target_pct" in method:
-            rows.append((r.run_id, "Prompt fills about", f"{fmt.percent(method['fill_target_pct'])} of each context"))
-            if peak_known(card):  # said only when recorded: "not recorded" above figures that exist misleads
-                rows.append((r.run_id, "Peak memory measured with", str(peak_known(card))))
-            rows.extend((r.run_id, setting, value) for setting, value in fit_method_rows(method))
-        if not fmt.missing(r.tool):
-            rows.append((r.run_id, "Measured with", str(r.tool)))
-        if not fmt.missing(r.command):
-            rows.append((r.run_id, "Command of the measuring tool", str(r.command)))
-        if not fmt.missing(getattr(r, "notes", None)):
-            rows.append((r.run_id, "Notes", str(r.notes)))
-    return pd.DataFrame(rows, columns=["Run", "Setting", "Value"])
-
-
-def method_by_run(card: Card) -> list[tuple[str, pd.DataFrame]]:
-    """(heading, Setting | Value table) per run: ``method_table`` grouped, with the run's kind and start."""
-    table = method_table(card)
-    out = []
-    for r in card.runs.itertuples():
-        rows = table[table.Run == r.run_id][["Setting", "Value"]].reset_index(drop=True)
-        if rows.empty:
-            continue
-        kind = {"speed": "speed", "quality": "quality", "fit": "memory test"}.get(r.kind, str(r.kind))
-        started = "" if fmt.missing(r.started_at) else f", started {r.started_at}"
-        out.append((f"{r.run_id} ({kind}{started})", rows))
-    return out
-
-
 # --------------------------------------------------------------------------- quality
 
 def quality_table(card: Card) -> pd.DataFrame:
@@ -563,60 +445,12 @@ def fit_tiles(card: Card) -> list[Tile]:
     ]
 
 
-def peak_method(card: Card) -> str:
-    """How the memory test read its peak GPU memory, as its contract records it, else 'not recorded'."""
-    return peak_known(card) or "not recorded"
-
-
-def peak_known(card: Card) -> str | None:
-    """How the memory test read its peak GPU memory as its contract records it, else None."""
-    if card.fit is None:
-        return None
-    r = card.runs[card.runs.run_id == card.fit.get("run_id")]
-    how = _method(r.iloc[0].get("method_json")).get("peak_memory_method") if not r.empty else None
-    return str(how) if how else None
-
-
-def peak_source(card: Card) -> str | None:
-    """What is known about where the memory test's peak figures come from: how they were read, else which tool
-    recorded them (None when neither is recorded or there is no peak figure to explain)."""
-    how = peak_known(card)
-    if how:
-        return f"Peak memory measured with: {how}."
-    f = card.fit or {}
-    peaks = card.fit_steps.peak_gib.dropna() if "peak_gib" in card.fit_steps.columns else []
-    if fmt.missing(f.get("peak_gib")) and not len(peaks):
-        return None
-    r = card.runs[card.runs.run_id == f.get("run_id")]
-    tool = None if r.empty or fmt.missing(r.iloc[0].get("tool")) else str(r.iloc[0].get("tool"))
-    return f"Peak memory as recorded by {tool} (how it read the memory is not in its contract)." if tool else None
-
-
-def fit_method_rows(method: dict) -> list[tuple[str, str]]:
-    """How a live memory test ran its server: restarted per size, with which command template, and what
-    benchcards added to it (Setting, Value)."""
-    import shlex
-
-    rows = []
-    if method.get("restarted_per_size") is True:
-        rows.append(("Server", "started afresh for every context size and stopped after its one request"))
-    elif method.get("restarted_per_size") is False:
-        rows.append(("Server", "one server for every context size (not restarted)"))
-    template = method.get("server_template")
-    if isinstance(template, list) and template:
-        rows.append(("Server command per size", shlex.join(str(x) for x in template)))
-    added = method.get("added_by_benchcards")
-    if isinstance(added, list) and added:
-        rows.append(("Added to the command by benchcards", " ".join(str(x) for x in added)))
-    return rows
-
-
 def fit_note(card: Card) -> str:
     """The sentence under the memory table (app and export): how the server ran, how memory was read."""
     if card.fit is None:
         return ""
     r = card.runs[card.runs.run_id == card.fit.get("run_id")]
-    method = _method(r.iloc[0].get("method_json")) if not r.empty else {}
+    method = stored_method(r.iloc[0].get("method_json")) if not r.empty else {}
     restarted = method.get("restarted_per_size")
     how = ("The server was restarted for each context size (started afresh, stopped after its one request). "
            if restarted is True else "One server answered every context size (not restarted). "
@@ -710,268 +544,6 @@ def _int(x: object) -> int | None:
     return None if fmt.missing(x) else int(float(x))  # type: ignore[arg-type]
 
 
-# --------------------------------------------------------------------------- server command and reproduction
-
-def engine_build(card: Card) -> flags.Build:
-    """Which build the flag explanations describe (llama-server's slot defaults changed in build b6925)."""
-    e = card.setup.engine
-    return flags.build_defaults(e.name, e.version, e.build_number, card.setup.measured_at)
-
-
-def shown_argv(card: Card) -> list[str]:
-    """The server command as the Reproduce section shows it: its model path where step 1 puts the file."""
-    s = card.setup
-    if download_command(card) and s.model.file:
-        return local_model_argv(s.server.argv, s.model.file)[0]
-    return list(s.server.argv)
-
-
-def flags_table(card: Card, as_measured: bool = False) -> pd.DataFrame:
-    """Every environment variable and flag of the server command as the Reproduce section shows it (the same
-    -m path; ``as_measured``: the command exactly as measured, as the export shows it), explained for the
-    setup's engine build; slot settings left at their defaults said; problems named."""
-    rows = []
-    for k, v in card.setup.server.env.items():
-        rows.append({"Part": f"{k}={v}", "Meaning": flags.explain_env(k, v) or fmt.DASH})
-    argv = list(card.setup.server.argv) if as_measured else shown_argv(card)
-    build = engine_build(card)
-    program, args = flags.split_argv(argv)
-    bench = program.rsplit("/", 1)[-1].startswith("llama-bench")
-    rows += flags.wrapper_rows(argv)
-    if program:
-        rows.append({"Part": program, "Meaning": "llama.cpp's benchmark program (times the engine itself, no "
-                     "server)" if bench else "the server program"})
-    for a in args:
-        explained = None if bench else flags.explain(a.name, a.value, argv, build)
-        explained = explained or (a.explanation if bench else None)
-        meaning = explained or "(not in benchcards' flag list)"
-        if a.problem:
-            meaning = f"⚠ {a.problem}" + (f" — {explained}" if explained else "")
-        rows.append({"Part": a.flag + (f" {a.value}" if a.value is not None else ""), "Meaning": meaning})
-    rows += [{"Part": part, "Meaning": meaning} for part, meaning in flags.default_notes(argv, build)]
-    return pd.DataFrame(rows)
-
-
-@dataclass
-class Step:
-    """One step of the Reproduce section: a heading that says up front what is missing, the command(s)."""
-
-    title: str  # e.g. '1. Get the model file'
-    detail: str  # what the step does, or what is not recorded
-    commands: list[tuple[str, str]] = field(default_factory=list)  # (caption, shell text)
-
-
-@dataclass
-class Reproduce:
-    """How to measure this setup again: get the model, start the server, run the measurement."""
-
-    download: str | None
-    server: str | None
-    measure: dict[str, str] = field(default_factory=dict)  # run id -> command
-    notes: list[str] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
-
-
-#: where the download line puts the model file; the server command of the Reproduce section reads it there
-MODEL_DIR = "models"
-_MODEL_FLAGS = ("-m", "--model")
-
-
-def download_command(card: Card) -> str | None:
-    """Lines that fetch the exact model file (repo, file, revision) into ``MODEL_DIR`` and check its SHA-256,
-    or None."""
-    m = card.setup.model
-    if not m.repo or not m.file:
-        return None
-    cmd = ["hf", "download", m.repo, m.file]
-    if m.revision:
-        cmd += ["--revision", m.revision]
-    cmd += ["--local-dir", MODEL_DIR]
-    lines = [shlex.join(cmd)]
-    if m.sha256:
-        lines.append(f"echo {shlex.quote(m.sha256 + '  ' + MODEL_DIR + '/' + m.file)} | sha256sum --check")
-    return "\n".join(lines)
-
-
-def local_model_argv(argv: list[str], file: str) -> tuple[list[str], str | None]:
-    """``argv`` with its model path (-m / --model / --model=) pointing at ``MODEL_DIR/file``, where the download
-    line puts the file, and the path it had (None when it already pointed there or names no model file)."""
-    out = list(argv)
-    target = f"{MODEL_DIR}/{file}"
-    cmd = split_command(out)  # the engine's own -m, not a wrapper's (``python -m live demo-server``)
-    start = len(cmd.wrapper) + len(cmd.program) if cmd.program else len(out)
-    for i, word in enumerate(out):
-        if i < start:
-            continue
-        if word in _MODEL_FLAGS and i + 1 < len(out):
-            if out[i + 1] == target:
-                return out, None
-            was, out[i + 1] = out[i + 1], target
-            return out, was
-        if word.startswith("--model="):
-            was = word.split("=", 1)[1]
-            if was == target:
-                return out, None
-            out[i] = f"--model={target}"
-            return out, was
-    return out, None
-
-
-def _recorded_speed(method: dict, parts: list[str], notes: list[str]) -> tuple[SpeedSettings, list[str]]:
-    """The speed settings a stored method records for ``parts`` (live.settings.SpeedSettings); a stored value
-    the live client would refuse is left at its default, with a note."""
-    from pydantic import ValidationError
-
-    from live.settings import PART_FIELDS, SpeedSettings, flag_of, method_settings
-
-    recorded = {k: v for k, v in method_settings(method).items()
-                if k != "parts" and (k not in PART_FIELDS or set(PART_FIELDS[k]) & set(parts))}
-    kept: dict = {"parts": tuple(parts)}
-    for key, value in recorded.items():
-        try:
-            SpeedSettings(**kept, **{key: value})
-        except ValidationError:
-            notes.append(f"The stored {flag_of(SpeedSettings, key)} {value!r} is not one the live client takes; "
-                         "the command leaves it at its default.")
-            continue
-        kept[key] = value
-    kept.setdefault("thinking", None)  # not recorded: send nothing (auto)
-    return SpeedSettings(**kept), [k for k in kept if k != "thinking"]
-
-
-def _setup_argv(card: Card) -> list[str]:
-    """The setup options (live.settings.SetupSettings) that describe this card's machine, engine and model."""
-    from live.settings import OutputSettings, SetupSettings, to_argv
-
-    s = card.setup
-    hw = s.hardware
-    values: dict = {"title": f"{s.title} (repeat)", "engine": s.engine.name, "model_name": s.model.name,
-                    "cpu": hw.cpu, "ram_gib": hw.ram_gib or None, "quant": s.model.quant, "model_repo": s.model.repo}
-    if hw.gpus:
-        g = hw.gpus[0]
-        values.update(gpu=g.name, gpu_count=g.count, vram_gib=g.vram_gib)
-    else:
-        values["gpu"] = "cpu"  # the live client needs it said: no GPU is never assumed
-    if not s.server.argv[0].endswith("(command not given)"):
-        values["server_cmd"] = shlex.join(s.server.argv)
-    given = {k: v for k, v in values.items() if v is not None}
-    return to_argv(SetupSettings(**given), given) + to_argv(OutputSettings(ingest=True), ["ingest"])
-
-
-def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
-    """The ``python -m live measure`` command that repeats a speed run with its settings, and notes on what
-    it cannot repeat. Its options are live.settings' (the command line of ``python -m live measure`` is built
-    from the same models), so it parses back to the settings the run recorded."""
-    from live.settings import LIVE_SAMPLING, PARTS, TargetSettings, to_argv
-
-    notes: list[str] = []
-    port = flags.settings(card.setup.server.argv).get("port")
-    port_text = str(port) if isinstance(port, str) and port.isdigit() else "8080"
-    parts = [p for p in method.get("parts", []) if p in PARTS]
-    if not parts:
-        notes.append("This run measured named tasks with another tool; the command measures the same server "
-                     "the benchcards way (decode, prefill at depth, requests at once) instead.")
-        parts = ["decode", "prefill", "conc"]
-    speed, names = _recorded_speed(method, parts, notes)
-    args = ["python", "-m", "live", "measure",
-            *to_argv(TargetSettings.model_construct(base_url=f"http://127.0.0.1:{port_text}"), ["base_url"]),
-            *to_argv(speed, names, always=["thinking"]), *_setup_argv(card)]
-    sent = method.get("sampling") or {}
-    if any(k in LIVE_SAMPLING and v != LIVE_SAMPLING[k] for k, v in sent.items()):
-        notes.append(f"The live client sends {_sampling_text(LIVE_SAMPLING)}; this run sent {_sampling_text(sent)}.")
-    return _shell_lines(args), notes
-
-
-def _shell_lines(args: list[str]) -> str:
-    """A long command, one option per line with backslashes."""
-    head = shlex.join(args[:4])
-    lines = [head]
-    i = 4
-    while i < len(args):  # every word quoted: values come from the data and must stay one word each
-        if i + 1 < len(args) and not args[i + 1].startswith("--"):
-            lines.append(f"  {shlex.quote(args[i])} {shlex.quote(args[i + 1])}")
-            i += 2
-        else:
-            lines.append(f"  {shlex.quote(args[i])}")
-            i += 1
-    return " \\\n".join(lines)
-
-
-def _download_step(card: Card, download: str | None) -> Step:
-    """Step 1, its heading saying first what is not recorded (repository, file, revision, SHA-256)."""
-    m = card.setup.model
-    if download is None:
-        lacking = [w for w, v in (("repository", m.repo), ("file name", m.file)) if not v]
-        return Step("1. Get the model file",
-                    f"Not possible from this card: the model's {' and '.join(lacking)} "
-                    f"{'is' if len(lacking) == 1 else 'are'} not recorded. Get {m.file or m.name} yourself"
-                    + (f" (SHA-256 {m.sha256})" if m.sha256 else "") + ".")
-    said = [f"at the exact revision {m.revision[:12]}" if m.revision else
-            "no revision is recorded, so this gets the newest file, which may differ from the one measured",
-            "then check its SHA-256" if m.sha256 else "no SHA-256 is recorded, so the file cannot be checked"]
-    return Step("1. Get the model file", f"Into {MODEL_DIR}/: " + "; ".join(said) + ".", [("", download)])
-
-
-def is_engine_bench(card: Card) -> bool:
-    """True when the setup's command is llama-bench's (the engine timed itself: no server was started)."""
-    argv = card.setup.server.argv
-    return bool(argv) and argv[0].rsplit("/", 1)[-1].startswith("llama-bench")
-
-
-def _bench_reproduce(card: Card, out: Reproduce) -> Reproduce:
-    """Reproduce steps of a setup measured with llama-bench: the benchmark command as it was run (its model
-    path where step 1 puts the file). No server is started and the live client does not apply."""
-    s = card.setup
-    argv, was = (local_model_argv(s.server.argv, s.model.file) if out.download and s.model.file
-                 else (s.server.argv, None))
-    out.server = flags.shell_join(argv, s.server.env)
-    detail = ("llama-bench times the engine itself (no server, no HTTP); this is the command as it was run"
-              + (f", with the model path at {MODEL_DIR}/{s.model.file}, where step 1 puts the file (the run read "
-                 f"{was})" if was is not None else ""))
-    out.steps.append(Step("2. Run the benchmark", detail + ". Its output (-o json) can be imported with "
-                                                           "`python -m ingest FILE.json`.",
-                          [("", out.server)]))
-    out.notes.append("A llama-bench run is not repeated with `python -m live measure`: that measures a running "
-                     "server over HTTP, which llama-bench never started.")
-    return out
-
-
-def reproduce(card: Card) -> Reproduce:
-    """Everything needed to measure this setup again, as numbered steps whose headings say what is missing."""
-    s = card.setup
-    out = Reproduce(download=download_command(card), server=None)
-    out.steps.append(_download_step(card, out.download))
-    if is_engine_bench(card):
-        return _bench_reproduce(card, out)
-    if not s.server.argv[0].endswith("(command not given)"):
-        argv, was = (local_model_argv(s.server.argv, s.model.file) if out.download and s.model.file
-                     else (s.server.argv, None))
-        out.server = flags.shell_join(argv, s.server.env)
-        detail = "With the exact command of the measurement"
-        if was is not None:
-            detail += (f"; the model path reads {MODEL_DIR}/{s.model.file}, where step 1 puts the file "
-                       f"(the measured command read {was})")
-        out.steps.append(Step("2. Start the server", detail + ".", [("", out.server)]))
-    else:
-        out.notes.append("The exact server command was not recorded.")
-        out.steps.append(Step("2. Start the server", "Not possible from this card: the exact server command was "
-                                                     "not recorded."))
-    speed_runs = card.runs[card.runs.kind == "speed"]
-    for r in speed_runs.itertuples():
-        cmd, notes = measure_command(card, _relevant(_method(getattr(r, "method_json", None))))
-        out.measure[r.run_id] = cmd
-        out.notes.extend(f"{r.run_id}: {n}" for n in notes)
-    if out.measure:
-        many = len(out.measure) > 1
-        out.steps.append(Step("3. Measure it", f"With the settings of this setup's speed run{'s' if many else ''}"
-                                               + (", one command per run." if many else "."),
-                              [(f"Run {rid}", cmd) for rid, cmd in out.measure.items()]))
-    else:
-        out.steps.append(Step("3. Measure it", "No speed run is recorded for this setup, so there are no settings "
-                                               "to repeat: `python -m live measure --help` lists the defaults."))
-    return out
-
-
 # --------------------------------------------------------------------------- runs, warnings, machine
 
 def runs_table(card: Card) -> pd.DataFrame:
@@ -1042,7 +614,7 @@ def machine_rows(card: Card) -> list[tuple[str, str]]:
 
 def sampling_text(card: Card) -> str:
     """The setup's default sampling and where it comes from."""
-    return _sampling_text({k: v for k, v in card.setup.sampling.model_dump().items() if v is not None})
+    return sampling_words({k: v for k, v in card.setup.sampling.model_dump().items() if v is not None})
 
 
 def files_table(card: Card) -> pd.DataFrame:

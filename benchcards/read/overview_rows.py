@@ -1,0 +1,103 @@
+"""The overview read: one row per setup with its headline figures, derived filter columns and badges."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from benchcards.domain import fmt, tiers
+from benchcards.domain.metrics import HEADLINE_TESTS
+from benchcards.domain.names import badges, short_name
+from benchcards.read import db
+from benchcards.read.clauses import LATEST_FIT, LATEST_METRICS, LATEST_QUALITY, method_test_sql, reported_sql
+from benchcards.read.store import Store, fetch
+
+__all__ = ["overview"]
+
+
+def overview(store: Store) -> pd.DataFrame:
+    """One row per setup with the headline figures, derived filter columns and badges, newest first.
+
+    Figures stay numbers (formatting is ``benchcards.domain.fmt``'s job, for the rows shown); per
+    headline quality test ``<test>_pct`` and ``<test>_margin``.
+    ``bench_tg_test``/``bench_tg_tps`` and ``bench_pp_test``/``bench_pp_tps``: the engine benchmark's
+    (llama-bench) first generation and prompt test without context depth, for setups measured that way.
+    Derived columns: ``tier`` (``benchcards.domain.tiers``), ``model_gb`` (file size, 10⁹ bytes),
+    ``bpw`` (bits per weight), ``need_gib`` (GPU memory the setup needs: the memory
+    test's peak at its largest answered context, else the model file or the VRAM it ran
+    on, whichever is smaller) and ``name`` (model · quant · engine build).
+    """
+    with db.reading(store.path) as con:
+        base = fetch(con, f"""
+            WITH m AS ({LATEST_METRICS}), f AS ({LATEST_FIT})
+            SELECT s.setup_id, s.title, s.gpu, s.gpu_count, s.vram_gib,
+                   coalesce(s.unified_memory, false) AS unified_memory, s.engine,
+                   coalesce(s.engine_version, '') AS engine_version, s.engine_build, s.model, s.quant,
+                   coalesce(json_extract(s.setup_json, '$.engine.own_build')::BOOLEAN, false) AS own_build, s.model_bytes, s.params_total_b, s.thinking, s.synthetic, s.summary_only,
+                   {method_test_sql()} AS method_test, {reported_sql()} AS reported,
+                   json_extract_string(s.setup_json, '$.server.argv') AS argv_json,
+                   s.measured_last AS measured, s.ctx, s.slots, s.kv_type,
+                   max(CASE WHEN m.metric = 'decode' AND m.prompt IS NULL AND m.level IS NULL THEN m.value END)
+                       AS decode_tps,
+                   max(CASE WHEN m.metric = 'prefill' AND m.level = 8192 THEN m.value END) AS prefill_8k_tps,
+                   max(CASE WHEN m.metric = 'ttft' AND m.level = 2048 THEN m.value END) AS ttft_2k_s,
+                   min(m.prompt) FILTER (WHERE m.metric = 'bench_decode' AND coalesce(m.level, 0) = 0) AS bench_tg_test,
+                   arg_min(m.value, m.prompt) FILTER (WHERE m.metric = 'bench_decode' AND coalesce(m.level, 0) = 0)
+                       AS bench_tg_tps,
+                   min(m.prompt) FILTER (WHERE m.metric = 'bench_prefill' AND coalesce(m.level, 0) = 0)
+                       AS bench_pp_test,
+                   arg_min(m.value, m.prompt) FILTER (WHERE m.metric = 'bench_prefill' AND coalesce(m.level, 0) = 0)
+                       AS bench_pp_tps,
+                   any_value(f.largest_ctx) AS fit_ctx, any_value(f.peak_gib) AS fit_peak_gib,
+                   (SELECT count(*) FROM warnings w WHERE w.setup_id = s.setup_id) AS n_warnings
+            FROM setups s
+            LEFT JOIN m ON m.setup_id = s.setup_id
+            LEFT JOIN f ON f.setup_id = s.setup_id
+            GROUP BY ALL
+            ORDER BY s.measured_last DESC NULLS LAST, s.setup_id
+        """)
+        q = fetch(con, f"SELECT setup_id, test, pct, margin_pp FROM ({LATEST_QUALITY}) "
+                        f"WHERE test IN ({','.join('?' * len(HEADLINE_TESTS))})", list(HEADLINE_TESTS))
+    for test in HEADLINE_TESTS:
+        rows = q[q.test == test].set_index("setup_id")
+        base[f"{test}_pct"] = base.setup_id.map(rows.pct).astype(float)
+        base[f"{test}_margin"] = base.setup_id.map(rows.margin_pp).astype(float)
+    base["tier"] = [tiers.vram_tier(None if pd.isna(v) else float(v), bool(u))
+                    for v, u in zip(base.vram_gib, base.unified_memory)]
+    size = pd.to_numeric(base.model_bytes, errors="coerce").astype(float)
+    params = pd.to_numeric(base.params_total_b, errors="coerce").astype(float)
+    base["model_gb"] = size / 1e9
+    base["bpw"] = (size * 8 / (params * 1e9)).where(params > 0)
+    model_gib = size / 2**30
+    vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
+    base["need_gib"] = pd.to_numeric(base.fit_peak_gib, errors="coerce").astype(float) \
+        .fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
+    base["name"] = [short_name(r) for r in base.to_dict("records")]
+    base["offload"] = [_offload(a) for a in base.pop("argv_json")]
+    base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
+                      for a, b, t, r in zip(base.synthetic, base.summary_only, base.method_test, base.reported)]
+    return _with_reported(store, base)
+
+
+def _with_reported(store: Store, base: pd.DataFrame) -> pd.DataFrame:
+    """``reported_decode`` (for ordering reported setups among themselves) and ``reported_decode_text`` ('~110
+    tok/s') of each reported setup; empty for measured ones, whose ranked columns they never fill."""
+    from benchcards.read import reported
+
+    head = reported.headlines(store).set_index("setup_id") if base.reported.any() else None
+    base["reported_decode"] = base.setup_id.map(head.reported_decode).astype(float) if head is not None \
+        else float("nan")
+    base["reported_decode_text"] = base.setup_id.map(head.reported_decode_text) if head is not None else None
+    return base
+
+
+def _offload(argv_json: object) -> str | None:
+    """``flags.system_ram_offload`` of a setup's stored argv (JSON text), or None."""
+    import json
+
+    from benchcards.domain import flags
+
+    try:
+        argv = json.loads(str(argv_json)) if not fmt.missing(argv_json) else None
+    except ValueError:
+        return None
+    return flags.system_ram_offload([str(a) for a in argv]) if isinstance(argv, list) and argv else None

@@ -1,0 +1,65 @@
+"""The benchcards database as a reader sees it: ``Store`` and the one function every read runs its SQL through.
+
+Every read opens one short-lived read-only connection (see ``benchcards.read.db``), so an ingest that swaps
+the file is picked up by the next call. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from benchcards.read import db
+from benchcards.read.paths import DEFAULT_DB
+from benchcards.read.rawfiles import RawFileError, read_raw
+
+__all__ = ["TRACE", "Store", "fetch"]
+
+
+#: when set to a list, every query run through ``fetch`` (and so ``Store.df``) is appended to it as
+#: (sql, params); used by bench/pages.py to replay the same queries on bare DuckDB
+TRACE: list[tuple[str, list]] | None = None
+
+
+@dataclass(frozen=True)
+class Store:
+    """A benchcards database file. Cheap to create; holds no connection."""
+
+    path: Path = DEFAULT_DB
+
+    def __post_init__(self) -> None:
+        # Notebooks pass a string; every method below needs a Path.
+        object.__setattr__(self, "path", Path(self.path))
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def df(self, sql: str, params: list | None = None) -> pd.DataFrame:
+        """Run one query on a fresh read-only connection and return a DataFrame."""
+        with db.reading(self.path) as con:
+            return fetch(con, sql, params)
+
+    def raw_file(self, sha256: str) -> bytes:
+        """Content of an ingested raw file, read from where it was ingested and checked
+        against its recorded SHA-256. Raises RawFileError when it is gone or changed.
+
+        Only a regular file is read (a link put in its place is not followed), and no
+        more bytes than were recorded.
+        """
+        rows = self.df("SELECT DISTINCT source, bytes FROM files WHERE sha256 = ?", [sha256])
+        if rows.empty:
+            raise RawFileError(f"no raw file with sha256 {sha256}")
+        data = read_raw(sha256, list(zip(rows.source, rows.bytes)))
+        if data is None:
+            raise RawFileError(f"the raw file is no longer at {rows.source.iloc[0]} (or it changed since ingest)")
+        return data
+
+
+def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
+    """Run ``sql`` on ``con`` and return a DataFrame (noted in ``TRACE`` when tracing)."""
+    if TRACE is not None:
+        TRACE.append((sql, list(params or [])))
+    return con.execute(sql, params or []).df()

@@ -1,0 +1,157 @@
+"""The setup cards of the static site: the card's sections (``benchcards.views.cardview``) as HTML pages,
+rendered a batch at a time (in a worker process or here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from benchcards.charts import charts, specs
+from benchcards.read import card_data, curves, db, reported
+from benchcards.read.store import Store
+from benchcards.site import urls as site
+from benchcards.site import writer as sitewrite
+from benchcards.site.html_table import table
+from benchcards.site.render import HOME, Charts, environment, render, tier_of
+from benchcards.views import cardview
+
+__all__ = ["EMPTY_KNEES", "SERIES_METRICS", "CardJob", "card_page", "render_cards"]
+
+
+# --------------------------------------------------------------------------- setup cards
+
+
+@dataclass(frozen=True)
+class CardJob:
+    """What a worker needs to render a chunk of cards."""
+
+    db_path: Path
+    out: Path
+    ids: list[str]
+    previous: dict[str, sitewrite.Entry]
+    raw: frozenset[str]
+    knees: pd.DataFrame
+    #: the build timeline a card shows (setups that are builds of one another share their group's)
+    timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+
+def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
+    """The rows of ``df`` per setup, in their order (slices of one sort: a groupby cost ~4 ms a card)."""
+    if df.empty:
+        return {}
+    # slices keep the frame's index: nothing downstream reads it
+    return card_data.split_by_setup(df.sort_values("setup_id", kind="stable"), drop_id, reset=False)
+
+
+#: the knee marks of a card without knees (the columns the charts' knee layers read)
+EMPTY_KNEES = {"prefill": pd.DataFrame(columns=charts.KNEE_TEXT_COLUMNS),
+               "decode": pd.DataFrame(columns=charts.KNEE_TEXT_COLUMNS),
+               "conc": pd.DataFrame(columns=["setup", "at", "y", "at_text", "threshold_text", "text"])}
+
+SERIES_METRICS = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft", "conc_total",
+                  "conc_per_request", "bench_prefill", "bench_decode"]
+
+
+def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
+    """Render and write the cards of ``job.ids``; returns the written files' entries and which were written.
+    Side effects: writes ``setups/<id>.html`` files under ``job.out`` (unchanged ones are left alone)."""
+    env = environment()
+    store = Store(job.db_path)
+    writer = sitewrite.Writer(job.out, job.previous)
+    cards = card_data.cards(store, job.ids)
+    series = curves.series(store, job.ids, SERIES_METRICS)
+    points = {kind: charts.depth_points(series, kind) for kind in ("prefill", "decode", "ttft")}
+    depth = {kind: _split(df) for kind, df in points.items()}
+    knee_points = {kind: _split(charts.depth_knee_points(points[kind], job.knees, kind, with_ids=True), drop_id=True)
+                   for kind in ("prefill", "decode")}
+    conc_all = charts.conc_points(series, "total")
+    conc = _split(conc_all)
+    knee_points["conc"] = _split(charts.conc_knee_points(conc_all, job.knees, with_ids=True), drop_id=True)
+    steps = [c.fit_steps for c in cards if c.fit is not None and not c.fit_steps.empty]
+    fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
+    snap = reported.Snapshot(store)
+    prompt_tokens = card_data.decode_prompt_tokens_by_run(store, [r for c in cards if (r := _decode_run(c))])
+    for c in cards:
+        path = site.setup_path(c.setup_id)
+        inputs = cardview.Inputs(prompt_tokens=prompt_tokens.get(_decode_run(c) or ""),
+                                 timeline=job.timelines.get(c.setup_id),
+                                 reported=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
+        html = card_page(env, c, path, inputs, depth={k: v.get(c.setup_id) for k, v in depth.items()},
+                         conc=conc.get(c.setup_id), fit=fit.get(c.setup_id),
+                         knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
+                         raw=job.raw)
+        writer.write(path, html)
+    db.forget(job.db_path)
+    return writer.entries, writer.written
+
+
+def _decode_run(c: card_data.Card) -> str | None:
+    """The run of the card's headline decode (its prompt length is read for all cards at once)."""
+    return c.run_of("decode")
+
+
+def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
+                 fit: pd.DataFrame | None, knee_points: dict[str, pd.DataFrame]) -> dict[str, dict]:
+    """The card's charts by ``cardview.Chart`` id, in the setup's own colour (the one the app gives it too)."""
+    colours = {"domain": [c.setup.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
+    out = {}
+    for kind in ("prefill", "decode", "ttft"):
+        pts = depth.get(kind)
+        if pts is None or pts.empty:
+            continue
+        frames = {"points": pts}
+        if kind != "ttft":
+            frames["knees"] = knee_points[kind]
+        out[f"depth-{kind}"] = page.add_json(specs.spec_json(charts.depth_builder, frames,
+                                                             charts.depth_settings(pts, kind), colours))
+    if conc is not None and not conc.empty:
+        out["conc-total"] = page.add_json(specs.spec_json(
+            charts.conc_builder, {"points": conc, "knees": knee_points["conc"]},
+            charts.conc_settings(conc, "total"), colours))
+    if c.fit is not None and fit is not None and not fit.empty:
+        settings, holes = charts.fit_settings(fit)
+        out["fit"] = page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes))
+    return out
+
+
+def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str) -> dict | None:
+    """One ``cardview`` block as the template's ``block`` macro reads it (None: nothing to draw here)."""
+    if isinstance(b, cardview.Table):
+        return {"kind": "table", "t": table(b.df), "empty": b.empty} if not (b.df.empty and b.empty is None) else None
+    if isinstance(b, cardview.Files):
+        files = b.df.copy()
+        files["href"] = [f"raw/{h}.bin" if h in raw else None for h in files["SHA-256"]]
+        files["name"] = [p.rsplit("/", 1)[-1] for p in files["File"]]
+        return {"kind": "files", "note": b.note,
+                "t": table(files, links={"File": "href"}, downloads={"File": "name"}, up=up)}
+    if isinstance(b, cardview.Chart):
+        return {"kind": "chart", "c": drawn[b.id]} if b.id in drawn else None
+    if isinstance(b, cardview.Link):
+        return {"kind": "link", "b": b} if b.site else None
+    if isinstance(b, cardview.Details):
+        inner = [x for x in (_block(i, drawn, raw, up) for i in b.blocks) if x is not None]
+        return {"kind": "details", "summary": b.summary, "blocks": inner}
+    return {"kind": type(b).__name__.lower(), "b": b}
+
+
+def card_page(env: jinja2.Environment, c: card_data.Card, path: str, inputs: cardview.Inputs, *,
+              depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None, fit: pd.DataFrame | None,
+              knee_points: dict[str, pd.DataFrame], raw: frozenset[str]) -> str:
+    """The card of one setup: the sections of ``cardview.sections`` (the app's), in their order, with its charts
+    (their points and knee marks computed for many setups at once) and links to its raw files."""
+    s = c.setup
+    page = Charts()
+    up = site.up(path)
+    drawn = _card_charts(c, page, depth, conc, fit, knee_points)
+    inputs.charts = set(drawn)
+    shown = [{"s": sec, "blocks": [x for x in (_block(b, drawn, raw, up) for b in sec.blocks) if x is not None]}
+             for sec in cardview.sections(c, inputs)]
+    tier = tier_of(c.row)
+    model = site.model_key(c.row.get("model"))
+    crumbs = [HOME, site.Crumb(f"{tier} tier", site.tier_path(tier)), site.Crumb(model, site.model_path(model)),
+              site.Crumb(s.title)]
+    return render(env, "card.html", path, title=s.title, crumbs=crumbs, charts=page, sections=shown,
+                  tier=tier, tier_href=site.tier_path(tier), model=model, model_href=site.model_path(model))

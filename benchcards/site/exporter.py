@@ -1,0 +1,299 @@
+"""Write the whole static HTML results site, from the same database, tables and charts as the app.
+
+The command is ``benchcards.site.export``; the pages are rendered by ``benchcards.site.card_pages`` and
+``benchcards.site.pages``, the cards in worker processes (``benchcards.site.pool``).
+
+The site (addresses in ``benchcards.site.urls``):
+
+- ``index.html``: the hardware tiers with their fastest setups, the models, links to the rest;
+- ``setups/<setup_id>.html``: one card per setup, a permalink that never changes, with the
+  app's tables and charts (knees marked on the curves);
+- ``tiers/<tier>.html`` and ``models/<model>.html``: every setup of one hardware tier, of one
+  model across GPUs and quants (lists of more than ``site.PAGE_ROWS`` rows are split into pages);
+- ``quality.html`` and ``quality/<test>.html``: quality results with their margins, one test a page;
+- ``sweeps.html`` and ``sweeps/<sweep_id>.html``: server-flag sweeps, each figure's Δ % against the
+  baseline with its 95 % interval (table and chart) and links to each variant's card, from the tables of
+  the app's Sweeps page (``benchcards.compute.sweeps``);
+- ``builds.html``: build timelines, the setups measured with several engine builds (``benchcards.compute.builds``);
+- ``analysis.html`` and ``analysis/…``: time to answer at fixed sizes, throughput vs per-request
+  speed per tier, speed vs quality per tier, knees: the library functions and display tables of
+  the app's Analysis page (``benchcards.compute.analysis``);
+- ``index.json`` (every setup and figure as plain numbers with units from the metric registry; the same split
+  per tier and per model in ``index/tiers/…json`` and ``index/models/…json``, listed under its ``parts``),
+  ``sitemap.xml`` (``--base-url`` makes its addresses absolute), ``assets/search.js`` (the index of
+  the search box), the raw files under ``raw/<sha256>.bin`` and the bundled scripts in ``assets/``.
+
+Speed: the cards are read with one query per table for many setups at once and rendered in
+worker processes; chart specs are filled into one template spec per chart shape
+(``benchcards.charts.specs``). Re-exporting rewrites only files whose content changed
+(``benchcards.site.writer``), and does not even render a card whose data (``card_data.card_digests``),
+knees, linked raw files and rendering code (``code_stamp``) are those of the last export. An export whose
+database content (the fingerprint the writer records), code and options are those of the last one, into a
+folder nobody touched, writes nothing at all (``export_key``).
+
+Safety: the pages are rendered from Jinja2 templates (``benchcards/site/templates``: a base layout
+and one template per page) with autoescaping on, so no text from the data is ever markup. Chart
+specs travel in ``<script type="application/json">`` blocks, escaped for that context (``<``,
+``>``, ``&``, U+2028, U+2029), and are read by the one bundled script (``assets/site.js``); the
+search index is a data-only script file escaped the same way. A Content-Security-Policy allows
+only the bundled scripts (no inline script, no eval, no network). Raw files are stored under
+their hash with a neutral ``.bin`` extension and linked with ``download``, so an uploaded
+``report.html`` or ``image.svg`` can never render on the site's origin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+
+from benchcards.compute import analysis, builds
+from benchcards.read import analysis_inputs, card_data, db, overview_rows, rawfiles, reported
+from benchcards.read.paths import CACHE
+from benchcards.read.store import Store
+from benchcards.site import pool
+from benchcards.site import urls as site
+from benchcards.site import writer as sitewrite
+from benchcards.site.card_pages import CardJob
+from benchcards.site.pages import aggregate_pages
+from benchcards.site.render import TEMPLATES, environment
+
+__all__ = ["EXPORT_KEY", "ExportResult", "code_stamp", "export", "export_key"]
+
+
+# --------------------------------------------------------------------------- the whole site
+
+
+@dataclass
+class ExportResult:
+    """What an export did: every page of the site, the files written (others were unchanged), the files
+    removed, and the seconds it took."""
+
+    pages: list[Path]
+    written: list[str]
+    kept: int
+    removed: list[str]
+    seconds: float
+    raw_missing: list[str] = field(default_factory=list)
+    #: the setups whose card was rendered (the others were unchanged since the last export)
+    rendered: list[str] = field(default_factory=list)
+    #: True when the database, the code and the options were those of the last export and every file was still
+    #: as written: nothing was rendered or written (``export_key``)
+    unchanged: bool = False
+
+    def text(self) -> str:
+        if self.unchanged:
+            return (f"nothing changed since the last export (same database content, code and options): "
+                    f"{len(self.pages)} pages, {self.kept} files kept, none written, in {self.seconds:.1f} s")
+        return (f"{len(self.pages)} pages ({len(self.rendered)} cards rendered); {len(self.written)} files written, "
+                f"{self.kept} unchanged, "
+                f"{len(self.removed)} removed in {self.seconds:.1f} s"
+                + (f"; {len(self.raw_missing)} raw files no longer readable (not linked)" if self.raw_missing else ""))
+
+
+def _vega_bundle() -> tuple[str, str]:
+    """(stamp, loader) of the Vega bundle: the stamp names the vl-convert and Vega-Lite versions."""
+    import vl_convert as vlc
+
+    vl = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return f"vl-convert {getattr(vlc, '__version__', '?')} vega-lite {vl}", f"v{vl}"
+
+
+def _assets(writer: sitewrite.Writer, stamps: dict[str, str], previous_stamps: dict[str, str]) -> None:
+    for asset in ("style.css", "site.js"):
+        writer.write(f"assets/{asset}", (TEMPLATES / "assets" / asset).read_bytes())
+    stamp, vl = _vega_bundle()
+    rel = "assets/vega.js"
+    old = writer.previous.get(rel)
+    if old is not None and previous_stamps.get(rel) == stamp and writer.keep_if_present(rel, old.sha256):
+        stamps[rel] = stamp
+        return
+    writer.write(rel, _vega_js(stamp, vl))
+    stamps[rel] = stamp
+
+
+def _vega_js(stamp: str, vl: str) -> str:
+    """The Vega bundle of ``stamp``: made by vl-convert (about 3 s of CPU) once, then read from ``paths.CACHE``.
+    Side effect: writes the cache file (atomically) the first time."""
+    cached = CACHE / f"vega-{sitewrite.sha256(stamp.encode())[:16]}.js"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    import vl_convert as vlc
+
+    bundle = str(vlc.javascript_bundle(None, vl_version=vl))  # type: ignore[arg-type]  # None: the default bundle
+    try:
+        sitewrite.atomic_write(cached, bundle.encode("utf-8"))
+    except OSError:
+        pass  # a read-only checkout: made again next time
+    return bundle
+
+
+def _raw_files(store: Store, writer: sitewrite.Writer) -> tuple[frozenset[str], list[str]]:
+    """Copy every raw file into raw/<sha256>.bin (files already there as written are kept without reading
+    their source). Returns the hashes present and those whose source is gone or changed."""
+    present, missing = set(), []
+    for sha, sources in rawfiles.raw_sources(store).items():
+        rel = f"raw/{sha}.bin"
+        if writer.keep_if_present(rel, sha):
+            present.add(sha)
+            continue
+        data = rawfiles.read_raw(sha, sources)
+        if data is None:
+            missing.append(sha)
+            continue
+        # named by content hash with a neutral extension: never served as HTML/SVG/JS
+        writer.write_hashed(rel, data, sha)
+        present.add(sha)
+    return frozenset(present), missing
+
+
+def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | None = None,
+           workers: int | None = None) -> ExportResult:
+    """Write the static site for every setup of ``db_path`` into ``out``; see the module docstring.
+
+    Side effects: writes into ``out`` only the files whose content changed since the last export into it,
+    removes files the site no longer has, and records every file in ``out/.benchcards-export.json``. Refuses
+    (ExportFolderError) a folder that is neither empty, new, nor an earlier export, and a folder another
+    export is writing. ``workers`` processes render the cards (default: one per core for large sites).
+    Raises ValueError for a base URL that is not an http(s) address.
+    """
+    start = time.perf_counter()
+    base = site.check_base_url(base_url)
+    sitewrite.check_path(out)
+    db.check(db_path)
+    with sitewrite.locked(out):  # first: a second export is told that this one is writing
+        sitewrite.check_folder(out)
+        manifest = sitewrite.load_manifest(out)
+        previous, previous_stamps = manifest.files, manifest.stamps
+        del manifest
+        key = export_key(db_path, with_raw, base)
+        if previous_stamps.get(EXPORT_KEY) == key and sitewrite.all_as_written(out, previous):
+            db.forget(db_path)  # nothing changed: not a file is written, not even the manifest
+            return ExportResult(pages=[out / p for p in sorted(previous) if p.endswith(".html")], written=[],
+                                kept=len(previous), removed=[], seconds=time.perf_counter() - start, unchanged=True)
+        writer = sitewrite.Writer(out, previous)
+        stamps: dict[str, str] = {}
+        store = Store(db_path)
+        env = environment()
+        ov = overview_rows.overview(store)
+        ids = ov.setup_id.tolist()
+        code = code_stamp()
+        digests = card_data.card_digests(store)
+        early = {s: f"{code}:{digests.get(s, '')}" for s in ids}
+        # cards whose data or code changed (raw files and knees are checked once known)
+        candidates = [s for s in ids if not previous_stamps.get(site.setup_path(s), "").startswith(early[s] + ":")]
+        n_workers = pool.workers(workers, len(candidates)) if candidates else 1
+        renderer = pool.CardPool(n_workers)
+        try:
+            renderer.warm(n_workers)
+            raw, raw_missing = _raw_files(store, writer) if with_raw else (frozenset(), [])
+            data = analysis_inputs.analysis_data(store)
+            kn = analysis.knees(data)
+            extras = _card_extras(store, kn, raw)
+            # a card in a build group shows the group's timeline: it changes with any member's data
+            build_groups = builds.timelines(store)
+            timelines = _timeline_tables(build_groups)
+            todo = _cards_to_render(ids, early, extras, build_groups, digests, writer, stamps, previous_stamps)
+            chunks = [todo[i:i + pool.CHUNK] for i in range(0, len(todo), pool.CHUNK)]
+            for chunk in chunks:
+                prev = {p: e for p in (site.setup_path(s) for s in chunk) if (e := previous.get(p)) is not None}
+                job = CardJob(db_path, out, chunk, prev, raw, kn[kn.setup_id.isin(set(chunk))],
+                              {s: timelines[s] for s in chunk if s in timelines})
+                renderer.render(job, writer)
+            _assets(writer, stamps, previous_stamps)
+            pages = aggregate_pages(env, writer, store, ov, data, kn, base, build_groups)
+            renderer.collect(writer)
+        finally:
+            renderer.close()
+        pages += [site.setup_path(s) for s in ids]
+        html = sorted(p for p in writer.entries if p.endswith(".html"))
+        writer.write("sitemap.xml", site.sitemap(html, base))
+        if not raw_missing:  # a raw file that could not be read may be readable next time: look again then
+            stamps[EXPORT_KEY] = key
+        removed = sitewrite.finish(out, writer.entries, stamps, previous)
+    db.forget(db_path)
+    return ExportResult(pages=[out / p for p in html], written=writer.written,
+                        kept=len(writer.entries) - len(set(writer.written)), removed=removed,
+                        seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+
+
+def _cards_to_render(ids: list[str], early: dict[str, str], extras: dict[str, str], build_groups: list[builds.Group],
+                     digests: dict[str, str], writer: sitewrite.Writer, stamps: dict[str, str],
+                     previous_stamps: dict[str, str]) -> list[str]:
+    """The setups whose card must be rendered again: its stamp (code, data, raw files, knees and, for a card in
+    a build group, every member's data: the group's timeline) differs from the last export's, or its page
+    is gone or changed. Records every card's stamp in ``stamps``."""
+    for g in (grp.ids for grp in build_groups):
+        stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]
+        for m in g:
+            extras[m] = f"{extras.get(m, '')}+{stamp_g}"
+    todo = []
+    for sid in ids:
+        rel = site.setup_path(sid)
+        stamp = stamps[rel] = f"{early[sid]}:{extras.get(sid, '')}"
+        old = writer.previous.get(rel)
+        if old is None or previous_stamps.get(rel) != stamp or not writer.keep_if_present(rel, old.sha256):
+            todo.append(sid)
+    return todo
+
+
+def _timeline_tables(groups: list[builds.Group]) -> dict[str, pd.DataFrame]:
+    """The build timeline each card of a build group shows (one display table per group, shared)."""
+    out: dict[str, pd.DataFrame] = {}
+    for grp in groups:
+        t = builds.timeline_table(grp.timeline)
+        out.update({m: t for m in grp.ids})
+    return out
+
+
+#: the manifest stamp (a name no file of the site can have) of what made the whole site: ``export_key``
+EXPORT_KEY = ".site"
+
+
+def export_key(db_path: Path, with_raw: bool, base: str | None) -> str:
+    """What the whole site is made of: the database's content fingerprint (``db.fingerprint``, recorded by
+    the writer), the rendering code (``code_stamp``) and the options. An export whose key is the one in the
+    manifest, into a folder whose files are all as written, has nothing to do."""
+    return f"db {db.fingerprint(db_path)} code {code_stamp()} raw {with_raw} base {base or ''}"
+
+
+def code_stamp() -> str:
+    """A digest of the code and templates that render the site and of the libraries that shape it: a card
+    is re-rendered when any of them changed, even if its data did not."""
+    import importlib.metadata as md
+
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent.parent  # benchcards/, every folder of it
+    for f in sorted([*here.rglob("*.py"), *TEMPLATES.rglob("*"), here.parent / "schemas" / "models.py"]):
+        if f.is_file():
+            h.update(f.relative_to(here.parent).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    for dist in ("altair", "pandas", "jinja2", "vl-convert-python"):
+        try:
+            h.update(f"{dist}={md.version(dist)}".encode())
+        except md.PackageNotFoundError:
+            h.update(dist.encode())
+    return h.hexdigest()[:16]
+
+
+def _card_extras(store: Store, kn: pd.DataFrame, raw: frozenset[str]) -> dict[str, str]:
+    """Per setup, a digest of what its card shows besides its own rows: its knees and which of its raw files
+    the site has (a card links only those)."""
+    files = store.df("SELECT DISTINCT setup_id, sha256 FROM files ORDER BY setup_id, sha256")
+    linked: dict[str, list[str]] = {}
+    for sid, sha in zip(files.setup_id.tolist(), files.sha256.tolist()):
+        if sha in raw:
+            linked.setdefault(str(sid), []).append(str(sha))
+    knees: dict[str, list[str]] = {}
+    cols = [kn[c].tolist() for c in kn.columns]
+    for row in zip(*cols):
+        knees.setdefault(str(row[list(kn.columns).index("setup_id")]), []).append(repr(row))
+    ids = store.df("SELECT setup_id FROM setups ORDER BY setup_id").setup_id.tolist()
+    rep = reported.digests(store)  # reported lines come from other setups' rows
+    return {str(s): sitewrite.sha256(("\n".join(knees.get(str(s), [])) + "\0" + ",".join(linked.get(str(s), []))
+                                      + ("\0" + rep[str(s)] if str(s) in rep else "")).encode())[:16] for s in ids}

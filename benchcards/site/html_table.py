@@ -1,0 +1,129 @@
+"""The table model of the static site's pages: a display table as cells of text, each with its link, note
+and sort key, and which columns sort smallest first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from benchcards.domain import fmt, metrics
+
+__all__ = ["SHORT_CELL", "Cell", "Table", "cell_text", "first_ascending", "table"]
+
+
+#: the longest text of a column whose cells do not wrap
+SHORT_CELL = 16
+
+
+# --------------------------------------------------------------------------- tables
+
+
+class Cell(NamedTuple):
+    """One table cell: text, and a link (``download`` names the file when the link is a download).
+    A tuple: a card has hundreds of cells, and a tuple is made several times faster than a dataclass."""
+
+    text: str
+    href: str | None = None
+    download: str | None = None
+    #: a second line under the text (the note of one row, e.g. figures that are not the column's kind)
+    note: str | None = None
+
+
+@dataclass
+class Table:
+    """A table for the ``table`` macro: ``numeric`` marks the columns that sort as numbers."""
+
+    columns: list[str]
+    rows: list[list[Cell]]
+    numeric: list[bool] = field(default_factory=list)
+    #: columns of short texts (figures, "54.5 % ± 4.9") that never wrap inside a cell
+    short: list[bool] = field(default_factory=list)
+    #: the direction of a column's first sort ('desc' for figures where more is better)
+    first: list[str] = field(default_factory=list)
+
+
+def cell_text(v: Any, decimals: int | None = None) -> str:
+    """A cell of a display table as text: text as it is, numbers through ``fmt.number`` (``decimals`` as the
+    display table rounded them; whole numbers without decimals), missing values '—'."""
+    if fmt.missing(v):
+        return fmt.DASH
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return fmt.yes_no(v)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if decimals is None:
+        decimals = 0 if f.is_integer() else 1
+    return fmt.number(f, decimals)
+
+
+def _decimals(col: list, limit: int = 3) -> int:
+    """The decimals a rounded float column shows: as many as its most precise value needs (at most ``limit``),
+    so that 75.0 and 74.3 in one column read 75.0 and 74.3."""
+    most = 0
+    for v in col:
+        if v is None or v != v or v in (float("inf"), float("-inf")):
+            continue
+        text = f"{round(float(v), limit):.{limit}f}".rstrip("0")
+        most = max(most, len(text.split(".")[1]))
+    return most
+
+
+def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
+          downloads: dict[str, str] | None = None, up: str = "", notes: dict[str, str] | None = None) -> Table:
+    """A display table as a Table. ``links`` maps a column to a column of addresses for it (from the site
+    root; ``up`` leads there from the page), ``downloads`` a column to a column of file names (its links
+    download under that name), ``notes`` a column to a column of second lines for its cells (missing: none).
+    Numbers are formatted with the decimals in ``df.attrs['decimals']``."""
+    if df is None or df.empty:
+        return Table([], [])
+    hidden = set((links or {}).values()) | set((downloads or {}).values()) | set((notes or {}).values())
+    values: dict[Any, list] = {}
+    kinds = {}
+    for c, col in df.items():
+        values[c] = col.tolist()
+        kinds[c] = col.dtype
+    cols = [c for c in df.columns if c not in hidden]
+    decimals: dict[str, int] = {**{c: _decimals(values[c]) for c in cols if pd.api.types.is_float_dtype(kinds[c])},
+                                **df.attrs.get("decimals", {})}
+    numeric = [pd.api.types.is_numeric_dtype(kinds[c]) and not pd.api.types.is_bool_dtype(kinds[c]) for c in cols]
+    rows = []
+    plain = not links and not downloads and not notes
+    for i in range(len(df)):
+        if plain:
+            rows.append([Cell(cell_text(values[c][i], decimals.get(c))) for c in cols])
+            continue
+        row = []
+        for c in cols:
+            target = values[links[c]][i] if links and c in links else None
+            href = f"{up}{target}" if target and not fmt.missing(target) else None
+            dl = str(values[downloads[c]][i]) if downloads and c in downloads and href else None
+            note = values[notes[c]][i] if notes and c in notes else None
+            row.append(Cell(cell_text(values[c][i], decimals.get(c)), href, dl,
+                            None if fmt.missing(note) else str(note)))
+        rows.append(row)
+    short = [bool(rows) and max(len(r[j].text) + len(r[j].note or "") for r in rows) <= SHORT_CELL
+             for j in range(len(cols))]
+    figures = [num or (bool(rows) and sum(r[j].text[:1].isdigit() for r in rows) * 2 > len(rows))
+               for j, num in enumerate(numeric)]  # numbers, or text figures ('2,989.6', '57.3 % ± 4.8')
+    first = [("asc" if first_ascending(str(c)) else "desc") if fig else "asc" for c, fig in zip(cols, figures)]
+    return Table([str(c) for c in cols], rows, numeric, short, first)
+
+
+#: whether less is better, by column header (the metric registry's headers, long and short)
+_LOWER_IS_BETTER = {h: d.better == "lower" for d in metrics.REGISTRY.values() for h in (d.header(), d.header(True))}
+
+
+def first_ascending(header: str) -> bool:
+    """True when a first click on a numeric column should sort it smallest first: times and other figures
+    where less is better (the metric registry says; a header in seconds or a rank otherwise); figures where
+    more is better sort largest first."""
+    if header in _LOWER_IS_BETTER:
+        return _LOWER_IS_BETTER[header]
+    h = header.lower()
+    return h.endswith(("(s)", "(ms)")) or h.startswith(("rank", "first token", "time")) or "gib" in h

@@ -1,0 +1,460 @@
+"""The static site's pages other than the cards: home, tier and model lists, quality, analysis, builds,
+sweeps, and the machine-readable index files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from benchcards.charts import charts
+from benchcards.compute import analysis, builds, sweeps
+from benchcards.domain import fmt, metrics, tiers
+from benchcards.read import analysis_inputs, clauses, quality, reported
+from benchcards.read.store import Store
+from benchcards.site import urls as site
+from benchcards.site import writer as sitewrite
+from benchcards.site.html_table import Cell, table
+from benchcards.site.render import HOME, Charts, render
+from benchcards.views import analysisview, overview_filter
+from benchcards.views import tables as views
+
+__all__ = ["ANSWER_SIZES", "CHART_SETUPS", "HOME_ROWS", "KNEE_CHART_SETUPS", "LIST_LINKS", "LIST_NOTES", "aggregate_pages"]
+
+
+#: the fixed sizes of the exported time-to-answer views: (prompt tokens, answer words)
+ANSWER_SIZES: tuple[tuple[int, int], ...] = ((2048, 500), (32768, 500))
+#: setups of each tier in the home page's tables
+HOME_ROWS = 10
+#: setups on one speed-vs-quality or throughput chart (those on the frontier first)
+CHART_SETUPS = 40
+#: setups on the knee charts of a tier page of the analysis
+KNEE_CHART_SETUPS = 5
+
+
+# --------------------------------------------------------------------------- lists: home, tiers, models
+
+
+def _overview_rows(ov: pd.DataFrame, tier: bool = True) -> pd.DataFrame:
+    """The overview's display columns for list pages, with each setup's address in ``href``: the setup's short
+    name (model · quant · engine build, as the app's overview), figures, quality, GPU, tier (unless ``tier`` is
+    False: a tier's own page), the notes a row of the list has, and the kind of data."""
+    shown = views.overview_display(ov)
+    out = pd.DataFrame({"Setup": list(shown.Setup), "href": [site.setup_path(s) for s in ov.setup_id],
+                        "setup_note": list(shown.engine_only)})
+    for col in shown.columns[4:]:
+        if col not in ("offload", "engine_only") and (col != "VRAM tier" or tier):
+            out[col] = list(shown[col])
+    out["gpu_note"] = [None if fmt.missing(o) else f"⚠ {o}" for o in shown.offload]
+    out["Data"] = list(ov.badges)
+    return out
+
+
+#: how a list of ``_overview_rows`` links and annotates its cells (``table``'s links and notes)
+LIST_LINKS = {"Setup": "href"}
+LIST_NOTES = {"Setup": "setup_note", "GPU": "gpu_note"}
+
+
+def _write_list(env: jinja2.Environment, write: Callable[[str, str], Any], stem: str, rows: pd.DataFrame,
+                title: str, crumbs: list[site.Crumb], intro: Iterable[str] = (), links: dict[str, str] | None = None,
+                before: Callable[[int, Charts], dict] | None = None, heading: str | None = None,
+                notes: dict[str, str] | None = None) -> list[str]:
+    """A sortable, filterable table split into pages of ``site.PAGE_ROWS`` rows at ``stem``(-N).html."""
+    paths = []
+    n = site.pages(len(rows))
+    for page in range(1, n + 1):
+        path = site.paged(stem, page)
+        part = rows.iloc[(page - 1) * site.PAGE_ROWS: page * site.PAGE_ROWS]
+        page_charts = Charts()
+        extra = before(page, page_charts) if before else {}
+        write(path, render(env, "list.html", path, title=title + (f" (page {page} of {n})" if n > 1 else ""),
+                           crumbs=crumbs, charts=page_charts, heading=heading or title, intro=list(intro),
+                           rows=table(part, links=links, up=site.up(path), notes=notes),
+                           paging=site.pager(stem, page, len(rows)), **extra))
+        paths.append(path)
+    return paths
+
+
+def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tests: int) -> str:
+    ranked = overview_filter.sort_overview(ov, "decode")
+    # the app's overview groups (views.overview_group): one per tier, the reported setups in one group at the end
+    group = pd.Series([views.overview_group(b, t) for b, t in zip(ranked.badges, ranked.tier)], index=ranked.index)
+    sections = []
+    for label in [*sorted(set(ranked.tier[group != views.REPORTED_GROUP]), key=tiers.tier_rank), None]:
+        rows = ranked[group == (views.REPORTED_GROUP if label is None else views.overview_group(None, label))]
+        if rows.empty:
+            continue
+        sections.append({"label": views.REPORTED_GROUP if label is None else views.overview_group(None, label),
+                         "href": None if label is None else site.tier_path(label), "count": len(rows),
+                         "text": "" if label is None else site.TIER_TEXT.get(label, ""),
+                         "table": table(_overview_rows(rows.head(HOME_ROWS), tier=False), links=LIST_LINKS,
+                                       notes=LIST_NOTES)})
+    return render(env, "index.html", "index.html", title="All setups", sections=sections,
+                  models=table(models, links={"Model": "href"}), n_setups=len(ov), n_models=len(models),
+                  n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=_answer_links(), lead=analysisview.LEAD,
+                  legend=analysisview.LEGEND)
+
+
+def _models_table(ov: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for name, g in ov.groupby(ov.model.map(site.model_key), sort=True):
+        best = g.loc[g.decode_tps.astype(float).idxmax()] if g.decode_tps.notna().any() else None
+        rows.append({"Model": name, "href": site.model_path(name), "Setups": len(g),
+                     "GPUs": g.gpu.nunique(), "Quants": ", ".join(sorted({fmt.text(q) for q in g.quant})),
+                     "Fastest decode (tok/s)": fmt.value("decode", None if best is None else best.decode_tps)})
+    rows.sort(key=lambda r: (str(r["Model"]).casefold(), str(r["Model"])))  # 'gpt-oss' beside 'GLM', not after 'Z'
+    return pd.DataFrame(rows, columns=["Model", "href", "Setups", "GPUs", "Quants", "Fastest decode (tok/s)"])
+
+
+# --------------------------------------------------------------------------- quality
+
+
+def _quality_pages(env: jinja2.Environment, write: Callable[[str, str], Any], q: pd.DataFrame) -> list[str]:
+    paths = []
+    tests = []
+    frame = views.quality_frame(q) if not q.empty else q
+    for test, g in (frame.groupby("test", sort=False) if not q.empty else []):
+        label = str(g.test_label.iloc[0])
+        stem = site.quality_path(str(test))[:-5]
+        shown = views.quality_table(g.drop(columns="test_label"))
+        shown.insert(2, "href", [site.setup_path(s) for s in g.setup_id])
+        best = g.iloc[0]
+        tests.append({"Test": label, "href": f"{stem}.html",
+                      "What": fmt.text(metrics.TESTS[test].description if test in metrics.TESTS else None),
+                      "Setups": len(g), "Best result": fmt.quality(best.pct, best.margin_pp),
+                      "Best setup": str(best.title), "best_href": site.setup_path(str(best.setup_id))})
+        top = g.drop(columns="test_label").head(20)
+
+        def chart(page: int, page_charts: Charts, top: pd.DataFrame = top, n: int = len(g)) -> dict:
+            if page == 1:
+                page_charts.add(charts.quality_chart(top),
+                                caption=None if n <= len(top) else f"The {len(top)} best of {fmt.count(n, 'setup')}.")
+            return {}
+
+        paths += _write_list(env, write, stem, shown, f"{label}: quality with 95 % margins",
+                             [HOME, site.Crumb("Quality", "quality.html"), site.Crumb(label)],
+                             intro=["Wilson score intervals at 95 %; a cut-off answer counts as wrong."],
+                             links={"Setup": "href"}, before=chart)
+    overview = pd.DataFrame(tests, columns=["Test", "href", "What", "Setups", "Best result", "Best setup",
+                                            "best_href"])
+    write("quality.html", render(env, "quality.html", "quality.html", title="Quality",
+                                 crumbs=[HOME, site.Crumb("Quality")],
+                                 tests=table(overview, links={"Test": "href", "Best setup": "best_href"})))
+    return ["quality.html", *paths]
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def _answer_stem(prompt: int, words: int) -> str:
+    return f"analysis/time-to-answer-{fmt.depth(prompt).lower().replace(',', '')}-{words}-words"
+
+
+def _answer_links() -> list[dict]:
+    return [{"href": f"{_answer_stem(p, w)}.html", "text": f"{fmt.depth(p)} prompt, {w:,} words"}
+            for p, w in ANSWER_SIZES]
+
+
+def _tier_rows(df: pd.DataFrame, ids: Iterable[str]) -> pd.DataFrame:
+    keep = set(ids)
+    return df[df.setup_id.isin(keep)]
+
+
+def _chart_setups(df: pd.DataFrame, order_col: str, limit: int = CHART_SETUPS) -> list[str]:
+    """Setups for a chart with many candidates: those with a point on the frontier first, then by
+    ``order_col`` (largest first), at most ``limit``."""
+    best = df.groupby("setup_id").agg(front=("frontier", "max"), top=(order_col, "max")).reset_index()
+    best = best.sort_values(["front", "top"], ascending=[False, False], kind="stable")
+    return best.setup_id.head(limit).tolist()
+
+
+@dataclass
+class _Analysis:
+    """What every analysis page reads: the data (method tests left out, as in the app), knees, tiers, crumbs."""
+
+    env: jinja2.Environment
+    write: Callable[[str, str], Any]
+    data: analysis_inputs.AnalysisData
+    kn: pd.DataFrame
+    tier_order: list[str]
+    left_note: str
+    by_tier: dict[str, list[str]]
+    titles: dict[str, str]
+    crumbs: list[site.Crumb]
+
+
+def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], data: analysis_inputs.AnalysisData,
+                    kn: pd.DataFrame, tier_order: list[str]) -> list[str]:
+    """The analysis index and every view's pages (their words: ``benchcards.views.analysisview``)."""
+    # as in the app: method tests (tiny or random-weight models) show the method, not a speed to rank
+    data, left_out = analysis.without_method_tests(data)
+    setups = analysis.with_tiers(data.setups)
+    a = _Analysis(env, write, data, kn[kn.setup_id.isin(set(data.setups.setup_id))], tier_order,
+                  analysisview.left_out_note(left_out),
+                  {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order},
+                  dict(zip(setups.setup_id, setups.title)), [HOME, site.Crumb("Analysis", "analysis.html")])
+    paths: list[str] = []
+    answers, more = _answer_pages(a)
+    paths += more
+    tp_links, more = _throughput_pages(a)
+    paths += more
+    sq_links, more = _speed_quality_pages(a)
+    paths += more
+    knee_links, more = _knee_pages(a)
+    paths += more
+    views_shown = [{"view": v, "links": links} for v, links in zip(
+        analysisview.VIEWS, (answers, tp_links, sq_links, knee_links))]
+    write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
+                                  crumbs=[HOME, site.Crumb("Analysis")], views=views_shown,
+                                  intro=analysisview.INTRO, n_setups=len(setups), left_note=a.left_note))
+    return ["analysis.html", *paths]
+
+
+def _answer_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Time to answer at the fixed sizes: one ranked page each."""
+    view = analysisview.TIME_TO_ANSWER
+    links, paths = [], []
+    for p, w in ANSWER_SIZES:
+        res = analysis.time_to_answer(a.data, p, float(w))
+        stem = _answer_stem(p, w)
+        shown = analysis.answer_table(res)
+        shown.insert(2, "href", [site.setup_path(s) for s in res.setup_id])
+        links.append({"href": f"{stem}.html", "text": f"{fmt.depth(p)}-token prompt, {w:,}-word answer",
+                      "count": int(res.total_s.notna().sum()), "unit": "ranked"})
+
+        def chart(page: int, page_charts: Charts, res: pd.DataFrame = res) -> dict:
+            if page == 1 and res.total_s.notna().any():
+                page_charts.add(charts.answer_time_chart(res), caption=analysisview.CHART_FASTEST)
+            return {}
+
+        title = f"{view.title}: {fmt.depth(p)} prompt, {w:,} words"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)], intro=[
+            f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer.", view.rules,
+            a.left_note], links={"Setup": "href"}, before=chart)
+    return links, paths
+
+
+def _throughput_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Throughput vs per-request speed, one page per tier."""
+    view = analysisview.THROUGHPUT
+    links, paths = [], []
+    tp_all = analysis.throughput(a.data)
+    for t in a.tier_order:
+        if not (tp_all.tier == t).any():
+            continue
+        tp = analysis.throughput(a.data.only(a.by_tier[t]))
+        stem = f"analysis/throughput-{site.tier_slug(t)}"
+        shown = analysis.throughput_table(tp)
+        shown.insert(1, "href", [site.setup_path(s) for s in tp.setup_id])
+        links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": tp.setup_id.nunique()})
+        on_chart = _chart_setups(tp, "total_tps")
+
+        def tp_chart(page: int, page_charts: Charts, tp: pd.DataFrame = tp, on_chart: list[str] = on_chart) -> dict:
+            if page == 1:
+                n = tp.setup_id.nunique()
+                page_charts.add(charts.pareto_chart(tp[tp.setup_id.isin(on_chart)], charts.setup_colors(on_chart)),
+                                caption=None if n <= len(on_chart) else
+                                f"{len(on_chart)} of {fmt.count(n, 'setup')}: those on the frontier, then the highest totals.")
+            return {}
+
+        title = f"{view.title}: {t} tier"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)], intro=[
+            view.intro, view.rules], links={"Setup": "href"}, before=tp_chart)
+    return links, paths
+
+
+def _speed_quality_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Speed vs quality per tier, one page per test."""
+    view = analysisview.SPEED_QUALITY
+    links, paths = [], []
+    speed_label = analysis.SPEED_MEASURES["decode"][0]
+    for test, label in analysis.quality_tests(a.data):
+        sq = analysis.speed_quality(a.data, test, "decode")
+        if sq.empty:
+            continue
+        stem = f"analysis/speed-quality-{site.quality_path(test)[len('quality/'):-5]}"
+        sections = []
+        page_charts = Charts()
+        for t in [t for t in a.tier_order if (sq.tier == t).any()]:
+            rows = sq[sq.tier == t]
+            on_chart = _chart_setups(rows, "speed_tps")
+            c = page_charts.add(charts.speed_quality_chart(rows[rows.setup_id.isin(on_chart)], speed_label, [t]))
+            front = analysis.speed_quality_table(rows[rows.frontier], speed_label)
+            front.insert(2, "href", [site.setup_path(s) for s in rows[rows.frontier].setup_id])
+            sections.append({"tier": t, "chart": c, "count": len(rows), "shown": len(on_chart),
+                             "anchor": site.tier_slug(t), "table": table(front, links={"Setup": "href"}, up="../")})
+        title = f"{label} vs speed per hardware tier"
+        path = f"{stem}.html"
+        a.write(path, render(a.env, "speed_quality.html", path, title=title, crumbs=[*a.crumbs, site.Crumb(title)],
+                             charts=page_charts, sections=sections, label=label, speed_label=speed_label,
+                             rules=view.rules))
+        paths.append(path)
+        links.append({"href": path, "text": label, "count": len(sq)})
+    return links, paths
+
+
+def _knee_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
+    """Knees, one page per tier, with the tier's fastest setups on the charts."""
+    view = analysisview.KNEES
+    links, paths = [], []
+    for t in a.tier_order:
+        k = _tier_rows(a.kn, a.by_tier[t])
+        if k.empty:
+            continue
+        stem = f"analysis/knees-{site.tier_slug(t)}"
+        shown = analysis.knee_table(k)
+        shown.insert(1, "href", [site.setup_path(s) for s in k.setup_id])
+        links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
+        pick = _knee_chart_setups(a.data, list(dict.fromkeys(k.setup_id)))  # setups with curves only
+        title = f"{view.title}: {t} tier"
+        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)],
+                             intro=[view.rules], links={"Setup": "href"}, before=_KneeCharts(a, pick, k))
+    return links, paths
+
+
+@dataclass
+class _KneeCharts:
+    """The knee charts of a tier's first page (a ``_write_list`` ``before``): its fastest setups' curves with
+    their knees marked."""
+
+    a: _Analysis
+    pick: list[str]
+    k: pd.DataFrame
+
+    def __call__(self, page: int, page_charts: Charts) -> dict:
+        return _knee_charts(self.a, page, page_charts, self.pick, self.k)
+
+
+def _knee_charts(a: _Analysis, page: int, page_charts: Charts, pick: list[str], k: pd.DataFrame) -> dict:
+    """See ``_KneeCharts``."""
+    if page > 1 or not pick:
+        return {}
+    sub = a.data.only(pick)
+    k = k[k.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
+    points = analysis.depth_curves(sub, tasks=False)
+    points["title"] = points.setup_id.map(a.titles)
+    colours = charts.setup_colors(pick)  # one colour per setup across the page's charts
+    for kind in (analysis.PREFILL, analysis.DECODE):
+        if (points.kind == kind).any():
+            page_charts.add(charts.knee_depth_chart(points, k, kind, colours))
+    tp = analysis.throughput(sub)
+    if not tp.empty:
+        page_charts.add(charts.knee_conc_chart(tp, k, colours))
+    fastest = f"{len(pick)} fastest setups" if len(pick) > 1 else "fastest setup"
+    return {"chart_note": f"The charts show the tier's {fastest} (decode); the table lists every setup's knees."}
+
+
+def _knee_chart_setups(data: analysis_inputs.AnalysisData, ids: list[str]) -> list[str]:
+    """The fastest few setups (headline decode) of ``ids``, for the knee charts."""
+    m = data.metrics
+    dec = m[(m.metric == "decode") & m.prompt.isna() & m.level.isna() & m.setup_id.isin(set(ids))]
+    order = dec.sort_values("value", ascending=False).setup_id.tolist()
+    rest = [s for s in ids if s not in set(order)]
+    return (order + rest)[:KNEE_CHART_SETUPS]
+
+
+def _builds_page(env: jinja2.Environment, build_groups: list[builds.Group]) -> str:
+    """Every build timeline: one table per hardware, model and settings measured with several builds."""
+    timelines = []
+    for grp in build_groups:
+        if grp.timeline.empty:
+            continue
+        links = [Cell(text, site.setup_path(sid)) for text, sid in builds.build_links(grp.sib)]
+        timelines.append({"title": str(grp.sib.title.iloc[-1]), "builds": links,
+                          "table": table(builds.timeline_table(grp.timeline))})
+    return render(env, "builds.html", "builds.html", title="Builds over time",
+                  crumbs=[HOME, site.Crumb("Builds over time")], explained=builds.EXPLAINED, timelines=timelines)
+
+
+def _sweep_pages(env: jinja2.Environment, write: Callable[[str, str], Any], store: Store,
+                 carded: set[str]) -> list[str]:
+    """``sweeps.html`` (every sweep) and one page per sweep: the app's Sweeps page, from the same tables
+    (``benchcards.compute.sweeps``); a variant links to its card where the site has one (``carded``)."""
+    paths, listed = [], []
+    for rec in sweeps.load_sweeps(store):
+        path = site.sweep_path(rec.sweep_id)
+        up = site.up(path)
+        diffs = sweeps.sweep_table(store, rec)
+        page = Charts()
+        chart = page.add(charts.sweep_chart(diffs)) if not diffs.empty else None
+        if not diffs.empty:
+            diffs = sweeps.shown_table(diffs).assign(
+                _href=[site.setup_path(str(s)) if s in carded else None for s in diffs["_setup"]])
+        variants = sweeps.variants_table(rec)
+        variants["_setup"] = [site.setup_path(str(s)) if s in carded else None for s in variants["_setup"]]
+        write(path, render(env, "sweep.html", path, title=f"Sweep {rec.sweep_id}", charts=page,
+                           crumbs=[HOME, site.Crumb("Sweeps", "sweeps.html"), site.Crumb(rec.sweep_id)],
+                           rec=rec, explained=sweeps.EXPLAINED, empty=sweeps.EMPTY, summary=sweeps.summary(rec),
+                           chart=chart,
+                           diffs=table(diffs, links={"Variant": "_href"}, up=up) if not diffs.empty else None,
+                           variants=table(variants, links={"Variant": "_setup"}, up=up),
+                           boots=table(sweeps.boots_table(rec))))
+        paths.append(path)
+        verdicts = diffs["Verdict"].value_counts() if not diffs.empty else pd.Series(dtype=int)
+        listed.append({"Sweep": sweeps.label(rec), "href": path, "Started": fmt.text(rec.started_at),
+                       "Baseline": rec.baseline, "Variants": str(len(rec.variants)),
+                       "Verdicts": "; ".join(f"{v}: {n}" for v, n in verdicts.items()) or fmt.DASH})
+    overview = pd.DataFrame(listed, columns=["Sweep", "href", "Started", "Baseline", "Variants", "Verdicts"])
+    write("sweeps.html", render(env, "sweeps.html", "sweeps.html", title="Sweeps", crumbs=[HOME, site.Crumb("Sweeps")],
+                                explained=sweeps.EXPLAINED, sweeps=table(overview, links={"Sweep": "href"})))
+    return ["sweeps.html", *paths]
+
+
+def aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: Store, ov: pd.DataFrame,
+                     data: analysis_inputs.AnalysisData, kn: pd.DataFrame, base: str | None,
+                     build_groups: list[builds.Group]) -> list[str]:
+    """Every page but the cards, and the machine-readable files."""
+    write = writer.write
+    ranked = overview_filter.sort_overview(ov, "decode")
+    tier_order = sorted(set(ov.tier), key=tiers.tier_rank)
+    models = _models_table(ov)
+    q = quality.quality_table(store)
+    pages = ["index.html"]
+    write("index.html", _home(env, ov, models, q.test.nunique() if not q.empty else 0))
+    for label in tier_order:
+        rows = ranked[ranked.tier == label]
+        stem = site.tier_path(label)[:-5]
+        crumbs = [HOME, site.Crumb(f"{label} tier")]
+        pages += _write_list(env, write, stem, _overview_rows(rows, tier=False), f"{label} tier", crumbs,
+                             intro=[site.TIER_TEXT.get(label, ""), f"{fmt.count(len(rows), 'setup')}, fastest decode first."],
+                             links=LIST_LINKS, notes=LIST_NOTES)
+    write("models/index.html", render(env, "models.html", "models/index.html", title="Models",
+                                      crumbs=[HOME, site.Crumb("Models")],
+                                      models=table(models, links={"Model": "href"}, up="../")))
+    pages.append("models/index.html")
+    for name, rows in ranked.groupby(ranked.model.map(site.model_key), sort=True):
+        stem = site.model_path(name)[:-5]
+        shown = _overview_rows(rows)
+        gpus = rows.gpu.nunique()
+        quants = rows.quant.map(fmt.text).nunique()
+        pages += _write_list(env, write, stem, shown, str(name),
+                             [HOME, site.Crumb("Models", "models/index.html"), site.Crumb(str(name))],
+                             intro=[f"Every setup of {name}: {len(rows):,} on {fmt.count(gpus, 'GPU model')} in "
+                                    f"{fmt.count(quants, 'quantisation')}, by hardware tier, fastest decode first."],
+                             links=LIST_LINKS, notes=LIST_NOTES)
+    pages += _quality_pages(env, write, q)
+    write("builds.html", _builds_page(env, build_groups))
+    pages.append("builds.html")
+    pages += _sweep_pages(env, write, store, set(ov.setup_id))
+    pages += _analysis_pages(env, write, data, kn, tier_order)
+    write("assets/search.js", site.search_script(site.search_index(ov)))
+    figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({clauses.LATEST_METRICS}) "
+                       "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")
+    _index_files(write, site.index_setups(ov, figures, q, base, reported.figures(store)), base)
+    return pages
+
+
+def _index_files(write: Callable[[str, str], Any], setups: list[dict], base: str | None) -> None:
+    """``index.json`` (every setup, and the catalogue of its parts) and its parts: one file per hardware tier
+    and one per model (``site.index_parts``), so a reader of a large site fetches only what it needs."""
+    def dumps(doc: dict) -> str:
+        return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+    parts, catalogue = site.index_parts(setups, base)
+    write("index.json", dumps(site.index_document(setups, parts=catalogue)))
+    for path, rows in parts.items():
+        write(path, dumps(site.index_document(rows)))

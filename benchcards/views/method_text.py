@@ -1,0 +1,180 @@
+"""How each run measured, in words: the stored method of every run as Setting | Value rows, and how the
+memory test ran its server and read its peak memory.
+
+The settings' names come from ``live.settings``, where they are declared once with their command-line
+options. Pure functions, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from benchcards.domain import fmt, metrics
+from benchcards.read.card_data import Card
+
+__all__ = ["fit_method_rows", "method_by_run", "method_table", "peak_known", "peak_method", "peak_source", "relevant_fields", "sampling_words", "stored_method"]
+
+
+# --------------------------------------------------------------------------- method settings
+
+def _depths(values: list) -> str:
+    return ", ".join(fmt.depth(v) for v in values) if values else fmt.DASH
+
+
+def sampling_words(sampling: dict | None) -> str:
+    if not sampling:
+        return fmt.DASH
+    names = {"temperature": "temperature", "top_p": "top-p", "top_k": "top-k", "min_p": "min-p",
+             "presence_penalty": "presence penalty", "frequency_penalty": "frequency penalty",
+             "repeat_penalty": "repetition penalty", "seed": "seed", "source": "from"}
+    return ", ".join(f"{names.get(k, k.replace('_', ' '))} {v}" for k, v in sampling.items() if v is not None) \
+        or fmt.DASH
+
+
+def _count(v: object) -> str:
+    return fmt.number(v, 0)
+
+
+#: how each speed method field is shown (the settings' names come from live.settings, where they are declared
+#: with their command-line options; the rest are what the server said or the run stored)
+_SPEED_SHOW: dict[str, object] = {
+    "parts": lambda v: ", ".join(metrics.part_label(p) for p in v), "prompt_ids": lambda v: ", ".join(v),
+    "runs": _count, "warmups": _count, "max_tokens": fmt.tokens, "min_decode_tokens": fmt.tokens,
+    "prefill_depths": _depths, "prefill_runs": _count, "prefill_max_tokens": fmt.tokens,
+    "conc_levels": lambda v: ", ".join(fmt.number(x, 0) for x in v), "conc_rounds": _count,
+    "conc_max_tokens": fmt.tokens, "l1_max_tokens": fmt.tokens, "ctx_depths": _depths, "ctx_runs": _count,
+    "ctx_max_tokens": fmt.tokens, "agent_turns": _count, "agent_tokens": fmt.tokens, "agent_max_tokens": fmt.tokens,
+    "agent_endpoints": lambda v: ", ".join(v), "thinking": fmt.on_off,
+}
+_SERVER_SAID: tuple[tuple[str, str, object], ...] = (
+    ("sampling", "Sampling sent", sampling_words),
+    ("server_slots", "Server slots", _count),
+    ("server_ctx", "Server context, all slots", fmt.tokens),
+    ("server_ctx_per_slot", "Server context per slot", fmt.tokens),
+)
+
+
+def _speed_method_rows() -> tuple[tuple[str, str, object], ...]:
+    """(field, setting, how to show) of every speed method field the card shows, in the card's order."""
+    from live.settings import METHOD_FIELDS, SpeedSettings, label_of
+
+    rows = [(k, label_of(SpeedSettings, k), _SPEED_SHOW[k]) for k in METHOD_FIELDS if k != "thinking"]
+    rows += [("cache_prompt", "Server prompt cache", lambda v: "on" if v else "off (cache_prompt false)"),
+             ("thinking", label_of(SpeedSettings, "thinking"), fmt.on_off)]
+    return (*rows, *_SERVER_SAID)
+
+
+def stored_method(raw: object) -> dict:
+    if fmt.missing(raw):
+        return {}
+    try:
+        out = json.loads(str(raw))
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def relevant_fields(method: dict) -> dict:
+    """The fields of a speed method that belong to the parts it ran."""
+    from live.settings import PART_FIELDS
+
+    parts = set(method.get("parts") or [])
+    return {k: v for k, v in method.items() if k not in PART_FIELDS or parts & set(PART_FIELDS[k])}
+
+
+def method_table(card: Card) -> pd.DataFrame:
+    """Run | Setting | Value: how every run measured (its stored method, its tests' settings, its tool)."""
+    rows: list[tuple[str, str, str]] = []
+    for r in card.runs.itertuples():
+        method = stored_method(getattr(r, "method_json", None))
+        if r.kind == "speed":
+            method = relevant_fields(method)
+            for key, setting, show in _speed_method_rows():
+                if key in method and method[key] not in (None, []):
+                    rows.append((r.run_id, setting, show(method[key])))  # type: ignore[operator]
+        elif r.kind == "quality":
+            for q in card.quality[card.quality.run_id == r.run_id].itertuples():
+                bits = [f"limit {fmt.tokens(q.token_limit)}" if not fmt.missing(q.token_limit) else None,
+                        None if fmt.missing(q.thinking) else f"thinking {fmt.on_off(q.thinking)}",
+                        None if fmt.missing(q.seed) else f"seed {fmt.number(q.seed, 0, thousands=False)}",
+                        None if fmt.missing(q.in_flight) else f"{fmt.number(q.in_flight, 0)} in flight",
+                        None if fmt.missing(getattr(q, "sampling_json", None))
+                        else sampling_words(stored_method(q.sampling_json))]
+                rows.append((r.run_id, metrics.quality_label(q.test, q.label),
+                             ", ".join(b for b in bits if b) or fmt.DASH))
+        elif r.kind == "fit" and "fill_target_pct" in method:
+            rows.append((r.run_id, "Prompt fills about", f"{fmt.percent(method['fill_target_pct'])} of each context"))
+            if peak_known(card):  # said only when recorded: "not recorded" above figures that exist misleads
+                rows.append((r.run_id, "Peak memory measured with", str(peak_known(card))))
+            rows.extend((r.run_id, setting, value) for setting, value in fit_method_rows(method))
+        if not fmt.missing(r.tool):
+            rows.append((r.run_id, "Measured with", str(r.tool)))
+        if not fmt.missing(r.command):
+            rows.append((r.run_id, "Command of the measuring tool", str(r.command)))
+        if not fmt.missing(getattr(r, "notes", None)):
+            rows.append((r.run_id, "Notes", str(r.notes)))
+    return pd.DataFrame(rows, columns=["Run", "Setting", "Value"])
+
+
+def method_by_run(card: Card) -> list[tuple[str, pd.DataFrame]]:
+    """(heading, Setting | Value table) per run: ``method_table`` grouped, with the run's kind and start."""
+    table = method_table(card)
+    out = []
+    for r in card.runs.itertuples():
+        rows = table[table.Run == r.run_id][["Setting", "Value"]].reset_index(drop=True)
+        if rows.empty:
+            continue
+        kind = {"speed": "speed", "quality": "quality", "fit": "memory test"}.get(r.kind, str(r.kind))
+        started = "" if fmt.missing(r.started_at) else f", started {r.started_at}"
+        out.append((f"{r.run_id} ({kind}{started})", rows))
+    return out
+
+
+def peak_method(card: Card) -> str:
+    """How the memory test read its peak GPU memory, as its contract records it, else 'not recorded'."""
+    return peak_known(card) or "not recorded"
+
+
+def peak_known(card: Card) -> str | None:
+    """How the memory test read its peak GPU memory as its contract records it, else None."""
+    if card.fit is None:
+        return None
+    r = card.runs[card.runs.run_id == card.fit.get("run_id")]
+    how = stored_method(r.iloc[0].get("method_json")).get("peak_memory_method") if not r.empty else None
+    return str(how) if how else None
+
+
+def peak_source(card: Card) -> str | None:
+    """What is known about where the memory test's peak figures come from: how they were read, else which tool
+    recorded them (None when neither is recorded or there is no peak figure to explain)."""
+    how = peak_known(card)
+    if how:
+        return f"Peak memory measured with: {how}."
+    f = card.fit or {}
+    peaks = card.fit_steps.peak_gib.dropna() if "peak_gib" in card.fit_steps.columns else []
+    if fmt.missing(f.get("peak_gib")) and not len(peaks):
+        return None
+    r = card.runs[card.runs.run_id == f.get("run_id")]
+    tool = None if r.empty or fmt.missing(r.iloc[0].get("tool")) else str(r.iloc[0].get("tool"))
+    return f"Peak memory as recorded by {tool} (how it read the memory is not in its contract)." if tool else None
+
+
+def fit_method_rows(method: dict) -> list[tuple[str, str]]:
+    """How a live memory test ran its server: restarted per size, with which command template, and what
+    benchcards added to it (Setting, Value)."""
+    import shlex
+
+    rows = []
+    if method.get("restarted_per_size") is True:
+        rows.append(("Server", "started afresh for every context size and stopped after its one request"))
+    elif method.get("restarted_per_size") is False:
+        rows.append(("Server", "one server for every context size (not restarted)"))
+    template = method.get("server_template")
+    if isinstance(template, list) and template:
+        rows.append(("Server command per size", shlex.join(str(x) for x in template)))
+    added = method.get("added_by_benchcards")
+    if isinstance(added, list) and added:
+        rows.append(("Added to the command by benchcards", " ".join(str(x) for x in added)))
+    return rows

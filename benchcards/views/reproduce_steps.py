@@ -1,0 +1,278 @@
+"""How to measure a setup again: the model download, the server command with its flags explained, and the
+exact measurement command (``python -m live measure …``), as numbered steps that say what is missing.
+
+Pure functions, no Streamlit; the measurement settings come from ``live.settings``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from benchcards.domain import flags, fmt
+from benchcards.read.card_data import Card
+from benchcards.views.method_text import relevant_fields, sampling_words, stored_method
+
+if TYPE_CHECKING:
+    from live.settings import SpeedSettings
+
+__all__ = ["MODEL_DIR", "Reproduce", "Step", "download_command", "engine_build", "flags_table", "is_engine_bench", "local_model_argv", "measure_command", "reproduce", "shown_argv"]
+
+
+# --------------------------------------------------------------------------- server command and reproduction
+
+def engine_build(card: Card) -> flags.Build:
+    """Which build the flag explanations describe (llama-server's slot defaults changed in build b6925)."""
+    e = card.setup.engine
+    return flags.build_defaults(e.name, e.version, e.build_number, card.setup.measured_at)
+
+
+def shown_argv(card: Card) -> list[str]:
+    """The server command as the Reproduce section shows it: its model path where step 1 puts the file."""
+    s = card.setup
+    if download_command(card) and s.model.file:
+        return local_model_argv(s.server.argv, s.model.file)[0]
+    return list(s.server.argv)
+
+
+def flags_table(card: Card, as_measured: bool = False) -> pd.DataFrame:
+    """Every environment variable and flag of the server command as the Reproduce section shows it (the same
+    -m path; ``as_measured``: the command exactly as measured, as the export shows it), explained for the
+    setup's engine build; slot settings left at their defaults said; problems named."""
+    rows = []
+    for k, v in card.setup.server.env.items():
+        rows.append({"Part": f"{k}={v}", "Meaning": flags.explain_env(k, v) or fmt.DASH})
+    argv = list(card.setup.server.argv) if as_measured else shown_argv(card)
+    build = engine_build(card)
+    program, args = flags.split_argv(argv)
+    bench = program.rsplit("/", 1)[-1].startswith("llama-bench")
+    rows.append({"Part": program, "Meaning": "llama.cpp's benchmark program (times the engine itself, no server)"
+                 if bench else "the server program"})
+    for a in args:
+        explained = None if bench else flags.explain(a.name, a.value, argv, build)
+        explained = explained or (a.explanation if bench else None)
+        meaning = explained or "(not in benchcards' flag list)"
+        if a.problem:
+            meaning = f"⚠ {a.problem}" + (f" — {explained}" if explained else "")
+        rows.append({"Part": a.flag + (f" {a.value}" if a.value is not None else ""), "Meaning": meaning})
+    rows += [{"Part": part, "Meaning": meaning} for part, meaning in flags.default_notes(argv, build)]
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class Step:
+    """One step of the Reproduce section: a heading that says up front what is missing, the command(s)."""
+
+    title: str  # e.g. '1. Get the model file'
+    detail: str  # what the step does, or what is not recorded
+    commands: list[tuple[str, str]] = field(default_factory=list)  # (caption, shell text)
+
+
+@dataclass
+class Reproduce:
+    """How to measure this setup again: get the model, start the server, run the measurement."""
+
+    download: str | None
+    server: str | None
+    measure: dict[str, str] = field(default_factory=dict)  # run id -> command
+    notes: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+
+
+#: where the download line puts the model file; the server command of the Reproduce section reads it there
+MODEL_DIR = "models"
+_MODEL_FLAGS = ("-m", "--model")
+
+
+def download_command(card: Card) -> str | None:
+    """Lines that fetch the exact model file (repo, file, revision) into ``MODEL_DIR`` and check its SHA-256,
+    or None."""
+    m = card.setup.model
+    if not m.repo or not m.file:
+        return None
+    cmd = ["hf", "download", m.repo, m.file]
+    if m.revision:
+        cmd += ["--revision", m.revision]
+    cmd += ["--local-dir", MODEL_DIR]
+    lines = [shlex.join(cmd)]
+    if m.sha256:
+        lines.append(f"echo {shlex.quote(m.sha256 + '  ' + MODEL_DIR + '/' + m.file)} | sha256sum --check")
+    return "\n".join(lines)
+
+
+def local_model_argv(argv: list[str], file: str) -> tuple[list[str], str | None]:
+    """``argv`` with its model path (-m / --model / --model=) pointing at ``MODEL_DIR/file``, where the download
+    line puts the file, and the path it had (None when it already pointed there or names no model file)."""
+    out = list(argv)
+    target = f"{MODEL_DIR}/{file}"
+    for i, word in enumerate(out):
+        if word in _MODEL_FLAGS and i + 1 < len(out):
+            if out[i + 1] == target:
+                return out, None
+            was, out[i + 1] = out[i + 1], target
+            return out, was
+        if word.startswith("--model="):
+            was = word.split("=", 1)[1]
+            if was == target:
+                return out, None
+            out[i] = f"--model={target}"
+            return out, was
+    return out, None
+
+
+def _recorded_speed(method: dict, parts: list[str], notes: list[str]) -> tuple[SpeedSettings, list[str]]:
+    """The speed settings a stored method records for ``parts`` (live.settings.SpeedSettings); a stored value
+    the live client would refuse is left at its default, with a note."""
+    from pydantic import ValidationError
+
+    from live.settings import PART_FIELDS, SpeedSettings, flag_of, method_settings
+
+    recorded = {k: v for k, v in method_settings(method).items()
+                if k != "parts" and (k not in PART_FIELDS or set(PART_FIELDS[k]) & set(parts))}
+    kept: dict = {"parts": tuple(parts)}
+    for key, value in recorded.items():
+        try:
+            SpeedSettings(**kept, **{key: value})
+        except ValidationError:
+            notes.append(f"The stored {flag_of(SpeedSettings, key)} {value!r} is not one the live client takes; "
+                         "the command leaves it at its default.")
+            continue
+        kept[key] = value
+    kept.setdefault("thinking", None)  # not recorded: send nothing (auto)
+    return SpeedSettings(**kept), [k for k in kept if k != "thinking"]
+
+
+def _setup_argv(card: Card) -> list[str]:
+    """The setup options (live.settings.SetupSettings) that describe this card's machine, engine and model."""
+    from live.settings import OutputSettings, SetupSettings, to_argv
+
+    s = card.setup
+    hw = s.hardware
+    values: dict = {"title": f"{s.title} (repeat)", "engine": s.engine.name, "model_name": s.model.name,
+                    "cpu": hw.cpu, "ram_gib": hw.ram_gib or None, "quant": s.model.quant, "model_repo": s.model.repo}
+    if hw.gpus:
+        g = hw.gpus[0]
+        values.update(gpu=g.name, gpu_count=g.count, vram_gib=g.vram_gib)
+    else:
+        values["gpu"] = "cpu"  # the live client needs it said: no GPU is never assumed
+    if not s.server.argv[0].endswith("(command not given)"):
+        values["server_cmd"] = shlex.join(s.server.argv)
+    given = {k: v for k, v in values.items() if v is not None}
+    return to_argv(SetupSettings(**given), given) + to_argv(OutputSettings(ingest=True), ["ingest"])
+
+
+def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
+    """The ``python -m live measure`` command that repeats a speed run with its settings, and notes on what
+    it cannot repeat. Its options are live.settings' (the command line of ``python -m live measure`` is built
+    from the same models), so it parses back to the settings the run recorded."""
+    from live.settings import LIVE_SAMPLING, PARTS, TargetSettings, to_argv
+
+    notes: list[str] = []
+    port = flags.settings(card.setup.server.argv).get("port")
+    port_text = str(port) if isinstance(port, str) and port.isdigit() else "8080"
+    parts = [p for p in method.get("parts", []) if p in PARTS]
+    if not parts:
+        notes.append("This run measured named tasks with another tool; the command measures the same server "
+                     "the benchcards way (decode, prefill at depth, requests at once) instead.")
+        parts = ["decode", "prefill", "conc"]
+    speed, names = _recorded_speed(method, parts, notes)
+    args = ["python", "-m", "live", "measure",
+            *to_argv(TargetSettings.model_construct(base_url=f"http://127.0.0.1:{port_text}"), ["base_url"]),
+            *to_argv(speed, names, always=["thinking"]), *_setup_argv(card)]
+    sent = method.get("sampling") or {}
+    if any(k in LIVE_SAMPLING and v != LIVE_SAMPLING[k] for k, v in sent.items()):
+        notes.append(f"The live client sends {sampling_words(LIVE_SAMPLING)}; this run sent {sampling_words(sent)}.")
+    return _shell_lines(args), notes
+
+
+def _shell_lines(args: list[str]) -> str:
+    """A long command, one option per line with backslashes."""
+    head = shlex.join(args[:4])
+    lines = [head]
+    i = 4
+    while i < len(args):  # every word quoted: values come from the data and must stay one word each
+        if i + 1 < len(args) and not args[i + 1].startswith("--"):
+            lines.append(f"  {shlex.quote(args[i])} {shlex.quote(args[i + 1])}")
+            i += 2
+        else:
+            lines.append(f"  {shlex.quote(args[i])}")
+            i += 1
+    return " \\\n".join(lines)
+
+
+def _download_step(card: Card, download: str | None) -> Step:
+    """Step 1, its heading saying first what is not recorded (repository, file, revision, SHA-256)."""
+    m = card.setup.model
+    if download is None:
+        lacking = [w for w, v in (("repository", m.repo), ("file name", m.file)) if not v]
+        return Step("1. Get the model file",
+                    f"Not possible from this card: the model's {' and '.join(lacking)} "
+                    f"{'is' if len(lacking) == 1 else 'are'} not recorded. Get {m.file or m.name} yourself"
+                    + (f" (SHA-256 {m.sha256})" if m.sha256 else "") + ".")
+    said = [f"at the exact revision {m.revision[:12]}" if m.revision else
+            "no revision is recorded, so this gets the newest file, which may differ from the one measured",
+            "then check its SHA-256" if m.sha256 else "no SHA-256 is recorded, so the file cannot be checked"]
+    return Step("1. Get the model file", f"Into {MODEL_DIR}/: " + "; ".join(said) + ".", [("", download)])
+
+
+def is_engine_bench(card: Card) -> bool:
+    """True when the setup's command is llama-bench's (the engine timed itself: no server was started)."""
+    argv = card.setup.server.argv
+    return bool(argv) and argv[0].rsplit("/", 1)[-1].startswith("llama-bench")
+
+
+def _bench_reproduce(card: Card, out: Reproduce) -> Reproduce:
+    """Reproduce steps of a setup measured with llama-bench: the benchmark command as it was run (its model
+    path where step 1 puts the file). No server is started and the live client does not apply."""
+    s = card.setup
+    argv, was = (local_model_argv(s.server.argv, s.model.file) if out.download and s.model.file
+                 else (s.server.argv, None))
+    out.server = flags.shell_join(argv, s.server.env)
+    detail = ("llama-bench times the engine itself (no server, no HTTP); this is the command as it was run"
+              + (f", with the model path at {MODEL_DIR}/{s.model.file}, where step 1 puts the file (the run read "
+                 f"{was})" if was is not None else ""))
+    out.steps.append(Step("2. Run the benchmark", detail + ". Its output (-o json) can be imported with "
+                                                           "`python -m ingest FILE.json`.",
+                          [("", out.server)]))
+    out.notes.append("A llama-bench run is not repeated with `python -m live measure`: that measures a running "
+                     "server over HTTP, which llama-bench never started.")
+    return out
+
+
+def reproduce(card: Card) -> Reproduce:
+    """Everything needed to measure this setup again, as numbered steps whose headings say what is missing."""
+    s = card.setup
+    out = Reproduce(download=download_command(card), server=None)
+    out.steps.append(_download_step(card, out.download))
+    if is_engine_bench(card):
+        return _bench_reproduce(card, out)
+    if not s.server.argv[0].endswith("(command not given)"):
+        argv, was = (local_model_argv(s.server.argv, s.model.file) if out.download and s.model.file
+                     else (s.server.argv, None))
+        out.server = flags.shell_join(argv, s.server.env)
+        detail = "With the exact command of the measurement"
+        if was is not None:
+            detail += (f"; the model path reads {MODEL_DIR}/{s.model.file}, where step 1 puts the file "
+                       f"(the measured command read {was})")
+        out.steps.append(Step("2. Start the server", detail + ".", [("", out.server)]))
+    else:
+        out.notes.append("The exact server command was not recorded.")
+        out.steps.append(Step("2. Start the server", "Not possible from this card: the exact server command was "
+                                                     "not recorded."))
+    speed_runs = card.runs[card.runs.kind == "speed"]
+    for r in speed_runs.itertuples():
+        cmd, notes = measure_command(card, relevant_fields(stored_method(getattr(r, "method_json", None))))
+        out.measure[r.run_id] = cmd
+        out.notes.extend(f"{r.run_id}: {n}" for n in notes)
+    if out.measure:
+        many = len(out.measure) > 1
+        out.steps.append(Step("3. Measure it", f"With the settings of this setup's speed run{'s' if many else ''}"
+                                               + (", one command per run." if many else "."),
+                              [(f"Run {rid}", cmd) for rid, cmd in out.measure.items()]))
+    else:
+        out.steps.append(Step("3. Measure it", "No speed run is recorded for this setup, so there are no settings "
+                                               "to repeat: `python -m live measure --help` lists the defaults."))
+    return out
