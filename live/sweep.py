@@ -154,6 +154,8 @@ def _load_failure(server: launcher.Server, exc: NotReady) -> str:
     """The engine's own words for a boot that did not load."""
     parsed = server.log.parsed
     line = parsed.reason()
+    if exc.reason == "detached":
+        return str(exc)
     if line:
         # the engine's first error line often says more than the line a failure table names (a KV type that
         # does not divide the head size, before 'failed to create context')
