@@ -5,21 +5,28 @@ One module for every live test that restarts the server (the memory test, sweeps
 - ``ServerTemplate.parse("llama-server -m M.gguf -c {ctx} -np 4")`` splits the user's command with
   ``shlex`` (never a shell). The placeholders ``{ctx}``, ``{port}`` and ``{host}`` are filled inside
   argv items only, so no value can become a new argument, and nothing else in the text is interpreted. A
-  placeholder stands alone (an item, a ``--flag={x}`` value, or a word of a wrapper's item): one glued into a
-  number (``-c 1{ctx}0``) is refused, never filled into another value.
+  placeholder stands alone (an item, a ``--flag={x}`` value, or a word of a wrapper's item): one glued to
+  anything else (``-c 1{ctx}0``, ``{ctx};``, ``{{ctx}}``) is refused, never filled into another value. For
+  llama-server ``--flag={x}`` is refused too (it reads no ``--flag=value``), and a shell wrapper's script
+  must carry ``{port}`` (nothing is appended after a script).
   Any other ``{name}`` is refused (a typo would reach the server as is); other braces (JSON) are kept.
-  The host is 127.0.0.1 unless remote hosts were allowed; a command without ``--port``/``{port}`` gets
-  ``--port {port}`` (and ``--host {host}``) added, and a llama-server without a verbosity flag gets
+  The host is 127.0.0.1, or the loopback address the command's own ``--host`` names (remote ones need
+  ``allow_remote``): the port is checked and readiness polled there. A command without
+  ``--port``/``{port}`` gets ``--port {port}`` (and ``--host {host}``) added, and a llama-server without a verbosity flag gets
   ``-lv 4`` (current builds print their memory lines only at 4 or more): every added item is
   recorded as added by benchcards (``Launch.added``).
 - ``start(template, ctx, log_path)`` picks a free port (or refuses a fixed port already in use), starts
   the program in its own process group with stdin closed, copies stdout and stderr into a bounded log
   file (the first and the last MiBs, with a count of what was left out between), keeps the engine's
   memory and failure lines apart (``live.engine_log``), and starts a watchdog process that kills the
-  group if this process dies without stopping it (a crashed client leaves no engine).
+  group if this process dies without stopping it (a crashed client leaves no engine). On Linux the
+  launching process becomes a child subreaper and every process of the engine is recorded (``ProcessTree``:
+  its descendants, and re-parented orphans carrying the engine's environment mark), so what left the group or
+  the session (``setsid``, a daemon) is stopped too; elsewhere only the group is.
 - ``Server.wait_ready(deadline, stop)`` polls ``/health`` until ``{"status": "ok"}``, notices an early
-  exit and a stop request; ``Server.stop()`` sends TERM to the group, then KILL after a grace period,
-  and reaps it. Every started server is also stopped by an ``atexit`` hook.
+  exit (a command that exited 0 leaving a process behind detached: ``DETACHED``) and a stop request;
+  ``Server.stop()`` sends TERM to the group, then KILL after a grace period, does the same to every recorded
+  process still running, and reaps it. Every started server is also stopped by an ``atexit`` hook.
 """
 
 from __future__ import annotations
@@ -46,17 +53,21 @@ import httpx
 from live import engine_log, memsample
 
 __all__ = [
+    "DETACHED",
+    "ENGINE_MARK",
     "LOG_HEAD_BYTES",
     "LOG_TAIL_BYTES",
     "LaunchError",
     "NotReady",
     "PortInUse",
+    "ProcessTree",
     "Server",
     "ServerTemplate",
     "TemplateError",
     "free_port",
     "port_in_use",
     "program_problems",
+    "shell_script",
     "start",
     "stop_all",
 ]

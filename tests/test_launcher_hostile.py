@@ -73,7 +73,7 @@ def test_a_server_that_detaches_itself_is_named_and_stopped(tmp_path):
     out = fit_cli("--server-cmd", f"setsid -f {PY} {script} -c {{ctx}} --port {{port}}", "--sizes", "2K", "--gpu",
                   "cpu", "--out", str(tmp_path / "out"))
     assert out.returncode == 1, out.stderr
-    assert f"2,048: did not load (" in out.stderr and f"— {DETACHED}" in out.stderr
+    assert "2,048: did not load (" in out.stderr and f"— {DETACHED}" in out.stderr
     assert "exited with status 0" not in out.stderr
     pid = read_pid(pidfile)
     assert wait_gone(pid, 60), f"the detached server {pid} is still running"
@@ -232,7 +232,7 @@ def test_ingest_refuses_raw_control_characters_in_a_fit_steps_error(tmp_path):
     """An uploaded contract is held to what benchcards records: the reason escaped, in one line."""
     from ingest import IngestError, ingest_paths
 
-    out = fit_cli("--server-cmd", f"sh -c 'echo no model; exit 3; {{ctx}} {{port}}'", "--sizes", "2K", "--gpu",
+    out = fit_cli("--server-cmd", "sh -c 'echo no model; exit 3; {ctx} {port}'", "--sizes", "2K", "--gpu",
                   "cpu", "--out", str(tmp_path / "out"))
     assert out.returncode == 1, out.stderr
     contract_path = next((tmp_path / "out").rglob("contract.json"))
@@ -244,3 +244,25 @@ def test_ingest_refuses_raw_control_characters_in_a_fit_steps_error(tmp_path):
     text = "\n".join(exc.value.errors)
     assert "$.steps[0].error: must be one line of text; character 15 is U+001B" in text, text
     assert str(contract_path) in text and not (tmp_path / "fit.duckdb").exists()
+
+
+# --------------------------------------------------------------------------- the real llama-server's forms
+
+
+@pytest.mark.engine
+def test_the_real_llama_server_refuses_flag_equals_value_and_reads_the_separate_item(tmp_path):
+    """The rule behind refusing --flag={x} for llama-server, checked on the build scripts/build_llama_cpp.sh makes:
+    `--ctx-size=2048` is "invalid argument"; `--ctx-size 2048` (and -c 2048) is read, and the server answers."""
+    from tests.live_servers import llama_bin, need_engine, tiny_model
+
+    binary = llama_bin()
+    if binary is None or not binary.exists():
+        need_engine("llama-server")
+    for item in ("--ctx-size=2048", "-c=2048", "--port=18777"):
+        out = subprocess.run([str(binary), "-m", "/nonexistent.gguf", item], capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+        assert out.returncode != 0 and f"invalid argument: {item}" in out.stdout + out.stderr
+    model = tiny_model("llama-bpe")
+    out = fit_cli("--server-cmd", f"{binary} -m {model} --ctx-size {{ctx}} -np 1 -t 1", "--sizes", "2K", "--gpu",
+                  "cpu", "--out", str(tmp_path), timeout=600)
+    assert out.returncode == 0 and "2,048: answered" in out.stderr, out.stderr
