@@ -571,7 +571,9 @@ class ProcessTree:
     def scan(self) -> None:
         """Record what is alive now (cheap: /proc reads of the engine's tree and this process's children)."""
         with self.lock:
-            roots = [self.root, *self.seen]
+            # walk only from processes still the ones recorded (a pid reused by another program is not ours)
+            roots = [p for p in dict.fromkeys([self.root, *self.seen])
+                     if p not in self.seen or _start_time(p) == self.seen[p]]
             for child in memsample.children(os.getpid()):
                 start = _start_time(child)
                 if start is None or child in self.seen or (child, start) in self.foreign or child == self.root:

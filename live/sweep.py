@@ -120,6 +120,10 @@ class SweepConfig:
             items = shlex.split(self.server_cmd)
         except ValueError as exc:
             raise launcher.TemplateError(f"--server-cmd: cannot split the command ({exc})") from None
+        if v.args and launcher.shell_script(items) is not None:
+            raise launcher.TemplateError(
+                f"--variant {v.name}: its arguments would be added after the shell's script, as arguments of "
+                f"{items[0]}, never of the engine; give the engine's command without the shell wrapper")
         return ServerTemplate.parse([*items, *v.args], allow_remote=self.allow_remote)
 
 

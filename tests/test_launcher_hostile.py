@@ -266,3 +266,17 @@ def test_the_real_llama_server_refuses_flag_equals_value_and_reads_the_separate_
     out = fit_cli("--server-cmd", f"{binary} -m {model} --ctx-size {{ctx}} -np 1 -t 1", "--sizes", "2K", "--gpu",
                   "cpu", "--out", str(tmp_path), timeout=600)
     assert out.returncode == 0 and "2,048: answered" in out.stderr, out.stderr
+
+
+@pytest.mark.unit
+def test_a_sweep_variant_is_refused_after_a_shell_wrapper():
+    """A variant's arguments are added at the command's end: after sh -c 'SCRIPT' they are the shell's, so every
+    variant would measure the same server."""
+    from live.sweep import SweepConfig, Variant
+
+    cfg = SweepConfig("sh -c 'exec llama-server -m m.gguf -c {ctx} --port {port}'",
+                      [Variant("a"), Variant("q8", ("-ctk", "q8_0"))])
+    cfg.template(cfg.variants[0])  # no arguments: the script is the whole command
+    with pytest.raises(launcher.TemplateError, match="--variant q8: its arguments would be added after the shell's "
+                                                     "script, as arguments of sh, never of the engine"):
+        cfg.template(cfg.variants[1])
