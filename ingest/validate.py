@@ -135,7 +135,8 @@ def _message(err: jsonschema.exceptions.ValidationError) -> str:
     if err.validator == "pattern" and err.validator_value == ONE_LINE and isinstance(err.instance, str):
         i, ch = next((i, c) for i, c in enumerate(err.instance) if not re.fullmatch(ONE_LINE, c))
         return (f"must be one line of text; character {i + 1:,} is U+{ord(ch):04X} (control characters, "
-                "line or paragraph separators and text-direction marks are not allowed in names)")
+                "line or paragraph separators and text-direction marks are not allowed in names and reasons; "
+                "write them escaped, e.g. \\x1b)")
     return err.message
 
 

@@ -38,7 +38,9 @@ from live.client import STOPPED, get_json
 from live.engine_log import EngineLog
 from live.launcher import NotReady, ServerTemplate
 from live.measure import MeasureConfig, Runner, ServerInfo, SetupInput, build_setup, probe, slug
+from live.settings import FIT_MAX_SIZE as MAX_SIZE
 from live.settings import FIT_MEMORY, FitSettings
+from live.settings import FIT_MIN_SIZE as MIN_SIZE
 from live.setups import place_setup
 from schemas.models import (
     SCHEMA_VERSION,
@@ -82,9 +84,13 @@ class FitConfig(FitSettings):
         out = []
         if not self.sizes:
             out.append("--sizes: give at least one context size, e.g. 4K, 8K, 16K")
-        bad = [s for s in self.sizes if not 256 <= s < 2**31]
-        if bad:
-            out.append(f"--sizes: {', '.join(map(str, bad))} — a context size is 256 tokens or more")
+        small = [s for s in self.sizes if s < MIN_SIZE]
+        if small:
+            out.append(f"--sizes: {', '.join(map(str, small))} — a context size is {MIN_SIZE} tokens or more")
+        big = [s for s in self.sizes if s > MAX_SIZE]
+        if big:
+            out.append(f"--sizes: {', '.join(f'{s:,}' for s in big)} — over the maximum context size, "
+                       f"{MAX_SIZE:,} tokens")
         if not 1 <= self.fill_pct <= 100:
             out.append(f"--fill: {self.fill_pct:g} is not a share from 1 to 100 %")
         if not 1 <= self.max_tokens <= 65536:
@@ -161,6 +167,16 @@ def prompt_target(served: int, ctx: int, fill_pct: float, max_tokens: int) -> in
     return max(1, min(int(usable * fill_pct / 100), usable - max_tokens - 1))
 
 
+def reason_text(why: object) -> str:
+    """A failure reason as it is recorded (contract, events, CLI, card, export): the engine's words with every
+    control character, line break and text-direction mark escaped (``ingest.errors.safe``: ``\\x1b``,
+    ``\\u202e``), so its last line can neither recolour or retitle a terminal nor turn a card's text around;
+    at most 2,000 characters. What it returns is one line (``schemas.models.ONE_LINE``), as ingest requires."""
+    from ingest.errors import safe
+
+    return safe(str(why))[:2000]
+
+
 class FitRunner:
     """One memory test (use ``run_fit``)."""
 
@@ -224,8 +240,8 @@ class FitRunner:
                                     grace_s=self.cfg.grace_s)
         except launcher.LaunchError as exc:
             sampler.finish()
-            step = FitStep(ctx=ctx, result="no_load", error=str(exc)[:2000])
-            self.emit(FitEvent(ctx, i, n, "stopped", "no_load", str(exc), seconds=time.monotonic() - t_start))
+            step = FitStep(ctx=ctx, result="no_load", error=reason_text(exc))
+            self.emit(FitEvent(ctx, i, n, "stopped", "no_load", step.error, seconds=time.monotonic() - t_start))
             return step
         sampler.attach(server.pid)
         self.say(f"size {ctx}: pid {server.pid}, argv {shlex.join(server.argv)}")
@@ -303,6 +319,8 @@ class FitRunner:
         """The engine's own words for a size that did not load."""
         parsed: EngineLog = server.log.parsed
         line = parsed.reason()
+        if exc.reason == "detached":
+            return str(exc)
         if exc.reason == "deadline":
             return f"{exc}" + (f"; {engine_log.in_words(line)}" if line else "")
         if line:
@@ -334,7 +352,7 @@ class FitRunner:
             ttft_s=ttft, prefill_tps=prefill, decode_tps=decode, answer_tokens=answer,
             peak_gib=r(peak / GIB, 3) if peak is not None else None,
             result=o["result"], finish_reason=res.finish_reason if res is not None and o["result"] == "answered"
-            else None, error=(o.get("error") or None) and str(o.get("error"))[:2000],
+            else None, error=reason_text(o["error"]) if o.get("error") else None,
             server_start_s=o.get("load_s"), argv=server.argv, served_ctx=o.get("served") or parsed.n_ctx_slot,
             slots=o.get("slots"), peak_source=source,  # type: ignore[arg-type]
             gpu_devices=[f"{i}: {name}" for i, name in mem.devices.items()],

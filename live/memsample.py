@@ -193,6 +193,22 @@ def _status(pid: int) -> dict[str, int]:
     return out
 
 
+def children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (``/proc/PID/task/*/children``; empty when it is gone or not Linux)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/children", "rb") as f:
+                out.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def descendants(pid: int) -> list[int]:
     """``pid`` and every process below it (``/proc/PID/task/*/children``)."""
     out: list[int] = []
@@ -200,16 +216,7 @@ def descendants(pid: int) -> list[int]:
     while todo and len(out) < 4096:
         p = todo.pop()
         out.append(p)
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children", "rb") as f:
-                    todo.extend(int(x) for x in f.read().split())
-            except (OSError, ValueError):
-                continue
+        todo.extend(children(p))
     return out
 
 

@@ -22,7 +22,9 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 __all__ = [
+    "FIT_MAX_SIZE",
     "FIT_MEMORY",
+    "FIT_MIN_SIZE",
     "LIVE_SAMPLING",
     "METHOD_FIELDS",
     "MIN_DECODE_TPS",
@@ -61,6 +63,9 @@ MIN_PREFILL_TPS = 20.0
 PARTS = ("decode", "prefill", "conc", "l1", "ctx", "agent")
 FIT_MEMORY = ("auto", "nvml", "nvidia-smi", "none")
 _BIGGEST = 2**31 - 1
+#: the smallest and the largest context size of the memory test (--sizes), tokens
+FIT_MIN_SIZE = 256
+FIT_MAX_SIZE = _BIGGEST
 _THINKING = {"on": True, "off": False, "auto": None}
 
 Whole = Annotated[int, Field(strict=True, ge=1, le=_BIGGEST)]  # a count or token limit of at least 1
@@ -290,7 +295,7 @@ class FitSettings(Settings):
     max_tokens: int = option(96, "answer tokens asked for at each size", kind="int", form=(1, 65536))
     keep_going: bool = option(False, "try every size even after one failed", kind="flag")
     load_timeout_s: Rate = option(900.0, "longest load of one size, s", kind="float", flag="--load-timeout")
-    read_timeout_s: float = option(300.0, "longest silence inside the answer, s", kind="float", flag="--timeout")
+    read_timeout_s: Rate = option(300.0, "longest silence inside the answer, s", kind="float", flag="--timeout")
     memory: str = option("auto", "GPU memory source (auto: NVML if nvidia-ml-py is installed, else nvidia-smi, else "
                          "the server's resident memory only)", kind="str", choices=FIT_MEMORY)
     gpu_indices: tuple[int, ...] | None = option(None, "GPUs to read, e.g. 0 or 0,1 (default: all)", kind="indices",

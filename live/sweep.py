@@ -121,6 +121,10 @@ class SweepConfig:
             items = shlex.split(self.server_cmd)
         except ValueError as exc:
             raise launcher.TemplateError(f"--server-cmd: cannot split the command ({exc})") from None
+        if v.args and launcher.shell_script(items) is not None:
+            raise launcher.TemplateError(
+                f"--variant {v.name}: its arguments would be added after the shell's script, as arguments of "
+                f"{items[0]}, never of the engine; give the engine's command without the shell wrapper")
         return ServerTemplate.parse([*items, *v.args], allow_remote=self.allow_remote)
 
 
@@ -155,6 +159,8 @@ def _load_failure(server: launcher.Server, exc: NotReady) -> str:
     """The engine's own words for a boot that did not load."""
     parsed = server.log.parsed
     line = parsed.reason()
+    if exc.reason == "detached":
+        return str(exc)
     if line:
         # the engine's first error line often says more than the line a failure table names (a KV type that
         # does not divide the head size, before 'failed to create context')

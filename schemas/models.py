@@ -58,6 +58,8 @@ ONE_LINE = r"^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=ONE_LINE)]
 # Every other string (notes, reasons, commands) is bounded too.
 STR_MAX = 65_536
+#: a text shown in one line (a failure reason): any length up to STR_MAX, but no character ONE_LINE refuses
+OneLineText = Annotated[str, Field(max_length=STR_MAX, pattern=ONE_LINE)]
 #: characters of an answer kept in a quality record (its end, where the result is stated)
 ANSWER_MAX = 2_000
 
@@ -652,7 +654,9 @@ class FitStep(Strict):
         description="Outcome of the step; not_tried: a size of the test that was never started (the test stopped "
                     "at an earlier failure, or was stopped), with the reason in error.")
     finish_reason: str | None = Field(None, description="finish_reason when it answered (stop / length).")
-    error: str | None = Field(None, description="Error text when it did not answer or load.")
+    error: OneLineText | None = Field(
+        None, description="Error text when it did not answer or load: one line, control characters, line breaks and "
+                          "text-direction marks escaped (\\x1b, \\n, \\u202e) as benchcards records them.")
     server_start_s: NonNeg | None = Field(
         None, description="Seconds from starting the server with this context until it was ready to answer.")
     argv: list[str] = Field(default_factory=list, max_length=1024,

@@ -89,6 +89,7 @@ def test_the_run_folder_is_a_contract_like_an_uploaded_one(refused_run):
 
 def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
     from benchcards.read import card_data
+    from benchcards.read.overview_rows import overview
     from benchcards.read.store import Store
     from benchcards.site.exporter import export
     from benchcards.views import card_tables, method_text
@@ -105,7 +106,7 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
     assert table["Result"].iloc[0] == "answered (length)"
     # no GPU reading: the peak is the process tree's RSS, never labelled GPU memory
     assert "Peak process memory (RSS) (GiB)" in table.columns and not any("GPU" in c for c in table.columns)
-    assert [t.label for t in cardmod.fit_tiles(c)][1] == "Peak process memory (RSS)"
+    assert [t.label for t in card_tables.fit_tiles(c)][1] == "Peak process memory (RSS)"
     assert "Each request could use" not in table.columns  # --slots 1: every request could use the whole size
     from benchcards.charts import charts
 
@@ -115,7 +116,7 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
 
     side = compare.fit_side_by_side([c]).table.set_index("Figure")
     assert side.loc[fmt_header("fit_peak_gib")].iloc[0].endswith(", process memory (RSS)")
-    row = queries.overview(queries.Store(db)).set_index("setup_id").loc[setup_id]
+    row = overview(Store(db)).set_index("setup_id").loc[setup_id]
     assert row.need_gib == row.fit_peak_gib > 0  # CPU only: the process memory is what the setup needs
     assert table["Result"].iloc[2].startswith("did not load: ") and "failed to allocate buffer for kv cache" in \
         table["Result"].iloc[2]
@@ -258,17 +259,18 @@ def test_the_cli_says_what_each_request_could_use_and_that_the_peak_is_process_m
 
 
 def test_the_card_warns_that_a_request_used_a_slot_and_lists_the_size_not_tried(sliced_cli, tmp_path):
-    from benchcards.read import queries
-    from benchcards.views import card as cardmod
-    from benchcards.views import cardview
+    from benchcards.read import card_data
+    from benchcards.read.overview_rows import overview
+    from benchcards.read.store import Store
+    from benchcards.views import card_tables, cardview
     from ingest import ingest_paths
 
     _, run_dir = sliced_cli
     db = tmp_path / "sliced.duckdb"
     ingest_paths([run_dir.parent.parent.parent], db)
-    store = queries.Store(db)
-    c = queries.card(store, run_dir.parent.parent.name)
-    table = cardmod.fit_table(c)
+    store = Store(db)
+    c = card_data.card(store, run_dir.parent.parent.name)
+    table = card_tables.fit_table(c)
     assert list(table["Each request could use"]) == [
         "each request could use 1,024 of 4,096 tokens (4 slots without -kvu)",
         "each request could use 2,048 of 8,192 tokens (4 slots without -kvu)", "—", "—"]
@@ -276,7 +278,7 @@ def test_the_card_warns_that_a_request_used_a_slot_and_lists_the_size_not_tried(
     assert all(20 < float(x) < 25 for x in table[filled][:2])  # filled % is of the size: a quarter of it, at most
     assert table["Result"].iloc[3] == ("not tried: stopped after the first size that did not load (16,384); "
                                        "--keep-going runs them")
-    warned = {what: message for what, _run, message in cardmod.warnings_list(c)}
+    warned = {what: message for what, _run, message in card_tables.warnings_list(c)}
     assert warned["A request could use less context than the size"].startswith(
         "each request could use 2,048 of 8,192 tokens (4 slots without -kvu)")
     memory = next(s for s in cardview.sections(c) if s.anchor == "memory")
@@ -289,7 +291,7 @@ def test_the_card_warns_that_a_request_used_a_slot_and_lists_the_size_not_tried(
     shown = " ".join(b.text for b in sampling.blocks)
     assert "temperature" not in shown and shown.startswith("None used: this setup has only a memory test")
     # the overview's "fits in my GPU memory" does not take an RSS peak for the GPU memory of a GPU setup
-    row = queries.overview(store).set_index("setup_id").loc[c.setup_id]
+    row = overview(store).set_index("setup_id").loc[c.setup_id]
     assert row.fit_peak_gib < 1 and row.need_gib == 24.0
 
 

@@ -68,20 +68,66 @@ def test_bad_templates_say_what_is_wrong(text, message):
 @pytest.mark.parametrize(("text", "glued"), [
     ("llama-server -c 1{ctx}0", "'1{ctx}0'"), ("llama-server -c {ctx} --port 8{port}", "'8{port}'"),
     ("llama-server --ctx-size={ctx}k", "'--ctx-size={ctx}k'"), ("llama-server -c {ctx} --host {host}.example", None),
-    ("llama-server -c{ctx}", "'-c{ctx}'"), ("sh -c 'exec llama-server -c 2{ctx}'", None),
+    ("llama-server -c{ctx}", "'-c{ctx}'"), ("sh -c 'exec llama-server -c 2{ctx} --port {port}'", None),
+    # from the hostile review: punctuation glued to a placeholder started the server, which then did not load
+    ("demo -c '{ctx};'", "'{ctx};'"), ("demo -c {ctx},", "'{ctx},'"), ("demo -c '({ctx})'", "'({ctx})'"),
+    ("demo -c '{ctx}|'", "'{ctx}|'"), ("demo -c {{ctx}}", "'{{ctx}}'"), ("demo -c {ctx} --port {port}{port}",
+                                                                          "'{port}{port}'"),
+    ("demo -c {ctx} --listen {host}:{port}", "'{host}:{port}'"),
+    # inside a wrapper's script too, where glued to anything but whitespace or quotes
+    ("sh -c 'exec demo -c {ctx}; --port {port}'", None), ("sh -c 'exec demo -c ({ctx}) --port {port}'", None),
+    ("sh -c 'exec demo -c {ctx}|cat --port {port}'", None),
 ])
 def test_a_placeholder_glued_into_a_word_is_refused_with_the_item_named(text, glued):
     with pytest.raises(TemplateError, match="is glued to other characters in") as exc:
         ServerTemplate.parse(text)
     message = str(exc.value)
-    assert message.startswith("--server-cmd: {") and "write it as an item of its own" in message
+    assert message.startswith("--server-cmd: {") and "write it as an item of its own (" in message
+    assert "--flag=" not in message  # llama-server refuses that form: the advice is the separate item
     if glued:
         assert glued in message
-    # standing alone, as a --flag= value or as a word of a wrapper's one item, the same placeholders are fine
-    for ok in ("llama-server -c {ctx} --port {port}", "llama-server --ctx-size={ctx} --port={port}",
+    # standing alone, as a --flag= value of another program, or as a word of a wrapper's script, they are fine
+    for ok in ("llama-server -c {ctx} --port {port}", "demo --ctx-size={ctx} --port={port}",
                "sh -c 'exec llama-server -c {ctx} --port {port} --host {host}'",
-               "llama-server -c {ctx} --alias 'at {host}:{port}/v1'"):
+               "sh -c \"exec demo -c '{ctx}' --port \\\"{port}\\\"\"", "llama-server -c {ctx} --alias 'at {host} {port}'"):
         ServerTemplate.parse(ok)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("text", ["llama-server -m m.gguf --ctx-size={ctx}", "/opt/llama-server -c {ctx} --port={port}",
+                                  "prlimit --as=9000000 llama-server -c {ctx} --host={host}",
+                                  "sh -c 'exec llama-server --ctx-size={ctx} --port {port}'"])
+def test_flag_equals_placeholder_is_refused_for_llama_server_with_the_form_it_reads(text):
+    """llama-server (build 0c1e570) answers "error: invalid argument: --ctx-size=2048" to every --flag=value: the
+    form is refused before anything starts, with the separate-item form (test_fit_engine checks the real one)."""
+    with pytest.raises(TemplateError, match="llama-server does not read") as exc:
+        ServerTemplate.parse(text)
+    flag, _, value = re.search(r"'(--?[\w-]+=\{\w+\})'", str(exc.value)).group(1).partition("=")
+    assert str(exc.value).endswith(f"write the option and its value as two items: {flag} {value}")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("text", ["sh -c 'exec llama-server -m m.gguf -c {ctx} --port 18625'",
+                                  "bash -lc 'exec demo -c {ctx}'", "/bin/sh -e -c 'demo -c {ctx} --host {host}'"])
+def test_a_shell_wrapper_without_port_inside_its_script_is_refused(text):
+    """From the hostile review: --port/--host appended after sh -c '…' became arguments of sh, never of the engine,
+    and the run waited the whole load timeout."""
+    with pytest.raises(TemplateError, match=r"has no \{port\}.*put --port \{port\} \(and --host \{host\}\) inside "
+                                            r"the quoted command"):
+        ServerTemplate.parse(text)
+    # with {port} inside the script nothing is appended after it
+    t = ServerTemplate.parse("sh -c 'exec demo -c {ctx} --port {port}'")
+    assert t.added == () and t.argv(4096, 5000) == ["sh", "-c", "exec demo -c 4096 --port 5000"]
+
+
+@pytest.mark.unit
+def test_a_loopback_host_in_the_command_is_where_readiness_is_polled_and_the_port_checked():
+    """From the hostile review: --host 127.0.0.2 was polled on 127.0.0.1 (the whole load timeout), and a port taken
+    on ::1 was checked on 127.0.0.1."""
+    assert ServerTemplate.parse("demo -c {ctx} --host 127.0.0.2 --port {port}").host == "127.0.0.2"
+    assert ServerTemplate.parse("demo -c {ctx} --host=::1").host == "::1"
+    assert ServerTemplate.parse("sh -c 'exec demo -c {ctx} --host localhost --port {port}'").host == "localhost"
+    assert ServerTemplate.parse("demo -c {ctx} --host {host}", host="::1").host == "::1"
 
 
 @pytest.mark.unit
@@ -95,11 +141,11 @@ def test_a_remote_host_needs_allow_remote():
 @pytest.mark.unit
 def test_placeholders_fill_inside_their_items_and_added_items_are_recorded():
     t = ServerTemplate.parse("prlimit --as=700000000 /opt/llama-server -m 'my model.gguf' -c {ctx} "
-                             "--alias 'ctx={ctx} at {host}' --chat-template-kwargs '{\"enable_thinking\":false}'")
+                             "--alias 'ctx {ctx} at {host}' --chat-template-kwargs '{\"enable_thinking\":false}'")
     argv = t.argv(32768, 41000)
     assert argv[:8] == ["prlimit", "--as=700000000", "/opt/llama-server", "-m", "my model.gguf", "-c", "32768",
                         "--alias"]
-    assert argv[8] == "ctx=32768 at 127.0.0.1"  # one item stays one item
+    assert argv[8] == "ctx 32768 at 127.0.0.1"  # one item stays one item
     assert argv[10] == '{"enable_thinking":false}'  # other braces are left alone
     assert t.added == ("--port", "{port}", "-lv", "4")  # {host} is placed by the user (inside --alias)
     assert argv[-4:] == ["--port", "41000", "-lv", "4"]
@@ -123,7 +169,7 @@ def test_an_unknown_placeholder_is_refused_listing_the_allowed_ones(capsys, tmp_
     assert str(err.value) == ("--server-cmd: unknown placeholder {foo}, {Port}; the placeholders are {ctx}, {port} "
                               "and {host} (nothing else in the command is filled in)")
     # braces that are not a placeholder stay possible: JSON, and a shell's ${VAR} inside a wrapper
-    ServerTemplate.parse("sh -c 'exec llama-server -c {ctx} -t ${THREADS}' --chat-template-kwargs '{\"a\":1}'")
+    ServerTemplate.parse("sh -c 'exec llama-server -c {ctx} --port {port} -t ${THREADS}' --chat-template-kwargs '{\"a\":1}'")
     assert main(["fit", "--server-cmd", "llama-server -c {ctx} {foo}", "--gpu", "cpu", "--out", str(tmp_path)]) == 2
     assert "error: --server-cmd: unknown placeholder {foo}; the placeholders are {ctx}" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
@@ -136,7 +182,7 @@ def test_hostile_strings_in_the_command_never_reach_a_shell(tmp_path):
     script = tmp_path / "show.py"
     script.write_text(f"import json, sys\nopen({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n")
     hostile = [f"; touch {pwned}", f"$(touch {pwned})", f"`touch {pwned}`", f"| touch {pwned}", "&& reboot",
-               "$HOME", "*", "~", "\n", "'", '"', "{ctx}>/dev/null"]
+               "$HOME", "*", "~", "\n", "'", '"', "{ctx} >/dev/null"]
     text = " ".join([sys.executable, str(script), "-c", "{ctx}", *(shlex.quote(h) for h in hostile)])
     t = ServerTemplate.parse(text)
     server = launcher.start(t, 4096, tmp_path / "server.log")
@@ -146,7 +192,7 @@ def test_hostile_strings_in_the_command_never_reach_a_shell(tmp_path):
     assert exc.value.reason == "exited"
     got = json.loads(record.read_text())
     assert got[:2] == ["-c", "4096"]
-    assert got[2:2 + len(hostile)] == [*hostile[:-1], "4096>/dev/null"]
+    assert got[2:2 + len(hostile)] == [*hostile[:-1], "4096 >/dev/null"]
     assert not pwned.exists()
 
 

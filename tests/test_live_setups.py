@@ -110,7 +110,8 @@ def test_the_page_jobs_keep_the_warnings_for_the_saved_line(demo, tmp_path):
 def test_ingest_without_db_goes_to_benchcards_db_where_the_site_reads(demo, tmp_path):
     import os
 
-    from benchcards.read import paths, queries
+    from benchcards.read import paths
+    from benchcards.read.store import Store
 
     db, local = tmp_path / "site.duckdb", tmp_path / "local"
     before = paths.REPO_DB.stat().st_mtime_ns if paths.REPO_DB.exists() else None
@@ -119,7 +120,7 @@ def test_ingest_without_db_goes_to_benchcards_db_where_the_site_reads(demo, tmp_
              "--setup-id", "env-db", "--ingest", env=env)
     assert r.returncode == 0, r.stderr
     assert f"wrote {local}" in r.stdout and f"ingested into {db}" in r.stdout
-    assert set(queries.Store(db).df("select setup_id from setups").setup_id) == {"env-db"}  # the site's database
+    assert set(Store(db).df("select setup_id from setups").setup_id) == {"env-db"}  # the site's database
     after = paths.REPO_DB.stat().st_mtime_ns if paths.REPO_DB.exists() else None
     assert after == before  # the checkout's database was neither created nor written
     help_text = live("fit", "--help", env=env).stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from benchcards.domain import fmt, tiers
-from benchcards.domain.metrics import HEADLINE_TESTS
+from benchcards.domain.metrics import HEADLINE_TESTS, RSS_SOURCE
 from benchcards.domain.names import badges, short_name
 from benchcards.read import db
 from benchcards.read.clauses import LATEST_FIT, LATEST_METRICS, LATEST_QUALITY, method_test_sql, reported_sql
@@ -48,6 +48,7 @@ def overview(store: Store) -> pd.DataFrame:
                    arg_min(m.value, m.prompt) FILTER (WHERE m.metric = 'bench_prefill' AND coalesce(m.level, 0) = 0)
                        AS bench_pp_tps,
                    any_value(f.largest_ctx) AS fit_ctx, any_value(f.peak_gib) AS fit_peak_gib,
+                   any_value(f.peak_source) AS fit_peak_source,
                    (SELECT count(*) FROM warnings w WHERE w.setup_id = s.setup_id) AS n_warnings
             FROM setups s
             LEFT JOIN m ON m.setup_id = s.setup_id
@@ -69,13 +70,20 @@ def overview(store: Store) -> pd.DataFrame:
     base["bpw"] = (size * 8 / (params * 1e9)).where(params > 0)
     model_gib = size / 2**30
     vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
-    base["need_gib"] = pd.to_numeric(base.fit_peak_gib, errors="coerce").astype(float) \
-        .fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
+    base["need_gib"] = gpu_peak(base).fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
     base["name"] = [short_name(r) for r in base.to_dict("records")]
     base["offload"] = [_offload(a) for a in base.pop("argv_json")]
     base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
                       for a, b, t, r in zip(base.synthetic, base.summary_only, base.method_test, base.reported)]
     return _with_reported(store, base)
+
+
+def gpu_peak(base: pd.DataFrame) -> pd.Series:
+    """The memory test's peak as GPU memory: a process-RSS peak is not GPU memory for a setup that declares a
+    GPU (NaN there, so ``need_gib`` falls back as without a memory test); a CPU-only setup's RSS is what it needs."""
+    peak = pd.to_numeric(base.fit_peak_gib, errors="coerce").astype(float)
+    has_gpu = pd.to_numeric(base.vram_gib, errors="coerce").astype(float) > 0
+    return peak.mask((base.fit_peak_source == RSS_SOURCE) & has_gpu)
 
 
 def _with_reported(store: Store, base: pd.DataFrame) -> pd.DataFrame:

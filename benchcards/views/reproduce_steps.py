@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from benchcards.domain import flags, fmt
+from benchcards.domain.wrappers import split_command
 from benchcards.read.card_data import Card
 from benchcards.views.method_text import relevant_fields, sampling_words, stored_method
 
@@ -49,8 +50,10 @@ def flags_table(card: Card, as_measured: bool = False) -> pd.DataFrame:
     build = engine_build(card)
     program, args = flags.split_argv(argv)
     bench = program.rsplit("/", 1)[-1].startswith("llama-bench")
-    rows.append({"Part": program, "Meaning": "llama.cpp's benchmark program (times the engine itself, no server)"
-                 if bench else "the server program"})
+    rows += flags.wrapper_rows(argv)
+    if program:
+        rows.append({"Part": program, "Meaning": "llama.cpp's benchmark program (times the engine itself, no "
+                     "server)" if bench else "the server program"})
     for a in args:
         explained = None if bench else flags.explain(a.name, a.value, argv, build)
         explained = explained or (a.explanation if bench else None)
@@ -108,7 +111,11 @@ def local_model_argv(argv: list[str], file: str) -> tuple[list[str], str | None]
     line puts the file, and the path it had (None when it already pointed there or names no model file)."""
     out = list(argv)
     target = f"{MODEL_DIR}/{file}"
+    cmd = split_command(out)  # the engine's own -m, not a wrapper's (``python -m live demo-server``)
+    start = len(cmd.wrapper) + len(cmd.program) if cmd.program else len(out)
     for i, word in enumerate(out):
+        if i < start:
+            continue
         if word in _MODEL_FLAGS and i + 1 < len(out):
             if out[i + 1] == target:
                 return out, None
