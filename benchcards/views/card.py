@@ -17,6 +17,7 @@ import pandas as pd
 from benchcards.domain import flags, fmt, metrics
 from benchcards.domain.wrappers import split_command
 from benchcards.read.queries import Card
+from benchcards.views.tables import median_answer_text, quality_source
 
 if TYPE_CHECKING:
     from live.settings import SpeedSettings
@@ -527,9 +528,9 @@ def quality_table(card: Card) -> pd.DataFrame:
             "Right / n": fmt.right_of(r.right, r.n),
             "Cut off (counted wrong)": fmt.number(r.cut_off, 0),
             "Token limit": fmt.value("token_limit", r.token_limit),
-            "Median answer": ", ".join(m for m in median if m) or fmt.DASH,
+            "Median answer": median_answer_text(median, r.thinking),
             "Thinking": fmt.on_off(r.thinking),
-            "From": "items" if r.from_items else "published summary",
+            "From": quality_source(r),
             "Run": fmt.text(r.run_id),
         })
     return pd.DataFrame(rows)
@@ -945,6 +946,7 @@ WARNING_KINDS = {
     "failed_request": "Failed request",
     "server_command": "Server command",
     "imported": "Imported from another tool",
+    "thinking_not_seen": "Thinking asked for, none seen",
 }
 
 
