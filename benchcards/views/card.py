@@ -528,7 +528,7 @@ def quality_table(card: Card) -> pd.DataFrame:
             "Right / n": fmt.right_of(r.right, r.n),
             "Cut off (counted wrong)": fmt.number(r.cut_off, 0),
             "Token limit": fmt.value("token_limit", r.token_limit),
-            "Median answer": median_answer_text(median, r.thinking),
+            "Median answer": median_answer_text(median, r.thinking, bool(r.from_items)),
             "Thinking": fmt.on_off(r.thinking),
             "From": quality_source(r),
             "Run": fmt.text(r.run_id),

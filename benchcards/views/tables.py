@@ -135,13 +135,14 @@ def quality_table(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.Da
     })
 
 
-def median_answer_text(parts: list[str | None], thinking: object) -> str:
+def median_answer_text(parts: list[str | None], thinking: object, from_items: object = True) -> str:
     """'412 tokens, 3.1 s' of the median answer, saying whether it counts the thinking part: the tokens and
-    seconds are the server's for the whole answer, so with thinking on they include it."""
+    seconds of item records are the server's for the whole answer, so with thinking on they include it (a
+    published summary does not say, so nothing is added)."""
     text = ", ".join(m for m in parts if m)
     if not text:
         return fmt.DASH
-    return text + (" (thinking included)" if thinking is True else "")
+    return text + (" (thinking included)" if thinking is True and from_items is True else "")
 
 
 def quality_source(r: Any) -> str:
