@@ -148,16 +148,18 @@ def median_answer_text(parts: list[str | None], thinking: object, from_items: ob
 def quality_source(r: Any) -> str:
     """Where a test's items came from: 'generated (seed 5, generator bc-gen-1)', 'item file mine.jsonl',
     'items (lm-eval)' for another tool's records, or 'published summary' when only figures were stated."""
+    if fmt.missing(getattr(r, "from_items", None)):
+        return fmt.DASH
     if not r.from_items:
         return "published summary"
     gen = getattr(r, "generator", None)
     gen = None if fmt.missing(gen) else str(gen)
-    version = getattr(r, "generator_version", None)
+    version, seed, label = (getattr(r, k, None) for k in ("generator_version", "seed", "label"))
     if gen == "item file":
-        label = "" if fmt.missing(r.label) else str(r.label)
+        label = "" if fmt.missing(label) else str(label)
         return f"item file {label.removesuffix(' (item file)')}".strip()
     if gen is not None and gen.startswith("benchcards "):
-        bits = [f"seed {r.seed}" if not fmt.missing(r.seed) else None,
+        bits = [f"seed {int(seed)}" if seed is not None and not fmt.missing(seed) else None,
                 f"generator {version}" if not fmt.missing(version) else None]
         shown = ", ".join(b for b in bits if b)
         return "generated" + (f" ({shown})" if shown else "")
