@@ -363,6 +363,7 @@ def _quality_rows(out: _Collected, run: Run, c: QualityContract, ro: int) -> int
             score.cut_off, score.pct, score.margin_pp, score.lo_pct, score.hi_pct, t.token_limit,
             t.thinking, t.seed, t.in_flight, t.sampling.model_dump_json(exclude_none=True) if t.sampling
             else None, score.median_tokens, score.median_seconds, score.asked_again, score.from_items, ro,
+            t.generator, t.generator_version,
         ))
         for task, n, right in score.by_task:
             out.add("quality_tasks", (sid, rid, t.test, task, n, right))

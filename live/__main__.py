@@ -252,15 +252,22 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from live.demo_server import DemoConfig, run
+    from live.demo_server import DemoConfig, known_items, run
+    from live.items import ItemFileError
 
     cfg = DemoConfig(host=args.host, port=args.port, model=args.model, prefill_tps=args.prefill_tps,
                      decode_tps=args.decode_tps, depth_scale=args.depth_scale, batch_efficiency=args.batch_efficiency,
                      slots=args.slots, ctx=args.ctx, overhead_ms=args.overhead_ms, tick_ms=args.tick_ms,
                      cache_save_ms_per_1k=args.cache_save_ms_per_1k, merge_every=args.merge_every,
                      answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after,
-                     quality_right=args.quality_right, quality_cutoff=args.quality_cutoff,
-                     load_s=args.load_s, kv_mib_per_1k=args.kv_mib_per_1k, refuse_above=args.refuse_above)
+                     quality_right=args.quality_right, quality_cutoff=args.quality_cutoff, items=tuple(args.items),
+                     load_s=args.load_s, kv_mib_per_1k=args.kv_mib_per_1k, refuse_above=args.refuse_above,
+                     thinks=not args.never_thinks)
+    try:
+        known_items(cfg.items)  # a bad item file is refused before the server listens
+    except ItemFileError as exc:
+        print("\n".join(f"error: {e}" for e in exc.errors), file=sys.stderr)
+        return 2
     print(f"demo server on http://{cfg.host}:{cfg.port} (decode {cfg.decode_tps} tok/s, prefill {cfg.prefill_tps} "
           f"tok/s, {cfg.slots} slots, context {cfg.ctx})", flush=True)
     run(cfg)
@@ -334,6 +341,12 @@ def add_demo_parser(sub: argparse._SubParsersAction) -> None:
                    help="share of generated quality items (python -m live quality) answered right")
     s.add_argument("--quality-cutoff", type=float, default=dd.quality_cutoff,
                    help="share of generated quality items that run past the token limit (cut off)")
+    s.add_argument("--items", action="append", default=[], metavar="FILE",
+                   help="an item file (as `live quality --items` takes) whose answers the demo knows: its items "
+                   "are answered with the shares above (repeatable; without it, multiple-choice items are guessed "
+                   "and other items run to the token limit)")
+    s.add_argument("--never-thinks", action="store_true",
+                   help="a model without thinking: enable_thinking is ignored, no answer has a thinking part")
     e = s.add_argument_group("engine start-up like llama-server's (for the memory test)")
     e.add_argument("--load-s", type=float, default=dd.load_s, help="seconds the model load takes (503 meanwhile)")
     e.add_argument("--kv-mib-per-1k", type=float, default=dd.kv_mib_per_1k,

@@ -43,6 +43,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 WORDS = ["the", "model", "reads", "every", "token", "of", "the", "prompt", "once", "then", "writes", "its", "answer", "one", "token", "at", "a", "time", "while", "the", "cache", "grows", "café", "naïve", "déjà", "vu", "—", "résumé", "über", "Straße"]
 TEMPLATE_TOKENS = 9  # tokens the demo chat template adds around the messages
@@ -74,6 +75,9 @@ class DemoConfig:
     fault_count: int = 1_000_000  # requests the fault applies to
     quality_right: float = 0.7  # share of generated quality items answered right (live/demo_answers.py)
     quality_cutoff: float = 0.1  # share that rambles past the token limit (cut off, counted wrong)
+    #: item files (live/items.py) whose answers the demo knows: their items get the same shares as generated ones
+    items: tuple[str, ...] = ()
+    thinks: bool = True  # False: a model without thinking (enable_thinking is ignored)
     # engine start-up like llama-server's (live/demo_engine.py): 503 while loading, memory, refusal
     load_s: float = 0.0  # seconds the "model load" takes
     kv_mib_per_1k: float = 0.0  # resident MiB held per 1,024 tokens of context
@@ -163,6 +167,18 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
+def known_items(paths: tuple[str, ...]) -> dict:
+    """The items of the files ``paths`` by the prompt the quality client sends (``UserItem.text()``). Raises
+    ItemFileError (naming the file, line and field) for a file that cannot be used."""
+    from live.items import read_item_file
+
+    out = {}
+    for p in paths:
+        for it in read_item_file(Path(p)).items:
+            out[it.text()] = it
+    return out
+
+
 class DemoServer:
     """The asyncio server. ``await serve()`` runs until cancelled."""
 
@@ -174,6 +190,7 @@ class DemoServer:
         self.pacer = Pacer(cfg.tick_ms / 1000)
         self.loading = bool(cfg.load_s or cfg.kv_mib_per_1k or cfg.refuse_above is not None)
         self.held_memory: list[bytearray] = []
+        self.known_items = known_items(cfg.items)  # raises ItemFileError for a bad file: nothing is served
 
     # ------------------------------------------------------------------ plumbing
     async def serve(self) -> None:
@@ -355,14 +372,17 @@ class DemoServer:
 
     def _quality_answer(self, req: dict, messages: list, max_tokens: int) -> tuple[list[str], str] | None:
         """(tokens, finish_reason) of the answer to a generated quality item, or None for other prompts."""
-        from live.demo_answers import answer_text
+        from live.demo_answers import answer_text, item_answer
 
         last = messages[-1].get("content") if messages and isinstance(messages[-1], dict) else None
         if not isinstance(last, str):
             return None
-        thinking = (req.get("chat_template_kwargs") or {}).get("enable_thinking") is True
+        thinking = self.cfg.thinks and (req.get("chat_template_kwargs") or {}).get("enable_thinking") is True
         text = answer_text(last, right=self.cfg.quality_right, cutoff=self.cfg.quality_cutoff, thinking=thinking,
                            max_words=max_tokens // 8 + 2)
+        if text is None:  # an item of a user's file: known (--items), or a multiple-choice letter guessed
+            text = item_answer(last, self.known_items, right=self.cfg.quality_right, cutoff=self.cfg.quality_cutoff,
+                               thinking=thinking, max_words=max_tokens // 8 + 2)
         if text is None:
             return None
         toks = pieces(text)

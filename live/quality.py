@@ -444,6 +444,17 @@ def run_quality(cfg: QualityConfig, on_event: Callable[[QualityEvent], None] | N
     return qr.contract(started, questions), qr.info, qr.runner.log
 
 
+def demo_items_note(cfg: QualityConfig, info: ServerInfo) -> str | None:
+    """What a run of item files against the benchcards demo server must say (the CLI and the Run live page):
+    the demo knows an item file's answers only when it was started with it; None otherwise."""
+    if not (info.demo and cfg.item_files):
+        return None
+    names = ", ".join(f.name for f in cfg.item_files)
+    return (f"the target is the benchcards demo server: it answers the items of {names} (right at its "
+            "--quality-right share) only when it was started with `--items FILE`; without it, it guesses "
+            "multiple-choice letters and runs other items to the token limit (cut off)")
+
+
 def write_quality_folder(out: Path, setup: Setup, contract: QualityContract, log: list[str]) -> Path:
     """Write (or add to) the raw setup folder ``out/<setup_id>``; returns the contract folder.
 

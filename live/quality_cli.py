@@ -76,7 +76,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
     from live.__main__ import ingest_folder, refuse, setup_input, setup_problems
     from live.client import NotLoopback
     from live.measure import SetupInput, build_setup, hardware_problems, name_problem
-    from live.quality import QualityConfig, ServerLocked, run_quality, write_quality_folder
+    from live.quality import QualityConfig, ServerLocked, demo_items_note, run_quality, write_quality_folder
     from live.setups import place_setup
     from live.stopping import stop_on_signals
     from schemas.models import Setup
@@ -102,6 +102,9 @@ def cmd_quality(args: argparse.Namespace) -> int:
     for t in contract.tests:
         if t.status != "ok":
             print(f"{t.test}: {t.status} — {t.reason}", file=sys.stderr)
+    note = demo_items_note(cfg, info)
+    if note:
+        print(f"note: {safe(note)}", file=sys.stderr)
     if not any(t.items for t in contract.tests):
         print("stopped before any item was answered: nothing written" if stop.is_set() else
               "error: nothing answered, nothing written", file=sys.stderr)

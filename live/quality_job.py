@@ -14,7 +14,7 @@ from pathlib import Path
 
 from live.background import BackgroundRun
 from live.measure import MeasureConfig, ServerLocked, SetupInput, build_setup, hardware_problems
-from live.quality import QualityConfig, QualityEvent, run_quality, write_quality_folder
+from live.quality import QualityConfig, QualityEvent, demo_items_note, run_quality, write_quality_folder
 from live.setups import place_setup
 
 __all__ = ["QualityJob"]
@@ -67,6 +67,9 @@ class QualityJob(BackgroundRun):
             self.setup_id = setup.setup_id
             if not info.reachable:
                 self.error = info.error or "the server did not answer"
+            note = demo_items_note(self.cfg, info)
+            if note:
+                self.summary.append(f"Note: {note}")
             for t in contract.tests:
                 s, _ = quality_test(t)
                 self.summary.append(f"{t.label or t.test}: " + (

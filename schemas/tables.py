@@ -13,7 +13,8 @@ import re
 from typing import Any
 
 #: version of the table layout; the write side stamps it, readers check it
-VERSION = 4  # 3: reported_sources, reported_figures, reported_claims; 4: fit_steps and fit_headline: served_ctx, slots, peak_source
+VERSION = 5  # 3: reported_sources, reported_figures, reported_claims; 4: fit_steps and fit_headline: served_ctx,
+#              slots, peak_source; 5: quality_tests.generator, generator_version
 
 DDL = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -59,7 +60,7 @@ CREATE TABLE quality_tests (
     pct DOUBLE, margin_pp DOUBLE, lo_pct DOUBLE, hi_pct DOUBLE, token_limit INTEGER,
     thinking BOOLEAN, seed BIGINT, in_flight INTEGER, sampling_json JSON,
     median_tokens DOUBLE, median_seconds DOUBLE, asked_again INTEGER, from_items BOOLEAN,
-    run_order INTEGER
+    run_order INTEGER, generator VARCHAR, generator_version VARCHAR
 );
 CREATE TABLE quality_tasks (
     setup_id VARCHAR, run_id VARCHAR, test VARCHAR, task VARCHAR, n INTEGER, "right" INTEGER

@@ -204,9 +204,10 @@ RAW = ("\x1b", "\x07", "\u202e")
 
 
 def test_control_characters_in_the_engines_last_line_are_escaped_on_the_cli_contract_card_and_export(tmp_path):
-    from benchcards.read import queries
-    from benchcards.site.export import export
-    from benchcards.views import card as cardmod
+    from benchcards.read import card_data
+    from benchcards.read.store import Store
+    from benchcards.site.exporter import export
+    from benchcards.views import card_tables
     from ingest import ingest_paths
 
     printf = r'printf "\033[31m<b>x\342\200\256evil\033]0;title\007\n"'
@@ -220,8 +221,8 @@ def test_control_characters_in_the_engines_last_line_are_escaped_on_the_cli_cont
     db = tmp_path / "fit.duckdb"
     ingest_paths([tmp_path / "out"], db)
     setup_id = contract_path.parent.parent.parent.name
-    c = queries.card(queries.Store(db), setup_id)
-    result = cardmod.fit_table(c)["Result"].iloc[0]
+    c = card_data.card(Store(db), setup_id)
+    result = card_tables.fit_table(c)["Result"].iloc[0]
     assert ESCAPED_LINE in result and not any(ch in result for ch in RAW)
     export(db, tmp_path / "site")
     html = (tmp_path / "site" / "setups" / f"{setup_id}.html").read_text()

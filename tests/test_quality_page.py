@@ -110,3 +110,35 @@ def test_an_uploaded_regex_that_would_take_all_memory_is_refused_by_the_page():
     cfg, problems = settings(file=evil)
     assert cfg is None and problems == ["evil.jsonl line 1, field 'answer': repeat count 1,000,000,000 is over the "
                                         "limit of 1,000"]
+
+
+def test_the_saved_line_lists_its_warnings_and_another_command_is_its_own_setup(site):
+    """The report's "1 warning(s), listed below" is followed by the warning; a second run with another server
+    command is stored as a separate setup (live.setups, the rule of every live kind), and the page says so."""
+    demo = demo_server(decode_tps=2000, prefill_tps=200000, slots=4)
+
+    def start(cmd: str):
+        at = quality_page()
+        at.text_input(key="lq_base_url").set_value(demo.url)
+        at.text_input(key="lq_tests").set_value("arith:2")
+        at.text_input(key="lq_max_tokens").set_value("32")
+        at.text_input(key="lq_gpu").set_value("cpu")
+        at.text_input(key="lq_title").set_value("Page setup")
+        at.text_input(key="lq_server_cmd").set_value(cmd)
+        next(b for b in at.button if b.label == "Start").click().run()
+        job = at.session_state["live_quality_job"]
+        assert job.wait(120) and job.error is None, job.error
+        at.run()
+        return at, job
+
+    try:
+        at, first = start("llama-server -m /m/q.gguf stray")
+        said = unescape(at.success[0].value)
+        assert "1 warning(s), listed below" in said
+        assert any("stray belongs to no flag" in unescape(w.value) for w in at.warning), [w.value for w in at.warning]
+        at, second = start("llama-server -m /m/q.gguf -ctk q8_0")
+    finally:
+        demo.stop()
+    assert second.setup_id == f"{first.setup_id}-2"
+    assert any("Saved as a separate setup" in unescape(i.value) and "server.argv" in unescape(i.value)
+               for i in at.info), [i.value for i in at.info]

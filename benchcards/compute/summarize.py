@@ -84,6 +84,7 @@ class Warn:
 
     kind: str  # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request
     #            | depth_mismatch | depth_unchecked | ttft_gap | imported | implausible | served_below_size
+    #            | thinking_not_seen
     message: str
     stated: float | None = None
     computed: float | None = None
@@ -770,6 +771,12 @@ def stopped_note(t: QualityTest, n: int) -> str | None:
     return f"stopped after {n:,}{of} item{'s' if n != 1 or of else ''}"
 
 
+def not_thinking(items: list[QualityItem]) -> bool:
+    """True when every answered item records its thinking part's length and none had one (thinking_chars 0)."""
+    answered = [it for it in items if it.error is None]
+    return bool(answered) and all(it.thinking_chars == 0 for it in answered)
+
+
 def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
     """Score one test from its items (or its stated figures when it has none).
 
@@ -808,6 +815,10 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
         med_tok = stats.median(it.tokens for it in items if it.tokens is not None)
         med_s = stats.median(it.seconds for it in items if it.seconds is not None)
         from_items = True
+        if t.thinking and not_thinking(items):
+            warns.append(Warn("thinking_not_seen", f"{t.test}: thinking was asked for but no answer had a thinking "
+                                                   "part (the model may not think; the results are those of "
+                                                   "answers without thinking)"))
     elif t.stated is not None:
         s = t.stated
         if s.right > s.n:

@@ -20,7 +20,8 @@ def quality_table(store: Store, ids: list[str] | None = None) -> pd.DataFrame:
     where = "" if ids is None else "setup_id IN (SELECT unnest(?::VARCHAR[]))"
     return store.df(f"""
         SELECT q.setup_id, s.title, q.test, q.label, q.n, q."right", q.cut_off, q.pct, q.margin_pp,
-               q.lo_pct, q.hi_pct, q.token_limit, q.thinking, q.from_items, q.status, q.reason, q.run_id
+               q.lo_pct, q.hi_pct, q.token_limit, q.thinking, q.from_items, q.status, q.reason, q.run_id,
+               q.seed, q.generator, q.generator_version
         FROM ({latest_quality(where)}) q JOIN setups s USING (setup_id)
         ORDER BY q.test, q.pct DESC, s.title, q.setup_id
     """, [ids] if ids is not None else [])

@@ -15,6 +15,7 @@ import pandas as pd
 from benchcards.domain import flags, fmt, metrics
 from benchcards.read.card_data import Card
 from benchcards.views.method_text import peak_source, sampling_words, stored_method
+from benchcards.views.tables import median_answer_text, quality_source
 
 __all__ = ["FIT_FINISH", "SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "WARNING_KINDS", "Tile", "client_vs_server", "conc_table", "decode_context", "depth_with_count", "engine_table", "files_table", "fit_note", "fit_only", "fit_peak_sources", "fit_peak_tile", "fit_result_text", "fit_slot_warning", "fit_table", "fit_tiles", "headline_source", "headline_tiles", "hygiene_notes", "long_prompt_table", "machine_rows", "quality_table", "quality_tasks_table", "rows_of", "runs_table", "sampling_text", "server_log_table", "speed_table", "step_name", "task_overall", "task_runs", "task_table", "ttft_gap_rows", "ttft_gap_table", "warnings_list"]
 
@@ -409,9 +410,9 @@ def quality_table(card: Card) -> pd.DataFrame:
             "Right / n": fmt.right_of(r.right, r.n),
             "Cut off (counted wrong)": fmt.number(r.cut_off, 0),
             "Token limit": fmt.value("token_limit", r.token_limit),
-            "Median answer": ", ".join(m for m in median if m) or fmt.DASH,
+            "Median answer": median_answer_text(median, r.thinking, bool(r.from_items)),
             "Thinking": fmt.on_off(r.thinking),
-            "From": "items" if r.from_items else "published summary",
+            "From": quality_source(r),
             "Run": fmt.text(r.run_id),
         })
     return pd.DataFrame(rows)
@@ -575,6 +576,7 @@ WARNING_KINDS = {
     "server_command": "Server command",
     "imported": "Imported from another tool",
     "served_below_size": "A request could use less context than the size",
+    "thinking_not_seen": "Thinking asked for, none seen",
 }
 
 

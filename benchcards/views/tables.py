@@ -7,6 +7,7 @@ from the metric registry. Pure functions, no Streamlit.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -131,5 +132,36 @@ def quality_table(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.Da
         "Cut off": [fmt.number(c, 0) for c in df.cut_off],
         "Token limit": [fmt.value("token_limit", t) for t in df.token_limit],
         "Thinking": [fmt.on_off(t) for t in df.thinking],
-        "From": df.from_items.map({True: "items", False: "summary only"}).fillna(fmt.DASH),
+        "From": [quality_source(r) for r in df.itertuples()],
     })
+
+
+def median_answer_text(parts: list[str | None], thinking: object, from_items: object = True) -> str:
+    """'412 tokens, 3.1 s' of the median answer, saying whether it counts the thinking part: the tokens and
+    seconds of item records are the server's for the whole answer, so with thinking on they include it (a
+    published summary does not say, so nothing is added)."""
+    text = ", ".join(m for m in parts if m)
+    if not text:
+        return fmt.DASH
+    return text + (" (thinking included)" if thinking is True and from_items is True else "")
+
+
+def quality_source(r: Any) -> str:
+    """Where a test's items came from: 'generated (seed 5, generator bc-gen-1)', 'item file mine.jsonl',
+    'items (lm-eval)' for another tool's records, or 'published summary' when only figures were stated."""
+    if fmt.missing(getattr(r, "from_items", None)):
+        return fmt.DASH
+    if not r.from_items:
+        return "published summary"
+    gen = getattr(r, "generator", None)
+    gen = None if fmt.missing(gen) else str(gen)
+    version, seed, label = (getattr(r, k, None) for k in ("generator_version", "seed", "label"))
+    if gen == "item file":
+        label = "" if fmt.missing(label) else str(label)
+        return f"item file {label.removesuffix(' (item file)')}".strip()
+    if gen is not None and gen.startswith("benchcards "):
+        bits = [f"seed {int(seed)}" if seed is not None and not fmt.missing(seed) else None,
+                f"generator {version}" if not fmt.missing(version) else None]
+        shown = ", ".join(b for b in bits if b)
+        return "generated" + (f" ({shown})" if shown else "")
+    return "items" + (f" ({gen})" if gen else "")
