@@ -21,14 +21,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from live.generators import solve
+from live.items import choice_prompt
 
 if TYPE_CHECKING:
     from live.items import UserItem
 
 __all__ = ["answer_text", "item_answer", "share_of"]
 
-#: the instruction live.items.choice_prompt ends a multiple-choice prompt with
-CHOICE_ASK = "Choose one option. Give the final answer on the last line as 'Answer: X'"
+#: the instruction live.items.choice_prompt ends a multiple-choice prompt with (taken from it: one definition)
+CHOICE_ASK = choice_prompt("", ("x", "y")).rsplit("\n\n", 1)[-1]
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -90,7 +91,7 @@ def item_answer(prompt: str, items: Mapping[str, UserItem], *, right: float, cut
     >>> it = UserItem("q1", "17 * 23 = ?", "number", "391.0")
     >>> item_answer("17 * 23 = ?", {it.text(): it}, right=1.0, cutoff=0.0, thinking=False, max_words=4)
     'Working it out.\\nAnswer: 391'
-    >>> item_answer("Which?\\n\\nA. x\\nB. y\\n\\n" + CHOICE_ASK + ", where X is ...", {}, right=1.0, cutoff=0.0,
+    >>> item_answer(choice_prompt("Which?", ("x", "y")), {}, right=1.0, cutoff=0.0,
     ...             thinking=False, max_words=4) in ("Answer: A", "Answer: B")
     True
     """

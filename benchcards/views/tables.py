@@ -6,6 +6,7 @@ from the metric registry. Pure functions, no Streamlit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -147,7 +148,8 @@ def median_answer_text(parts: list[str | None], thinking: object, from_items: ob
 
 
 def quality_source(r: Any) -> str:
-    """Where a test's items came from: 'generated (seed 5, generator bc-gen-1)', 'item file mine.jsonl',
+    """Where a test's items came from: 'generated (seed 5, generator bc-gen-1)', 'item file mine.jsonl'
+    (with the first 8 hex of its SHA-256 when the label has them),
     'items (lm-eval)' for another tool's records, or 'published summary' when only figures were stated."""
     if fmt.missing(getattr(r, "from_items", None)):
         return fmt.DASH
@@ -156,9 +158,11 @@ def quality_source(r: Any) -> str:
     gen = getattr(r, "generator", None)
     gen = None if fmt.missing(gen) else str(gen)
     version, seed, label = (getattr(r, k, None) for k in ("generator_version", "seed", "label"))
-    if gen == "item file":
+    if gen == "item file":  # the label is 'NAME (item file)' or 'NAME (item file 1a2b3c4d)' (its hash)
         label = "" if fmt.missing(label) else str(label)
-        return f"item file {label.removesuffix(' (item file)')}".strip()
+        m = re.fullmatch(r"(.*) \(item file(?: ([0-9a-f]{8}))?\)", label, re.S)
+        name, digest = (m.group(1), m.group(2)) if m else (label, None)
+        return (f"item file {name}" + (f" ({digest})" if digest else "")).strip()
     if gen is not None and gen.startswith("benchcards "):
         bits = [f"seed {int(seed)}" if seed is not None and not fmt.missing(seed) else None,
                 f"generator {version}" if not fmt.missing(version) else None]
