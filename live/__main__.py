@@ -210,7 +210,8 @@ def _run_measure(cfg: object, stop: threading.Event) -> tuple | int:
 def cmd_measure(args: argparse.Namespace) -> int:
     from benchcards.views.card_tables import step_name
     from ingest.errors import safe  # what a server (or an option) holds is escaped before it reaches a terminal
-    from live.measure import MeasureConfig, SetupInput, build_setup, measured, place_setup, write_folder
+    from live.measure import MeasureConfig, SetupInput, build_setup, measured, write_folder
+    from live.setups import place_setup
     from schemas.models import Setup
 
     cfg, base, problems = _measure_inputs(args)

@@ -72,7 +72,7 @@ class LiveJob(BackgroundRun):
     ingest_warnings: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     owner: str | None = None  # who started it, for the message to others (e.g. "another browser tab")
-    #: where the run was stored when not under its own setup id, and why (live.measure.place_setup)
+    #: where the run was stored when not under its own setup id, and why (live.setups.place_setup)
     placed: str | None = None
     #: server info left out because it does not fit (live.measure.read_server_info)
     warnings: list[str] = field(default_factory=list)

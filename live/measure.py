@@ -52,9 +52,7 @@ from live.client import (
 from live.prompts import TASKS, BuiltPrompt, PromptBuilder
 from live.settings import LIVE_SAMPLING, Rate, SettingsError, SpeedSettings, TargetSettings, error_lines
 from live.settings import PARTS as PARTS  # the parts, for the callers of live.measure
-from live.setups import MAX_SETUP_VARIANTS as MAX_SETUP_VARIANTS  # the one placement rule (live.setups)
-from live.setups import place_setup as place_setup
-from live.setups import setup_differences as setup_differences
+from live.setups import place_setup  # the one placement rule of every live kind
 from schemas import ids
 from schemas.models import (
     NAME_MAX,

@@ -122,3 +122,21 @@ def test_count_puts_the_noun_in_the_number_it_takes():
     assert fmt.count(1, "setup") == "1 setup" and fmt.count(0, "setup") == "0 setups"
     assert fmt.count(1000, "setup") == "1,000 setups" and fmt.count(2, "GPU model") == "2 GPU models"
     assert fmt.count(3, "quantisation") == "3 quantisations" and fmt.count(2, "box", "boxes") == "2 boxes"
+
+
+def test_a_small_perfect_score_shows_its_real_interval_on_the_card_overview_and_quality_page(tmp_path):
+    """4 of 4 right is not '100.0 % ± 24.5' (that reads as 75.5–124.5 %): every table shows the Wilson interval."""
+    from benchcards.read import card_data
+    from benchcards.read import quality as quality_reads
+    from benchcards.views import card_tables
+    from ingest import ingest_paths
+    from tests.helpers import make_setup, quality_contract
+
+    make_setup(tmp_path / "raw", quality=quality_contract(right=(True,) * 4))
+    db = tmp_path / "q.duckdb"
+    ingest_paths([tmp_path / "raw"], db)
+    store = Store(db)
+    shown = "100.0 % (51.0–100.0)"
+    assert card_tables.quality_table(card_data.card(store, "hand-3090"))["Result (95 % margin)"].iloc[0] == shown
+    assert views.quality_table(quality_reads.quality_table(store))["Result (95 % margin)"].iloc[0] == shown
+    assert views.overview_table(overview_rows.overview(store))["MMLU-Pro"].iloc[0] == shown

@@ -480,7 +480,7 @@ def quality_points(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.D
 
     df = quality_frame(q)
     df["setup"] = _names(df, names)
-    df["result_text"] = [fmt.quality(p, m) for p, m in zip(df.pct, df.margin_pp)]
+    df["result_text"] = [fmt.quality(p, m, k, n) for p, m, k, n in zip(df.pct, df.margin_pp, df.right, df.n)]
     df["interval_text"] = [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)]
     df["right_text"] = [fmt.right_of(r, n) for r, n in zip(df.right, df.n)]
     df["cut_text"] = [fmt.number(c, 0) for c in df.cut_off]

@@ -191,9 +191,10 @@ def percent(x: object, decimals: int = 1) -> str:
     return with_unit(number(x, decimals), "%")
 
 
-#: a Wilson interval whose two sides differ by more than this share of its half width is written as an
-#: interval, not as ± (near 0 % and 100 %, or with few items, "± half width" would claim the wrong range)
-LOPSIDED = 0.25
+#: a Wilson interval whose two sides differ by more than this share of its half width (one side over 1.67
+#: times the other) is written as an interval, not as ±: near 0 % and 100 %, or with few items, "± half
+#: width" would claim the wrong range; published cards' 70.0 % ± 13.7 (28 of 40) keeps its ± form
+LOPSIDED = 0.5
 
 
 def quality(pct: object, margin: object, right: object = None, n: object = None) -> str:
@@ -206,6 +207,8 @@ def quality(pct: object, margin: object, right: object = None, n: object = None)
     '100.0 % (51.0–100.0)'
     >>> quality(100 / 6, 26.7, 1, 6)
     '16.7 % (3.0–56.4)'
+    >>> quality(70.0, 13.7, 28, 40)
+    '70.0 % ± 13.7'
     """
     if missing(pct):
         return DASH
@@ -219,16 +222,17 @@ def quality(pct: object, margin: object, right: object = None, n: object = None)
     return text if missing(margin) else f"{text} ± {number(margin, metrics.get('margin').decimals)}"
 
 
-def quality_result(pct: object, margin: object, status: object = None, reason: object = None) -> str:
+def quality_result(pct: object, margin: object, status: object = None, reason: object = None, right: object = None,
+                   n: object = None) -> str:
     """A quality result as a table row shows it: a test stopped part-way says so beside it (its stored reason
-    is ``summarize.stopped_note``'s).
+    is ``summarize.stopped_note``'s); ``right`` of ``n`` as in ``quality``.
 
     >>> quality_result(63.64, 28.1, "stopped", "stopped after 11 of 12 items")
     '63.6 % ± 28.1 (stopped after 11 of 12 items)'
     >>> quality_result(63.64, 28.1, "ok", None)
     '63.6 % ± 28.1'
     """
-    shown = quality(pct, margin)
+    shown = quality(pct, margin, right, n)
     if status != "stopped" or shown == DASH:
         return shown
     return f"{shown} ({text(reason) if not missing(reason) else 'stopped'})"

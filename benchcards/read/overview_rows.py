@@ -18,7 +18,7 @@ def overview(store: Store) -> pd.DataFrame:
     """One row per setup with the headline figures, derived filter columns and badges, newest first.
 
     Figures stay numbers (formatting is ``benchcards.domain.fmt``'s job, for the rows shown); per
-    headline quality test ``<test>_pct`` and ``<test>_margin``.
+    headline quality test ``<test>_pct``, ``<test>_margin``, ``<test>_right`` and ``<test>_n``.
     ``bench_tg_test``/``bench_tg_tps`` and ``bench_pp_test``/``bench_pp_tps``: the engine benchmark's
     (llama-bench) first generation and prompt test without context depth, for setups measured that way.
     Derived columns: ``tier`` (``benchcards.domain.tiers``), ``model_gb`` (file size, 10⁹ bytes),
@@ -56,12 +56,14 @@ def overview(store: Store) -> pd.DataFrame:
             GROUP BY ALL
             ORDER BY s.measured_last DESC NULLS LAST, s.setup_id
         """)
-        q = fetch(con, f"SELECT setup_id, test, pct, margin_pp FROM ({LATEST_QUALITY}) "
+        q = fetch(con, f"SELECT setup_id, test, pct, margin_pp, \"right\", n FROM ({LATEST_QUALITY}) "
                         f"WHERE test IN ({','.join('?' * len(HEADLINE_TESTS))})", list(HEADLINE_TESTS))
     for test in HEADLINE_TESTS:
         rows = q[q.test == test].set_index("setup_id")
         base[f"{test}_pct"] = base.setup_id.map(rows.pct).astype(float)
         base[f"{test}_margin"] = base.setup_id.map(rows.margin_pp).astype(float)
+        base[f"{test}_right"] = base.setup_id.map(rows["right"]).astype(float)
+        base[f"{test}_n"] = base.setup_id.map(rows.n).astype(float)
     base["tier"] = [tiers.vram_tier(None if pd.isna(v) else float(v), bool(u))
                     for v, u in zip(base.vram_gib, base.unified_memory)]
     size = pd.to_numeric(base.model_bytes, errors="coerce").astype(float)

@@ -125,7 +125,7 @@ def _quality_pages(env: jinja2.Environment, write: Callable[[str, str], Any], q:
         best = g.iloc[0]
         tests.append({"Test": label, "href": f"{stem}.html",
                       "What": fmt.text(metrics.TESTS[test].description if test in metrics.TESTS else None),
-                      "Setups": len(g), "Best result": fmt.quality(best.pct, best.margin_pp),
+                      "Setups": len(g), "Best result": fmt.quality(best.pct, best.margin_pp, best.right, best.n),
                       "Best setup": str(best.title), "best_href": site.setup_path(str(best.setup_id))})
         top = g.drop(columns="test_label").head(20)
 

@@ -406,7 +406,7 @@ def quality_table(card: Card) -> pd.DataFrame:
             "Test": metrics.quality_label(r.test, r.label),
             "What": fmt.text(r.description if not fmt.missing(r.description) else (known.description if known
                                                                                      else None)),
-            "Result (95 % margin)": fmt.quality_result(r.pct, r.margin_pp, r.status, r.reason),
+            "Result (95 % margin)": fmt.quality_result(r.pct, r.margin_pp, r.status, r.reason, r.right, r.n),
             "Right / n": fmt.right_of(r.right, r.n),
             "Cut off (counted wrong)": fmt.number(r.cut_off, 0),
             "Token limit": fmt.value("token_limit", r.token_limit),

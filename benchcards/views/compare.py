@@ -270,7 +270,7 @@ def quality_side_by_side(cards: list[Card], compare: Callable[[str, str], list[Q
             continue
         row = {"Test": tests[test]}
         for name, g in zip(cols, got):
-            row[name] = fmt.DASH if g is None else f"{fmt.quality(g.pct, g.margin_pp)} ({fmt.right_of(g.right, g.n)})"
+            row[name] = fmt.DASH if g is None else f"{fmt.quality(g.pct, g.margin_pp, g.right, g.n)} ({fmt.right_of(g.right, g.n)})"
         for c, name in zip(cards[1:], cols[1:]):
             col = vs_first(name)
             x = comps[c.setup_id].get(test)

@@ -50,8 +50,8 @@ def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
         head = OVERVIEW_FIGURES[0][0]
         out[head] = [f"reported {t}" if not fmt.missing(t) else d for d, t in zip(out[head], ov.reported_decode_text)]
     for test in HEADLINE_TESTS:
-        out[metrics.quality_label(test)] = [fmt.quality(p, m) for p, m in zip(ov[f"{test}_pct"],
-                                                                               ov[f"{test}_margin"])]
+        out[metrics.quality_label(test)] = [fmt.quality(p, m, k, n) for p, m, k, n in zip(
+            ov[f"{test}_pct"], ov[f"{test}_margin"], ov[f"{test}_right"], ov[f"{test}_n"])]
     out["GPU"] = [short_gpu(g) for g in ov.gpu]
     out["VRAM tier"] = ov.tier.astype(str)
     out["offload"] = [None if fmt.missing(o) else f"needs system RAM: {o}"
@@ -126,8 +126,8 @@ def quality_table(q: pd.DataFrame, names: dict[str, str] | None = None) -> pd.Da
     return pd.DataFrame({
         "Test": df.test_label,
         "Setup": setup,
-        "Result (95 % margin)": [fmt.quality_result(p, m, s, r) for p, m, s, r in
-                                 zip(df.pct, df.margin_pp, df.status, df.reason)],
+        "Result (95 % margin)": [fmt.quality_result(p, m, s, r, k, n) for p, m, s, r, k, n in
+                                 zip(df.pct, df.margin_pp, df.status, df.reason, df.right, df.n)],
         "Interval": [fmt.interval(lo, hi) for lo, hi in zip(df.lo_pct, df.hi_pct)],
         "Right / n": [fmt.right_of(r, n) for r, n in zip(df.right, df.n)],
         "Cut off": [fmt.number(c, 0) for c in df.cut_off],
