@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -55,7 +54,7 @@ exit status:
        results could not be stored (--ingest)
   2    a usage error: a bad option value, setup id or setup file, or a target that is not on this
        machine without --allow-remote (reported before anything is sent)
-  130  stopped with Ctrl-C: the requests in flight are cut at once and the steps that finished are
+  130  stopped with Ctrl-C, SIGTERM or SIGHUP: the requests in flight are cut at once and the steps that finished are
        written (a second Ctrl-C quits without writing)
 """
 
@@ -181,30 +180,18 @@ def _run_measure(cfg: object, stop: threading.Event) -> tuple | int:
     from ingest.errors import safe
     from live.client import NotLoopback
     from live.measure import MeasureConfig, ServerLocked, measure
+    from live.stopping import stop_on_signals
 
-    previous = signal.getsignal(signal.SIGINT)
-
-    def interrupt(signum: int, frame: object) -> None:  # the first Ctrl-C stops the run like the page's Stop
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-        print("stopping: cutting the requests in flight and writing what finished (Ctrl-C again to quit "
-              "without writing)", file=sys.stderr, flush=True)
-
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        signal.signal(signal.SIGINT, interrupt)
-    try:
-        return measure(cast(MeasureConfig, cfg), _print_step, stop)
+    try:  # a first Ctrl-C, SIGTERM or SIGHUP stops the run like the page's Stop; a second Ctrl-C quits
+        with stop_on_signals(stop, "cutting the requests in flight and writing what finished (Ctrl-C again to "
+                                   "quit without writing)"):
+            return measure(cast(MeasureConfig, cfg), _print_step, stop)
     except (NotLoopback, ServerLocked) as exc:
         print(f"error: {safe(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
         return 130
-    finally:
-        if in_main:
-            signal.signal(signal.SIGINT, previous)
 
 
 def cmd_measure(args: argparse.Namespace) -> int:

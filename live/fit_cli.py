@@ -4,9 +4,7 @@ registers it)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import shlex
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -102,6 +100,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from live.fit import FitConfig, fit_setup, headline, run_fit, write_fit_folder
     from live.measure import SetupInput
     from live.setups import place_setup
+    from live.stopping import stop_on_signals
     from schemas.models import Setup
 
     cfg, problems = _config(args)
@@ -115,21 +114,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
                                                     if template.added else ""), file=sys.stderr, flush=True)
 
     stop = threading.Event()
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = {}
-
-    def interrupt(signum: int, frame: object) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.set()
-        print(f"stopping ({signal.Signals(signum).name}): the server is being stopped; the sizes that finished "
-              "are written", file=sys.stderr, flush=True)
-
-    if in_main:
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            previous[s] = signal.signal(s, interrupt)
     try:
-        run = run_fit(cfg, _print_size, stop)
+        with stop_on_signals(stop, "the server is being stopped; the sizes that finished are written"):
+            run = run_fit(cfg, _print_size, stop)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -139,10 +126,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return 130
     finally:
         launcher.stop_all("the memory test ended")
-        if in_main:
-            for s, h in previous.items():
-                with contextlib.suppress(Exception):
-                    signal.signal(s, h)
     if run.stopped and not any(s.result for s in run.contract.steps if s.argv):
         print("stopped before any size finished: nothing written", file=sys.stderr)
         return 130

@@ -1,8 +1,8 @@
 """Stopping a live run from the terminal: Ctrl-C, SIGTERM and SIGHUP all stop it the same way.
 
 The first signal sets the run's stop event (the requests in flight are cut, what finished is written, the
-command exits 130); a second Ctrl-C raises KeyboardInterrupt to leave at once. ``live quality`` uses it; the
-handlers are installed only in the main thread and the previous ones are put back on the way out.
+command exits 130); a second Ctrl-C raises KeyboardInterrupt to leave at once. Every live command (measure,
+fit, quality, sweep) uses it; the handlers are installed only in the main thread and the previous ones are put back on the way out.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -119,6 +117,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from live.__main__ import setup_input
     from live.measure import SetupInput, hardware_problems
     from live.progress import InputError
+    from live.stopping import stop_on_signals
     from live.sweep import BootEvent, SweepConfig, differences, run_sweep, write_sweep
 
     problems = hardware_problems(args.gpu, args.vram_gib)
@@ -145,30 +144,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"[{e.order}/{e.total}] {e.variant}, boot {e.boot}: {e.stage}{pid}{tail}", file=sys.stderr, flush=True)
 
     stop = threading.Event()
-    previous = {}
-
-    def interrupt(signum: int, frame: object) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.set()
-        print(f"stopping ({signal.Signals(signum).name}): the server is being stopped; finished boots are written",
-              file=sys.stderr, flush=True)
-
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            previous[s] = signal.signal(s, interrupt)
     folder = Path(args.out) / ".sweep-logs"
     try:
-        result = run_sweep(cfg, folder, progress, stop)
+        with stop_on_signals(stop, "the server is being stopped; finished boots are written"):
+            result = run_sweep(cfg, folder, progress, stop)
     except KeyboardInterrupt:
         launcher.stop_all("interrupted")
         print("stopped without writing", file=sys.stderr)
         return 130
     finally:
         launcher.stop_all("the sweep ended")
-        for s, h in previous.items():
-            with contextlib.suppress(Exception):
-                signal.signal(s, h)
     user = cast(SetupInput, setup_input(args))
     user.server_cmd = None  # --server-cmd is the template; each variant's setup records its own command
     record, setups = write_sweep(Path(args.out), result, user, mcfg)

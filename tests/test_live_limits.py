@@ -160,16 +160,18 @@ def test_a_cancel_before_the_request_sends_nothing():
         assert raw.error == "stopped by the user" and server.requests == 0
 
 
-def test_ctrl_c_in_the_cli_cuts_the_stream_and_keeps_what_finished(tmp_path):
-    """First decode run answered, the second trickles keep-alives: Ctrl-C ends the CLI with 130 at once
-    and the finished run is written."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_in_the_cli_cuts_the_stream_and_keeps_what_finished(tmp_path, sig):
+    """First decode run answered, the second trickles keep-alives: Ctrl-C (or a SIGTERM from a job runner or
+    `timeout`, which used to end the CLI with nothing written) ends it with 130 at once and the finished run is
+    written."""
     with HostileServer("slowloris", after=1) as server:
         p = cli("measure", "--base-url", server.url, "--parts", "decode", "--prompts", "prose", "--runs", "2",
                 "--warmups", "0", "--max-tokens", "64", "--min-decode-tokens", "32", "--timeout", "600",
                 "--out", str(tmp_path / "out"), *SETUP_ARGS)
         wait_for(lambda: server.requests >= 2)
         time.sleep(0.3)  # let the second request's stream start
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "stopping" in err and "wrote" in out
