@@ -140,3 +140,25 @@ def test_a_small_perfect_score_shows_its_real_interval_on_the_card_overview_and_
     assert card_tables.quality_table(card_data.card(store, "hand-3090"))["Result (95 % margin)"].iloc[0] == shown
     assert views.quality_table(quality_reads.quality_table(store))["Result (95 % margin)"].iloc[0] == shown
     assert views.overview_table(overview_rows.overview(store))["MMLU-Pro"].iloc[0] == shown
+
+
+def test_two_setups_of_one_model_on_one_gpu_have_different_short_names(tmp_path):
+    """Two live runs of one model with other server flags (titles differ) read apart in the overview: the words
+    their titles do not share follow the short name; setups that share nothing but the id get the id."""
+    import copy
+
+    from ingest import ingest_paths
+    from tests.helpers import SETUP, make_setup, speed_contract
+
+    for sid, title in (("a-3090", "Qwen on a 3090, q8_0 KV cache, measured here"),
+                       ("b-3090", "Qwen on a 3090, f16 KV cache, measured here"),
+                       ("c-3090", "Qwen on a 3090, f16 KV cache, measured here")):
+        s = copy.deepcopy(SETUP)
+        s.update(setup_id=sid, title=title)
+        make_setup(tmp_path / "raw", setup=s, speed=speed_contract(run_id=f"{sid}-speed", setup_id=sid),
+                   quality={}, fit={}, name=sid)
+    db = tmp_path / "n.duckdb"
+    ingest_paths([tmp_path / "raw"], db)
+    names = dict(zip(*[views.overview_table(overview_rows.overview(Store(db)))[c] for c in ("setup_id", "Short name")]))
+    assert names["a-3090"].endswith(" · q8_0") and names["b-3090"].endswith(" · f16 · b-3090")
+    assert len(set(names.values())) == 3

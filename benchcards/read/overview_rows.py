@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 
 from benchcards.domain import fmt, tiers
@@ -11,7 +13,7 @@ from benchcards.read import db
 from benchcards.read.clauses import LATEST_FIT, LATEST_METRICS, LATEST_QUALITY, method_test_sql, reported_sql
 from benchcards.read.store import Store, fetch
 
-__all__ = ["overview"]
+__all__ = ["distinct_names", "overview", "title_difference"]
 
 
 def overview(store: Store) -> pd.DataFrame:
@@ -73,11 +75,46 @@ def overview(store: Store) -> pd.DataFrame:
     model_gib = size / 2**30
     vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
     base["need_gib"] = gpu_peak(base).fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
-    base["name"] = [short_name(r) for r in base.to_dict("records")]
+    base["name"] = distinct_names(base)
     base["offload"] = [_offload(a) for a in base.pop("argv_json")]
     base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
                       for a, b, t, r in zip(base.synthetic, base.summary_only, base.method_test, base.reported)]
     return _with_reported(store, base)
+
+
+def distinct_names(base: pd.DataFrame) -> list[str]:
+    """Short names (model · quant · engine build) that tell every setup apart: two setups of one name on one
+    GPU (two live runs with other server flags, a sweep's variants) get their titles, then their ids, after it."""
+    names = [short_name(r) for r in base.to_dict("records")]
+    keys = list(zip(names, base.gpu))
+    groups: dict[tuple, list[str]] = {}
+    for k, t in zip(keys, base.title):
+        groups.setdefault(k, []).append(str(t))
+    out = [f"{n} · {title_difference(str(t), groups[k])}" if len(groups[k]) > 1 else n
+           for n, k, t in zip(names, keys, base.title)]
+    still = Counter(zip(out, base.gpu))
+    return [f"{n} · {sid}" if still[(n, g)] > 1 else n for n, g, sid in zip(out, base.gpu, base.setup_id)]
+
+
+def title_difference(title: str, titles: list[str]) -> str:
+    """The words of ``title`` that differ from the other ``titles`` of its group (their common first and last
+    words left out): 'micro-batch 64' of '… (shows the method) — micro-batch 64'; the whole title when
+    nothing is left.
+
+    >>> title_difference("Q4 on a 5080, auto-fit, reported",
+    ...                  ["Q4 on a 5080, auto-fit, reported", "Q4 on a 5080, -ncmoe 24, reported"])
+    'auto-fit'
+    """
+    words = [t.split() for t in titles]
+    mine = title.split()
+    head = 0
+    while head < len(mine) and all(len(w) > head and w[head] == mine[head] for w in words):
+        head += 1
+    tail = 0
+    while tail < len(mine) - head and all(len(w) > tail and w[-1 - tail] == mine[-1 - tail] for w in words):
+        tail += 1
+    middle = " ".join(mine[head:len(mine) - tail]).rstrip(",;:").strip("— ")
+    return middle or title
 
 
 def gpu_peak(base: pd.DataFrame) -> pd.Series:
