@@ -112,6 +112,8 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
 
     spec = json.dumps(charts.fit_spec(c.fit_steps))
     assert '"title": "Peak process memory (RSS) (GiB)"' in spec and "Peak GPU memory" not in spec
+    declared = json.dumps(charts.fit_spec(c.fit_steps, vram_gib=24.0))  # a GPU declared, no GPU reading
+    assert "GPU memory 24 GiB" not in declared and "GPU memory" not in declared  # no line RSS is not measured against
     from benchcards.views import compare
 
     side = compare.fit_side_by_side([c]).table.set_index("Figure")

@@ -554,13 +554,14 @@ def fit_settings(points: pd.DataFrame, title: str = "Memory test",
                  vram_gib: float | None = None) -> tuple[dict, dict]:
     """(settings, holes) of ``fit_builder`` for the points of ``fit_points``: the context ticks and the GPU
     memory's label; the top of the memory axis and the GPU memory itself (numbers that differ per chart)."""
-    vram = None if vram_gib is None or fmt.missing(vram_gib) else float(vram_gib)
-    top = max([float(points.placed.max()) if points.placed.notna().any() else 0.0, vram or 0.0]) * 1.08 or 1.0
     sources = set(points.peak_source.dropna()) if "peak_source" in points.columns else set()
+    # an RSS axis is process memory: a line at the GPU's memory would compare it with what it does not measure
+    rss_only = sources == {metrics.RSS_SOURCE}
+    vram = None if vram_gib is None or fmt.missing(vram_gib) or rss_only else float(vram_gib)
+    top = max([float(points.placed.max()) if points.placed.notna().any() else 0.0, vram or 0.0]) * 1.08 or 1.0
     settings = {"title": title, "ticks": tuple(powers_of_two(points.ctx)),
                 "vram_label": None if vram is None else f"GPU memory {fmt.gib(vram, 0)}",
-                "y_title": metrics.peak_label(metrics.RSS_SOURCE if sources == {metrics.RSS_SOURCE} else None,
-                                              unit=True)}
+                "y_title": metrics.peak_label(metrics.RSS_SOURCE if rss_only else None, unit=True)}
     holes = {"top": top} if vram is None else {"top": top, "vram": vram}
     return settings, holes
 
