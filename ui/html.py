@@ -84,6 +84,8 @@ def esc(value: object) -> str:
 
 #: a figure as the formatter writes it: a number (or 'n / n', a range 'a – b') with at most a short unit;
 #: such a cell never breaks inside ('%' or '/ 400' alone on a line reads as a different value)
+#: a quality result written with its interval (``fmt.quality`` for a lopsided Wilson interval)
+_RESULT_INTERVAL = re.compile(r"^\d[\d,.]* % \(\d[\d,.]*–\d[\d,.]*\)")
 _FIGURE = re.compile(r"^[≈+−\-]?\s?\d[\d,.]*(\s?(–|/|to)\s?[+−\-]?\d[\d,.]*)?(\s[^\s\d]{1,8}){0,2}$")
 
 
@@ -94,13 +96,17 @@ NAME_PART_MAX = 20
 
 def cell_text(value: object) -> str:
     """An escaped cell ('—' when missing). A figure ('2,546.8 s', '52.4 – 62.0 %', '229 / 400') never wraps
-    inside; a 'result ± margin' figure may wrap only before its '±'."""
+    inside; a 'result ± margin' figure may wrap only before its '±', a 'result (interval)' only before its
+    interval."""
     from benchcards.domain import fmt
 
     text = fmt.text(value)
     if " ± " in text:
         return " ".join(f'<span class="bc-nw">{esc(p)}</span>'
                         for p in [text.split(" ± ", 1)[0], "± " + text.split(" ± ", 1)[1]])
+    if _RESULT_INTERVAL.match(text):  # '87.5 % (73.9–94.5)': may wrap only before its interval
+        head, rest = text.split(" (", 1)
+        return f'<span class="bc-nw">{esc(head)}</span> <span class="bc-nw">{esc("(" + rest)}</span>'
     if len(text) <= 40 and _FIGURE.match(text):
         return f'<span class="bc-nw">{esc(text)}</span>'
     parts = text.split(" · ")
