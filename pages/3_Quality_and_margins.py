@@ -13,8 +13,9 @@ from ui import common
 common.page("Quality & margins", "🎯")
 store = common.store()
 st.title("Quality & margins")
-st.caption("Each result has the Wilson score interval at 95 %: the ± is its half-width in percentage points. "
-           "A cut-off answer counts as wrong.")
+st.caption("Each result has the Wilson score interval at 95 %: the ± is its half-width in percentage points; "
+           "where the interval is lopsided (few items, or near 0 % or 100 %) it is written out instead, e.g. "
+           "100.0 % (51.0–100.0) for 4 of 4. A cut-off answer counts as wrong.")
 ids = common.setup_picker(store, "Setups", key="setups", multi=True)
 q = quality.quality_table(store, ids or None)
 if q.empty:
