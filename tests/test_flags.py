@@ -51,3 +51,23 @@ def test_the_card_warns_about_a_broken_server_command(tmp_path):
     assert list(warns.message) == ["-c needs a value, but it is followed by the flag -np",
                                    "8192 belongs to no flag (a value without its flag?)"]
     assert card.setup.server.argv == setup["server"]["argv"]  # the command is kept as given
+
+
+def test_system_ram_offload_reads_every_spelling_of_the_offload_flags():
+    """The overview asks every setup what stays in system RAM, behind a cheap text test: each alias of the three
+    offload flags (and '--flag=value') must still be read, and a command without one is None."""
+    from benchcards.domain.flags import _FLAGS, system_ram_offload
+
+    for alias in _FLAGS["n_cpu_moe"][0]:
+        assert system_ram_offload(["llama-server", "-m", "m.gguf", alias, "23"]) == \
+            "expert weights of 23 layers (--n-cpu-moe 23)"
+    assert system_ram_offload(["llama-server", "--n-cpu-moe=7"]) == "expert weights of 7 layers (--n-cpu-moe 7)"
+    for alias in _FLAGS["cpu_moe"][0]:
+        assert system_ram_offload(["llama-server", alias]) == "all expert weights (--cpu-moe)"
+    for alias in _FLAGS["override_tensor"][0]:
+        assert system_ram_offload(["llama-server", alias, "exps=CPU"]) == \
+            "tensors matching exps=CPU (--override-tensor)"
+    assert system_ram_offload(["llama-server", "--override-tensor=blk.1=CPU"]) == \
+        "tensors matching blk.1=CPU (--override-tensor)"
+    assert system_ram_offload(["llama-server", "-m", "m.gguf", "-c", "8192", "-ngl", "99"]) is None
+    assert system_ram_offload(["llama-server", "-ot", "exps=CUDA0"]) is None

@@ -430,6 +430,14 @@ def shell_join(argv: list[str], env: dict[str, str] | None = None) -> str:
     return " \\\n".join(lines)
 
 
+def _may_offload(argv: list[str]) -> bool:
+    """Whether ``settings`` could read an offload setting from this argv: each alias of ``n_cpu_moe``,
+    ``cpu_moe`` and ``override_tensor`` (and an unknown flag spelled as one of those names) has 'moe' or
+    'override' in it, or is '-ot'. A cheap test that never misses one; the overview asks it of every setup."""
+    joined = "\0".join(argv)
+    return "moe" in joined or "override" in joined or "-ot" in argv
+
+
 def system_ram_offload(argv: list[str]) -> str | None:
     """What a server command keeps in system RAM instead of GPU memory, in words, or None.
 
@@ -437,6 +445,8 @@ def system_ram_offload(argv: list[str]) -> str | None:
     expert weights; an '-ot' / '--override-tensor' rule that sends tensors to the CPU -> that rule. A peak
     GPU memory measured with such a command is only what the GPU holds: the setup needs the system RAM too.
     """
+    if not _may_offload(argv):
+        return None
     s = settings(argv)
     n = as_int(s.get("n_cpu_moe")) if isinstance(s.get("n_cpu_moe"), str) else None
     if n:
