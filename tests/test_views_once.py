@@ -189,7 +189,7 @@ def test_warnings_are_labelled_in_words_on_both(demo_db):
     c.warnings = pd.DataFrame({"kind": ["summary_mismatch", "high_cv"], "run_id": [None, "r1"],
                                "message": ["stated 63.4, computed 61.0", "CV 12 %"]})
     page = card_pages.card_page(render.environment(), c, f"setups/{SEED}.html", cardview.Inputs(), depth={}, conc=None,
-                        fit=None, knee_points=card_pages.EMPTY_KNEES, raw=frozenset())
+                        knee_points=card_pages.EMPTY_KNEES, raw=frozenset())
     text = visible(page, only="card-section")
     for kind, run, message in (("summary_mismatch", "the setup", "stated 63.4, computed 61.0"),
                                ("high_cv", "r1", "CV 12 %")):
@@ -239,3 +239,26 @@ def test_analysis_and_overview_words_are_written_once(demo_db, site, monkeypatch
 
     assert " ".join(overviewview.LEAD.split()) in app and " ".join(overviewview.LEAD.split()) in home
     assert analysis  # the module the views explain
+
+
+def test_every_memory_test_chart_is_drawn_the_same_in_the_app_and_the_export(demo_db, site):
+    """The text comparison cannot see a chart: the exported card's memory-test chart must be the app's spec,
+    data and marks (its GPU-memory line included), not one made its own way."""
+    import json
+
+    from benchcards.charts import charts, specs
+
+    store = Store(demo_db)
+    checked = lined = 0
+    for sid in _ids(demo_db):
+        c = card_data.card(store, sid)
+        if c.fit is None or c.fit_steps.empty:
+            continue
+        app = specs.inline(charts.fit_spec(c.fit_steps, vram_gib=c.vram_gib))
+        page = (site / "setups" / f"{sid}.html").read_text(encoding="utf-8")
+        exported = [specs.inline(json.loads(m)) for m in
+                    re.findall(r'<script type="application/json" data-chart="[^"]+">(.*?)</script>', page, re.S)]
+        assert app in exported, f"{sid}: the exported memory-test chart is not the app's"
+        checked += 1
+        lined += "GPU memory" in json.dumps(app)
+    assert checked >= 3 and lined >= 1, (checked, lined)

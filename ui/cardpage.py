@@ -10,7 +10,6 @@ import streamlit as st
 
 from benchcards.charts import charts
 from benchcards.compute import builds
-from benchcards.domain import fmt
 from benchcards.read import card_data, rawfiles, reported
 from benchcards.read.card_data import Card
 from benchcards.read.store import Store
@@ -109,9 +108,7 @@ def draw(store: Store, c: Card, b: object) -> None:
 def chart(c: Card, b: cv.Chart) -> None:
     """The memory test's chart; the curves are on Scaling curves (the section's link)."""
     if b.id == "fit" and c.fit is not None:
-        vram = c.row.get("vram_gib")
-        common.vega(charts.fit_spec(c.fit_steps, vram_gib=None if fmt.missing(vram) else float(vram)),
-                    key="fit-chart")
+        common.vega(charts.fit_spec(c.fit_steps, vram_gib=c.vram_gib), key="fit-chart")
 
 
 def files(store: Store, c: Card, b: cv.Files) -> None:

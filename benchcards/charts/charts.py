@@ -535,18 +535,25 @@ def fit_points(steps: pd.DataFrame, vram_gib: float | None = None) -> pd.DataFra
     return df
 
 
-def fit_chart(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | None = None) -> alt.TopLevelMixin:
-    """Peak GPU memory per context size, failed sizes marked; a dashed line at the GPU's memory when given."""
+def fit_parts(steps: pd.DataFrame, title: str = "Memory test",
+              vram_gib: float | None = None) -> tuple[pd.DataFrame, dict, dict]:
+    """(points, settings, holes) of the memory-test chart of ``steps``: what ``fit_chart``, ``fit_spec`` and the
+    export's card draw (one definition, so the export's chart has the app's GPU-memory line)."""
     df = fit_points(steps, vram_gib)
     settings, holes = fit_settings(df, title, vram_gib)
+    return df, settings, holes
+
+
+def fit_chart(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | None = None) -> alt.TopLevelMixin:
+    """Peak GPU memory per context size, failed sizes marked; a dashed line at the GPU's memory when given."""
+    df, settings, holes = fit_parts(steps, title, vram_gib)
     return fit_builder(df, **settings, **holes)
 
 
 def fit_spec(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | None = None) -> dict:
     """``fit_chart`` as a Vega-Lite dict filled into the cached template of its shape (``benchcards.charts.specs``):
     the same spec without building and validating an Altair chart on every page view (~100 ms on the card)."""
-    df = fit_points(steps, vram_gib)
-    settings, holes = fit_settings(df, title, vram_gib)
+    df, settings, holes = fit_parts(steps, title, vram_gib)
     return specs.spec_dict(fit_builder, {"points": df}, settings, holes)
 
 

@@ -50,6 +50,12 @@ class Card:
             if run is not None and key not in self._runs:
                 self._runs[key] = str(run)
 
+    @property
+    def vram_gib(self) -> float | None:
+        """The GPU memory the setup declares (GiB), or None: the line its memory-test chart draws."""
+        v = self.row.get("vram_gib")
+        return None if v is None or fmt.missing(v) else float(v)
+
     def run_of(self, metric: str, prompt: str | None = None, level: int | None = None) -> str | None:
         """The run one metric's value comes from, or None."""
         return self._runs.get((metric, prompt, level))

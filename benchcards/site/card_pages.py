@@ -70,8 +70,6 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     conc_all = charts.conc_points(series, "total")
     conc = _split(conc_all)
     knee_points["conc"] = _split(charts.conc_knee_points(conc_all, job.knees, with_ids=True), drop_id=True)
-    steps = [c.fit_steps for c in cards if c.fit is not None and not c.fit_steps.empty]
-    fit = _split(charts.fit_points(pd.concat(steps, ignore_index=True))) if steps else {}
     snap = reported.Snapshot(store)
     prompt_tokens = card_data.decode_prompt_tokens_by_run(store, [r for c in cards if (r := _decode_run(c))])
     for c in cards:
@@ -80,7 +78,7 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
                                  timeline=job.timelines.get(c.setup_id),
                                  reported=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
         html = card_page(env, c, path, inputs, depth={k: v.get(c.setup_id) for k, v in depth.items()},
-                         conc=conc.get(c.setup_id), fit=fit.get(c.setup_id),
+                         conc=conc.get(c.setup_id),
                          knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
                          raw=job.raw)
         writer.write(path, html)
@@ -94,7 +92,7 @@ def _decode_run(c: card_data.Card) -> str | None:
 
 
 def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
-                 fit: pd.DataFrame | None, knee_points: dict[str, pd.DataFrame]) -> dict[str, dict]:
+                 knee_points: dict[str, pd.DataFrame]) -> dict[str, dict]:
     """The card's charts by ``cardview.Chart`` id, in the setup's own colour (the one the app gives it too)."""
     colours = {"domain": [c.setup.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
     out = {}
@@ -111,8 +109,8 @@ def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, pd.DataFrame 
         out["conc-total"] = page.add_json(specs.spec_json(
             charts.conc_builder, {"points": conc, "knees": knee_points["conc"]},
             charts.conc_settings(conc, "total"), colours))
-    if c.fit is not None and fit is not None and not fit.empty:
-        settings, holes = charts.fit_settings(fit)
+    if c.fit is not None and not c.fit_steps.empty:
+        fit, settings, holes = charts.fit_parts(c.fit_steps, vram_gib=c.vram_gib)
         out["fit"] = page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes))
     return out
 
@@ -138,14 +136,14 @@ def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str) -> d
 
 
 def card_page(env: jinja2.Environment, c: card_data.Card, path: str, inputs: cardview.Inputs, *,
-              depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None, fit: pd.DataFrame | None,
+              depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
               knee_points: dict[str, pd.DataFrame], raw: frozenset[str]) -> str:
     """The card of one setup: the sections of ``cardview.sections`` (the app's), in their order, with its charts
     (their points and knee marks computed for many setups at once) and links to its raw files."""
     s = c.setup
     page = Charts()
     up = site.up(path)
-    drawn = _card_charts(c, page, depth, conc, fit, knee_points)
+    drawn = _card_charts(c, page, depth, conc, knee_points)
     inputs.charts = set(drawn)
     shown = [{"s": sec, "blocks": [x for x in (_block(b, drawn, raw, up) for b in sec.blocks) if x is not None]}
              for sec in cardview.sections(c, inputs)]
