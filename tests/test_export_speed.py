@@ -166,3 +166,36 @@ def test_the_search_index_of_10000_setups_stays_under_1_mb():
     entries = site.search_index(pd.DataFrame(rows))
     size = len(site.search_script(entries).encode())
     assert size < 1_000_000, size
+
+
+@pytest.mark.integration
+def test_an_interrupted_first_export_is_finished_by_the_next(db_copy, tmp_path, monkeypatch):
+    """Ctrl-C in the middle of a first export into a new folder: the next export into it must not refuse the
+    folder as 'not empty and holds no earlier export', must remove the temporary files an interrupted write left,
+    and must leave the same site a clean export makes."""
+    from benchcards.site import exporter
+
+    out, clean = tmp_path / "site", tmp_path / "clean"
+    real = exporter.aggregate_pages
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exporter, "aggregate_pages", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        export(db_copy, out, with_raw=True)
+    raw = sorted((out / "raw").iterdir())
+    assert raw and (out / MANIFEST).is_file()  # what it wrote is on record
+    left = out / "raw" / ".tmp-ab12cd34.bin"  # as a write cut short by the signal leaves it
+    left.write_bytes(b"half a file")
+    monkeypatch.setattr(exporter, "aggregate_pages", real)
+    again = export(db_copy, out, with_raw=True)
+    assert not left.exists()
+    export(db_copy, clean, with_raw=True)
+
+    def files(root):
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                if p.is_file() and p.name not in (MANIFEST, ".benchcards-export.lock")}
+
+    assert files(out) == files(clean)
+    assert len(again.pages) == len([p for p in files(clean) if p.endswith(".html")])

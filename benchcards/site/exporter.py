@@ -167,7 +167,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
     base = site.check_base_url(base_url)
     sitewrite.check_path(out)
     db.check(db_path)
-    with sitewrite.locked(out):  # first: a second export is told that this one is writing
+    with sitewrite.locked(out) as session:  # first: a second export is told that this one is writing
         sitewrite.check_folder(out)
         manifest = sitewrite.load_manifest(out)
         previous, previous_stamps = manifest.files, manifest.stamps
@@ -177,7 +177,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             db.forget(db_path)  # nothing changed: not a file is written, not even the manifest
             return ExportResult(pages=[out / p for p in sorted(previous) if p.endswith(".html")], written=[],
                                 kept=len(previous), removed=[], seconds=time.perf_counter() - start, unchanged=True)
-        writer = sitewrite.Writer(out, previous)
+        writer = session.writer = sitewrite.Writer(out, previous)
         stamps: dict[str, str] = {}
         store = Store(db_path)
         env = environment()

@@ -256,11 +256,43 @@ def check_folder(root: Path) -> None:
                                     "or new folder, or a folder written by an earlier export")
 
 
+@dataclass
+class Session:
+    """One export holding the lock of its folder: ``writer`` is the writer of the site, once made."""
+
+    root: Path
+    writer: Writer | None = None
+
+
+#: the name ``atomic_write`` gives its temporary files (``tempfile.mkstemp``'s eight random characters)
+_TEMP_NAME = re.compile(r"\.tmp-[A-Za-z0-9_]{8}(\.[A-Za-z0-9]{1,8})?")
+
+
+def sweep_temporary(root: Path) -> list[str]:
+    """Remove the temporary files an interrupted export left in the export folder ``root`` (regular files named
+    as ``atomic_write`` names them; links are neither followed nor removed); returns their paths. Only run
+    under the folder's lock, on a folder with a manifest: no other export is writing, and it is an export's."""
+    removed = []
+    for folder, _dirs, files in os.walk(root):  # os.walk does not follow links to folders
+        for name in files:
+            path = Path(folder) / name
+            if _TEMP_NAME.fullmatch(name) and path.is_file() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    removed.append(path.relative_to(root).as_posix())
+    return removed
+
+
 @contextlib.contextmanager
-def locked(root: Path) -> Iterator[None]:
+def locked(root: Path) -> Iterator[Session]:
     """Hold the export lock of ``root`` (the folder and the lock file are created if missing; both are removed
     again when this made them and the folder holds nothing else); ExportFolderError when another export holds
-    it or the path cannot be a folder (``check_path``)."""
+    it or the path cannot be a folder (``check_path``).
+
+    Side effects: removes the temporary files an interrupted export left (``sweep_temporary``). When a first
+    export into the folder stops before its end (an error, Ctrl-C), the files its ``Session.writer`` wrote are
+    recorded in a manifest, so that the next export takes the folder for what it is, an earlier export, and
+    finishes it, instead of refusing a folder that is not empty."""
     check_path(root)
     made = not root.exists()
     try:
@@ -269,10 +301,17 @@ def locked(root: Path) -> Iterator[None]:
         raise ExportFolderError(f"{root} cannot be made a folder: {exc.strerror}") from None
     lock = root / LOCK
     had_lock = lock.exists()
+    session = Session(root)
     try:
         with file_lock(lock, wait=False):
+            if (root / MANIFEST).is_file():
+                sweep_temporary(root)
             try:
-                yield
+                yield session
+            except BaseException:
+                if session.writer is not None and session.writer.entries and not (root / MANIFEST).exists():
+                    finish(root, session.writer.entries)  # no stamps: every card is made again next time
+                raise
             finally:
                 if not had_lock and not (root / MANIFEST).exists():
                     # a refused or failed first export leaves no lock file behind in someone's folder
