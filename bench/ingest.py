@@ -27,6 +27,7 @@ from ingest import ingest_paths
 def bare_read(root: Path) -> tuple[float, int]:
     """Seconds for DuckDB to read every JSON file under ``root`` into tables; row count."""
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     start = time.perf_counter()
     rows = 0
     for pattern in ("*/setup.json", "*/speed/*/contract.json", "*/quality/*/contract.json",

@@ -34,6 +34,7 @@ from ingest import jsonread, schemacount
 from ingest.errors import ErrorLog, IngestError, clip, safe
 from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
 from ingest.limits import LIMITS, Limits
+from ingest.records import QUALITY_CONTRACT
 from schemas import load_schema
 from schemas.models import ONE_LINE, FitContract, QualityContract, ReportedContract, Setup, SpeedContract, SpeedPart
 
@@ -104,8 +105,9 @@ def fast_validator(kind: str) -> Any:
     return jsonschema_rs.validator_for(load_schema(kind))
 
 
+#: the model each kind is validated with; a quality contract's items become dicts (``ingest.records``)
 MODELS: dict[str, type[pydantic.BaseModel]] = {
-    "setup": Setup, "speed": SpeedContract, "quality": QualityContract, "fit": FitContract,
+    "setup": Setup, "speed": SpeedContract, "quality": QUALITY_CONTRACT, "fit": FitContract,
     "reported": ReportedContract,
 }
 

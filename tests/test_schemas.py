@@ -119,3 +119,67 @@ def test_what_the_model_accepts_the_schema_accepts_too():
         by_schema, by_model = verdict(kind, obj)
         assert by_model, where
         assert by_schema, f"{where}: the model accepts it but the JSON Schema does not"
+
+
+def _without_words(node):
+    """A JSON Schema without its titles, descriptions and defaults (the rules only; an absent field of a record
+    reads as the model's default, ``summarize.item_of``)."""
+    if isinstance(node, dict):
+        return {k: _without_words(v) for k, v in node.items() if k not in ("title", "description", "default")}
+    if isinstance(node, list):
+        return [_without_words(v) for v in node]
+    return node
+
+
+def test_item_records_are_checked_by_the_rules_of_the_item_model():
+    """Ingest validates quality items into dicts (ingest.records): the derived record type must state exactly the
+    model's rules, and accept and refuse the same contracts as the model does."""
+    import pydantic
+
+    from ingest.records import QUALITY_CONTRACT, QualityItemRecord
+    from schemas.models import QualityContract, QualityItem
+
+    assert _without_words(pydantic.TypeAdapter(QualityItemRecord).json_schema()) == \
+        _without_words(QualityItem.model_json_schema())
+    cases = [c for c in _mutations() if c[0] == "quality"]
+    item = quality_contract()["tests"][0]["items"][0]
+    for field, value in (("tokens", -1), ("tokens", 1.5), ("seconds", "1"), ("answer", "x" * 2001),
+                         ("prompt_sha256", "ABC"), ("colour", "red"), ("right", None), ("id", "")):
+        obj = quality_contract()
+        obj["tests"][0]["items"][0] = {**item, field: value}
+        cases.append(("quality", obj, False, f"item {field}={value!r:.20}"))
+    obj = quality_contract()
+    del obj["tests"][0]["items"][0]["right"]
+    cases.append(("quality", obj, False, "item without right"))
+    for _, obj, valid, why in cases:
+        by_model = _accepts(QualityContract, obj)
+        assert _accepts(QUALITY_CONTRACT, obj) == by_model == valid, why
+
+
+def _accepts(model, obj) -> bool:
+    import pydantic
+
+    try:
+        model.model_validate(obj)
+    except pydantic.ValidationError:
+        return False
+    return True
+
+
+def test_scoring_reads_item_records_as_it_reads_item_models():
+    """The live tools score QualityItem objects, ingest scores the dicts it validated: the same test scores the
+    same, with the same warnings, either way (absent fields read as the model's defaults)."""
+    from benchcards.compute.summarize import quality_test
+    from ingest.records import QUALITY_CONTRACT
+    from schemas.models import QualityContract
+
+    obj = quality_contract()
+    items = obj["tests"][0]["items"]
+    items.append({"id": items[0]["id"], "right": False, "cut_off": True, "tokens": 9})  # asked again, cut off
+    items.append({"id": "z-task", "right": True, "task": "t1", "thinking_chars": 0, "seconds": 2.0})
+    obj["tests"][0]["thinking"] = True
+    as_models = QualityContract.model_validate(obj).tests[0]
+    as_records = QUALITY_CONTRACT.model_validate(obj).tests[0]
+    assert isinstance(as_records.items[0], dict) and not isinstance(as_models.items[0], dict)
+    assert quality_test(as_records) == quality_test(as_models)
+    assert quality_test(as_records)[0].asked_again == 1

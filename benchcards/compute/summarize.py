@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from benchcards.compute.agentic import agent_metrics
 from benchcards.domain import fmt, metrics, plausible, stats
@@ -771,7 +772,34 @@ def stopped_note(t: QualityTest, n: int) -> str | None:
     return f"stopped after {n:,}{of} item{'s' if n != 1 or of else ''}"
 
 
-def not_thinking(items: list[QualityItem]) -> bool:
+class Item(NamedTuple):
+    """What scoring reads of one quality item record."""
+
+    id: str
+    right: bool
+    cut_off: bool
+    error: str | None
+    task: str | None
+    tokens: int | None
+    seconds: float | None
+    thinking_chars: int | None
+
+
+#: an absent field of a record reads as the model's default for it (one definition: ``QualityItem``)
+_ITEM_DEFAULTS = {k: QualityItem.model_fields[k].get_default() for k in Item._fields
+                  if not QualityItem.model_fields[k].is_required()}
+
+
+def item_of(record: QualityItem | Mapping[str, Any]) -> Item:
+    """An item record as scoring reads it: a ``QualityItem``, or the dict that ingest validates each record into
+    (``ingest.validate``: the same rules, without a model object per record)."""
+    if isinstance(record, Mapping):
+        get = record.get
+        return Item(record["id"], record["right"], *(get(k, _ITEM_DEFAULTS[k]) for k in Item._fields[2:]))
+    return Item(*(getattr(record, k) for k in Item._fields))
+
+
+def not_thinking(items: Sequence[Item]) -> bool:
     """True when every answered item records its thinking part's length and none had one (thinking_chars 0)."""
     answered = [it for it in items if it.error is None]
     return bool(answered) and all(it.thinking_chars == 0 for it in answered)
@@ -784,9 +812,9 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
     """
     warns: list[Warn] = []
     if t.items:
-        last: dict[str, QualityItem] = {}  # an item asked again counts with its final record
+        last: dict[str, Item] = {}  # an item asked again counts with its final record
         asked_again = 0
-        for it in t.items:
+        for it in map(item_of, t.items):
             if it.id in last:
                 asked_again += 1
             last[it.id] = it
