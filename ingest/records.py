@@ -27,14 +27,14 @@ def record_dict(model: type[pydantic.BaseModel]) -> Any:
     the model's default) and ``model``'s config. Pydantic validates a record into a plain dict with it."""
     fields: dict[str, Any] = {}
     for name, info in model.model_fields.items():
-        typ = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation  # type: ignore[valid-type]
-        fields[name] = typ if info.is_required() else NotRequired[typ]  # type: ignore[valid-type]
-    record = TypedDict(model.__name__, fields)  # type: ignore[operator]
+        typ = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        fields[name] = typ if info.is_required() else NotRequired[typ]
+    record: Any = TypedDict(model.__name__, fields)  # type: ignore[misc]  # a name known only here
     record.__pydantic_config__ = model.model_config  # type: ignore[attr-defined]
     return record
 
 
-QualityItemRecord = record_dict(QualityItem)
+QualityItemRecord: Any = record_dict(QualityItem)
 _items = QualityTest.model_fields["items"]
 _tests = QualityContract.model_fields["tests"]
 #: ``QualityTest`` with its items validated as dicts
@@ -44,4 +44,4 @@ QUALITY_TEST = pydantic.create_model(
 #: ``QualityContract`` whose tests are ``QUALITY_TEST``: what ingest validates a quality contract with
 QUALITY_CONTRACT = pydantic.create_model(
     "QualityContract", __base__=QualityContract, __module__=__name__,
-    tests=(list[QUALITY_TEST], Field(min_length=1, fail_fast=True, description=_tests.description)))  # type: ignore[valid-type]
+    tests=(list[QUALITY_TEST], Field(min_length=1, fail_fast=True, description=_tests.description)))
