@@ -113,6 +113,13 @@ class SweepConfig:
         if not isinstance(self.ctx, int) or self.ctx < 1:
             out.append(f"--ctx: {self.ctx!r} is not a whole number of tokens >= 1")
         out += build(SweepSettings, {"load_timeout_s": self.load_timeout_s})[1]  # finite and > 0, as the settings say
+        if self.variants:
+            try:
+                template = self.template(self.variants[0])
+            except launcher.TemplateError:
+                pass  # named by template(), which every caller runs for each variant
+            else:  # the memory test's check: a program that cannot run is a usage error, nothing is started
+                out += launcher.program_problems(template)
         return out
 
     def template(self, v: Variant) -> ServerTemplate:

@@ -106,3 +106,18 @@ def test_a_bad_variant_row_is_named_before_anything_starts(site):
     start(at)
     assert current_job() is None or current_job().done
     assert "Variants, row 2" in page_text(at)
+
+
+@pytest.mark.integration
+def test_a_missing_engine_program_is_named_and_nothing_starts(site, tmp_path):
+    """The memory test's check (launcher.program_problems), also behind a wrapper: the page shows the problem
+    and starts no sweep; before, the sweep started and every boot 'did not load'."""
+    missing = str(tmp_path / "no-such-dir" / "llama-server")
+    at = sweep_mode(f"prlimit --as=8000000000 {missing} -m m.gguf -c {{ctx}}",
+                    [{"Name": "a", "Arguments": ""}, {"Name": "b", "Arguments": "-t 2"}])
+    before = current_job()
+    start(at)
+    assert current_job() is before  # no sweep was started
+    text = page_text(at)
+    assert "Check the settings" in text and f"--server-cmd: the program '{missing}' does not exist" in text
+    assert not (tmp_path / "local").exists()
