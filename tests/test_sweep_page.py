@@ -12,7 +12,8 @@ import pytest
 from benchcards.compute import sweeps
 from benchcards.read.store import Store
 from live.sweep_job import current_job, variants_from_rows
-from tests.test_app import page_text, run, table_with
+from tests.test_app import page_text, run, table_with, tables
+from ui.sweep_mode import START_ROWS
 from tests.test_launcher import alive, wait_gone
 
 DEMO = f"{sys.executable} -m live demo-server --ctx {{ctx}} --slots 1 --decode-tps 400 --prefill-tps 4000"
@@ -121,3 +122,36 @@ def test_a_missing_engine_program_is_named_and_nothing_starts(site, tmp_path):
     text = page_text(at)
     assert "Check the settings" in text and f"--server-cmd: the program '{missing}' does not exist" in text
     assert not (tmp_path / "local").exists()
+
+
+@pytest.mark.integration
+def test_another_sessions_sweep_shows_only_while_it_runs(site):
+    """Two AppTest instances are two browser sessions. Another session's sweep is shown while it runs (it is why
+    Start is disabled); once it has ended a fresh session sees its own form and one line, not the other
+    visitor's boots and result as if they were its own. The session that started it keeps its panel."""
+    mine = sweep_mode(DEMO + " --load-s 600", [{"Name": "a", "Arguments": ""}, {"Name": "b", "Arguments": "-t 2"}])
+    start(mine)
+    job = current_job()
+    assert job is not None, [e.value for e in mine.error]
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(e.pid for e in job.events):
+        time.sleep(0.1)
+    other = sweep_mode("", START_ROWS)
+    other.run()
+    assert [s.label for s in other.status] == ["Sweep: 0 of 4 boots"]  # the running sweep, shown
+    assert list(table_with(other, "Server pid").State)[0] == "starting the server…" or \
+        list(table_with(other, "Server pid").State)[0] == "loading…"
+    assert next(b for b in other.button if b.label == "Start the sweep").disabled
+    job.stop()
+    assert job.wait(60)
+
+    fresh = sweep_mode("", START_ROWS)
+    fresh.run()
+    assert not any("Server pid" in t.columns for t in tables(fresh)) and not fresh.status
+    assert page_text(fresh).count("The last sweep on this site was started in another browser session") == 1
+    assert not next(b for b in fresh.button if b.label == "Start the sweep").disabled
+
+    mine.run()  # the session that started it still sees its own boots and how it ended
+    assert list(table_with(mine, "Server pid").State)[0] == "stopped"
+    assert [s.label for s in mine.status] == ["Sweep ended: stopped before any boot measured: nothing to save"]
+    assert "started in another browser session" not in page_text(mine)
