@@ -244,8 +244,9 @@ def _program_problem(program: str, path: str | None) -> str | None:
 def program_problems(template: ServerTemplate, path: str | None = None) -> list[str]:
     """What keeps the template's programs from running, checked before anything starts: the first item, the
     program after wrapper words (``prlimit --as=N llama-server …``, ``env A=b …``; benchcards.domain.wrappers) and
-    any llama-server item. The one check of the memory test and the sweep (their ``problems()``). A program that
-    runs but fails to load is not found here (that is a size or boot that did not load)."""
+    any llama-server item; then a flag written in a form the llama-server refuses (``-fa`` as a switch where its
+    ``--help`` says it takes a value: live.engine_flags). The one check of the memory test and the sweep (their
+    ``problems()``). A program that runs but fails to load is not found here (a size or boot that did not load)."""
     from benchcards.domain.wrappers import split_command
 
     argv = list(template.items)
@@ -255,7 +256,13 @@ def program_problems(template: ServerTemplate, path: str | None = None) -> list[
         if (engine and engine not in items and not any(c.isspace() for c in engine)
                 and not _PLACEHOLDER.search(engine)):
             items.append(engine)
-    return [p for p in (_program_problem(x, path) for x in items) if p]
+    out = [p for p in (_program_problem(x, path) for x in items) if p]
+    engine = engine_program(argv)
+    if not out and engine in items:  # it runs: does it read the command's flags in the form they are written?
+        from live import engine_flags
+
+        out += engine_flags.switch_form_problems(argv[:len(argv) - len(template.added)], engine, path)
+    return out
 
 
 @dataclass(frozen=True)

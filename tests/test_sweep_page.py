@@ -13,8 +13,8 @@ from benchcards.compute import sweeps
 from benchcards.read.store import Store
 from live.sweep_job import current_job, variants_from_rows
 from tests.test_app import page_text, run, table_with, tables
-from ui.sweep_mode import START_ROWS
 from tests.test_launcher import alive, wait_gone
+from ui.sweep_mode import START_ROWS
 
 DEMO = f"{sys.executable} -m live demo-server --ctx {{ctx}} --slots 1 --decode-tps 400 --prefill-tps 4000"
 
@@ -139,8 +139,7 @@ def test_another_sessions_sweep_shows_only_while_it_runs(site):
     other = sweep_mode("", START_ROWS)
     other.run()
     assert [s.label for s in other.status] == ["Sweep: 0 of 4 boots"]  # the running sweep, shown
-    assert list(table_with(other, "Server pid").State)[0] == "starting the server…" or \
-        list(table_with(other, "Server pid").State)[0] == "loading…"
+    assert table_with(other, "Server pid").State.iloc[0] in ("starting the server…", "loading…")
     assert next(b for b in other.button if b.label == "Start the sweep").disabled
     job.stop()
     assert job.wait(60)
@@ -152,6 +151,6 @@ def test_another_sessions_sweep_shows_only_while_it_runs(site):
     assert not next(b for b in fresh.button if b.label == "Start the sweep").disabled
 
     mine.run()  # the session that started it still sees its own boots and how it ended
-    assert list(table_with(mine, "Server pid").State)[0] == "stopped"
+    assert table_with(mine, "Server pid").State.iloc[0] == "stopped"
     assert [s.label for s in mine.status] == ["Sweep ended: stopped before any boot measured: nothing to save"]
     assert "started in another browser session" not in page_text(mine)
