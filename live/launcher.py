@@ -242,14 +242,27 @@ def _program_problem(program: str, path: str | None) -> str | None:
 
 
 def program_problems(template: ServerTemplate, path: str | None = None) -> list[str]:
-    """What keeps the template's programs from running, checked before anything starts: the first item, and the
-    llama-server item after a wrapper (``prlimit --as=N llama-server …``). A program that runs but fails to load
-    is not found here (that is a size that did not load)."""
-    items = [template.items[0]]
-    engine = engine_program(list(template.items))
-    if engine and engine != items[0] and not any(c.isspace() for c in engine) and not _PLACEHOLDER.search(engine):
-        items.append(engine)
-    return [p for p in (_program_problem(x, path) for x in items) if p]
+    """What keeps the template's programs from running, checked before anything starts: the first item, the
+    program after wrapper words (``prlimit --as=N llama-server …``, ``env A=b …``; benchcards.domain.wrappers) and
+    any llama-server item; then a flag written in a form the llama-server refuses (``-fa`` as a switch where its
+    ``--help`` says it takes a value: live.engine_flags). The one check of the memory test and the sweep (their
+    ``problems()``). A program that runs but fails to load is not found here (a size or boot that did not load)."""
+    from benchcards.domain.wrappers import split_command
+
+    argv = list(template.items)
+    items = [argv[0]]
+    after = split_command(argv).program[:1]  # the program after wrapper words (``env A=b prog …``)
+    for engine in (*after, engine_program(argv)):
+        if (engine and engine not in items and not any(c.isspace() for c in engine)
+                and not _PLACEHOLDER.search(engine)):
+            items.append(engine)
+    out = [p for p in (_program_problem(x, path) for x in items) if p]
+    engine = engine_program(argv)
+    if not out and engine in items:  # it runs: does it read the command's flags in the form they are written?
+        from live import engine_flags
+
+        out += engine_flags.switch_form_problems(argv[:len(argv) - len(template.added)], engine, path)
+    return out
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,25 @@ class SweepConfig:
         if not isinstance(self.ctx, int) or self.ctx < 1:
             out.append(f"--ctx: {self.ctx!r} is not a whole number of tokens >= 1")
         out += build(SweepSettings, {"load_timeout_s": self.load_timeout_s})[1]  # finite and > 0, as the settings say
+        return out + self._program_problems()
+
+    def _program_problems(self) -> list[str]:
+        """The memory test's check of each variant's command (launcher.program_problems): a program that cannot
+        run, or a flag form the engine refuses, is a usage error and nothing is started. A problem that only
+        some variants' arguments cause names the variant."""
+        out: list[str] = []
+        common: list[str] | None = None
+        for v in self.variants:
+            try:
+                found = launcher.program_problems(self.template(v))
+            except launcher.TemplateError:
+                continue  # named by template(), which every caller runs for each variant
+            if common is None:
+                common = launcher.program_problems(self.template(Variant(v.name)))
+            for p in found:
+                line = p if p in common else f"--variant {v.name}: {p}"
+                if line not in out:
+                    out.append(line)
         return out
 
     def template(self, v: Variant) -> ServerTemplate:

@@ -22,7 +22,8 @@ exit status:
   0    the sweep finished and at least one boot measured (a boot that failed is recorded with its reason)
   1    no boot measured (every variant failed to load or to answer); the sweep record of what failed is
        still written
-  2    a usage error: a bad option value, variant, grid or --server-cmd (reported before any boot)
+  2    a usage error: a bad option value, variant, grid or --server-cmd, a program not found (reported
+       before any boot; nothing is started or written)
   130  stopped with Ctrl-C or a signal: the server in flight is stopped and the finished boots are written
        (a second Ctrl-C quits without writing)
 """

@@ -309,7 +309,8 @@ def test_a_missing_engine_program_is_a_usage_error_and_starts_nothing(tmp_path):
     script.write_text("#!/bin/sh\nexit 1\n")
     for program, why in ((str(tmp_path / "nope" / "llama-server"), "does not exist"),
                          (str(script), "is not an executable file"),
-                         (f"prlimit --as=100000000 {tmp_path / 'nope' / 'llama-server'}", "does not exist")):
+                         (f"prlimit --as=100000000 {tmp_path / 'nope' / 'llama-server'}", "does not exist"),
+                         (f"env A=b {tmp_path / 'nope' / 'my-engine'}", "does not exist")):
         cfg = FitConfig(server_cmd=f"{program} -c {{ctx}}", sizes=(4096,))
         assert any(p.startswith("--server-cmd: the program ") and p.endswith(why) for p in cfg.problems()), program
     script.chmod(0o755)  # found and runnable, but it exits before it serves: a size that did not load

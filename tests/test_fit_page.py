@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from live.fit_job import current_job
-from tests.test_app import page_text, run, table_with
+from tests.test_app import page_text, run, table_with, tables
 from tests.test_launcher import alive, wait_gone
 
 pytestmark = pytest.mark.integration
@@ -128,3 +128,32 @@ def test_sizes_run_smallest_first_and_the_rest_are_not_tried_in_plain_words(site
                                     "failed to initialize the context: failed to allocate buffer for kv cache)")
     assert steps.Reason.iloc[2] == "stopped after the first size that did not load (8,192); --keep-going runs them"
     assert steps["Peak memory"].iloc[0].endswith(", process memory (RSS)")
+
+
+def test_a_fresh_session_sees_the_form_not_the_last_visitors_memory_test(site):
+    """Two AppTest instances are two browser sessions. Before, the site's newest memory test (running or ended)
+    was drawn for every session as if it were its own: a newcomer saw another visitor's sizes, peaks and
+    "Saved" line instead of an empty form."""
+    mine = memory_mode(DEMO + " --refuse-above 4096", "4K")
+    start(mine)
+    job = current_job()
+    assert job is not None and job.wait(120) and job.error is None, job and job.error
+    deadline = time.time() + 30
+    while time.time() < deadline and not mine.success:
+        mine.run()
+    assert mine.success and "Saved and added to the site" in mine.success[0].value
+
+    fresh = memory_mode("", "4K")
+    fresh.run()
+    text = page_text(fresh)
+    assert not any("Context size" in t.columns for t in tables(fresh))  # no results table of another run
+    assert not fresh.success and not fresh.status  # no panel of another visitor's run
+    assert text.count("The last memory test on this site was started in another browser session") == 1
+    assert f"Setup_card?setup={job.setup_id}" in " ".join(c.value for c in fresh.caption)
+    start_button = next(b for b in fresh.button if b.label == "Start the memory test")
+    assert not start_button.disabled  # the form is this visitor's to use
+
+    mine.run()  # the session that started it keeps its results across reruns
+    assert mine.success and "Saved and added to the site" in mine.success[0].value
+    assert list(table_with(mine, "Context size").State) == ["answered"]
+    assert "started in another browser session" not in page_text(mine)

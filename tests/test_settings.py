@@ -37,7 +37,8 @@ from tests.live_servers import demo_server
 
 pytestmark = pytest.mark.unit
 
-REQUIRED = {"fit": ["--server-cmd", "x -c {ctx}"], "sweep": ["--server-cmd", "x -c {ctx}"]}
+#: a command whose program exists (a missing one is its own usage error, checked before anything starts)
+REQUIRED = {"fit": ["--server-cmd", "true -c {ctx}"], "sweep": ["--server-cmd", "true -c {ctx}"]}
 SETUP_ALL = [f for f in SetupSettings.model_fields]
 #: every subcommand: the models (and the fields of each) its options come from
 COMMANDS: dict[str, list[tuple[type, list[str]]]] = {
@@ -98,7 +99,7 @@ def test_measure_defaults_on_the_command_line_are_the_models_and_the_runners():
 def test_fit_quality_and_sweep_defaults_on_the_command_line_are_their_runners():
     fit, problems = from_args(FitSettings, parsed("fit"))
     assert not problems
-    assert FitConfig(**fit) == FitConfig(server_cmd="x -c {ctx}")
+    assert FitConfig(**fit) == FitConfig(server_cmd=REQUIRED["fit"][1])
     assert FitConfig().sizes == FitSettings().sizes == (4096, 8192, 16384, 32768, 65536, 131072, 262144)
     from live.quality_cli import _config
 

@@ -219,13 +219,66 @@ def test_a_sweep_where_no_boot_measured_exits_1_and_still_writes_its_record(tmp_
     """From the hostile review: every boot failed, yet the sweep exited 0 as if it had measured."""
     from live.__main__ import main
 
-    argv = ["sweep", "--server-cmd", f"{tmp_path}/no-such-server -c {{ctx}}", "--variant", "a=", "--variant",
+    server = tmp_path / "exits-at-once"  # found and runnable, but it exits before it serves: a boot that did not load
+    server.write_text("#!/bin/sh\necho 'no such model' >&2\nexit 1\n")
+    server.chmod(0o755)
+    argv = ["sweep", "--server-cmd", f"{server} -c {{ctx}}", "--variant", "a=", "--variant",
             "b=-t 1", "--repeats", "1", "--gpu", "cpu", "--out", str(tmp_path / "out")]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "no boot measured: all 2 failed (the sweep record says why)" in err
     record = SweepRecord.model_validate_json(next((tmp_path / "out").rglob("sweep-*.json")).read_text())
-    assert [b.status for b in record.boots] == ["no_load", "no_load"] and "no-such-server" in record.boots[0].reason
+    assert [b.status for b in record.boots] == ["no_load", "no_load"] and "no such model" in record.boots[0].reason
     with pytest.raises(SystemExit):
         main(["sweep", "--help"])
     assert "1    no boot measured" in capsys.readouterr().out
+
+
+def _engines_marked(mark: str) -> list[int]:
+    """Pids of processes whose environment carries ``mark`` (a test's own value of the launcher's engine mark)."""
+    from live.launcher import ENGINE_MARK
+
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if f"{ENGINE_MARK}={mark}".encode() in env or f"SWEEP_TEST_MARK={mark}".encode() in env:
+                found.append(int(d))
+    return found
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command, named", [
+    ("llama-server -m m.gguf -c {ctx}", "the program 'llama-server' was not found on PATH"),
+    ("{tmp}/nope/llama-server -m m.gguf -c {ctx}", "the program '{tmp}/nope/llama-server' does not exist"),
+    ("prlimit --as=8000000000 {tmp}/nope/llama-server -m m.gguf -c {ctx}",
+     "the program '{tmp}/nope/llama-server' does not exist"),
+    ("env A=b {tmp}/nope/my-engine -c {ctx}", "the program '{tmp}/nope/my-engine' does not exist"),
+])
+def test_a_missing_engine_program_is_a_usage_error_before_any_boot(tmp_path, command, named):
+    """The memory test's check (launcher.program_problems), also behind a wrapper: exit 2, the program named,
+    no result folder, no process started. Before, each boot was tried and recorded as 'did not load' (exit 1)."""
+    import shutil
+
+    mark = f"missing-{os.getpid()}-{time.monotonic_ns()}"
+    bindir = tmp_path / "bin"  # PATH: the wrappers only, never a llama-server
+    bindir.mkdir()
+    for tool in ("prlimit", "env"):
+        found = shutil.which(tool)
+        assert found, tool
+        (bindir / tool).symlink_to(found)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "live", "sweep", "--server-cmd", command.replace("{tmp}", str(tmp_path)),
+           "--variant", "a=", "--variant", "b=-t 2", "--repeats", "1", "--parts", "decode", "--gpu", "cpu",
+           "--out", str(out)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PATH": str(bindir), "SWEEP_TEST_MARK": mark})
+    assert done.returncode == 2, done.stderr
+    assert f"error: --server-cmd: {named.replace('{tmp}', str(tmp_path))}" in done.stderr
+    assert "starting" not in done.stderr and "boot 1" not in done.stderr  # no boot began
+    assert not out.exists()  # no result folder, not even the sweep's logs
+    assert _engines_marked(mark) == []  # nothing it started is left (the CLI itself has exited)

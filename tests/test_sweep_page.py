@@ -12,8 +12,9 @@ import pytest
 from benchcards.compute import sweeps
 from benchcards.read.store import Store
 from live.sweep_job import current_job, variants_from_rows
-from tests.test_app import page_text, run, table_with
+from tests.test_app import page_text, run, table_with, tables
 from tests.test_launcher import alive, wait_gone
+from ui.sweep_mode import START_ROWS
 
 DEMO = f"{sys.executable} -m live demo-server --ctx {{ctx}} --slots 1 --decode-tps 400 --prefill-tps 4000"
 
@@ -106,3 +107,50 @@ def test_a_bad_variant_row_is_named_before_anything_starts(site):
     start(at)
     assert current_job() is None or current_job().done
     assert "Variants, row 2" in page_text(at)
+
+
+@pytest.mark.integration
+def test_a_missing_engine_program_is_named_and_nothing_starts(site, tmp_path):
+    """The memory test's check (launcher.program_problems), also behind a wrapper: the page shows the problem
+    and starts no sweep; before, the sweep started and every boot 'did not load'."""
+    missing = str(tmp_path / "no-such-dir" / "llama-server")
+    at = sweep_mode(f"prlimit --as=8000000000 {missing} -m m.gguf -c {{ctx}}",
+                    [{"Name": "a", "Arguments": ""}, {"Name": "b", "Arguments": "-t 2"}])
+    before = current_job()
+    start(at)
+    assert current_job() is before  # no sweep was started
+    text = page_text(at)
+    assert "Check the settings" in text and f"--server-cmd: the program '{missing}' does not exist" in text
+    assert not (tmp_path / "local").exists()
+
+
+@pytest.mark.integration
+def test_another_sessions_sweep_shows_only_while_it_runs(site):
+    """Two AppTest instances are two browser sessions. Another session's sweep is shown while it runs (it is why
+    Start is disabled); once it has ended a fresh session sees its own form and one line, not the other
+    visitor's boots and result as if they were its own. The session that started it keeps its panel."""
+    mine = sweep_mode(DEMO + " --load-s 600", [{"Name": "a", "Arguments": ""}, {"Name": "b", "Arguments": "-t 2"}])
+    start(mine)
+    job = current_job()
+    assert job is not None, [e.value for e in mine.error]
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(e.pid for e in job.events):
+        time.sleep(0.1)
+    other = sweep_mode("", START_ROWS)
+    other.run()
+    assert [s.label for s in other.status] == ["Sweep: 0 of 4 boots"]  # the running sweep, shown
+    assert table_with(other, "Server pid").State.iloc[0] in ("starting the server…", "loading…")
+    assert next(b for b in other.button if b.label == "Start the sweep").disabled
+    job.stop()
+    assert job.wait(60)
+
+    fresh = sweep_mode("", START_ROWS)
+    fresh.run()
+    assert not any("Server pid" in t.columns for t in tables(fresh)) and not fresh.status
+    assert page_text(fresh).count("The last sweep on this site was started in another browser session") == 1
+    assert not next(b for b in fresh.button if b.label == "Start the sweep").disabled
+
+    mine.run()  # the session that started it still sees its own boots and how it ended
+    assert table_with(mine, "Server pid").State.iloc[0] == "stopped"
+    assert [s.label for s in mine.status] == ["Sweep ended: stopped before any boot measured: nothing to save"]
+    assert "started in another browser session" not in page_text(mine)

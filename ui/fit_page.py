@@ -4,6 +4,8 @@ result on the site afterwards. Drives live.fit_job; the page (pages/6_Run_live.p
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pandas as pd
 import streamlit as st
 
@@ -149,4 +151,13 @@ def render() -> None:
             st.session_state["fit_job"] = FitJob(cfg, user, paths.LOCAL, common.db_path()).start()
         except (FitBusy, ValueError) as exc:
             st.error(md(str(exc)))
-    live_panel.follow(current_job, lambda j: _panel(j, j is st.session_state.get("fit_job")))  # type: ignore[arg-type]
+    # this session's own run, and another session's only while it runs (live_panel.shown_jobs)
+    live_panel.follow_site_job(current_job, "fit_job", _panel, _ended_elsewhere)  # type: ignore[arg-type]
+
+
+def _ended_elsewhere(job: FitJob) -> None:
+    """One line for the site's last memory test when another browser session started it (its results are on
+    its card, not shown here as if they were this visitor's)."""
+    card = (f": [open its card](Setup_card?setup={quote(job.setup_id, safe='')})"
+            if job.run_dir is not None and job.setup_id else "")
+    st.caption(f"The last memory test on this site was started in another browser session{card}.")

@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui.common import md
 
-__all__ = ["Link", "Panel", "RunningJob", "follow", "panel", "state_of"]
+__all__ = ["Link", "Panel", "RunningJob", "follow", "follow_site_job", "panel", "shown_jobs", "state_of"]
 
 State = Literal["running", "complete", "error"]
 
@@ -110,15 +110,46 @@ def saved(report: str, warnings: list[str] | tuple[str, ...] = (), placed: str |
 def follow(current: Callable[[], RunningJob | None], draw: Callable[[RunningJob], None]) -> None:
     """Draw ``draw(job)`` for the current job in a fragment that reruns every second while the job runs, and
     rerun the whole page once it has ended (so that its form is enabled again)."""
-    job = current()
-    running = job is not None and not job.done
+    _follow(lambda: [j] if (j := current()) is not None else [], draw)
+
+
+def _follow(current: Callable[[], list[RunningJob]], draw: Callable[[RunningJob], None]) -> None:
+    """``follow`` for several jobs at once, drawn in order."""
+    running = any(not j.done for j in current())
 
     @st.fragment(run_every=1.0 if running else None)
     def progress() -> None:
-        j = current()
-        if j is not None:
+        jobs = current()
+        for j in jobs:
             draw(j)
-            if running and j.done:
-                st.rerun(scope="app")
+        if running and all(j.done for j in jobs):
+            st.rerun(scope="app")
 
     progress()
+
+
+def shown_jobs(mine: RunningJob | None, newest: RunningJob | None) -> tuple[list[RunningJob], RunningJob | None]:
+    """(the jobs whose panels a session sees, another session's run that ended) for a mode whose job is one per
+    site (memory test, sweep): ``newest`` is the site's newest run, ``mine`` the one this session started.
+
+    A run of another session is shown in full only while it runs (it is why Start is disabled); once it has
+    ended it is only named (one line), never shown as if it were this visitor's. This session's own run keeps
+    its panel, progress and results, across reruns.
+    """
+    jobs = [] if newest is None or newest is mine or newest.done else [newest]
+    if mine is not None:
+        jobs.append(mine)
+    ended = newest if newest is not None and newest is not mine and newest.done else None
+    return jobs, ended
+
+
+def follow_site_job(newest: Callable[[], RunningJob | None], key: str, draw: Callable[[RunningJob, bool], None],
+                    ended_note: Callable[[RunningJob], None]) -> None:
+    """Follow a mode's one-per-site run (``shown_jobs``): this session's own (``st.session_state[key]``) and
+    another session's while it runs, each drawn by ``draw(job, mine)``; another session's ended run gets only
+    ``ended_note(job)``, one line."""
+    _, ended = shown_jobs(st.session_state.get(key), newest())
+    if ended is not None:
+        ended_note(ended)
+    _follow(lambda: shown_jobs(st.session_state.get(key), newest())[0],
+            lambda j: draw(j, j is st.session_state.get(key)))

@@ -131,4 +131,12 @@ def render() -> None:
             st.session_state["sweep_job"] = SweepJob(cfg, user, paths.LOCAL, common.db_path()).start()
         except (SweepBusy, ValueError, launcher.TemplateError) as exc:
             st.error(md(str(exc)))
-    live_panel.follow(current_job, lambda j: _panel(j, j is st.session_state.get("sweep_job")))  # type: ignore[arg-type]
+    # this session's own run, and another session's only while it runs (live_panel.shown_jobs)
+    live_panel.follow_site_job(current_job, "sweep_job", _panel, _ended_elsewhere)  # type: ignore[arg-type]
+
+
+def _ended_elsewhere(job: SweepJob) -> None:
+    """One line for the site's last sweep when another browser session started it (its differences are on the
+    Sweeps page, not shown here as if they were this visitor's)."""
+    where = ": its differences are on the [Sweeps](Sweeps) page" if job.sweep_id else ""
+    st.caption(f"The last sweep on this site was started in another browser session{where}.")

@@ -12,8 +12,12 @@ from dataclasses import dataclass
 
 from benchcards.domain.wrappers import split_command
 
-# canonical name -> (aliases, takes a value, explanation)
-_FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
+#: a flag that is a switch in some builds and takes a value in others: it takes the next word as its value unless
+#: that word is another flag (or the command ends), then it is the switch (``_SWITCH_MEANS`` says what it sets)
+SWITCH_OR_VALUE = "switch or value"
+
+# canonical name -> (aliases, takes a value (True, False or SWITCH_OR_VALUE), explanation)
+_FLAGS: dict[str, tuple[tuple[str, ...], bool | str, str]] = {
     "model": (("-m", "--model"), True, "weights file to load"),
     "alias": (("-a", "--alias"), True, "model name that clients send in requests"),
     "ctx": (("-c", "--ctx-size"), True, "total context window in tokens over all slots: with a unified KV cache "
@@ -26,7 +30,7 @@ _FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
     "n_gpu_layers": (("-ngl", "--gpu-layers", "--n-gpu-layers"), True, "layers placed on the GPU"),
     "n_cpu_moe": (("-ncmoe", "--n-cpu-moe"), True, "expert weights of the first N layers stay in system RAM"),
     "cpu_moe": (("-cmoe", "--cpu-moe"), False, "all expert weights stay in system RAM"),
-    "flash_attn": (("-fa", "--flash-attn"), True, "FlashAttention kernels (on/off/auto)"),
+    "flash_attn": (("-fa", "--flash-attn"), SWITCH_OR_VALUE, "FlashAttention kernels (on/off/auto)"),
     "batch": (("-b", "--batch-size"), True, "logical batch: prompt tokens handled per step"),
     "ubatch": (("-ub", "--ubatch-size"), True, "physical batch: tokens sent to the device per step"),
     "threads": (("-t", "--threads"), True, "CPU threads for generation"),
@@ -67,6 +71,17 @@ _FLAGS: dict[str, tuple[tuple[str, ...], bool, str]] = {
     "mmproj": (("--mmproj",), True, "vision projector file"),
 }
 _ALIAS: dict[str, str] = {a: name for name, (aliases, _, _) in _FLAGS.items() for a in aliases}
+
+#: what a SWITCH_OR_VALUE flag written as a switch sets. ``-fa`` / ``--flash-attn`` without a value is "on" in
+#: ik_llama.cpp (before its PR #944, November 2025) and in llama.cpp builds up to August 2025; current
+#: llama.cpp (checked on 0c1e570: ``-fa, --flash-attn [on|off|auto]``) needs a value and refuses the switch form.
+#: docs/definitions.md#flash-attn-switch. ``_SWITCH_WORDS``: the card's explanation of the switch form.
+_SWITCH_MEANS: dict[str, str] = {"flash_attn": "on"}
+_SWITCH_WORDS: dict[str, str] = {
+    "flash_attn": "FlashAttention kernels on: written as a switch, without a value, the form of ik_llama.cpp and "
+                  "of llama.cpp builds up to August 2025; current llama.cpp builds need a value (-fa on, off or "
+                  "auto) and refuse -fa followed by another flag",
+}
 
 #: short human names of the settings, for comparisons (canonical name -> label)
 LABELS: dict[str, str] = {
@@ -200,6 +215,8 @@ def explain(name: str | None, value: str | None, argv: list[str], build: Build) 
     if name is None:
         return None
     base = _FLAGS[name][2]
+    if value is None and name in _SWITCH_WORDS:
+        return _SWITCH_WORDS[name]
     s = settings(argv)
     slots_set = as_int(s.get("slots")) if isinstance(s.get("slots"), str) else None
     if name == "ctx":
@@ -288,7 +305,14 @@ def split_argv(argv: list[str]) -> tuple[str, list[Arg]]:
     its flags; a shell script (``sh -c '…'``) has no program or flags that are read (program '').
     ``--flag=value`` is understood; unknown flags keep a following non-flag word as value.
     A known flag that needs a value never takes the next flag as its value: it is kept
-    without one and its ``problem`` says so; so is a word that belongs to no flag.
+    without one and its ``problem`` says so; so is a word that belongs to no flag. A flag that is a switch in
+    some builds (``SWITCH_OR_VALUE``: ``-fa``) followed by another flag or at the end is that switch, with no
+    value and no problem.
+
+    >>> [(a.flag, a.value, a.problem) for a in split_argv(["llama-server", "-fa", "-ctk", "q8_0", "-fa"])[1]]
+    [('-fa', None, None), ('-ctk', 'q8_0', None), ('-fa', None, None)]
+    >>> [(a.flag, a.value) for a in split_argv(["llama-server", "-fa", "off", "--flash-attn", "-1"])[1]]
+    [('-fa', 'off'), ('--flash-attn', '-1')]
     """
     cmd = split_command(argv)
     if not cmd.program:
@@ -308,12 +332,14 @@ def split_argv(argv: list[str]) -> tuple[str, list[Arg]]:
         problem = None
         if value is None and i + 1 < len(rest):
             nxt = rest[i + 1]
-            if takes and _looks_like_flag(nxt):
+            if takes == SWITCH_OR_VALUE and _looks_like_flag(nxt):
+                pass  # the switch form (-fa -ctk q8_0): no value, no problem
+            elif takes and _looks_like_flag(nxt):
                 problem = f"{flag} needs a value, but it is followed by the flag {nxt}"
             elif takes or (takes is None and _looks_like_flag(flag) and not _looks_like_flag(nxt)):
                 value = nxt
                 i += 1
-        elif value is None and takes:
+        elif value is None and takes is True:  # a SWITCH_OR_VALUE flag at the end is the switch
             problem = f"{flag} needs a value, but the command ends after it"
         if not _looks_like_flag(flag) and value is None and name is None:
             problem = f"{flag} belongs to no flag (a value without its flag?)"
@@ -347,7 +373,7 @@ def settings(argv: list[str]) -> dict[str, str | bool]:
         if a.problem:  # a flag without its value, or a stray word: no setting can be read from it
             continue
         key = a.name or a.flag.lstrip("-")
-        out[key] = True if a.value is None else a.value
+        out[key] = _SWITCH_MEANS.get(key, True) if a.value is None else a.value  # -fa as a switch is "on"
     return out
 
 
