@@ -79,4 +79,5 @@ if st.button("Validate and add", type="primary", disabled=not picked):
         if result.skipped:
             st.caption("Not taken from the upload:")
             st.code("\n".join(result.skipped), language=None, wrap_lines=True)
-st.caption(f"Uploaded folders are kept in `{paths.LOCAL.name}/` beside the demo data on this machine.")
+st.caption(f"Uploaded folders are kept in {common.md(paths.shown(paths.LOCAL))} on this machine "
+           "(`$BENCHCARDS_LOCAL` sets where).")

@@ -941,6 +941,10 @@ def test_upload_limits_have_one_source_and_every_text_agrees():
     assert "How to make a setup folder" in [e.label for e in at.expander]
     assert "python -m live measure --help" in text and "Raw folders" in text
     assert {b.label for b in at.get("download_button")} >= {"setup.schema.json", "speed.schema.json"}
+    # where uploads are kept is the folder in use ($BENCHCARDS_LOCAL or data/local), named as the CLI names it
+    from benchcards.read import paths
+
+    assert f"Uploaded folders are kept in {paths.shown(paths.LOCAL)} on this machine" in " ".join(text.split())
 
 
 def test_an_own_build_without_a_version_is_named_as_its_title_says():
