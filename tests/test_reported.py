@@ -384,3 +384,17 @@ def test_a_report_of_the_same_quant_stands_beside_the_measured_figure(tmp_path, 
            in text and "different quant" not in text, text
     said = plain(run("pages/4_Compare.py", setups=[HAND, REP]).markdown)
     assert MEASURED in said and "different quant" not in said, said
+
+
+def test_reproduce_of_a_setup_without_its_file_name_names_the_known_repository(demo_db):
+    """The file name is not recorded, but the repository is: the first step says where to look (newcomer review:
+    'Get Qwen3.5-35B-A3B yourself' while Compare showed the repository)."""
+    from benchcards.read import card_data
+    from benchcards.read.store import Store
+    from benchcards.views import reproduce_steps
+
+    card = card_data.card(Store(demo_db), "reported-qwen35-35b-a3b-udq4kxl-rtx4090")
+    m = card.setup.model
+    assert m.repo and not m.file
+    first = reproduce_steps.reproduce(card).steps[0]
+    assert f"from the repository {m.repo} (the {m.quant} file) yourself" in first.detail

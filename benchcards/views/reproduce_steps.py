@@ -215,9 +215,11 @@ def _download_step(card: Card, download: str | None) -> Step:
     m = card.setup.model
     if download is None:
         lacking = [w for w, v in (("repository", m.repo), ("file name", m.file)) if not v]
+        where = (f" from the repository {m.repo}" + (f" (the {m.quant} file)" if m.quant and not m.file else "")
+                 if m.repo else "")
         return Step("1. Get the model file",
                     f"Not possible from this card: the model's {' and '.join(lacking)} "
-                    f"{'is' if len(lacking) == 1 else 'are'} not recorded. Get {m.file or m.name} yourself"
+                    f"{'is' if len(lacking) == 1 else 'are'} not recorded. Get {m.file or m.name}{where} yourself"
                     + (f" (SHA-256 {m.sha256})" if m.sha256 else "") + ".")
     said = [f"at the exact revision {m.revision[:12]}" if m.revision else
             "no revision is recorded, so this gets the newest file, which may differ from the one measured",
