@@ -24,7 +24,7 @@ def show(sections: list[cv.Section]) -> None:
         if section.level <= 2:
             st.subheader(md(section.title), anchor=anchor)
         else:
-            st.markdown(f"##### {md(section.title)}")
+            st.markdown(f"#### {md(section.title)}")
         for i, block in enumerate(section.blocks):
             draw(block, f"{anchor}-{i}")
 
@@ -41,4 +41,4 @@ def draw(b: object, key: str) -> None:
         if not b.df.empty:
             common.table(b.df, b.key, numeric=b.numeric)
     elif isinstance(b, av.Anchors):
-        st.markdown(" · ".join(f"[{md(text)}](#{urls.tier_slug(anchor)}) ({n:,})" for text, anchor, n in b.items))
+        st.markdown("\n".join(f"- [{md(text)}](#{urls.tier_slug(anchor)}) ({n:,})" for text, anchor, n in b.items))
