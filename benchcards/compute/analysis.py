@@ -1,7 +1,9 @@
 """Analysis across setups: time to answer, throughput vs per-request speed, speed vs quality, knees.
 
 Pure functions over the frames of ``analysis_inputs.analysis_data`` (no I/O, no Streamlit), so the app,
-notebooks and the static export compute the same figures. The rules are written out in
+notebooks and the static export compute the same figures. Figures and statuses only: what the views show of
+them, in words and display tables, is ``benchcards.views.analysis_tables`` and ``benchcards.views.analysisview``.
+The rules are written out in
 docs/analysis.md; in short:
 
 - **Curves.** A setup's prefill rate and decode rate are known at the prompt depths it was
