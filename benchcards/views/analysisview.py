@@ -47,6 +47,8 @@ __all__ = [
     "Plot",
     "Table",
     "View",
+    "chart_setups",
+    "knee_chart_setups",
     "knee_sections",
     "left_out_note",
     "scope_text",
