@@ -324,12 +324,13 @@ def knee_sections(data: AnalysisData, knees: pd.DataFrame | None = None, scope: 
         return [Section(view.key, _titled(view, scope), [*blocks, Text(view.empty, "info")])]
     ids = list(dict.fromkeys(kn.setup_id))
     pick = [s for s in chosen if s in set(ids)] or knee_chart_setups(data, ids)
-    blocks += _knee_plots(data, kn, pick)
+    plots = _knee_plots(data, kn, pick)
     if chosen:
         which = "setups chosen"
     else:
         whose = "tier's " if scope.endswith(" tier") else ""
         which = f"{whose}{f'{len(pick)} fastest setups' if len(pick) > 1 else 'fastest setup'} (decode)"
-    blocks += [_note(f"The charts show the {which}; the table lists every setup's knees."),
-               Table(analysis_tables.knee_table(kn), "knees", setups=list(kn.setup_id), paged=True)]
+    if plots:  # said under the last chart (drawn with the charts only)
+        plots[-1] = plots[-1]._replace(caption=f"The charts show the {which}; the table lists every setup's knees.")
+    blocks += [*plots, Table(analysis_tables.knee_table(kn), "knees", setups=list(kn.setup_id), paged=True)]
     return [Section(view.key, _titled(view, scope), blocks)]
