@@ -17,6 +17,7 @@ from benchcards.domain import fmt
 from benchcards.read import analysis_inputs, overview_rows
 from benchcards.read.analysis_inputs import AnalysisData
 from benchcards.read.store import Store
+from benchcards.views import analysis_tables as tables
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
@@ -56,6 +57,12 @@ def qrow(setup_id: str, test: str, right: int, n: int) -> dict:
 
 
 # --------------------------------------------------------------------------- interpolation
+
+
+
+def said(row) -> str:
+    """What a row of ``time_to_answer`` had to assume, in the words its table and chart show."""
+    return tables.caveats_text(row.caveats)
 
 
 @pytest.mark.unit
@@ -235,19 +242,19 @@ def test_time_to_answer_matches_hand_computed_values():
     assert a.total_s == pytest.approx(6.0 + 8.98)
     sd = math.hypot(6.0 * 0.03, 8.98 * 0.02)          # CV of the prefill runs at 8192 (nearest), of the decode runs
     assert (a.low_s, a.high_s) == (pytest.approx(14.98 - sd), pytest.approx(14.98 + sd))
-    assert a.in_range and a.notes == ""
+    assert a.in_range and said(a) == ""
 
     b = t.loc["B"]
     assert b.prefill_tps == pytest.approx(1000 - 500 * math.log(6000 / 2048) / math.log(4))
     assert b.tokens_per_word == analysis.DEFAULT_TOKENS_PER_WORD and b.answer_tokens == 390
     assert b.decode_s == pytest.approx(389 / 40)
     assert not b.in_range
-    assert "tokens per word not measured" in b.notes
-    assert "decode measured at one depth only" in b.notes and "likely optimistic" in b.notes
-    assert "no run spread known" in b.notes and pd.isna(b.low_s)
+    assert "tokens per word not measured" in said(b)
+    assert "decode measured at one depth only" in said(b) and "likely optimistic" in said(b)
+    assert "no run spread known" in said(b) and pd.isna(b.low_s)
 
     c = t.loc["C"]
-    assert pd.isna(c.total_s) and pd.isna(c["rank"]) and "no prefill measurement" in c.notes
+    assert pd.isna(c.total_s) and pd.isna(c["rank"]) and "no prefill measurement" in said(c)
     # D: 6000 tokens at its deepest prefill rate (held, flagged), 390 tokens at 50 tok/s: 6 + 7.78 s
     assert t.loc["D"].total_s == pytest.approx(6.0 + 389 / 50) and not t.loc["D"].in_range
     # measured first (A), then those held beyond their measured depths, fastest first (D is faster than A but
@@ -277,9 +284,9 @@ def test_time_to_answer_edge_sizes():
     t = analysis.time_to_answer(answer_data(), 100, 0).set_index("setup_id")
     a = t.loc["A"]
     assert a.answer_tokens == 0 and a.decode_s == 0 and a.total_s == pytest.approx(0.1)
-    assert "shorter than the shortest measured prefill depth (2,048)" in a.notes and not a.in_range
+    assert "shorter than the shortest measured prefill depth (2,048)" in said(a) and not a.in_range
     t = analysis.time_to_answer(answer_data(), 20000, 10).set_index("setup_id")
-    assert "deeper than the deepest measured prefill depth (8,192)" in t.loc["A"].notes
+    assert "deeper than the deepest measured prefill depth (8,192)" in said(t.loc["A"])
     with pytest.raises(ValueError):
         analysis.time_to_answer(answer_data(), 0, 10)
     with pytest.raises(ValueError):
@@ -367,8 +374,8 @@ def test_knees_table_of_hand_made_setups():
     assert kn.loc["prefill"]["at"] == pytest.approx(8192 * 4 ** (1 / 3))
     assert kn.loc["decode"].status == "too few points"  # short prompts only: no curve to bend
     assert kn.loc["requests at once"]["at"] == 4 and kn.loc["requests at once"].slots == 4
-    assert "from 4 requests at once; the server has 4 slots" in kn.loc["requests at once"].text
-    table = analysis.knee_table(analysis.knees(data))
+    assert "from 4 requests at once; the server has 4 slots" in tables.knee_text(kn.loc["requests at once"].to_dict() | {"kind": "requests at once"})
+    table = tables.knee_table(analysis.knees(data))
     assert set(table.Knee) == {"13,004 tokens", "", "4 requests"}
 
 
@@ -384,11 +391,11 @@ def test_demo_database_time_to_answer(demo_db):
     assert seed.ttft_s == pytest.approx(8192 / 988.4)  # the published prefill at 8K
     assert seed.tokens_per_word == pytest.approx(63.4 / 42.5)
     assert 58.1 < seed.decode_tps < 63.4  # between decode at short prompts and at 32K (log-depth line)
-    assert seed.in_range and "prefill spread unknown" in seed.notes  # summary-only: no prefill runs
+    assert seed.in_range and "prefill spread unknown" in said(seed)  # summary-only: no prefill runs
     spark = t.loc[SPARK]
-    assert not spark.in_range and "(300)" in spark.notes  # its prefill is known only from task prompts
+    assert not spark.in_range and "(300)" in said(spark)  # its prefill is known only from task prompts
     raw = t[t.index.str.startswith("synthetic-")]
-    assert raw.in_range.all() and raw.low_s.notna().all() and (raw.notes == "").all()
+    assert raw.in_range.all() and raw.low_s.notna().all() and (raw.caveats.map(len) == 0).all()
     only = analysis_inputs.analysis_data(Store(demo_db), [SEED])
     assert list(only.setups.setup_id) == [SEED] and set(only.quality.setup_id) == {SEED}
 
@@ -527,7 +534,7 @@ def test_setups_with_few_or_no_figures():
     assert sorted(pts[pts.kind == "prefill"].value) == [512.0, 1024.0]
     t = analysis.time_to_answer(data, 8192, 100).set_index("setup_id")
     assert t.loc["ttft-only"].ttft_s == pytest.approx(16.0)
-    assert "no prefill measurement" in t.loc["bare"].notes and "no decode measurement" in t.loc["bare"].notes
+    assert "no prefill measurement" in said(t.loc["bare"]) and "no decode measurement" in said(t.loc["bare"])
     assert analysis.throughput(data).empty
     assert set(analysis.knees(data).setup_id) == {"ttft-only"}
     empty = make_data([{"setup_id": "bare"}], [])

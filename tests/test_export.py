@@ -185,11 +185,12 @@ def test_time_to_answer_page_matches_the_library(site, demo_db):
     from benchcards.compute import analysis
     from benchcards.read import analysis_inputs
     from benchcards.read.store import Store
+    from benchcards.views import analysis_tables
 
     data, left_out = analysis.without_method_tests(analysis_inputs.analysis_data(Store(demo_db)))
     # the tiny real-engine run and the demo sweep's two variants: method tests, not ranked (as in the app)
     assert len(left_out) == 3
-    lib = analysis.answer_table(analysis.time_to_answer(data, 2048, 500.0))
+    lib = analysis_tables.answer_table(analysis.time_to_answer(data, 2048, 500.0))
     assert f"Left out as a method test (its card has its figures): {'; '.join(left_out)}" in unescape((site / "analysis" / "time-to-answer-2k-500-words.html").read_text())
     rows = _rows((site / "analysis" / "time-to-answer-2k-500-words.html").read_text())
     assert len(rows) == len(lib) > 0

@@ -23,6 +23,7 @@ import pandas as pd
 
 from benchcards.charts import specs
 from benchcards.domain import fmt, metrics
+from benchcards.views.analysis_tables import caveats_text, knee_texts, range_text, result_text
 
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8a8f98", "#F0E442"]
 GREY = "#8a8f98"
@@ -329,7 +330,7 @@ def depth_knee_points(points: pd.DataFrame, knees: pd.DataFrame | None, kind: st
         "setup": [setup[s] for s in k.setup_id], "at": k["at"].astype(float).tolist(),
         "threshold": k.threshold.astype(float).tolist(), "y": k.threshold.astype(float).tolist(),
         "at_text": [fmt.tokens(a) for a in k["at"]], "threshold_text": [fmt.metric(key, t) for t in k.threshold],
-        "text": k.text.astype(str).tolist()}, columns=KNEE_TEXT_COLUMNS)
+        "text": knee_texts(k)}, columns=KNEE_TEXT_COLUMNS)
     if with_ids:
         out.insert(0, "setup_id", k.setup_id.tolist())
     return out
@@ -439,7 +440,7 @@ def conc_knee_points(points: pd.DataFrame, knees: pd.DataFrame, with_ids: bool =
     setup = dict(zip(points.setup_id, points.setup))
     rows = [(s, setup[s], float(a), at[(s, float(a))], fmt.number(a, 0),
              fmt.metric("conc_total", at[(s, float(a))]), str(t))
-            for s, a, t in zip(k.setup_id, k["at"], k.text) if (s, float(a)) in at]
+            for s, a, t in zip(k.setup_id, k["at"], knee_texts(k)) if (s, float(a)) in at]
     out = pd.DataFrame(rows, columns=["setup_id", "setup", "at", "y", "at_text", "threshold_text", "text"])
     return out if with_ids else out.drop(columns="setup_id")
 
@@ -620,8 +621,6 @@ def live_steps_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
 
 # --------------------------------------------------------------------------- analysis views (benchcards.compute.analysis)
 
-from benchcards.compute.analysis import range_text, result_text  # noqa: E402  (the views' one formatter)
-
 ANSWER_PARTS = ("first token", "answer")
 FRONTIER_COLOR = "#5b6270"
 
@@ -635,6 +634,8 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
     w = rows.answer_words.iloc[0] if not rows.empty else 0
     rows["measured"] = rows.in_range.map({True: "within measured depths", False: "held beyond measured depths"})
     rows["range"] = [range_text(lo, hi, " s", key="answer_s") or "unknown" for lo, hi in zip(rows.low_s, rows.high_s)]
+    rows["notes"] = [caveats_text(c) for c in rows.caveats]
+    rows = rows.drop(columns="caveats")  # tuples: not data for a chart
     for col, key in (("total_s", "answer_s"), ("ttft_s", "ttft"), ("decode_s", "answer_decode_s"),
                      ("answer_tokens", "answer_tokens")):  # tooltips: the tables' text, not Vega's rounding
         rows[f"{col}_text"] = [fmt.metric(key, v) for v in rows[col]]
@@ -836,3 +837,20 @@ def sweep_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     dots = base.mark_point(filled=True, size=60, color=PALETTE[0]).encode(x=x, y=y, tooltip=tooltip)
     zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color=GREY, strokeDash=[4, 4]).encode(x="zero:Q")
     return themed(alt.layer(bars, dots, zero), height=max(120, 24 * len(df)))
+
+
+def analysis_chart(plot: Any) -> alt.TopLevelMixin:
+    """The chart of an analysis view's ``Plot`` block (``benchcards.views.analysisview``): the app and the
+    export draw the same one. Raises ValueError for a kind it does not know."""
+    rows, opts = plot.rows, plot.options or {}
+    if plot.kind == "answer-time":
+        return answer_time_chart(rows["rows"])
+    if plot.kind == "pareto":
+        return pareto_chart(rows["rows"], setup_colors(opts["setups"]))
+    if plot.kind == "speed-quality":
+        return speed_quality_chart(rows["rows"], opts["speed_label"], [opts["tier"]])
+    if plot.kind in ("knee-prefill", "knee-decode"):
+        return knee_depth_chart(rows["points"], rows["knees"], opts["kind"], setup_colors(opts["setups"]))
+    if plot.kind == "knee-conc":
+        return knee_conc_chart(rows["rows"], rows["knees"], setup_colors(opts["setups"]))
+    raise ValueError(f"no analysis chart of kind {plot.kind!r}")

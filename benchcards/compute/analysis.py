@@ -1,7 +1,9 @@
 """Analysis across setups: time to answer, throughput vs per-request speed, speed vs quality, knees.
 
 Pure functions over the frames of ``analysis_inputs.analysis_data`` (no I/O, no Streamlit), so the app,
-notebooks and the static export compute the same figures. The rules are written out in
+notebooks and the static export compute the same figures. Figures and statuses only: what the views show of
+them, in words and display tables, is ``benchcards.views.analysis_tables`` and ``benchcards.views.analysisview``.
+The rules are written out in
 docs/analysis.md; in short:
 
 - **Curves.** A setup's prefill rate and decode rate are known at the prompt depths it was
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from benchcards.domain import fmt, metrics, tiers
+from benchcards.domain import metrics, tiers
 from benchcards.domain.metrics import HEADLINE_TESTS
 from benchcards.read.analysis_inputs import AnalysisData
 
@@ -308,12 +310,16 @@ def tokens_per_word(values: Mapping[str, float], default: float = DEFAULT_TOKENS
 _ANSWER_COLUMNS = [
     "setup_id", "title", "tier", "prompt_tokens", "answer_words", "tokens_per_word", "tokens_per_word_from",
     "answer_tokens", "prefill_tps", "ttft_s", "decode_tps", "decode_s", "total_s", "spread_pct", "low_s",
-    "high_s", "in_range", "notes", "rank",
+    "high_s", "in_range", "caveats", "rank",
 ]
 
 
-def _depth_text(d: float) -> str:
-    return f"{round(d):,}"
+#: what a time to answer had to assume: (kind, figures...), one of
+#: ("tokens per word assumed", ratio), ("no prefill",), ("prefill below", shallowest depth),
+#: ("prefill above", deepest depth), ("no decode",), ("decode below", shallowest depth),
+#: ("decode above", where the answer ends, deepest depth, measured depths), ("no spread",),
+#: ("no prefill spread",), ("no decode spread",)
+Caveat = tuple
 
 
 def decode_seconds(curve: Curve, start: float, tokens: int, steps: int = INTEGRATION_STEPS) -> tuple[float, list[str]]:
@@ -351,54 +357,49 @@ def nearest_cv(spreads: Sequence[tuple[float, int, float]], depth: float) -> flo
     return min(spreads, key=lambda t: (abs(math.log(t[0]) - x), t[1]))[2]
 
 
-def _answer_prefill(pre, p: float, row: dict, notes: list[str]) -> tuple[float | None, bool]:
+def _answer_prefill(pre, p: float, row: dict, notes: list[Caveat]) -> tuple[float | None, bool]:
     """Time to first token of a ``p``-token prompt from the prefill curve ``pre`` (None: not measured), put
     into ``row``; whether the prompt lay within the measured depths (``notes`` say what was held)."""
     if pre is None:
-        notes.append("no prefill measurement")
+        notes.append(("no prefill",))
         return None, True
     rate, where = pre.at(p)
     row["prefill_tps"] = rate
     if where == BELOW:
-        notes.append(f"prompt shorter than the shortest measured prefill depth ({_depth_text(pre.lo)}): "
-                     "its rate held, fixed overhead not counted")
+        notes.append(("prefill below", pre.lo))
     elif where == ABOVE:
-        notes.append(f"prompt deeper than the deepest measured prefill depth ({_depth_text(pre.hi)}): "
-                     "its rate held, likely optimistic")
+        notes.append(("prefill above", pre.hi))
     return p / rate, where not in (BELOW, ABOVE)
 
 
-def _answer_decode(dec, p: float, n_tok: int, row: dict, notes: list[str]) -> tuple[float | None, bool]:
+def _answer_decode(dec, p: float, n_tok: int, row: dict, notes: list[Caveat]) -> tuple[float | None, bool]:
     """Seconds to decode ``n_tok`` answer tokens after a ``p``-token prompt from the decode curve ``dec``
     (None: not measured), the rate put into ``row``; whether the answer lay within the measured depths."""
     if dec is None:
-        notes.append("no decode measurement")
+        notes.append(("no decode",))
         return None, True
     dec_s, wheres = decode_seconds(dec, p, n_tok)
     if n_tok > 1:
         row["decode_tps"] = (n_tok - 1) / dec_s
     if BELOW in wheres:
-        notes.append(f"answer starts shallower than the shortest measured decode depth "
-                     f"({_depth_text(dec.lo)}): its rate held")
+        notes.append(("decode below", dec.lo))
     if ABOVE in wheres:
-        only = " (decode measured at one depth only)" if len(dec.depths) == 1 else ""
-        notes.append(f"answer runs deeper ({_depth_text(p + n_tok)}) than the deepest measured decode "
-                     f"depth ({_depth_text(dec.hi)}): its rate held, likely optimistic{only}")
+        notes.append(("decode above", p + n_tok, dec.hi, len(dec.depths)))
     return dec_s, BELOW not in wheres and ABOVE not in wheres
 
 
 def _answer_total(ttft: float, dec_s: float, cv_p: float | None, cv_d: float | None, row: dict,
-                  notes: list[str]) -> None:
+                  notes: list[Caveat]) -> None:
     """The total time into ``row``, with ± one standard deviation from the prefill and decode run spreads
     (coefficients of variation in %) where they are known."""
     total = ttft + dec_s
     if cv_p is None and cv_d is None:
-        notes.append("no run spread known")
+        notes.append(("no spread",))
     else:
         if cv_p is None:
-            notes.append("prefill spread unknown")
+            notes.append(("no prefill spread",))
         if cv_d is None:
-            notes.append("decode spread unknown")
+            notes.append(("no decode spread",))
         sd = math.hypot(ttft * (cv_p or 0.0) / 100.0, dec_s * (cv_d or 0.0) / 100.0)
         row.update(spread_pct=100.0 * sd / total if total > 0 else 0.0, low_s=max(0.0, total - sd),
                    high_s=total + sd)
@@ -414,7 +415,8 @@ def time_to_answer(data: AnalysisData, prompt_tokens: int, answer_words: float, 
     Columns: setup_id, title, tier, prompt_tokens, answer_words, tokens_per_word, tokens_per_word_from,
     answer_tokens, prefill_tps (at the prompt's depth), ttft_s, decode_tps (effective over the answer),
     decode_s, total_s, spread_pct, low_s, high_s (± one standard deviation from the runs), in_range
-    (False when a value outside the measured depths was held), notes (what was held or unknown),
+    (False when a value outside the measured depths was held), caveats (what was held or unknown, as
+    ``Caveat`` tuples; ``benchcards.views.analysis_tables.caveats_text`` says them in words),
     rank (1 = fastest; missing when the setup lacks a prefill or decode measurement).
     ``tokens_per_word_override`` replaces every setup's own figure (a reader who knows their tokenizer).
     Raises ValueError for a prompt under 1 token or a negative answer length.
@@ -431,13 +433,13 @@ def time_to_answer(data: AnalysisData, prompt_tokens: int, answer_words: float, 
     p = float(prompt_tokens)
     for s in setups.itertuples(index=False):
         m = heads.get(s.setup_id, {})
-        notes: list[str] = []
+        notes: list[Caveat] = []
         if tokens_per_word_override is not None:
             tpw, tpw_from = float(tokens_per_word_override), "given"
         else:
             tpw, tpw_from = tokens_per_word(m, default_tokens_per_word)
             if tpw_from.startswith("default"):
-                notes.append(f"tokens per word not measured: {tpw:g} assumed")
+                notes.append(("tokens per word assumed", tpw))
         n_tok = max(0, round(answer_words * tpw))
         row = {"setup_id": s.setup_id, "title": s.title, "tier": s.tier, "prompt_tokens": prompt_tokens,
                "answer_words": answer_words, "tokens_per_word": tpw, "tokens_per_word_from": tpw_from,
@@ -449,7 +451,7 @@ def time_to_answer(data: AnalysisData, prompt_tokens: int, answer_words: float, 
         if ttft is not None and dec_s is not None:
             _answer_total(ttft, dec_s, nearest_cv(spreads.get(s.setup_id, []), p), m.get("decode_cv"), row, notes)
         row["in_range"] = in_range and ttft is not None and dec_s is not None
-        row["notes"] = "; ".join(notes)
+        row["caveats"] = tuple(notes)
         rows.append(row)
     df = pd.DataFrame(rows, columns=[c for c in _ANSWER_COLUMNS if c != "rank"])
     for c in ("prefill_tps", "ttft_s", "decode_tps", "decode_s", "total_s", "spread_pct", "low_s", "high_s"):
@@ -673,9 +675,11 @@ def concurrency_knee(levels: Sequence[float], totals: Sequence[float], min_gain:
 
 def knees(data: AnalysisData, fraction: float = KNEE_FRACTION, min_gain: float = CONC_MIN_GAIN) -> pd.DataFrame:
     """Knees of every setup: setup_id, title, tier, kind (prefill / decode / requests at once), status,
-    at, reference, threshold, last_good, first_bad, slots, text (one sentence for readers)."""
+    at, reference, threshold, last_good, first_bad, slots, rule (``fraction`` for a depth knee, ``min_gain``
+    for requests at once), first and last (the curve's shallowest and deepest measured depth or level).
+    The sentence that says what a knee means is ``benchcards.views.analysis_tables.knee_text``."""
     cols = ["setup_id", "title", "tier", "kind", "status", "at", "reference", "threshold", "last_good",
-            "first_bad", "slots", "text"]
+            "first_bad", "slots", "rule", "first", "last"]
     s = with_tiers(data.setups).set_index("setup_id")
     cs = curves(depth_curves(data, tasks=False))
     tp = throughput(data)
@@ -690,133 +694,17 @@ def knees(data: AnalysisData, fraction: float = KNEE_FRACTION, min_gain: float =
             if c is None:
                 continue
             k = depth_knee(c.depths, c.values, fraction)
-            rows.append({"setup_id": sid, "kind": kind, **k.__dict__, "slots": None,
-                         "text": _depth_knee_text(kind, k, fraction, c)})
+            rows.append({"setup_id": sid, "kind": kind, **k.__dict__, "slots": None, "rule": fraction,
+                         "first": c.lo, "last": c.hi})
         if sid in by_setup:
             levels, totals, sl = by_setup[sid]
             k = concurrency_knee(levels, totals, min_gain)
-            rows.append({"setup_id": sid, "kind": CONC, **k.__dict__, "slots": sl,
-                         "text": _conc_knee_text(k, min_gain, sl, max(levels))})
+            rows.append({"setup_id": sid, "kind": CONC, **k.__dict__, "slots": sl, "rule": min_gain,
+                         "first": min(levels), "last": max(levels)})
     df = pd.DataFrame(rows, columns=[c for c in cols if c not in ("title", "tier")])
     df.insert(1, "title", df.setup_id.map(s.title))
     df.insert(2, "tier", df.setup_id.map(s.tier))
-    for col in ("at", "reference", "threshold", "last_good", "first_bad"):
+    for col in ("at", "reference", "threshold", "last_good", "first_bad", "rule", "first", "last"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     df["slots"] = pd.to_numeric(df.slots, errors="coerce").astype("Int64")
     return df[cols]
-
-
-def _depth_knee_text(kind: str, k: Knee, fraction: float, c: Curve) -> str:
-    pct = f"{fraction * 100:.0f} %"
-    if k.status == "too few points":
-        return f"{kind} measured at one depth only"
-    ref = f"its {fmt.number(k.reference)} tok/s at {_depth_text(c.lo)} tokens"
-    if k.status == "not reached":
-        return f"{kind} stays above {pct} of {ref} up to {_depth_text(c.hi)} tokens"
-    if k.status == "from the start":
-        return f"{kind} is below {pct} of {ref} already at {_depth_text(k.at or c.lo)} tokens"
-    return (f"{kind} falls below {pct} of {ref} from about {_depth_text(k.at or 0)} tokens "
-            f"(measured between {_depth_text(k.last_good or 0)} and {_depth_text(k.first_bad or 0)})")
-
-
-def _conc_knee_text(k: Knee, min_gain: float, slots: int | None, top: float) -> str:
-    gain = f"{min_gain * 100:.0f} %"
-    slot_txt = f"; the server has {fmt.count(slots, 'slot')}" if slots else ""
-    if k.status == "too few points":
-        return "measured at one level only"
-    if k.status == "not reached":
-        return f"total throughput still grows {gain} or more per doubling at {fmt.count(int(top), 'request')}{slot_txt}"
-    return (f"total throughput stops growing (under {gain} per doubling) from {int(k.at or 0)} "
-            f"request{'s' if (k.at or 0) != 1 else ''} at once{slot_txt}")
-
-
-# --------------------------------------------------------------------------- display tables
-# Every figure of these views shown to readers is text from the one formatter (``benchcards.domain.fmt``) with the
-# metric registry's unit and decimals: the tables, chart tooltips and the export show one figure one way.
-
-
-def _v(key: str, s: pd.Series) -> list[str]:
-    """A column of figures as text (registry decimals, thousands separators, '—' when missing)."""
-    return [fmt.value(key, x) for x in s]
-
-
-def range_text(lo: float | None, hi: float | None, unit: str = "", key: str | None = None) -> str:
-    """'12.0 – 12.3' (+ unit) with the decimals of ``key`` (1 without one), or '' when unknown."""
-    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
-        return ""
-    digits = metrics.get(key).decimals if key else 1
-    return f"{fmt.number(lo, digits)} – {fmt.number(hi, digits)}{unit}"
-
-
-def result_text(pct: float | None, margin: float | None) -> str:
-    """'57.3 % ± 4.8' or '' for a missing result."""
-    if pct is None or pd.isna(pct):
-        return ""
-    return fmt.quality(pct, margin)
-
-
-#: columns of the analysis tables that hold figures (right-aligned)
-NUMERIC_COLUMNS = ("Rank", "Time (s)", "± range (s)", "First token (s)", "Answer (s)", "Prefill (tok/s)",
-                   "Decode (tok/s)", "Tokens / word", "Answer tokens", "Requests at once", "Total (tok/s)",
-                   "Per request (tok/s)", "Slots", "n", "Knee")
-
-
-def answer_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows of ``time_to_answer`` as shown: every figure as text from the formatter."""
-    return pd.DataFrame({
-        "Rank": [fmt.number(r, 0) for r in df["rank"]],
-        "Setup": df.title.astype(str),
-        "Tier": df.tier.astype(str),
-        "Time (s)": _v("answer_s", df.total_s),
-        "± range (s)": [range_text(lo, hi, key="answer_s") or fmt.DASH for lo, hi in zip(df.low_s, df.high_s)],
-        "First token (s)": _v("ttft", df.ttft_s),
-        "Answer (s)": _v("answer_decode_s", df.decode_s),
-        "Prefill (tok/s)": _v("prefill", df.prefill_tps),
-        "Decode (tok/s)": _v("decode", df.decode_tps),
-        "Tokens / word": _v("tokens_per_word", df.tokens_per_word),
-        "Tokens / word from": df.tokens_per_word_from.astype(str),
-        "Answer tokens": _v("answer_tokens", df.answer_tokens),
-        "Within measured range": df.in_range.map({True: "yes", False: "no"}).astype(str),
-        "Notes": [fmt.text(n) for n in df.notes],
-    })
-
-
-def throughput_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows of ``throughput`` as shown."""
-    return pd.DataFrame({
-        "Setup": df.title.astype(str),
-        "Tier": df.tier.astype(str),
-        "Requests at once": _v("conc_level", df.level),
-        "Total (tok/s)": _v("conc_total", df.total_tps),
-        "Per request (tok/s)": _v("conc_per_request", df.per_request_tps),
-        "Slots": _v("slots", df.slots),
-        "Queued": df.queued.map({True: "yes", False: "no"}).astype(str),
-        "On the frontier": df.frontier.map({True: "yes", False: ""}).astype(str),
-    })
-
-
-def speed_quality_table(df: pd.DataFrame, speed_label: str, speed_key: str = "decode") -> pd.DataFrame:
-    """Rows of ``speed_quality`` as shown (``speed_key``: the registry key of the speed measure)."""
-    return pd.DataFrame({
-        "Tier": df.tier.astype(str),
-        "Setup": df.title.astype(str),
-        speed_label: _v(speed_key, df.speed_tps),
-        "Result (95 % margin)": [result_text(p, m) or fmt.DASH for p, m in zip(df.pct, df.margin_pp)],
-        "Interval": [range_text(lo, hi, " %", key="quality") or fmt.DASH for lo, hi in zip(df.lo_pct, df.hi_pct)],
-        "n": _v("quality_n", df.n),
-        "Best trade-off in tier": df.frontier.map({True: "yes", False: ""}).astype(str),
-    })
-
-
-def knee_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows of ``knees`` as shown."""
-    unit = {PREFILL: "tokens", DECODE: "tokens", CONC: "requests"}
-    return pd.DataFrame({
-        "Setup": df.title.astype(str),
-        "Tier": df.tier.astype(str),
-        "Curve": df.kind.astype(str),
-        "Knee": [(fmt.count(int(a), "request") if k == CONC else f"{_depth_text(a)} {unit[k]}") if pd.notna(a) else ""
-                 for a, k in zip(df["at"], df.kind)],
-        "Status": df.status.astype(str),
-        "What it means": df.text.astype(str),
-    })

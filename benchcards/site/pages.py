@@ -1,21 +1,21 @@
 """The static site's pages other than the cards: home, tier and model lists, quality, analysis, builds,
-sweeps, and the machine-readable index files."""
+sweeps, and the machine-readable index files (the analysis pages: ``benchcards.site.analysis_pages``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import jinja2
 import pandas as pd
 
 from benchcards.charts import charts
-from benchcards.compute import analysis, builds, sweeps
+from benchcards.compute import builds, sweeps
 from benchcards.domain import fmt, metrics, tiers
 from benchcards.read import analysis_inputs, clauses, quality, reported
 from benchcards.read.store import Store
+from benchcards.site import analysis_pages
 from benchcards.site import urls as site
 from benchcards.site import writer as sitewrite
 from benchcards.site.html_table import Cell, table
@@ -23,17 +23,11 @@ from benchcards.site.render import HOME, Charts, render
 from benchcards.views import analysisview, overview_filter
 from benchcards.views import tables as views
 
-__all__ = ["ANSWER_SIZES", "CHART_SETUPS", "HOME_ROWS", "KNEE_CHART_SETUPS", "LIST_LINKS", "LIST_NOTES", "aggregate_pages"]
+__all__ = ["HOME_ROWS", "LIST_LINKS", "LIST_NOTES", "aggregate_pages"]
 
 
-#: the fixed sizes of the exported time-to-answer views: (prompt tokens, answer words)
-ANSWER_SIZES: tuple[tuple[int, int], ...] = ((2048, 500), (32768, 500))
 #: setups of each tier in the home page's tables
 HOME_ROWS = 10
-#: setups on one speed-vs-quality or throughput chart (those on the frontier first)
-CHART_SETUPS = 40
-#: setups on the knee charts of a tier page of the analysis
-KNEE_CHART_SETUPS = 5
 
 
 # --------------------------------------------------------------------------- lists: home, tiers, models
@@ -95,7 +89,7 @@ def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tes
                                        notes=LIST_NOTES)})
     return render(env, "index.html", "index.html", title="All setups", sections=sections,
                   models=table(models, links={"Model": "href"}), n_setups=len(ov), n_models=len(models),
-                  n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=_answer_links(), lead=analysisview.LEAD,
+                  n_gpus=ov.gpu.nunique(), n_tests=n_tests, answer_sizes=analysis_pages.answer_links(), lead=analysisview.LEAD,
                   legend=analysisview.LEGEND)
 
 
@@ -145,216 +139,6 @@ def _quality_pages(env: jinja2.Environment, write: Callable[[str, str], Any], q:
                                  crumbs=[HOME, site.Crumb("Quality")],
                                  tests=table(overview, links={"Test": "href", "Best setup": "best_href"})))
     return ["quality.html", *paths]
-
-
-# --------------------------------------------------------------------------- analysis
-
-
-def _answer_stem(prompt: int, words: int) -> str:
-    return f"analysis/time-to-answer-{fmt.depth(prompt).lower().replace(',', '')}-{words}-words"
-
-
-def _answer_links() -> list[dict]:
-    return [{"href": f"{_answer_stem(p, w)}.html", "text": f"{fmt.depth(p)} prompt, {w:,} words"}
-            for p, w in ANSWER_SIZES]
-
-
-def _tier_rows(df: pd.DataFrame, ids: Iterable[str]) -> pd.DataFrame:
-    keep = set(ids)
-    return df[df.setup_id.isin(keep)]
-
-
-def _chart_setups(df: pd.DataFrame, order_col: str, limit: int = CHART_SETUPS) -> list[str]:
-    """Setups for a chart with many candidates: those with a point on the frontier first, then by
-    ``order_col`` (largest first), at most ``limit``."""
-    best = df.groupby("setup_id").agg(front=("frontier", "max"), top=(order_col, "max")).reset_index()
-    best = best.sort_values(["front", "top"], ascending=[False, False], kind="stable")
-    return best.setup_id.head(limit).tolist()
-
-
-@dataclass
-class _Analysis:
-    """What every analysis page reads: the data (method tests left out, as in the app), knees, tiers, crumbs."""
-
-    env: jinja2.Environment
-    write: Callable[[str, str], Any]
-    data: analysis_inputs.AnalysisData
-    kn: pd.DataFrame
-    tier_order: list[str]
-    left_note: str
-    by_tier: dict[str, list[str]]
-    titles: dict[str, str]
-    crumbs: list[site.Crumb]
-
-
-def _analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], data: analysis_inputs.AnalysisData,
-                    kn: pd.DataFrame, tier_order: list[str]) -> list[str]:
-    """The analysis index and every view's pages (their words: ``benchcards.views.analysisview``)."""
-    # as in the app: method tests (tiny or random-weight models) show the method, not a speed to rank
-    data, left_out = analysis.without_method_tests(data)
-    setups = analysis.with_tiers(data.setups)
-    a = _Analysis(env, write, data, kn[kn.setup_id.isin(set(data.setups.setup_id))], tier_order,
-                  analysisview.left_out_note(left_out),
-                  {t: setups[setups.tier == t].setup_id.tolist() for t in tier_order},
-                  dict(zip(setups.setup_id, setups.title)), [HOME, site.Crumb("Analysis", "analysis.html")])
-    paths: list[str] = []
-    answers, more = _answer_pages(a)
-    paths += more
-    tp_links, more = _throughput_pages(a)
-    paths += more
-    sq_links, more = _speed_quality_pages(a)
-    paths += more
-    knee_links, more = _knee_pages(a)
-    paths += more
-    views_shown = [{"view": v, "links": links} for v, links in zip(
-        analysisview.VIEWS, (answers, tp_links, sq_links, knee_links))]
-    write("analysis.html", render(env, "analysis.html", "analysis.html", title="Analysis",
-                                  crumbs=[HOME, site.Crumb("Analysis")], views=views_shown,
-                                  intro=analysisview.INTRO, n_setups=len(setups), left_note=a.left_note))
-    return ["analysis.html", *paths]
-
-
-def _answer_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
-    """Time to answer at the fixed sizes: one ranked page each."""
-    view = analysisview.TIME_TO_ANSWER
-    links, paths = [], []
-    for p, w in ANSWER_SIZES:
-        res = analysis.time_to_answer(a.data, p, float(w))
-        stem = _answer_stem(p, w)
-        shown = analysis.answer_table(res)
-        shown.insert(2, "href", [site.setup_path(s) for s in res.setup_id])
-        links.append({"href": f"{stem}.html", "text": f"{fmt.depth(p)}-token prompt, {w:,}-word answer",
-                      "count": int(res.total_s.notna().sum()), "unit": "ranked"})
-
-        def chart(page: int, page_charts: Charts, res: pd.DataFrame = res) -> dict:
-            if page == 1 and res.total_s.notna().any():
-                page_charts.add(charts.answer_time_chart(res), caption=analysisview.CHART_FASTEST)
-            return {}
-
-        title = f"{view.title}: {fmt.depth(p)} prompt, {w:,} words"
-        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)], intro=[
-            f"Expected seconds from sending a {p:,}-token prompt to the end of a {w:,}-word answer.", view.rules,
-            a.left_note], links={"Setup": "href"}, before=chart)
-    return links, paths
-
-
-def _throughput_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
-    """Throughput vs per-request speed, one page per tier."""
-    view = analysisview.THROUGHPUT
-    links, paths = [], []
-    tp_all = analysis.throughput(a.data)
-    for t in a.tier_order:
-        if not (tp_all.tier == t).any():
-            continue
-        tp = analysis.throughput(a.data.only(a.by_tier[t]))
-        stem = f"analysis/throughput-{site.tier_slug(t)}"
-        shown = analysis.throughput_table(tp)
-        shown.insert(1, "href", [site.setup_path(s) for s in tp.setup_id])
-        links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": tp.setup_id.nunique()})
-        on_chart = _chart_setups(tp, "total_tps")
-
-        def tp_chart(page: int, page_charts: Charts, tp: pd.DataFrame = tp, on_chart: list[str] = on_chart) -> dict:
-            if page == 1:
-                n = tp.setup_id.nunique()
-                page_charts.add(charts.pareto_chart(tp[tp.setup_id.isin(on_chart)], charts.setup_colors(on_chart)),
-                                caption=None if n <= len(on_chart) else
-                                f"{len(on_chart)} of {fmt.count(n, 'setup')}: those on the frontier, then the highest totals.")
-            return {}
-
-        title = f"{view.title}: {t} tier"
-        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)], intro=[
-            view.intro, view.rules], links={"Setup": "href"}, before=tp_chart)
-    return links, paths
-
-
-def _speed_quality_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
-    """Speed vs quality per tier, one page per test."""
-    view = analysisview.SPEED_QUALITY
-    links, paths = [], []
-    speed_label = analysis.SPEED_MEASURES["decode"][0]
-    for test, label in analysis.quality_tests(a.data):
-        sq = analysis.speed_quality(a.data, test, "decode")
-        if sq.empty:
-            continue
-        stem = f"analysis/speed-quality-{site.quality_path(test)[len('quality/'):-5]}"
-        sections = []
-        page_charts = Charts()
-        for t in [t for t in a.tier_order if (sq.tier == t).any()]:
-            rows = sq[sq.tier == t]
-            on_chart = _chart_setups(rows, "speed_tps")
-            c = page_charts.add(charts.speed_quality_chart(rows[rows.setup_id.isin(on_chart)], speed_label, [t]))
-            front = analysis.speed_quality_table(rows[rows.frontier], speed_label)
-            front.insert(2, "href", [site.setup_path(s) for s in rows[rows.frontier].setup_id])
-            sections.append({"tier": t, "chart": c, "count": len(rows), "shown": len(on_chart),
-                             "anchor": site.tier_slug(t), "table": table(front, links={"Setup": "href"}, up="../")})
-        title = f"{label} vs speed per hardware tier"
-        path = f"{stem}.html"
-        a.write(path, render(a.env, "speed_quality.html", path, title=title, crumbs=[*a.crumbs, site.Crumb(title)],
-                             charts=page_charts, sections=sections, label=label, speed_label=speed_label,
-                             rules=view.rules))
-        paths.append(path)
-        links.append({"href": path, "text": label, "count": len(sq)})
-    return links, paths
-
-
-def _knee_pages(a: _Analysis) -> tuple[list[dict], list[str]]:
-    """Knees, one page per tier, with the tier's fastest setups on the charts."""
-    view = analysisview.KNEES
-    links, paths = [], []
-    for t in a.tier_order:
-        k = _tier_rows(a.kn, a.by_tier[t])
-        if k.empty:
-            continue
-        stem = f"analysis/knees-{site.tier_slug(t)}"
-        shown = analysis.knee_table(k)
-        shown.insert(1, "href", [site.setup_path(s) for s in k.setup_id])
-        links.append({"href": f"{stem}.html", "text": f"{t} tier", "count": k.setup_id.nunique()})
-        pick = _knee_chart_setups(a.data, list(dict.fromkeys(k.setup_id)))  # setups with curves only
-        title = f"{view.title}: {t} tier"
-        paths += _write_list(a.env, a.write, stem, shown, title, [*a.crumbs, site.Crumb(title)],
-                             intro=[view.rules], links={"Setup": "href"}, before=_KneeCharts(a, pick, k))
-    return links, paths
-
-
-@dataclass
-class _KneeCharts:
-    """The knee charts of a tier's first page (a ``_write_list`` ``before``): its fastest setups' curves with
-    their knees marked."""
-
-    a: _Analysis
-    pick: list[str]
-    k: pd.DataFrame
-
-    def __call__(self, page: int, page_charts: Charts) -> dict:
-        return _knee_charts(self.a, page, page_charts, self.pick, self.k)
-
-
-def _knee_charts(a: _Analysis, page: int, page_charts: Charts, pick: list[str], k: pd.DataFrame) -> dict:
-    """See ``_KneeCharts``."""
-    if page > 1 or not pick:
-        return {}
-    sub = a.data.only(pick)
-    k = k[k.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
-    points = analysis.depth_curves(sub, tasks=False)
-    points["title"] = points.setup_id.map(a.titles)
-    colours = charts.setup_colors(pick)  # one colour per setup across the page's charts
-    for kind in (analysis.PREFILL, analysis.DECODE):
-        if (points.kind == kind).any():
-            page_charts.add(charts.knee_depth_chart(points, k, kind, colours))
-    tp = analysis.throughput(sub)
-    if not tp.empty:
-        page_charts.add(charts.knee_conc_chart(tp, k, colours))
-    fastest = f"{len(pick)} fastest setups" if len(pick) > 1 else "fastest setup"
-    return {"chart_note": f"The charts show the tier's {fastest} (decode); the table lists every setup's knees."}
-
-
-def _knee_chart_setups(data: analysis_inputs.AnalysisData, ids: list[str]) -> list[str]:
-    """The fastest few setups (headline decode) of ``ids``, for the knee charts."""
-    m = data.metrics
-    dec = m[(m.metric == "decode") & m.prompt.isna() & m.level.isna() & m.setup_id.isin(set(ids))]
-    order = dec.sort_values("value", ascending=False).setup_id.tolist()
-    rest = [s for s in ids if s not in set(order)]
-    return (order + rest)[:KNEE_CHART_SETUPS]
 
 
 def _builds_page(env: jinja2.Environment, build_groups: list[builds.Group]) -> str:
@@ -440,7 +224,7 @@ def aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: St
     write("builds.html", _builds_page(env, build_groups))
     pages.append("builds.html")
     pages += _sweep_pages(env, write, store, set(ov.setup_id))
-    pages += _analysis_pages(env, write, data, kn, tier_order)
+    pages += analysis_pages.analysis_pages(env, write, data, kn, tier_order)
     write("assets/search.js", site.search_script(site.search_index(ov)))
     figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({clauses.LATEST_METRICS}) "
                        "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")

@@ -1,22 +1,41 @@
-"""The analysis views and the overview in words: each defined once, for the app and the export.
+"""The analysis views and the overview: each defined once, as data plus words plus chart spec, for the app and
+the export.
 
 Each analysis view (time to answer, throughput vs per-request speed, speed vs quality, knees) has a title, an
-intro (what it shows), its rules (how its figures are made) and what is said when nothing qualifies. The
-Streamlit Analysis page (pages/7_Analysis.py) and the export's analysis pages (``benchcards.site.pages._analysis_pages``) show
-these same sentences; the overview's lead and legend are here too (app.py and the export's index). Their
-tables are ``benchcards.compute.analysis``'s display tables, their charts ``benchcards.charts.charts``'. Plain text, no
-Streamlit, no HTML.
+intro (what it shows), its rules (how its figures are made) and what is said when nothing qualifies (``View``),
+and a function that returns its ordered list of sections (``cardview.Section``) for given inputs:
+``time_to_answer_sections``, ``throughput_sections``, ``speed_quality_sections``, ``knee_sections``. Their
+blocks are ``cardview.Text``, ``Table`` (display strings, ``benchcards.views.analysis_tables``), ``Plot`` (which
+chart of ``benchcards.charts.charts`` over which rows: ``charts.analysis_chart`` draws it) and ``Anchors``. The
+Streamlit Analysis page (pages/7_Analysis.py, ``ui.analysis_page``) and the export's analysis pages
+(``benchcards.site.analysis_pages``) walk the same lists and only decide how a block looks; the page passes its
+inputs (sizes, tiers, test, chosen setups), the export the defaults documented here (``ANSWER_SIZES``, one
+tier or test a page). tests/test_analysis_views_once.py compares their visible text. The overview's lead and
+legend are here too (app.py and the export's index). Plain text and frames: no Streamlit, no HTML.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import pandas as pd
 
 from benchcards.compute import analysis
+from benchcards.domain import fmt
+from benchcards.read.analysis_inputs import AnalysisData
+from benchcards.views import analysis_tables
+from benchcards.views.cardview import Section, Text
 
 __all__ = [
+    "ANSWER_PROMPT",
+    "ANSWER_SIZES",
+    "ANSWER_WORDS",
+    "CHART_SETUPS",
     "INTRO",
     "KNEES",
+    "KNEE_CHART_SETUPS",
     "LEAD",
     "LEGEND",
     "QUALITY",
@@ -24,8 +43,18 @@ __all__ = [
     "THROUGHPUT",
     "TIME_TO_ANSWER",
     "VIEWS",
+    "Anchors",
+    "Plot",
+    "Table",
     "View",
+    "chart_setups",
+    "knee_chart_setups",
+    "knee_sections",
     "left_out_note",
+    "scope_text",
+    "speed_quality_sections",
+    "throughput_sections",
+    "time_to_answer_sections",
 ]
 
 
@@ -118,3 +147,190 @@ LEGEND = ("Quality: result ± half-width of the Wilson 95 % interval, in points;
           "someone else posted, as written ('~' = approximate), with the source on the card; listed after every "
           "measured setup, never ranked with them. synthetic: generated demo data, not a measurement. method test: "
           "a real measurement of a tiny or random-weight model that shows the method, not a model's speed.")
+
+
+# --------------------------------------------------------------------------- the views as sections
+
+#: the app's default sizes of the time-to-answer view (prompt tokens, answer words)
+ANSWER_PROMPT, ANSWER_WORDS = 8192, 500
+#: the sizes the export publishes a time-to-answer page for: (prompt tokens, answer words)
+ANSWER_SIZES: tuple[tuple[int, int], ...] = ((2048, 500), (32768, 500))
+#: setups on one speed-vs-quality or throughput chart (those on the frontier first)
+CHART_SETUPS = 40
+#: setups on the knee charts when none are chosen (the fastest by headline decode)
+KNEE_CHART_SETUPS = 5
+
+
+class Table(NamedTuple):
+    """A display table of an analysis view (every cell text). ``setups``: each row's setup id (a renderer may
+    link the Setup column to its card); ``paged``: the export may split it into pages (the rest of the view
+    on each page, its charts on the first)."""
+
+    df: pd.DataFrame
+    key: str
+    numeric: tuple[str, ...] = analysis_tables.NUMERIC_COLUMNS
+    setups: Sequence[str] | None = None
+    paged: bool = False
+
+
+class Plot(NamedTuple):
+    """A chart of ``benchcards.charts.charts`` as data: ``kind`` names it ('answer-time', 'pareto',
+    'speed-quality', 'knee-prefill', 'knee-decode', 'knee-conc'), ``rows`` are the frame(s) it draws,
+    ``options`` its other arguments; ``caption`` is said under it. ``charts.analysis_chart`` draws it."""
+
+    kind: str
+    rows: dict[str, pd.DataFrame]
+    options: dict | None = None
+    caption: str | None = None
+
+
+class Anchors(NamedTuple):
+    """Links to the sections further down the same view: (text, the section's anchor, how many setups)."""
+
+    items: list[tuple[str, str, int]]
+
+
+def scope_text(tiers: Sequence[str]) -> str:
+    """What a view is restricted to, in words: '16 GB tier', '16 GB, 24 GB tiers', or '' for every tier."""
+    if not tiers:
+        return ""
+    return f"{', '.join(tiers)} tier{'s' if len(tiers) > 1 else ''}"
+
+
+def _titled(view: View, scope: str) -> str:
+    return f"{view.title}: {scope}" if scope else view.title
+
+
+def _note(text: str) -> Text:
+    return Text(text, "note")
+
+
+def chart_setups(df: pd.DataFrame, order_col: str, limit: int = CHART_SETUPS) -> list[str]:
+    """Setups for a chart with many candidates: those with a point on the frontier first, then by
+    ``order_col`` (largest first), at most ``limit``."""
+    best = df.groupby("setup_id").agg(front=("frontier", "max"), top=(order_col, "max")).reset_index()
+    best = best.sort_values(["front", "top"], ascending=[False, False], kind="stable")
+    return best.setup_id.head(limit).tolist()
+
+
+def time_to_answer_sections(data: AnalysisData, prompt: int = ANSWER_PROMPT, words: float = ANSWER_WORDS, *,
+                            tokens_per_word: float | None = None, measured_only: bool = False,
+                            left_out: Sequence[str] = ()) -> list[Section]:
+    """The time-to-answer view for a ``prompt``-token prompt and a ``words``-word answer: intro, rules, the
+    chart of the fastest, the ranked table. ``tokens_per_word`` replaces every setup's own ratio;
+    ``measured_only`` ranks only setups measured at these sizes; ``left_out``: method tests not ranked."""
+    view = TIME_TO_ANSWER
+    answers = analysis.time_to_answer(data, int(prompt), float(words), tokens_per_word_override=tokens_per_word)
+    if measured_only:
+        answers = analysis.rank_answers(answers[answers.in_range])
+    blocks: list = [_note(view.intro), _note(f"Expected seconds from sending a {int(prompt):,}-token prompt to the "
+                                             f"end of a {words:,.0f}-word answer."), _note(view.rules)]
+    if left_out:
+        blocks.append(_note(left_out_note(list(left_out))))
+    if answers.total_s.notna().any():
+        blocks.append(Plot("answer-time", {"rows": answers}, caption=CHART_FASTEST))
+    else:
+        blocks.append(Text(view.empty, "info"))
+    blocks.append(Table(analysis_tables.answer_table(answers), "time-to-answer", setups=list(answers.setup_id),
+                        paged=True))
+    title = f"{view.title}: {fmt.depth(prompt)} prompt, {words:,.0f} words"
+    return [Section(view.key, title, blocks)]
+
+
+def throughput_sections(data: AnalysisData, scope: str = "", limit: int = CHART_SETUPS) -> list[Section]:
+    """Throughput vs per-request speed of the setups in ``data`` (``scope``: what they are, in words, e.g. one
+    tier): intro, rules, the chart (at most ``limit`` setups: the frontier's first), every point's row."""
+    view = THROUGHPUT
+    tp = analysis.throughput(data)
+    blocks: list = [_note(view.intro), _note(view.rules)]
+    if tp.empty:
+        return [Section(view.key, _titled(view, scope), [*blocks, Text(view.empty, "info")])]
+    on_chart = chart_setups(tp, "total_tps", limit)
+    n = tp.setup_id.nunique()
+    caption = None if n <= len(on_chart) else \
+        f"{len(on_chart)} of {fmt.count(n, 'setup')}: those on the frontier, then the highest totals."
+    blocks += [Plot("pareto", {"rows": tp[tp.setup_id.isin(on_chart)]}, {"setups": on_chart}, caption),
+               Table(analysis_tables.throughput_table(tp), "throughput-vs-per-request", setups=list(tp.setup_id),
+                     paged=True)]
+    return [Section(view.key, _titled(view, scope), blocks)]
+
+
+def speed_quality_sections(data: AnalysisData, test: str, label: str, speed: str = "decode",
+                           limit: int = CHART_SETUPS) -> list[Section]:
+    """Speed vs quality in ``test`` (shown as ``label``) against the speed measure ``speed``
+    (``analysis.SPEED_MEASURES``): intro and rules, then one section per hardware tier with its chart (at
+    most ``limit`` setups), its best trade-offs and its other setups."""
+    view = SPEED_QUALITY
+    speed_label = analysis.SPEED_MEASURES[speed][0]
+    sq = analysis.speed_quality(data, test, speed)
+    top: list = [_note(view.intro), _note(f"{label} against {speed_label}. {view.rules}")]
+    title = f"{label} vs speed per hardware tier"
+    if sq.empty:
+        return [Section(view.key, title, [*top, Text(view.empty, "info")])]
+    order = [t for t in analysis.tiers_present(data) if (sq.tier == t).any()]
+    top.append(Anchors([(t, t, int((sq.tier == t).sum())) for t in order]))
+    out = [Section(view.key, title, top)]
+    for t in order:
+        rows = sq[sq.tier == t]
+        on_chart = chart_setups(rows, "speed_tps", limit)
+        blocks: list = [Plot("speed-quality", {"rows": rows[rows.setup_id.isin(on_chart)]},
+                             {"speed_label": speed_label, "tier": t})]
+        if len(rows) > len(on_chart):
+            blocks.append(_note(f"The chart shows {len(on_chart)} of {fmt.count(len(rows), 'setup')}: the best "
+                                "trade-offs first, then the fastest."))
+        for heading, part, which in (("Best trade-offs", rows[rows.frontier], "best"),
+                                     ("Other setups", rows[~rows.frontier], "other")):
+            if not part.empty:
+                blocks += [Text(heading, "heading"),
+                           Table(analysis_tables.speed_quality_table(part, speed_label, "decode"),
+                                 f"speed-vs-quality-{len(out)}-{which}",
+                                 (*analysis_tables.NUMERIC_COLUMNS, speed_label), list(part.setup_id))]
+        out.append(Section(t, f"{t} tier", blocks, level=3))
+    return out
+
+
+def knee_chart_setups(data: AnalysisData, ids: Sequence[str], limit: int = KNEE_CHART_SETUPS) -> list[str]:
+    """The fastest few setups (headline decode) of ``ids``, for the knee charts; those without a decode after."""
+    m = data.metrics
+    dec = m[(m.metric == "decode") & m.prompt.isna() & m.level.isna() & m.setup_id.isin(set(ids))]
+    order = dec.sort_values("value", ascending=False).setup_id.tolist()
+    rest = [s for s in ids if s not in set(order)]
+    return (order + rest)[:limit]
+
+
+def _knee_plots(data: AnalysisData, kn: pd.DataFrame, pick: list[str]) -> list:
+    """The knee charts of the setups in ``pick``: prefill and decode vs depth, total vs requests at once."""
+    sub = data.only(pick)
+    k = kn[kn.setup_id.isin(set(pick))]  # the charts' setups only (the table lists them all)
+    points = analysis.depth_curves(sub, tasks=False)
+    points["title"] = points.setup_id.map(dict(zip(sub.setups.setup_id, sub.setups.title)))
+    out: list = [Plot(f"knee-{kind}", {"points": points, "knees": k}, {"kind": kind, "setups": pick})
+                 for kind in (analysis.PREFILL, analysis.DECODE) if (points.kind == kind).any()]
+    tp = analysis.throughput(sub)
+    if not tp.empty:
+        out.append(Plot("knee-conc", {"rows": tp, "knees": k}, {"setups": pick}))
+    return out
+
+
+def knee_sections(data: AnalysisData, knees: pd.DataFrame | None = None, scope: str = "",
+                  chosen: Sequence[str] = ()) -> list[Section]:
+    """The knees of the setups in ``data`` (``knees``: their rows of ``analysis.knees``, computed when None;
+    ``scope`` as ``throughput_sections``'): intro, rules, the curves of the ``chosen`` setups (by default the
+    ``KNEE_CHART_SETUPS`` fastest) with their knees marked, every knee's row."""
+    view = KNEES
+    kn = analysis.knees(data) if knees is None else knees
+    blocks: list = [_note(view.intro), _note(view.rules)]
+    if kn.empty:
+        return [Section(view.key, _titled(view, scope), [*blocks, Text(view.empty, "info")])]
+    ids = list(dict.fromkeys(kn.setup_id))
+    pick = [s for s in chosen if s in set(ids)] or knee_chart_setups(data, ids)
+    plots = _knee_plots(data, kn, pick)
+    if chosen:
+        which = "setups chosen"
+    else:
+        whose = "tier's " if scope.endswith(" tier") else ""
+        which = f"{whose}{f'{len(pick)} fastest setups' if len(pick) > 1 else 'fastest setup'} (decode)"
+    if plots:  # said under the last chart (drawn with the charts only)
+        plots[-1] = plots[-1]._replace(caption=f"The charts show the {which}; the table lists every setup's knees.")
+    blocks += [*plots, Table(analysis_tables.knee_table(kn), "knees", setups=list(kn.setup_id), paged=True)]
+    return [Section(view.key, _titled(view, scope), blocks)]
