@@ -549,3 +549,19 @@ def test_a_notebook_may_name_the_database_by_a_string(demo_db):
     by_path = overview_rows.overview(Store(demo_db))
     by_str = overview_rows.overview(Store(str(demo_db)))
     assert list(by_str.setup_id) == list(by_path.setup_id) and len(by_str) > 0
+
+
+@pytest.mark.integration
+def test_the_time_to_answer_chart_says_it_leaves_setups_out_only_when_it_does(demo_db):
+    """Newcomer review: 'The chart shows the 25 fastest.' stood under a chart of 6 setups."""
+    from benchcards.read import analysis_inputs
+    from benchcards.read.store import Store
+    from benchcards.views import analysisview as av
+
+    assert av.chart_fastest(25, 6) is None and av.chart_fastest(25, 25) is None
+    assert av.chart_fastest(25, 40) == "The chart shows the 25 fastest of 40."
+    data = analysis_inputs.analysis_data(Store(demo_db))
+    [section] = av.time_to_answer_sections(data)
+    [plot] = [b for b in section.blocks if isinstance(b, av.Plot)]
+    timed = int(plot.rows["rows"].total_s.notna().sum())
+    assert 0 < timed <= av.ANSWER_CHART_SETUPS and plot.caption is None

@@ -844,7 +844,7 @@ def analysis_chart(plot: Any) -> alt.TopLevelMixin:
     export draw the same one. Raises ValueError for a kind it does not know."""
     rows, opts = plot.rows, plot.options or {}
     if plot.kind == "answer-time":
-        return answer_time_chart(rows["rows"])
+        return answer_time_chart(rows["rows"], opts["limit"])
     if plot.kind == "pareto":
         return pareto_chart(rows["rows"], setup_colors(opts["setups"]))
     if plot.kind == "speed-quality":

@@ -29,6 +29,7 @@ from benchcards.views import analysis_tables
 from benchcards.views.cardview import Section, Text
 
 __all__ = [
+    "ANSWER_CHART_SETUPS",
     "ANSWER_PROMPT",
     "ANSWER_SIZES",
     "ANSWER_WORDS",
@@ -47,6 +48,7 @@ __all__ = [
     "Plot",
     "Table",
     "View",
+    "chart_fastest",
     "chart_setups",
     "knee_chart_setups",
     "knee_sections",
@@ -125,8 +127,14 @@ KNEES = View(
 
 VIEWS: tuple[View, ...] = (TIME_TO_ANSWER, THROUGHPUT, SPEED_QUALITY, KNEES)
 
-#: under the export's time-to-answer chart (it draws the fastest few of a page)
-CHART_FASTEST = "The chart shows the 25 fastest."
+#: setups on the time-to-answer chart (the fastest; the table ranks them all)
+ANSWER_CHART_SETUPS = 25
+
+
+def chart_fastest(shown: int, of: int) -> str | None:
+    """Under the time-to-answer chart when it leaves setups out: 'The chart shows the 25 fastest of 40.'; None
+    when it shows them all."""
+    return f"The chart shows the {shown:,} fastest of {of:,}." if of > shown else None
 
 #: the quality pages' rule (app: Quality and margins; export: one page per test)
 QUALITY = "Wilson score intervals at 95 %; a cut-off answer counts as wrong."
@@ -228,7 +236,9 @@ def time_to_answer_sections(data: AnalysisData, prompt: int = ANSWER_PROMPT, wor
     if left_out:
         blocks.append(_note(left_out_note(list(left_out))))
     if answers.total_s.notna().any():
-        blocks.append(Plot("answer-time", {"rows": answers}, caption=CHART_FASTEST))
+        timed = int(answers.total_s.notna().sum())
+        blocks.append(Plot("answer-time", {"rows": answers}, {"limit": ANSWER_CHART_SETUPS},
+                           caption=chart_fastest(ANSWER_CHART_SETUPS, timed)))
     else:
         blocks.append(Text(view.empty, "info"))
     blocks.append(Table(analysis_tables.answer_table(answers), "time-to-answer", setups=list(answers.setup_id),
