@@ -20,7 +20,6 @@ Text from the data travels as Arrow values, never as SQL.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ import pyarrow as pa
 
 from benchcards.domain import fmt, metrics
 
-__all__ = ["TABLES", "Column", "Table", "parquet_files", "row_counts", "table_rows"]
+__all__ = ["TABLES", "Column", "Table", "parquet_files", "row_counts", "table_columns"]
 
 
 @dataclass(frozen=True)
@@ -150,56 +149,44 @@ def _float(v: Any) -> float | None:
     return None if v is None or fmt.missing(v) else float(v)
 
 
-def _int(v: Any) -> int | None:
-    return None if v is None or fmt.missing(v) else int(v)
-
-
 def _headlines(ov: pd.DataFrame) -> dict[str, tuple[float | None, float | None, float | None]]:
     """Per setup the overview's headline figures (decode, prefill at 8K, first token at 2K), in the registry's
     units (as every figure of ``index.json``)."""
-    scale = {k: metrics.REGISTRY[k].scale for k in ("decode", "prefill", "ttft")}
-    return {str(s): (None if (x := _float(d)) is None else x * scale["decode"],
-                     None if (y := _float(p)) is None else y * scale["prefill"],
-                     None if (z := _float(t)) is None else z * scale["ttft"])
-            for s, d, p, t in zip(ov.setup_id, ov.decode_tps, ov.prefill_8k_tps, ov.ttft_2k_s)}
-
-
-def table_rows(setups: list[dict[str, Any]], ov: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
-    """The rows of every table (by path) from ``urls.index_setups``'s list (what ``index.json`` holds) and the
-    overview ``ov`` it was made from (the headline figures); each row is a dict of the table's columns."""
-    heads = _headlines(ov)
-    out: dict[str, list[dict[str, Any]]] = {t.path: [] for t in TABLES}
-    setup_cols = [c.name for c in SETUPS.columns]
-    for s in setups:
-        sid = s["setup_id"]
-        row = {k: s.get(k) for k in setup_cols}
-        row["decode_tps"], row["prefill_8k_tps"], row["ttft_2k_s"] = heads.get(sid, (None, None, None))
-        out[SETUPS.path].append(row)
-        for f in s["figures"]:
-            out[FIGURES.path].append({"setup_id": sid, "metric": f["metric"], "prompt": f["prompt"],
-                                      "level": f["level"], "value": f["value"], "unit": f["unit"],
-                                      "runs": f["runs"], "source": f["from"]})
-        for q in s["quality"]:
-            out[QUALITY.path].append({"setup_id": sid, **{k: q[k] for k in QUALITY.names[1:]}})
-        for r in s["reported"]:
-            src = r["source"]
-            out[REPORTED.path].append({"setup_id": sid, **{k: r[k] for k in REPORTED.names[1:10]},
-                                       **{f"source_{k}": src[k] for k in
-                                          ("title", "author", "url", "reference", "published")}})
+    scale = [metrics.REGISTRY[k].scale for k in ("decode", "prefill", "ttft")]
+    out: dict[str, tuple[float | None, float | None, float | None]] = {}
+    for sid, *values in zip(ov.setup_id, ov.decode_tps, ov.prefill_8k_tps, ov.ttft_2k_s):
+        d, p, t = (None if (x := _float(v)) is None else x * k for v, k in zip(values, scale))
+        out[str(sid)] = (d, p, t)
     return out
 
 
-_CONVERT: dict[str, Callable[[Any], Any]] = {
-    "VARCHAR": lambda v: None if v is None or fmt.missing(v) else str(v), "DOUBLE": _float, "BIGINT": _int,
-    "INTEGER": _int, "BOOLEAN": lambda v: None if v is None or fmt.missing(v) else bool(v)}
+def table_columns(setups: list[dict[str, Any]], ov: pd.DataFrame) -> dict[str, dict[str, list[Any]]]:
+    """Every table's columns (path -> column -> values) from ``urls.index_setups``'s list (what ``index.json``
+    holds: plain values, a missing one None) and the overview ``ov`` it was made from (the headline figures)."""
+    heads = _headlines(ov)
+    none = (None, None, None)
+    head = {c: i for i, c in enumerate(("decode_tps", "prefill_8k_tps", "ttft_2k_s"))}
+    st: dict[str, list[Any]] = {c: [s.get(c) for s in setups] if c not in head else
+                                [heads.get(s["setup_id"], none)[head[c]] for s in setups] for c in SETUPS.names}
+    out = {SETUPS.path: st}
+    for table, key, renamed in ((FIGURES, "figures", {"source": "from"}), (QUALITY, "quality", {}),
+                                (REPORTED, "reported", {})):
+        rows = [(s["setup_id"], r) for s in setups for r in s[key]]
+        cols: dict[str, list[Any]] = {"setup_id": [sid for sid, _ in rows]}
+        for c in table.names[1:]:
+            if c.startswith("source_"):
+                cols[c] = [r["source"][c[len("source_"):]] for _, r in rows]
+            else:
+                k = renamed.get(c, c)
+                cols[c] = [r[k] for _, r in rows]
+        out[table.path] = cols
+    return out
 
 
-def _arrow(table: Table, rows: Iterable[dict[str, Any]]) -> pa.Table:
-    """``rows`` as an Arrow table of the declared types, with ``_ordinal`` (the position in ``rows``)."""
-    rows = list(rows)
-    arrays = {c.name: pa.array([_CONVERT[c.type](r[c.name]) for r in rows], type=_ARROW[c.type])
-              for c in table.columns}
-    arrays["_ordinal"] = pa.array(range(len(rows)), type=pa.int64())
+def _arrow(table: Table, columns: dict[str, list[Any]]) -> pa.Table:
+    """``columns`` as an Arrow table of the declared types, with ``_ordinal`` (each row's position)."""
+    arrays = {c.name: pa.array(columns[c.name], type=_ARROW[c.type], from_pandas=True) for c in table.columns}
+    arrays["_ordinal"] = pa.array(range(len(columns[table.columns[0].name])), type=pa.int64())
     return pa.table(arrays)
 
 
@@ -214,14 +201,14 @@ def parquet_files(setups: list[dict[str, Any]], ov: pd.DataFrame) -> dict[str, b
     """The content of every Parquet table (path -> bytes), written by DuckDB on one in-memory connection with
     one thread (one thread: the row groups, and so the bytes, do not depend on the machine). Side effect: uses
     a temporary folder, removed again."""
-    rows = table_rows(setups, ov)
+    columns = table_columns(setups, ov)
     out: dict[str, bytes] = {}
     con = duckdb.connect(":memory:", config={"threads": 1, "preserve_insertion_order": True})
     try:
         with tempfile.TemporaryDirectory(prefix="benchcards-parquet-") as tmp:
             for i, table in enumerate(TABLES):
                 view = f"t{i}"
-                con.register(view, _arrow(table, rows[table.path]))
+                con.register(view, _arrow(table, columns[table.path]))
                 target = Path(tmp) / f"{i}.parquet"
                 cols = ", ".join(f'"{c.name}"' for c in table.columns)
                 con.execute(f"COPY (SELECT {cols} FROM {view} ORDER BY setup_id, _ordinal) "
