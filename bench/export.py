@@ -6,7 +6,8 @@ Generates N synthetic setup folders, ingests them (the same-run baseline: the ti
 very data the export reads), exports the site into a new folder, then:
 
 - prints the export time and its ratio to the ingest time (target: <= 3x ingest);
-- prints the largest HTML pages (target: every page <= 300 KB) and the site's size;
+- prints the largest HTML pages (target: every page <= 300 KB) and the site's size, and the sizes of index.json,
+  the search index and the Parquet tables (the search index: target < 1 MB at 10,000 setups);
 - ingests one more setup and exports again into the same folder: prints what was rewritten
   (incremental export: the new card, the lists it appears on, the machine-readable files; every
   other card untouched) and the time;
@@ -27,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchcards.site import parquet
 from benchcards.site.exporter import export
 from devdata import synth
 from ingest import ingest_paths
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         big = [rel for size, rel in html if size > PAGE_LIMIT]
         if big:
             failures.append(f"{len(big)} pages over {PAGE_LIMIT // 1024} KB: {', '.join(big[:5])}")
-        for rel in ("index.json", "assets/search.js", "assets/vega.js"):
+        for rel in ("index.json", "assets/search.js", "assets/vega.js", *(t.path for t in parquet.TABLES)):
             print(f"{rel:<19}: {(site / rel).stat().st_size / 1024:8.0f} KB")
         parts = sorted((p.stat().st_size, p.relative_to(site).as_posix()) for p in (site / "index").rglob("*.json"))
         print(f"index parts        : {len(parts)} files, largest {parts[-1][1]} {parts[-1][0] / 1024:.0f} KB")

@@ -21,7 +21,9 @@ The site (addresses in ``benchcards.site.urls``):
 - ``index.json`` (every setup and figure as plain numbers with units from the metric registry; the same split
   per tier and per model in ``index/tiers/…json`` and ``index/models/…json``, listed under its ``parts``),
   ``sitemap.xml`` (``--base-url`` makes its addresses absolute), ``assets/search.js`` (the index of
-  the search box), the raw files under ``raw/<sha256>.bin`` and the bundled scripts in ``assets/``.
+  the search box), ``downloads.html`` and the same data as Parquet tables (``parquet/setups.parquet``,
+  ``figures``, ``quality``, ``reported``: ``benchcards.site.parquet``), the raw files under ``raw/<sha256>.bin``
+  and the bundled scripts in ``assets/``.
 
 Speed: the cards are read with one query per table for many setups at once and rendered in
 worker processes; chart specs are filled into one template spec per chart shape
@@ -273,7 +275,7 @@ def code_stamp() -> str:
     for f in sorted([*here.rglob("*.py"), *TEMPLATES.rglob("*"), here.parent / "schemas" / "models.py"]):
         if f.is_file():
             h.update(f.relative_to(here.parent).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    for dist in ("altair", "pandas", "jinja2", "vl-convert-python"):
+    for dist in ("altair", "pandas", "jinja2", "vl-convert-python", "duckdb", "pyarrow"):  # duckdb: the Parquet bytes
         try:
             h.update(f"{dist}={md.version(dist)}".encode())
         except md.PackageNotFoundError:

@@ -3,7 +3,6 @@ sweeps, and the machine-readable index files (the analysis pages: ``benchcards.s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -15,7 +14,7 @@ from benchcards.compute import builds, sweeps
 from benchcards.domain import fmt, metrics, tiers
 from benchcards.read import analysis_inputs, clauses, quality, reported
 from benchcards.read.store import Store
-from benchcards.site import analysis_pages
+from benchcards.site import analysis_pages, downloads
 from benchcards.site import urls as site
 from benchcards.site import writer as sitewrite
 from benchcards.site.html_table import Cell, table
@@ -228,17 +227,6 @@ def aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: St
     write("assets/search.js", site.search_script(site.search_index(ov)))
     figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({clauses.LATEST_METRICS}) "
                        "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")
-    _index_files(write, site.index_setups(ov, figures, q, base, reported.figures(store)), base)
+    pages += downloads.write_downloads(env, write, site.index_setups(ov, figures, q, base, reported.figures(store)),
+                                       ov, base)
     return pages
-
-
-def _index_files(write: Callable[[str, str], Any], setups: list[dict], base: str | None) -> None:
-    """``index.json`` (every setup, and the catalogue of its parts) and its parts: one file per hardware tier
-    and one per model (``site.index_parts``), so a reader of a large site fetches only what it needs."""
-    def dumps(doc: dict) -> str:
-        return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-    parts, catalogue = site.index_parts(setups, base)
-    write("index.json", dumps(site.index_document(setups, parts=catalogue)))
-    for path, rows in parts.items():
-        write(path, dumps(site.index_document(rows)))
