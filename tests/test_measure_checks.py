@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from live.__main__ import STOPPED_EMPTY, main
+from live.__main__ import main
 from live.settings import SpeedSettings
 from schemas.models import NAME_MAX, SpeedMethod
 from tests.hostile_servers import HostileServer
@@ -23,6 +23,7 @@ from tests.live_servers import ROOT, demo_server, free_port
 
 pytestmark = pytest.mark.integration
 
+STOPPED_EMPTY = "stopped by the user: nothing measured yet, nothing written"  # what the user reads
 QUICK = ["--parts", "decode", "--prompts", "code", "--runs", "1", "--warmups", "0", "--max-tokens", "200",
          "--min-decode-tokens", "100"]
 
@@ -101,7 +102,7 @@ def test_a_setting_that_can_never_give_a_result_is_refused(capsys, tmp_path, arg
 def test_a_number_in_other_digits_is_a_usage_error(capsys, tmp_path, flag):
     """Python's int() and float() read "２" as 2; the command line takes ASCII digits only."""
     with pytest.raises(SystemExit) as exc:
-        main(["measure", flag, "\uff12", "--gpu", "x"])
+        main(["measure", "--base-url", f"http://127.0.0.1:{free_port()}", flag, "\uff12", "--gpu", "x"])
     assert exc.value.code == 2 and "invalid" in capsys.readouterr().err
 
 
