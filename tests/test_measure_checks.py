@@ -16,6 +16,7 @@ import time
 import pytest
 
 from live.__main__ import main
+from live.measure import MeasureConfig
 from live.settings import SpeedSettings
 from schemas.models import NAME_MAX, SpeedMethod
 from tests.hostile_servers import HostileServer
@@ -77,6 +78,18 @@ def test_a_title_at_the_limit_against_the_demo_server_is_written_as_a_method_tes
     assert blank["title"] == "demo-model on CPU only, demo b9999-demo" and blank["method_test"] is True
     card = card_data.card(Store(tmp_path / "db.duckdb"), long_id)
     assert "1 run per prompt after 1 warm-up," in (decode_context(card) or "")  # was "1 runs per prompt"
+    # Reproduce repeats the stored title as it is (it added " (repeat)": 214 characters, refused by its own
+    # --title check), and a run with it builds the same title again: repeats do not grow it
+    from benchcards.views.reproduce_steps import reproduce
+    from live.__main__ import build_parser, setup_input
+    from live.measure import ServerInfo, build_setup, name_problem
+
+    [command] = reproduce(card).measure.values()
+    back = build_parser().parse_args(shlex.split(command.replace("\\\n", " "))[3:])
+    assert back.title == long["title"] and name_problem(back.title, "--title") is None
+    demo = ServerInfo(True, "llama-server", "demo-model", 2, 8192, "b9999-demo", None, True, demo=True)
+    again = build_setup(setup_input(back), demo, MeasureConfig())  # type: ignore[arg-type]
+    assert again.title == long["title"] and again.setup_id == long_id
 
 
 # --------------------------------------------------------------------------- 6, 7: settings that cannot give a result
