@@ -61,9 +61,11 @@ exit status:
 
 def setup_problems(args: argparse.Namespace) -> tuple[object | None, list[str]]:
     """(the --setup-file's Setup, problems of the setup options, one line each), checked before measuring
-    so that no measurement is lost to a typo."""
+    so that no measurement is lost to a typo: every value setup.json will hold is checked by the rule that
+    checks the written file (``live.measure.setup_value_problems``). Used by measure, fit and quality."""
     from pydantic import TypeAdapter, ValidationError
 
+    from live.measure import SetupInput, setup_value_problems
     from schemas.models import Setup, Slug
 
     problems: list[str] = []
@@ -84,6 +86,8 @@ def setup_problems(args: argparse.Namespace) -> tuple[object | None, list[str]]:
             where = ".".join(str(x) for x in first["loc"]) if first else ""
             problems.append(f"--setup-file {args.setup_file}: not a valid setup" +
                             (f" ({where}: {first['msg']})" if first else ""))
+    if not args.setup_file and not problems:
+        problems = setup_value_problems(cast(SetupInput, setup_input(args)))
     return base, problems
 
 
@@ -139,14 +143,7 @@ def speed_config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
 
 def _measure_inputs(args: argparse.Namespace) -> tuple[object | None, object | None, list[str]]:
     """(config, the --setup-file's Setup, problems): everything checked before anything is sent."""
-    from live.measure import (
-        MeasureConfig,
-        SetupInput,
-        hardware_problems,
-        name_problem,
-        server_cmd_problem,
-        setup_value_problems,
-    )
+    from live.measure import hardware_problems, name_problem, server_cmd_problem
 
     problems = [] if args.setup_file else hardware_problems(args.gpu, args.vram_gib)
     problems += [p for p in (name_problem(args.title, "--title"), name_problem(args.engine, "--engine"),
@@ -157,8 +154,6 @@ def _measure_inputs(args: argparse.Namespace) -> tuple[object | None, object | N
     if problems or more:
         return None, None, problems + more
     base, early = setup_problems(args)
-    if not args.setup_file and not early:  # every value setup.json will hold, by the rule that checks it
-        early = setup_value_problems(cast(SetupInput, setup_input(args)), cast(MeasureConfig, cfg))
     return cfg, base, early
 
 

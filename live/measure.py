@@ -913,14 +913,17 @@ _SETUP_FLAGS = {"Gpu.count": "--gpu-count", "Gpu.name": "--gpu", "Engine.name": 
                 "Server.argv": "--server-cmd"}
 
 
-def setup_value_problems(user: SetupInput, cfg: MeasureConfig) -> list[str]:
+def setup_value_problems(user: SetupInput, cfg: MeasureConfig | None = None) -> list[str]:
     """What the setup.json of this run would refuse of the setup options given: the setup is built as the run
     builds it (``build_setup``, with stand-in server answers for what only the server can tell) and checked by
     the contract's own model, ``schemas.models.Setup``, so a value is refused before anything is measured, by
-    the rule that checks the written file. One line per problem, naming the option; nothing is sent."""
+    the rule that checks the written file. One line per problem, naming the option; nothing is sent. A GPU not
+    stated (``hardware_problems``) is left to that check."""
+    if hardware_problems(user.gpu, user.vram_gib):
+        return []
     stand_in = ServerInfo(True, "llama-server", "model", 1, 4096, "b1", None, True, engine="llama.cpp")
     try:
-        build_setup(user, stand_in, cfg)
+        build_setup(user, stand_in, cfg or MeasureConfig())
     except ValidationError as exc:
         out = []
         for e in exc.errors():

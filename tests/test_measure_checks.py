@@ -53,6 +53,17 @@ def test_a_setup_value_the_contract_refuses_is_refused_before_anything_is_sent(c
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("command", [["fit", "--server-cmd", f"{sys.executable} -c {{ctx}}"],
+                                     ["quality", "--tests", "arith:2"]], ids=lambda c: c[0])
+def test_fit_and_quality_check_the_setup_values_the_same_way(capsys, tmp_path, command):
+    url = ["--base-url", f"http://127.0.0.1:{free_port()}"] if command[0] == "quality" else []
+    rc = main([*command, *url, "--gpu", "x", "--vram-gib", "24", "--gpu-count", "0", "--ram-gib", "nan",
+               "--out", str(tmp_path / "out")])
+    assert rc == 2
+    assert "error: --gpu-count: 0 — input should be greater than or equal to 1" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_title_at_the_limit_against_the_demo_server_is_written_as_a_method_test(capsys, tmp_path):
     """The 200-character title passed the CLI's own check, then " (demo server)" pushed it over the limit after
     the run. The demo server's runs are also method tests now (out of rankings unless picked), and a blank title
