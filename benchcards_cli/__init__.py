@@ -15,6 +15,7 @@ every layer (ingest, live, the read side), so it lives beside them, not inside t
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -41,7 +42,13 @@ class Command:
         return getattr(importlib.import_module(module), attr)
 
     def run(self, argv: Sequence[str]) -> int:
-        return self.function()([*self.prefix, *argv])
+        """Run it on ``argv``; its usage lines and argparse errors say ``benchcards NAME`` where its ``main``
+        takes a ``prog`` (the ``python -m`` forms keep their own)."""
+        function = self.function()
+        if "prog" not in inspect.signature(function).parameters:
+            return function([*self.prefix, *argv])
+        prog = PROG if self.prefix else f"{PROG} {self.name}"  # a live subcommand adds its own name
+        return function([*self.prefix, *argv], prog=prog)  # type: ignore[call-arg]
 
 
 def _live(name: str, summary: str) -> Command:

@@ -34,11 +34,7 @@ The folders given are recorded in the database, so `python -m ingest.build` read
 them again.
 
 Importers (detected from the content; --from forces one):
-  llama-bench       llama-bench -o json | jsonl | csv | sql | md
-  llama-server-log  a llama-server log (per-request timing lines; -lv 4 adds devices and build)
-  vllm              vllm bench serve --save-result JSON (or --append-result lines)
-  guidellm          GuideLLM JSON report
-  lm-eval           lm-evaluation-harness results_<date>.json (+ samples_<task>_<date>.jsonl)
+{{importers}}
 Imported setups are kept as raw setup folders under --out (default {shown(LOCAL)}), checked and
 loaded like an upload (a setup id another source owns is refused). What a file cannot
 tell is asked with options (--gpu, --vram-gib, --server-cmd, ...); every value that did
@@ -59,15 +55,22 @@ IMPORT_OPTIONS = ("from_format", "gpu", "gpu_count", "vram_gib", "backend", "uni
 
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (other commands extend it with their own options)."""
+def importers_text() -> str:
+    """The help's list of importers: every format of the registry (``ingest.importers.FORMATS``), with its HELP."""
+    from ingest.importers import FORMATS
+
+    return "\n".join(f"  {name:<17} {mod.HELP}" for name, mod in FORMATS.items())
+
+
+def build_parser(prog: str = "python -m ingest") -> argparse.ArgumentParser:
+    """The argument parser, named ``prog`` (other commands extend it with their own options)."""
     from ingest.importers import FORMATS
 
     parser = argparse.ArgumentParser(
-        prog="python -m ingest",
+        prog=prog,
         description="Validate raw benchcards setup folders, or import other tools' result files, and load them "
                     "into a DuckDB file.",
-        epilog=EPILOG,
+        epilog=EPILOG.replace("{importers}", importers_text()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
@@ -197,8 +200,9 @@ def _import(args: argparse.Namespace, start: float) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, prog: str = "python -m ingest") -> int:
+    """Run ``python -m ingest ARGS`` (named ``prog`` in usage lines and errors); returns the exit status."""
+    parser = build_parser(prog)
     args = parser.parse_args(argv)  # exits 2 on bad usage, with the usage line
     try:
         return run(args)

@@ -93,9 +93,10 @@ def tidy(db_path: Path, local: Path | None = None) -> list[str]:
         return recover(local, db_path)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m ingest.build") -> int:
+    """Run ``python -m ingest.build ARGS`` (named ``prog`` in usage lines and errors); returns the exit status."""
     parser = argparse.ArgumentParser(
-        prog="python -m ingest.build",
+        prog=prog,
         description="Build the site's database from data/raw (demo data), data/local (uploads and live runs) and "
                     "every folder loaded earlier with `python -m ingest`, when it is missing or out of date. "
                     "The new file replaces the old one atomically; if anything is invalid, the old one stays.",

@@ -338,10 +338,11 @@ def _accept_staged(txn: Path, stage: Path, db_path: Path, label: str, local: Pat
 # --------------------------------------------------------------------------- command line
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ingest.upload ARCHIVE.zip``: the Upload page's checks and storage, from a shell."""
+def main(argv: list[str] | None = None, prog: str = "python -m ingest.upload") -> int:
+    """``python -m ingest.upload ARCHIVE.zip``: the Upload page's checks and storage, from a shell (named ``prog`` in
+    usage lines and errors)."""
     parser = argparse.ArgumentParser(
-        prog="python -m ingest.upload",
+        prog=prog,
         description="Add a zip of raw setup folders to the site the way the Upload page does: unpack it with "
                     "every size bounded, validate it, move it into the local folder and update the database.",
         epilog=f"limits: {LIMITS.upload_text()}\n\nexample:\n  python -m ingest.upload my-setup.zip --db data/benchcards.duckdb",

@@ -61,9 +61,11 @@ exit status:
 
 def setup_problems(args: argparse.Namespace) -> tuple[object | None, list[str]]:
     """(the --setup-file's Setup, problems of the setup options, one line each), checked before measuring
-    so that no measurement is lost to a typo."""
+    so that no measurement is lost to a typo: every value setup.json will hold is checked by the rule that
+    checks the written file (``live.measure.setup_value_problems``). Used by measure, fit and quality."""
     from pydantic import TypeAdapter, ValidationError
 
+    from live.measure import SetupInput, setup_value_problems
     from schemas.models import Setup, Slug
 
     problems: list[str] = []
@@ -84,6 +86,8 @@ def setup_problems(args: argparse.Namespace) -> tuple[object | None, list[str]]:
             where = ".".join(str(x) for x in first["loc"]) if first else ""
             problems.append(f"--setup-file {args.setup_file}: not a valid setup" +
                             (f" ({where}: {first['msg']})" if first else ""))
+    if not args.setup_file and not problems:
+        problems = setup_value_problems(cast(SetupInput, setup_input(args)))
     return base, problems
 
 
@@ -175,26 +179,45 @@ def _print_step(e: object) -> None:
           file=sys.stderr, flush=True)
 
 
+#: exit status of a run the user stopped (Ctrl-C, SIGTERM, SIGHUP): what finished is written
+EXIT_STOPPED = 130
+#: what a stopped run that kept nothing says (whenever the stop came)
+STOPPED_EMPTY = "stopped by the user: nothing measured yet, nothing written"
+
+
 def _run_measure(cfg: object, stop: threading.Event) -> tuple | int:
     """Measure with Ctrl-C as the page's Stop (a second one quits): the results, or an exit status."""
     from ingest.errors import safe
     from live.client import NotLoopback
     from live.measure import MeasureConfig, ServerLocked, measure
-    from live.stopping import stop_on_signals
 
-    try:  # a first Ctrl-C, SIGTERM or SIGHUP stops the run like the page's Stop; a second Ctrl-C quits
-        with stop_on_signals(stop, "cutting the requests in flight and writing what finished (Ctrl-C again to "
-                                   "quit without writing)"):
-            return measure(cast(MeasureConfig, cfg), _print_step, stop)
+    if stop.is_set():  # stopped while the options were checked: nothing is sent
+        print(STOPPED_EMPTY, file=sys.stderr)
+        return EXIT_STOPPED
+    try:
+        return measure(cast(MeasureConfig, cfg), _print_step, stop)
     except (NotLoopback, ServerLocked) as exc:
         print(f"error: {safe(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("stopped", file=sys.stderr)
-        return 130
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
+    """``measure``: a first Ctrl-C, SIGTERM or SIGHUP (from the start, while the options are checked too) stops
+    the run like the page's Stop — what finished is written and the exit status is 130; a second Ctrl-C quits
+    at once without writing, also 130."""
+    from live.stopping import stop_on_signals
+
+    stop = threading.Event()
+    try:
+        with stop_on_signals(stop, "cutting the requests in flight and writing what finished (Ctrl-C again to "
+                                   "quit without writing)"):
+            return _measure_and_write(args, stop)
+    except KeyboardInterrupt:
+        print("stopped by the user a second time: quit without writing", file=sys.stderr)
+        return EXIT_STOPPED
+
+
+def _measure_and_write(args: argparse.Namespace, stop: threading.Event) -> int:
     from benchcards.views.card_tables import step_name
     from ingest.errors import safe  # what a server (or an option) holds is escaped before it reaches a terminal
     from live.measure import MeasureConfig, SetupInput, build_setup, measured, write_folder
@@ -204,11 +227,13 @@ def cmd_measure(args: argparse.Namespace) -> int:
     cfg, base, problems = _measure_inputs(args)
     if problems or cfg is None:
         return refuse(problems)
-    stop = threading.Event()
     result = _run_measure(cfg, stop)
     if isinstance(result, int):
         return result
     contract, info, log = result
+    if not measured(contract) and stop.is_set():
+        print(STOPPED_EMPTY, file=sys.stderr)
+        return EXIT_STOPPED
     if not measured(contract):
         # nothing was measured: write nothing (a folder would become a setup with no figures)
         print(f"error: nothing measured, nothing written: "
@@ -235,7 +260,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if args.ingest and ingest_folder(run_dir, args.db):
         return 1
     if stop.is_set():
-        return 130
+        print(safe(f"stopped by the user: kept the steps that finished, in {run_dir}"), file=sys.stderr)
+        return EXIT_STOPPED
     return 0 if info.reachable and any(p.status == "ok" for p in contract.parts) else 1
 
 
@@ -364,13 +390,13 @@ def add_tiny_parser(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=cmd_tiny)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m live`` with every subcommand."""
+def build_parser(prog: str = "python -m live") -> argparse.ArgumentParser:
+    """The parser of ``python -m live`` (named ``prog``) with every subcommand."""
     from live.fit_cli import add_parser as add_fit_parser
     from live.quality_cli import add_quality_parser
     from live.sweep_cli import add_parser as add_sweep_parser
 
-    parser = argparse.ArgumentParser(prog="python -m live", description="Measure a local OpenAI-compatible "
+    parser = argparse.ArgumentParser(prog=prog, description="Measure a local OpenAI-compatible "
                                      "server (llama-server first) the benchcards way.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_measure_parser(sub)
@@ -382,9 +408,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+def main(argv: list[str] | None = None, prog: str = "python -m live") -> int:
+    """Run ``python -m live ARGS`` (``prog``: the command's name in usage lines and errors, ``benchcards`` when
+    run as ``benchcards measure``); returns the exit status. A Ctrl-C outside a run's own handling (while the
+    command starts) exits 130, nothing sent or written."""
+    try:
+        args = build_parser(prog).parse_args(argv)
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print(STOPPED_EMPTY, file=sys.stderr)
+        return EXIT_STOPPED
 
 
 if __name__ == "__main__":

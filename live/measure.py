@@ -853,6 +853,10 @@ def parse_build(build: str | None) -> tuple[int | None, str | None]:
     return (number or None), m.group(2)
 
 
+#: what the title of a run against the benchcards demo server ends with
+DEMO_SUFFIX = " (demo server)"
+
+
 def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Setup | None = None) -> Setup:
     """The Setup of a live run: a given setup file, or the user's answers plus what the server said.
 
@@ -860,7 +864,9 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     (``hardware_problems``): title and tier then always agree.
 
     A run against the demo server is labelled for what it is: engine "demo", synthetic (never a real
-    measurement), whatever the user typed as engine.
+    measurement) and a method test (left out of rankings unless picked, ``benchcards.read.clauses``), whatever
+    the user typed as engine; its title says "(demo server)", the title shortened to make room if need be.
+    A blank title is no title: one is built from what the server said.
     """
     if base is not None:
         return base
@@ -874,11 +880,12 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     number, commit = (None, None) if info.demo else parse_build(info.build)
     version = user.engine_version or (f"b{number}" if number else info.build or None)
     gpu_name = "CPU only" if cpu_only else (user.gpu or "").strip()
-    title = user.title or f"{model_name} {user.quant or ''} on {gpu_name}, {engine} {version or ''}".replace("  ", " ")
+    given = (user.title or "").strip() or None
+    title = given or f"{model_name} {user.quant or ''} on {gpu_name}, {engine} {version or ''}".replace("  ", " ")
+    if not given:  # built from what the server said: keep it within the contract's limit
+        title = _LINE_BREAKING.sub(" ", title)[:NAME_MAX].strip()
     if info.demo and "demo" not in title.lower():
-        title = f"{title} (demo server)"
-    if not user.title:  # built from what the server said: keep it within the contract's limit
-        title = _LINE_BREAKING.sub(" ", title)[:NAME_MAX]
+        title = title[:NAME_MAX - len(DEMO_SUFFIX)].rstrip() + DEMO_SUFFIX
     argv = (shlex.split(user.server_cmd) if user.server_cmd and not server_cmd_problem(user.server_cmd, "")
             else []) or [f"{engine} (command not given)"]
     provenance = (f"measured live with benchcards against the benchcards demo server at {cfg.base_url}: a simulated "
@@ -886,7 +893,7 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
                   f"measured live with benchcards against {cfg.base_url}")
     return Setup(
         schema_version=SCHEMA_VERSION, setup_id=user.setup_id or slug(f"live-{title}"), title=title.strip(),
-        synthetic=info.demo, provenance=provenance,
+        synthetic=info.demo, method_test=info.demo, provenance=provenance,
         hardware=Hardware(gpus=[] if cpu_only else [Gpu(name=gpu_name, count=user.gpu_count,
                                                          vram_gib=float(user.vram_gib or 0.0))],
                           cpu=user.cpu, ram_gib=user.ram_gib),
@@ -897,6 +904,38 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
                                                         if k in Sampling.model_fields}),
         thinking=cfg.thinking, notes=user.notes, measured_by=user.measured_by,
         measured_at=[datetime.now(UTC).strftime("%Y-%m-%d")])
+
+
+#: the option that sets each setup.json field a person gives, where it is not the field's own name
+#: (``--ram-gib`` sets Hardware.ram_gib), by the model that checks it and the field
+_SETUP_FLAGS = {"Gpu.count": "--gpu-count", "Gpu.name": "--gpu", "Engine.name": "--engine",
+                "Engine.version": "--engine-version", "Model.name": "--model-name", "Model.repo": "--model-repo",
+                "Server.argv": "--server-cmd"}
+
+
+def setup_value_problems(user: SetupInput, cfg: MeasureConfig | None = None) -> list[str]:
+    """What the setup.json of this run would refuse of the setup options given: the setup is built as the run
+    builds it (``build_setup``, with stand-in server answers for what only the server can tell) and checked by
+    the contract's own model, ``schemas.models.Setup``, so a value is refused before anything is measured, by
+    the rule that checks the written file. One line per problem, naming the option; nothing is sent. A GPU not
+    stated (``hardware_problems``) is left to that check."""
+    if hardware_problems(user.gpu, user.vram_gib):
+        return []
+    stand_in = ServerInfo(True, "llama-server", "model", 1, 4096, "b1", None, True, engine="llama.cpp")
+    try:
+        build_setup(user, stand_in, cfg or MeasureConfig())
+    except ValidationError as exc:
+        out = []
+        for e in exc.errors():
+            name = next((str(x) for x in reversed(e["loc"]) if not isinstance(x, int)), "")
+            flag = _SETUP_FLAGS.get(f"{exc.title}.{name}", "--" + name.replace("_", "-"))
+            value = e.get("input")
+            shown = f"{value!r}" if len(repr(value)) <= 40 else f"({len(str(value)):,} characters)"
+            out.append(f"{flag}: {shown} — {e['msg'][0].lower()}{e['msg'][1:]}")
+        return out
+    except ValueError as exc:
+        return [str(exc)]
+    return []
 
 
 MAX_ATTACHMENT = 16 * 2**20  # bytes of one extra file (a server log) copied into a run folder

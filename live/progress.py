@@ -20,7 +20,7 @@ class InputError(ValueError):
     """Something typed into a field that is not a valid setting; the message names the field."""
 
 
-_TOKEN_ITEM = re.compile(r"^(\d+(?:\.\d+)?)\s*([kK])?$")
+_TOKEN_ITEM = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([kK])?$")  # ASCII digits only: "２K" is not 2048
 
 
 def parse_tokens(text: str, field: str) -> tuple[int, ...]:
@@ -47,7 +47,7 @@ def parse_counts(text: str, field: str, largest: int = 256) -> tuple[int, ...]:
         raise InputError(f"{field}: give at least one number, e.g. 1, 2, 4, 8")
     out = []
     for item in items:
-        if not item.isdigit() or not 1 <= int(item) <= largest:
+        if not (item.isascii() and item.isdigit()) or not 1 <= int(item) <= largest:
             raise InputError(f"{field}: “{item}” is not a whole number from 1 to {largest}")
         out.append(int(item))
     return tuple(out)

@@ -16,10 +16,13 @@ Nothing here starts, sends or writes anything.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from schemas.models import Count, Positive
 
 __all__ = [
     "FIT_MAX_SIZE",
@@ -68,8 +71,11 @@ FIT_MIN_SIZE = 256
 FIT_MAX_SIZE = _BIGGEST
 _THINKING = {"on": True, "off": False, "auto": None}
 
-Whole = Annotated[int, Field(strict=True, ge=1, le=_BIGGEST)]  # a count or token limit of at least 1
-Zero = Annotated[int, Field(strict=True, ge=0, le=_BIGGEST)]  # a count that may be 0
+# the contract's own bounds (schemas.models: a method block holds what these allow, nothing else), typed strictly
+Whole = Annotated[Positive, Field(strict=True)]  # a count or token limit of at least 1
+Zero = Annotated[Count, Field(strict=True)]  # a count that may be 0
+#: the most warm-up requests per prompt (each is a full decode run that is thrown away)
+MAX_WARMUPS = 100
 Rate = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # seconds or tokens per second, > 0
 Temperature = Annotated[float, Field(ge=0, allow_inf_nan=False)]  # a sampling temperature: finite, >= 0
 
@@ -178,7 +184,7 @@ class SpeedSettings(Settings):
     prompt_ids: tuple[str, ...] = option(("code", "prose"), "decode prompts (code,prose)", label="Decode prompts", kind="words",
                                          flag="--prompts")
     runs: Whole = option(2, "decode runs per prompt", label="Decode runs per prompt", kind="int", form=(1, 20))
-    warmups: Zero = option(1, "warm-up requests per prompt (not counted)", label="Warm-up requests per prompt (not counted)", kind="int")
+    warmups: Annotated[Zero, Field(le=MAX_WARMUPS)] = option(1, f"warm-up requests per prompt (not counted; at most {MAX_WARMUPS})", label="Warm-up requests per prompt (not counted)", kind="int")
     max_tokens: Whole = option(512, "output tokens per decode run", label="Output tokens per decode run", kind="int", form=(16, 8192))
     min_decode_tokens: Zero = option(256, "a decode run shorter than this is invalid and fails its step", label="Shortest valid decode run", kind="int",
                                      form=(1, 8192))
@@ -231,7 +237,7 @@ class SpeedSettings(Settings):
                              f"{', '.join(TASKS)}")
         return v
 
-    @field_validator("prompt_ids", "prefill_depths", "conc_levels", "ctx_depths")
+    @field_validator("parts", "prompt_ids", "prefill_depths", "conc_levels", "ctx_depths", "agent_endpoints")
     @classmethod
     def _once_each(cls, v: tuple[Any, ...], info: ValidationInfo) -> tuple[Any, ...]:
         return no_repeats(flag_of(cls, str(info.field_name)), v)
@@ -243,6 +249,17 @@ class SpeedSettings(Settings):
         if bad or not v:
             raise ValueError(f"agent-endpoints: {', '.join(bad) or 'none given'} — choose chat and/or messages")
         return v
+
+    @model_validator(mode="after")
+    def _runs_can_count(self) -> SpeedSettings:
+        """A shortest valid run longer than the runs may be is refused: every such run would fail its step."""
+        cls = type(self)
+        for part, limit in (("decode", "max_tokens"), ("ctx", "ctx_max_tokens")):
+            if part in self.parts and self.min_decode_tokens > getattr(self, limit):
+                raise ValueError(f"{flag_of(cls, 'min_decode_tokens')}: {self.min_decode_tokens} is more than "
+                                 f"{flag_of(cls, limit)} {getattr(self, limit)}, so no {part} run could count; give "
+                                 f"at most {getattr(self, limit)}")
+        return self
 
 
 #: SpeedSettings fields stored in the contract's method block under the same name (the rest — the timeout and
@@ -434,14 +451,42 @@ def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, model
         else:
             kw["default"] = _default_text(kind, default)
             if kind == "int":
-                kw["type"] = int
+                kw["type"] = ascii_int
             elif kind == "float":
-                kw["type"] = float
+                kw["type"] = ascii_float
             if extra.get("choices") or kind == "onoff":
                 kw["choices"] = extra.get("choices") or list(_THINKING)
             if extra.get("required"):
                 kw.update(required=True, default=None)
         parser.add_argument(flag, **kw)
+
+
+def ascii_int(text: str) -> int:
+    """A whole number as typed on the command line: ASCII digits only (Python's ``int`` also takes "２" or "1_0").
+
+    >>> ascii_int("-12")
+    -12
+    >>> ascii_int("\uff12")
+    Traceback (most recent call last):
+    ValueError: invalid int value: '\uff12'
+    """
+    if not re.fullmatch(r"\s*[-+]?[0-9]+\s*", text, re.ASCII):
+        raise ValueError(f"invalid int value: {text!r}")
+    return int(text)
+
+
+ascii_int.__name__ = "int"  # argparse names the type in its message: "invalid int value: '２'"
+
+
+def ascii_float(text: str) -> float:
+    """A number as typed on the command line: ASCII only (Python's ``float`` also takes "１.５" or "1_0");
+    nan and inf are read (the model refuses them, naming the option)."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(f"invalid float value: {text!r}")
+    return float(text)
+
+
+ascii_float.__name__ = "float"
 
 
 def _read(kind: str, flag: str, raw: Any) -> Any:

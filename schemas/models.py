@@ -480,7 +480,8 @@ class SpeedMethod(Strict):
 
     parts: list[SpeedPart] = Field(description="Parts asked for.")
     prompt_ids: list[str] = Field(default_factory=list, description="Prompt ids of the decode part.")
-    runs: Count | None = Field(None, description="Runs per prompt in the decode part.")
+    runs: Positive | None = Field(None, description="Runs per prompt in the decode part (at least 1, the bound the "
+                                                   "live client's --runs takes from here).")
     warmups: Count | None = Field(None, description="Warm-up requests before the decode runs.")
     max_tokens: Count | None = Field(None, description="Output tokens per decode request.")
     min_decode_tokens: Count = Field(256, description="A decode run with fewer output tokens is invalid.")

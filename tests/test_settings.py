@@ -224,7 +224,7 @@ def test_a_measured_runs_reproduce_command_parses_back_to_its_settings(tmp_path)
             "gpu", "vram_gib", "gpu_count", "quant", "model_name"]
         got, expected = from_args(model, back, fields)[0], from_args(model, want, fields)[0]
         assert got == expected, (command, sys.version)
-    assert back.title == "round trip (demo server) (repeat)" and back.ingest
+    assert back.title == "round trip (demo server)" and back.ingest  # the same title: it does not grow
 
 
 # --------------------------------------------------------------------------- the Run live page

@@ -126,8 +126,8 @@ def decode_context(card: Card, prompt_tokens: float | None = None) -> str | None
         bits.append(f"answers of {fmt.tokens(method['max_tokens'])}")
     if method.get("runs"):
         warm = method.get("warmups")
-        bits.append(f"{fmt.number(method['runs'], 0)} runs per prompt"
-                    + (f" after {fmt.number(warm, 0)} warm-up" if warm else ""))
+        bits.append(f"{fmt.count(method['runs'], 'run')} per prompt"
+                    + (f" after {fmt.count(warm, 'warm-up')}" if warm else ""))
     if method.get("min_decode_tokens"):
         bits.append(f"runs under {fmt.tokens(method['min_decode_tokens'])} do not count")
     return ", ".join(bits) + "."

@@ -139,15 +139,21 @@ def _recorded_speed(method: dict, parts: list[str], notes: list[str]) -> tuple[S
 
     recorded = {k: v for k, v in method_settings(method).items()
                 if k != "parts" and (k not in PART_FIELDS or set(PART_FIELDS[k]) & set(parts))}
-    kept: dict = {"parts": tuple(parts)}
-    for key, value in recorded.items():
+    kept: dict = {"parts": tuple(parts), **recorded}
+    while True:  # leave out what the live client refuses, one field at a time (a check of two: the later one)
         try:
-            SpeedSettings(**kept, **{key: value})
-        except ValidationError:
-            notes.append(f"The stored {flag_of(SpeedSettings, key)} {value!r} is not one the live client takes; "
-                         "the command leaves it at its default.")
-            continue
-        kept[key] = value
+            SpeedSettings(**kept)
+            break
+        except ValidationError as exc:
+            loc = exc.errors()[0]["loc"]
+            # a check of two fields (the shortest valid run against the token limits) drops the shortest run
+            names = [str(loc[0])] if loc else ["min_decode_tokens", "max_tokens", "ctx_max_tokens"]
+            key = next((k for k in names if k in kept and k in recorded), "")
+            if not key:
+                kept = {"parts": tuple(parts)}  # nothing recorded is usable: the defaults
+                break
+            notes.append(f"The stored {flag_of(SpeedSettings, key)} {kept.pop(key)!r} is not one the live client "
+                         "takes; the command leaves it at its default.")
     kept.setdefault("thinking", None)  # not recorded: send nothing (auto)
     return SpeedSettings(**kept), [k for k in kept if k != "thinking"]
 
@@ -158,7 +164,9 @@ def _setup_argv(card: Card) -> list[str]:
 
     s = card.setup
     hw = s.hardware
-    values: dict = {"title": f"{s.title} (repeat)", "engine": s.engine.name, "model_name": s.model.name,
+    # the same title: the repeat joins this setup as one more run (live.setups.place_setup), dated, with its own
+    # run id; a title that grew with every repeat would outgrow the contract's limit and name another setup
+    values: dict = {"title": s.title, "engine": s.engine.name, "model_name": s.model.name,
                     "cpu": hw.cpu, "ram_gib": hw.ram_gib or None, "quant": s.model.quant, "model_repo": s.model.repo}
     if hw.gpus:
         g = hw.gpus[0]
@@ -180,7 +188,7 @@ def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
     notes: list[str] = []
     port = flags.settings(card.setup.server.argv).get("port")
     port_text = str(port) if isinstance(port, str) and port.isdigit() else "8080"
-    parts = [p for p in method.get("parts", []) if p in PARTS]
+    parts = list(dict.fromkeys(p for p in method.get("parts", []) if p in PARTS))
     if not parts:
         notes.append("This run measured named tasks with another tool; the command measures the same server "
                      "the benchcards way (decode, prefill at depth, requests at once) instead.")

@@ -38,6 +38,8 @@ from ingest.importers.base import (
 )
 
 NAME = "guidellm"
+#: what ``python -m ingest --help`` lists beside the name
+HELP = "GuideLLM JSON report"
 IMPORTER = "guidellm 1"
 DEFAULT_VARIANT = "json"
 GUIDELLM = served.Tool("GuideLLM", "guidellm", "a GuideLLM report", "the report")

@@ -51,6 +51,8 @@ from ingest.importers.base import (
 from schemas.models import REAL_MAX, SCHEMA_VERSION
 
 NAME = "llama-bench"
+#: what ``python -m ingest --help`` lists beside the name
+HELP = "llama-bench -o json | jsonl | csv | sql | md"
 IMPORTER = "llama-bench 1"
 VARIANTS = ("json", "jsonl", "csv", "sql", "md")
 

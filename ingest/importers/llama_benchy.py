@@ -54,6 +54,8 @@ from ingest.importers.base import (
 from schemas.ids import one_line
 
 NAME = "llama-benchy"
+#: what ``python -m ingest --help`` lists beside the name
+HELP = "llama-benchy --format json | csv | md --save-result FILE"
 IMPORTER = "llama-benchy 1"
 DEFAULT_VARIANT = "json"
 LLAMA_BENCHY = served.Tool("llama-benchy", "llama-benchy", "a llama-benchy result", "the llama-benchy file")

@@ -52,6 +52,8 @@ from ingest.limits import LIMITS
 from schemas.models import SCHEMA_VERSION
 
 NAME = "llama-server-log"
+#: what ``python -m ingest --help`` lists beside the name
+HELP = "a llama-server log (per-request timing lines; -lv 4 adds devices and build)"
 IMPORTER = "llama-server-log 1"
 DEFAULT_VARIANT = "log"
 

@@ -40,6 +40,8 @@ from ingest.importers.served import setup_document
 from schemas.models import SCHEMA_VERSION
 
 NAME = "lm-eval"
+#: what ``python -m ingest --help`` lists beside the name
+HELP = "lm-evaluation-harness results_<date>.json (+ samples_<task>_<date>.jsonl)"
 IMPORTER = "lm-eval 1"
 DEFAULT_VARIANT = "results"
 #: metrics that are a share of right answers, in order of preference

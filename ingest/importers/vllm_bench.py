@@ -41,6 +41,8 @@ from ingest.importers.base import (
 from schemas.models import SCHEMA_VERSION
 
 NAME = "vllm"
+#: what ``python -m ingest --help`` lists beside the name
+HELP = "vllm bench serve --save-result JSON (or --append-result lines)"
 IMPORTER = "vllm-bench-serve 1"
 DEFAULT_VARIANT = "json"
 DETAIL = ("start_times", "ttfts", "itls", "output_lens")
