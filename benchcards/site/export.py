@@ -17,9 +17,10 @@ from benchcards.site.exporter import export
 __all__ = ["main"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m benchcards.site.export") -> int:
+    """Run ``python -m benchcards.site.export ARGS`` (named ``prog`` in usage lines and errors); the exit status."""
     parser = argparse.ArgumentParser(
-        prog="python -m benchcards.site.export",
+        prog=prog,
         description="Write the static HTML results site from the database. Exporting again into the same "
                     "folder rewrites only the files whose content changed.",
         epilog="example:\n  python -m benchcards.site.export export --db data/benchcards.duckdb "
