@@ -574,6 +574,7 @@ WARNING_KINDS = {
     "prompt_cache": "Prompt cache used",
     "failed_request": "Failed request",
     "server_command": "Server command",
+    "deviation_flag": "Deviation names a flag the server command lacks",
     "imported": "Imported from another tool",
     "served_below_size": "A request could use less context than the size",
     "thinking_not_seen": "Thinking asked for, none seen",

@@ -99,7 +99,7 @@ def config_fields(setup: Setup) -> dict[tuple[str, str], str]:
     put("Model", "Parameters (active)", f"{m.params_active_b:g}B" if m.params_active_b else None)
     put("Model", "Architecture", m.architecture)
     put("Server flags", "Server program", setup.server.argv[0])
-    for name, value in flags.settings(setup.server.argv).items():
+    for name, value in (flags.settings(setup.server.argv) if flags.command_given(setup.server.argv) else {}).items():
         if name in flags.NOISE:
             continue
         put("Server flags", flags.label(name), _flag_value(name, value))
@@ -117,9 +117,10 @@ def config_fields(setup: Setup) -> dict[tuple[str, str], str]:
     return out
 
 
-def _absent(group: str, label: str) -> str:
-    """What a setting reads when a setup does not set it."""
-    if group != "Server flags":
+def _absent(group: str, label: str, command_given: bool = True) -> str:
+    """What a setting reads when a setup does not set it: its default, or '—' (unknown) where the setup's server
+    command was not given."""
+    if group != "Server flags" or not command_given:
         return fmt.DASH
     for name, (_, off) in _SWITCHES.items():
         if flags.label(name) == label:
@@ -138,6 +139,7 @@ def config_diff(setups: list[Setup], shown: list[str] | None = None) -> list[tup
     ``shown`` names the setups' columns (default: their ids)."""
     cols = shown or [s.setup_id for s in setups]
     fields = [config_fields(s) for s in setups]
+    givens = [flags.command_given(s.server.argv) for s in setups]
     keys = list(dict.fromkeys(k for f in fields for k in f))
     out = []
     for group in GROUPS:
@@ -145,7 +147,7 @@ def config_diff(setups: list[Setup], shown: list[str] | None = None) -> list[tup
         for g, label in keys:
             if g != group:
                 continue
-            vals = [f.get((g, label), _absent(g, label)) for f in fields]
+            vals = [f.get((g, label), _absent(g, label, given)) for f, given in zip(fields, givens)]
             if len({_meaning(v) for v in vals}) > 1:
                 rows.append({"Setting": label, **dict(zip(cols, vals))})
         if rows:
@@ -316,13 +318,20 @@ def fit_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Style
             row[vs_first(name)] = text
             verdicts[vs_first(name)].append(verdict)
         rows.append(row)
-    offload = [flags.system_ram_offload(c.setup.server.argv) for c in cards]
+    offload = [offload_of(c.setup) for c in cards]
     if any(offload):
         row = {"Figure": "Weights kept in system RAM"}
-        for name, o in zip(cols, offload):
-            row[name] = o or "none"
+        for name, o, c in zip(cols, offload, cards):
+            row[name] = o or ("none" if flags.command_given(c.setup.server.argv) else fmt.DASH)
         for name in cols[1:]:
             row[vs_first(name)] = ""
             verdicts[vs_first(name)].append(None)
         rows.append(row)
     return Styled(pd.DataFrame(rows), verdicts)
+
+
+def offload_of(setup: Setup) -> str | None:
+    """``flags.system_ram_offload`` of a setup: its command, its model's layers and file, its GPU memory."""
+    gpus = setup.hardware.gpus
+    return flags.system_ram_offload(setup.server.argv, layers=setup.model.layers, file_bytes=setup.model.file_bytes,
+                                    gpu_gib=sum(g.vram_gib * g.count for g in gpus) if gpus else None)
