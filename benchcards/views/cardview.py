@@ -213,7 +213,8 @@ def speed(c: Card, i: Inputs) -> Section:
     blocks: list = [Tiles([t for t in card_tables.headline_tiles(c) if t.value != fmt.DASH])]
     if c.metrics.empty:
         return Section("speed", "Speed", [*blocks, Text("No speed run for this setup.", "note")])
-    blocks += [Text(n, "note") for n in (card_tables.decode_context(c, i.prompt_tokens), card_tables.headline_source(c)) if n]
+    blocks += [Text(n, "note") for n in (card_tables.decode_context(c, i.prompt_tokens), card_tables.headline_source(c),
+                                                card_tables.words_note(c)) if n]
     table = card_tables.speed_table(c)
     if not table.empty:
         blocks.append(Table(table, "speed"))
