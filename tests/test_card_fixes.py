@@ -167,7 +167,7 @@ def test_the_card_shows_its_own_measurements_before_reported_figures(demo_db):
 # --------------------------------------------------------------------------- words and small figures (newcomer 16, hostile 10)
 
 def test_a_card_whose_answers_have_no_spaces_explains_its_word_figures(demo_db):
-    c, secs = _card(demo_db, TINY)
+    _, secs = _card(demo_db, TINY)
     tiles = [t.label for s in secs if s.anchor == "speed" for b in s.blocks if isinstance(b, cardview.Tiles)
              for t in b.tiles]
     assert "Decode" in tiles and "500 words" not in tiles
@@ -190,3 +190,41 @@ def test_a_fast_first_token_never_reads_zero_on_the_card(tmp_path):
     table = card_tables.speed_table(card_data.card(Store(db), "hand-3090"))
     ttft = table[table.Measurement.str.startswith("Time to first token")]
     assert not ttft.empty and "0.046 s" in set(ttft.Result) and "0.0 s" not in set(ttft.Result)
+
+
+# --------------------------------------------------------------------------- the app's overview and chart (hostile 11)
+
+def test_the_apps_overview_says_cpu_only_as_the_export_does(demo_db):
+    from benchcards.views import tables
+    from ui import html
+
+    ov = overview(Store(demo_db))
+    cpu = ov[ov.setup_id == TINY]
+    assert list(cpu.tier) == ["CPU only"]
+    page = html.overview(tables.overview_display(cpu), [], [], {})
+    assert "CPU only" in page and "CPU only tier" not in page
+    gpu = html.overview(tables.overview_display(ov[ov.setup_id == MOE]), [], [], {})
+    assert "24 GB tier" in gpu  # a GPU's tier is still named as a tier
+
+
+@pytest.mark.browser
+def test_the_memory_charts_gpu_memory_label_is_drawn_once(demo_db):
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import CHROMIUM, free_port, open_page, start_streamlit, stop
+
+    port = free_port()
+    proc = start_streamlit(demo_db, port)
+    try:
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                  args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            try:
+                page = open_page(b, f"http://127.0.0.1:{port}/Setup_card?setup={MOE}")
+                texts = page.evaluate("() => Array.from(document.querySelectorAll('.vega-embed svg text'))"
+                                      ".map(t => t.textContent)")
+                assert texts.count("GPU memory 24 GiB") == 1, texts
+            finally:
+                b.close()
+    finally:
+        stop(proc)

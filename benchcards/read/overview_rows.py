@@ -163,6 +163,9 @@ def _offload(argv_json: object, layers: object, file_bytes: object, vram_gib: ob
         return None
     if not (isinstance(argv, list) and argv):
         return None
-    return flags.system_ram_offload([str(a) for a in argv], layers=None if fmt.missing(layers) else int(layers),
-                                    file_bytes=None if fmt.missing(file_bytes) else int(file_bytes),
-                                    gpu_gib=None if fmt.missing(vram_gib) else float(vram_gib))
+    def number(x: object) -> float | None:
+        return None if fmt.missing(x) else float(x)  # type: ignore[arg-type]
+
+    n, size = number(layers), number(file_bytes)
+    return flags.system_ram_offload([str(a) for a in argv], layers=None if n is None else int(n),
+                                    file_bytes=None if size is None else int(size), gpu_gib=number(vram_gib))
