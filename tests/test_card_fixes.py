@@ -100,6 +100,14 @@ def test_the_overview_marks_and_leaves_out_a_partly_offloaded_dense_model(demo_d
     assert "⚠ needs system RAM: layers after the first 32 (-ngl 32)" in page
 
 
+def test_the_card_says_under_the_memory_test_what_stays_in_system_ram(demo_db):
+    _, secs = _card(demo_db, DENSE)
+    assert ("This server keeps layers after the first 32 (-ngl 32) in system RAM: the peak GPU memory is only what "
+            "the GPU holds, and the setup needs that system RAM as well.") in _texts(secs, "memory")
+    _, secs = _card(demo_db, "synthetic-00002-qwen35-35b-a3b-q4_k_m")  # all of it on its GPUs: nothing said
+    assert not any("system RAM" in t for t in _texts(secs, "memory"))
+
+
 # --------------------------------------------------------------------------- deviations (newcomer 1)
 
 def test_the_27b_demo_card_states_the_offload_its_command_has(demo_db):

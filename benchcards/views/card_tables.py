@@ -16,8 +16,9 @@ from benchcards.domain import flags, fmt, metrics
 from benchcards.read.card_data import Card
 from benchcards.views.method_text import peak_source, sampling_words, stored_method
 from benchcards.views.tables import median_answer_text, quality_source
+from schemas.models import Setup
 
-__all__ = ["FIT_FINISH", "SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "WARNING_KINDS", "Tile", "client_vs_server", "conc_table", "decode_context", "depth_with_count", "engine_table", "files_table", "fit_note", "fit_only", "fit_peak_sources", "fit_peak_tile", "fit_result_text", "fit_slot_warning", "fit_table", "fit_tiles", "headline_source", "headline_tiles", "hygiene_notes", "long_prompt_table", "machine_rows", "quality_table", "quality_tasks_table", "rows_of", "runs_table", "sampling_text", "server_log_table", "speed_table", "step_name", "task_overall", "task_runs", "task_table", "ttft_gap_rows", "ttft_gap_table", "warnings_list", "words_note"]
+__all__ = ["FIT_FINISH", "SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "WARNING_KINDS", "Tile", "client_vs_server", "conc_table", "decode_context", "depth_with_count", "engine_table", "files_table", "fit_note", "fit_offload_note", "fit_only", "fit_peak_sources", "fit_peak_tile", "fit_result_text", "fit_slot_warning", "fit_table", "fit_tiles", "headline_source", "headline_tiles", "hygiene_notes", "long_prompt_table", "machine_rows", "offload", "quality_table", "quality_tasks_table", "rows_of", "runs_table", "sampling_text", "server_log_table", "speed_table", "step_name", "task_overall", "task_runs", "task_table", "ttft_gap_rows", "ttft_gap_table", "warnings_list", "words_note"]
 
 
 def rows_of(df: pd.DataFrame) -> list[SimpleNamespace]:
@@ -490,6 +491,20 @@ def fit_note(card: Card) -> str:
 FIT_FINISH = ("Answered (length): the answer ran to its token limit, as expected here (the request asks the server "
               "to ignore the end of the answer, so every size answers the same number of tokens); answered (stop): "
               "the model ended its answer before the limit. ")
+
+
+def offload(setup: Setup) -> str | None:
+    """``flags.system_ram_offload`` of a setup: its command, its model's layers and file, its GPU memory."""
+    gpus = setup.hardware.gpus
+    return flags.system_ram_offload(setup.server.argv, layers=setup.model.layers, file_bytes=setup.model.file_bytes,
+                                    gpu_gib=sum(g.vram_gib * g.count for g in gpus) if gpus else None)
+
+
+def fit_offload_note(card: Card) -> str | None:
+    """Under the memory test's headline: what the server keeps in system RAM (``offload``), or None."""
+    kept = offload(card.setup)
+    return None if kept is None else (f"This server keeps {kept} in system RAM: the peak GPU memory is only what the "
+                                      "GPU holds, and the setup needs that system RAM as well.")
 
 
 def fit_slot_warning(card: Card) -> str | None:

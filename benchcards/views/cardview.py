@@ -330,6 +330,9 @@ def memory(c: Card) -> Section:
     slot_warning = card_tables.fit_slot_warning(c)
     if slot_warning:
         blocks.append(Text(slot_warning, "warning"))
+    kept = card_tables.fit_offload_note(c)
+    if kept:
+        blocks.append(Text(kept, "note"))
     if not fmt.missing(f.get("first_failed_error")):
         blocks.append(Text(f"First size that failed: {fmt.depth(f['first_failed_ctx'])} "
                            f"({fmt.tokens(f['first_failed_ctx'])}) — {f['first_failed_error']}", "note"))

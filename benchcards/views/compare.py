@@ -14,6 +14,7 @@ from benchcards.domain import flags, fmt, metrics
 from benchcards.domain.names import short_gpu, unique_names
 from benchcards.read.card_data import Card
 from benchcards.read.quality import QualityComparison
+from benchcards.views import card_tables
 from schemas.models import Setup
 
 
@@ -318,7 +319,7 @@ def fit_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Style
             row[vs_first(name)] = text
             verdicts[vs_first(name)].append(verdict)
         rows.append(row)
-    offload = [offload_of(c.setup) for c in cards]
+    offload = [card_tables.offload(c.setup) for c in cards]
     if any(offload):
         row = {"Figure": "Weights kept in system RAM"}
         for name, o, c in zip(cols, offload, cards):
@@ -328,10 +329,3 @@ def fit_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Style
             verdicts[vs_first(name)].append(None)
         rows.append(row)
     return Styled(pd.DataFrame(rows), verdicts)
-
-
-def offload_of(setup: Setup) -> str | None:
-    """``flags.system_ram_offload`` of a setup: its command, its model's layers and file, its GPU memory."""
-    gpus = setup.hardware.gpus
-    return flags.system_ram_offload(setup.server.argv, layers=setup.model.layers, file_bytes=setup.model.file_bytes,
-                                    gpu_gib=sum(g.vram_gib * g.count for g in gpus) if gpus else None)
