@@ -39,8 +39,9 @@ with st.sidebar:
                            key="fits", bind="query-params", placeholder="any",
                            help=metrics.get("need_gib").description)
     gpu_only = st.toggle("Only setups without weights in system RAM", key="gpuonly", bind="query-params",
-                         help="Leave out setups whose server keeps expert weights in system RAM (--n-cpu-moe, "
-                              "--cpu-moe, -ot …=CPU): their peak GPU memory is only part of what they need.")
+                         help="Leave out setups whose server keeps weights in system RAM (--n-cpu-moe, --cpu-moe, "
+                              "-ot …=CPU, or -ngl below the model's layers): their peak GPU memory is only part of "
+                              "what they need.")
     lo, hi = span("model_gb", 5.0)
     size = st.slider("Model file (GB)", lo, hi, (lo, hi), step=1.0, key="size", bind="query-params")
     blo, bhi = span("bpw", 1.0)
@@ -72,7 +73,7 @@ if shown.empty:
     st.stop()
 if fits is not None and shown.offload.notna().any():
     st.warning(f"{int(shown.offload.notna().sum()):,} of these setups fit in {fmt.number(fits, 0)} GiB only because "
-               "their server keeps expert weights in system RAM (marked ⚠ below; their peak GPU memory was measured "
+               "their server keeps weights in system RAM (marked ⚠ below; their peak GPU memory was measured "
                "that way). Switch on *Only setups without weights in system RAM* to leave them out.",
                icon=":material/memory:")
 

@@ -98,6 +98,18 @@ def server_argv(file: str, ctx: int, slots: int, kv: str, offload_layers: int, *
             "--metrics"]
 
 
+def offload_deviations(argv: list[str]) -> list[dict[str, str]]:
+    """The deviation a synthetic setup states for the offload its command (``server_argv``) has: the experts of
+    some layers in system RAM (--n-cpu-moe) for a MoE model, fewer layers on the GPU (-ngl) for a dense one;
+    none without offload. Read from the command itself, so the two always agree."""
+    for flag in ("--n-cpu-moe", "-ngl"):
+        if flag in argv:
+            value = argv[argv.index(flag) + 1]
+            if flag == "--n-cpu-moe" or int(value) < 999:
+                return [{"what": f"{flag} {value}", "why": "the weights exceed the VRAM"}]
+    return []
+
+
 def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = True) -> Path:
     """Write one synthetic raw setup folder under ``out``; returns its path.
 
@@ -138,8 +150,7 @@ def generate_setup(seed: int, out: Path, *, quality: bool = True, fit: bool = Tr
         "server": {"argv": argv, "env": {}, "slots_source": "own choice"},
         "sampling": {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42, "source": "model card"},
         "thinking": False,
-        "deviations": ([{"what": f"--n-cpu-moe {perf.offload_layers}", "why": "the weights exceed the VRAM"}]
-                       if perf.offload_layers else []),
+        "deviations": offload_deviations(argv),
         "notes": "Synthetic data for demos and tests; the figures follow a simple performance model.",
         "measured_by": "devdata.synth",
         "measured_at": [date],

@@ -295,6 +295,10 @@ def rows_for(sf: SetupFolder, now: datetime) -> Prepared:
         out.n_warn += 1
         out.warn_texts.append(f"{sid}, server command: {problem}")
         out.add("warnings", (sid, None, "server_command", problem, None, None))
+    for problem in flags.deviation_problems([d.what for d in s.deviations], s.server.argv):
+        out.n_warn += 1
+        out.warn_texts.append(f"{sid}, deviations: {problem}")
+        out.add("warnings", (sid, None, "deviation_flag", problem, None, None))
     runs: list[tuple[str, str, Path]] = []
     for run in sf.runs:
         runs.append((run.contract.run_id, run.contract.kind, run.file.path))

@@ -249,6 +249,9 @@ class Model(Strict):
     params_active_b: NonNeg | None = Field(None, description="Active parameters per token, billions (MoE).")
     architecture: str | None = Field(None, description="Architecture, e.g. 'qwen35moe'.")
     base_model: str | None = Field(None, description="Model it was derived from.")
+    layers: Count | None = Field(None, description="Repeating layers (blocks) of the model, e.g. the GGUF's "
+                                                   "block_count; a server's -ngl below it keeps the other layers "
+                                                   "in system RAM.")
 
 
 class Server(Strict):

@@ -182,10 +182,14 @@ def test_overview_default_order_is_decode_within_the_gpu_memory_tier():
     from benchcards.views.tables import REPORTED_GROUP
 
     # and the reported setups are one group of their own at the end, not a second heading of each tier
-    assert t.attrs["groups"] == [f"{o} tier" for o in order if any(f"{o} tier" in h for h in t.Hardware)] + [
+    def in_tier(o, h):  # 'RTX 4090 · 24 GB tier'; CPU only is both the hardware and the tier: said once, as is
+        return f"{o} tier" in h or h == o
+
+    assert t.attrs["groups"] == [f"{o} tier" for o in order if any(in_tier(o, h) for h in t.Hardware)] + [
         REPORTED_GROUP]
     assert not any("CPU only" in h and h.count("CPU only") > 1 for h in t.Hardware)
-    ranks = [next(i for i, o in enumerate(order) if f"{o} tier" in h) for h in t.Hardware]
+    assert "CPU only" in set(t.Hardware) and not any("CPU only tier" in h for h in t.Hardware)
+    ranks = [next(i for i, o in enumerate(order) if in_tier(o, h)) for h in t.Hardware]
     assert ranks == sorted(ranks), list(t.Hardware)
     in_24 = [v for v, h in zip(t["Decode (tok/s)"], t.Hardware) if "24 GB tier" in h]
     # the build-timeline demo (llama-bench only: no decode over HTTP) comes after the setups with a decode
@@ -739,10 +743,13 @@ def test_fits_in_my_gpu_memory_marks_setups_that_keep_experts_in_system_ram():
     ov = next(t for t in tables(at) if "Hardware" in t.columns)
     q8 = ov[ov.Setup.str.startswith("Qwen3.5-35B-A3B · Q8_0")].iloc[0]
     assert "needs system RAM: expert weights of 23 layers (--n-cpu-moe 23)" in q8.Hardware
-    assert "fit in 24 GiB only because their server keeps expert weights in system RAM" in text
+    dense = ov[ov.Setup.str.startswith("Qwen3.5-27B · Q8_0")].iloc[0]  # partial layer offload counts too
+    assert "needs system RAM: layers after the first 32 (-ngl 32)" in dense.Hardware
+    assert "fit in 24 GiB only because their server keeps weights in system RAM" in text
     strict = run("app.py", fits="24", gpuonly="true")
     names = list(next(t for t in tables(strict) if "Hardware" in t.columns).Setup)
-    assert names and not any(n.startswith("Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860") for n in names)
+    assert names and not any(n.startswith(("Qwen3.5-35B-A3B · Q8_0 · llama.cpp b11860", "Qwen3.5-27B · Q8_0"))
+                             for n in names)
 
 
 def test_compare_spreads_in_points_long_answers_by_length_and_memory_with_verdicts():

@@ -194,9 +194,9 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     heads = "".join(f'<th scope="col" class="num">{esc(c)}</th>' for c in (*figures, *quality))
     rows, cards = [], []
     span = 2 + len(figures) + len(quality)
-    # "CPU only" is both a GPU text and a tier: said once
+    # "CPU only" is both a GPU text and a tier: said once, as the export's overview says it (no "tier" after it)
     tier_line = ["" if g == t else f'<br><span class="bc-muted">{t} tier</span>' for g, t in zip(gpus, tiers)]
-    card_hw = [f"{t} tier" if g == t else f"{g} · {t} tier" for g, t in zip(gpus, tiers)]
+    card_hw = [t if g == t else f"{g} · {t} tier" for g, t in zip(gpus, tiers)]
     group = [overview_group(col["badge"][i], tiers[i]) for i in range(len(display))]  # tier, reported last
     for i in range(len(display)):
         if groups and (i == 0 or group[i] != group[i - 1]):
@@ -205,7 +205,7 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
         name = f'<a href="{hrefs[i]}" target="_self" title="{titles[i]}">{names[i]}</a>'
         nums = "".join(f'<td class="num">{cells[c][i]}</td>' for c in (*figures, *quality))
         rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span>{engine[i]}</td>{nums}'
-                    f'<td>{gpus[i] + " tier" if not tier_line[i] else gpus[i]}{tier_line[i]}{offload[i]}</td></tr>')
+                    f'<td>{gpus[i]}{tier_line[i]}{offload[i]}</td></tr>')
         figs = "".join(f"<div><dt>{esc(c.split(' (')[0])}</dt><dd>{card_figs[c][i]}</dd></div>" for c in figures)
         qual = "".join(f"<div><dt>{esc(c)}</dt><dd>{cells[c][i]}</dd></div>" for c in quality)
         cards.append(f'<div class="bc-card"><a class="bc-card-title" href="{hrefs[i]}" target="_self" '

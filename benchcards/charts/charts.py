@@ -594,9 +594,10 @@ def fit_builder(points: Any, title: str, ticks: tuple[int, ...], vram_label: str
                         scale=alt.Scale(domain=outcomes, range=[PALETTE[2], PALETTE[3], PALETTE[4]])))
     layers: list = [line, pts]
     if vram is not None and vram_label is not None:
-        layers += [  # constant marks: no data of their own
-            base.mark_rule(strokeDash=[6, 4], color=GREY).encode(y=alt.datum(vram, scale=y_scale)),
-            base.mark_text(align="left", dx=4, dy=-7, color=GREY, font=FONT, text=vram_label).encode(
+        once = base.transform_aggregate(rows="count()")  # constant marks: one row, so each is drawn once
+        layers += [
+            once.mark_rule(strokeDash=[6, 4], color=GREY).encode(y=alt.datum(vram, scale=y_scale)),
+            once.mark_text(align="left", dx=4, dy=-7, color=GREY, font=FONT, text=vram_label).encode(
                 y=alt.datum(vram, scale=y_scale), x=alt.value(0))]
     return themed(_layer(*layers), title=title, width="container", height=HEIGHT)
 

@@ -292,6 +292,20 @@ def wrapper_rows(argv: list[str]) -> list[dict[str, str]]:
     return [{"Part": f"run under: {shlex.join(cmd.wrapper)}", "Meaning": meaning}]
 
 
+#: what an importer writes after the program when its source gives no server command ('vllm serve (command not
+#: given)'): a placeholder, not a command
+NOT_GIVEN = "(command not given)"
+
+
+def command_given(argv: list[str]) -> bool:
+    """Whether ``argv`` is a recorded server command, not an importer's placeholder for an unknown one.
+
+    >>> command_given(["llama-server", "-c", "8192"]), command_given(["llama-server (command not given)"])
+    (True, False)
+    """
+    return bool(argv) and not str(argv[0]).endswith(NOT_GIVEN)
+
+
 def program_name(argv: list[str]) -> str:
     """The engine program's file name ('llama-server'), after any wrapper words; '' for a shell script."""
     program = split_command(argv).program
@@ -352,6 +366,26 @@ def problems(argv: list[str]) -> list[str]:
     """Parts of a server command the server would reject or misread (a flag missing its value, a stray word)."""
     _, args = split_argv(argv)
     return [a.problem for a in args if a.problem]
+
+
+def deviation_problems(whats: list[str], argv: list[str]) -> list[str]:
+    """Stated deviations that begin with a flag the server command does not have ('--n-cpu-moe 16' on a command
+    without --n-cpu-moe), each in words; none when the command was not given. Any spelling of a known flag
+    counts ('-ncmoe 16' for '--n-cpu-moe 16'); a deviation that does not begin with a flag ('no --jinja') is
+    not read.
+
+    >>> deviation_problems(["--n-cpu-moe 16", "-ngl 32", "no --mlock"], ["llama-server", "--gpu-layers", "32"])
+    ["the deviation '--n-cpu-moe 16' names --n-cpu-moe, which the server command does not have"]
+    """
+    if not command_given(argv):
+        return []
+    have = set(settings(argv)) | {_ALIAS.get(w, w.lstrip("-")) for w in argv if _looks_like_flag(w)}
+    out = []
+    for what in whats:
+        m = re.match(r"\s*(--?[A-Za-z][\w-]{0,63})(?:=|\s|$)", what)
+        if m and _ALIAS.get(m.group(1), m.group(1).lstrip("-")) not in have:
+            out.append(f"the deviation '{what}' names {m.group(1)}, which the server command does not have")
+    return out
 
 
 def _is_number(s: str) -> bool:
@@ -459,21 +493,32 @@ def shell_join(argv: list[str], env: dict[str, str] | None = None) -> str:
 def _may_offload(argv: list[str]) -> bool:
     """Whether ``settings`` could read an offload setting from this argv: each alias of ``n_cpu_moe``,
     ``cpu_moe`` and ``override_tensor`` (and an unknown flag spelled as one of those names) has 'moe' or
-    'override' in it, or is '-ot'. A cheap test that never misses one; the overview asks it of every setup."""
+    'override' in it, or is '-ot'; each of ``n_gpu_layers`` has 'layers' in it, or is '-ngl'. A cheap test that
+    never misses one; the overview asks it of every setup."""
     joined = "\0".join(argv)
-    return "moe" in joined or "override" in joined or "-ot" in argv
+    return "moe" in joined or "override" in joined or "layers" in joined or "-ot" in argv or "-ngl" in argv
 
 
-def system_ram_offload(argv: list[str]) -> str | None:
+def system_ram_offload(argv: list[str], *, layers: int | None = None, file_bytes: int | None = None,
+                       gpu_gib: float | None = None) -> str | None:
     """What a server command keeps in system RAM instead of GPU memory, in words, or None.
 
     '--n-cpu-moe 23' -> 'expert weights of 23 layers (--n-cpu-moe 23)'; '--cpu-moe' -> all
-    expert weights; an '-ot' / '--override-tensor' rule that sends tensors to the CPU -> that rule. A peak
-    GPU memory measured with such a command is only what the GPU holds: the setup needs the system RAM too.
+    expert weights; an '-ot' / '--override-tensor' rule that sends tensors to the CPU -> that rule; on a setup
+    with GPU memory (``gpu_gib``, all GPUs), '-ngl 32' below the model's ``layers`` -> 'layers after the first 32
+    (-ngl 32)', and so when the layer count is unknown but the model file (``file_bytes``) is larger than the GPU
+    memory ('-ngl 0': all layers). A peak GPU memory measured with such a command is only what the GPU holds:
+    the setup needs the system RAM too. See docs/definitions.md#system-ram-offload.
     """
     if not _may_offload(argv):
         return None
     s = settings(argv)
+    found = [_moe_offload(s), _layer_offload(s, layers, file_bytes, gpu_gib)]
+    return "; ".join(f for f in found if f) or None
+
+
+def _moe_offload(s: dict[str, str | bool]) -> str | None:
+    """The expert offload of a command's settings in words (``--n-cpu-moe``, ``--cpu-moe``, ``-ot …CPU``)."""
     n = as_int(s.get("n_cpu_moe")) if isinstance(s.get("n_cpu_moe"), str) else None
     if n:
         return f"expert weights of {n:,} layers (--n-cpu-moe {n})"
@@ -483,3 +528,19 @@ def system_ram_offload(argv: list[str]) -> str | None:
     if isinstance(rule, str) and "cpu" in rule.lower():
         return f"tensors matching {rule} (--override-tensor)"
     return None
+
+
+def _layer_offload(s: dict[str, str | bool], layers: int | None, file_bytes: int | None,
+                   gpu_gib: float | None) -> str | None:
+    """The layers an explicit ``-ngl N`` leaves in system RAM on a setup with GPU memory, in words, or None:
+    N below the model's layer count, or (layer count unknown) N = 0 or a model file larger than the GPU memory."""
+    n = as_int(s.get("n_gpu_layers")) if isinstance(s.get("n_gpu_layers"), str) else None
+    if n is None or n < 0 or n >= ALL_LAYERS_FROM or not gpu_gib or gpu_gib <= 0:
+        return None  # not set, auto / all, or no GPU (then everything is in system RAM anyway)
+    if layers is not None and layers > 0:
+        partial = n < layers
+    else:
+        partial = n == 0 or (file_bytes is not None and file_bytes > gpu_gib * 2**30)
+    if not partial:
+        return None
+    return "all layers (-ngl 0)" if n == 0 else f"layers after the first {n:,} (-ngl {n})"

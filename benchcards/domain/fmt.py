@@ -95,12 +95,27 @@ COUNTED = frozenset({"words", "tokens", "requests", "slots", "runs", "setups", "
 
 
 def metric(key: str, x: object, *, unit: bool = True, sign: bool = False) -> str:
-    """A registered figure as text: '63.4 tok/s', '2.1 s', '85 ms', '4,879 tokens'."""
+    """A registered figure as text: '63.4 tok/s', '2.1 s', '85 ms', '4,879 tokens'.
+
+    A figure that is not zero never reads as zero: where the registry's decimals would round it to 0 it gets
+    the decimals of two significant digits (a 46 ms first token is '0.046 s', not '0.0 s').
+
+    >>> metric("ttft", 0.0462), metric("ttft", 0.114), metric("ttft", 0.0)
+    ('0.046 s', '0.1 s', '0.0 s')
+    """
     d = metrics.get(key)
     if missing(x):
         return DASH
-    text = number(float(x) * d.scale, d.decimals, sign=sign)  # type: ignore[arg-type]
+    v = float(x) * d.scale  # type: ignore[arg-type]
+    text = number(v, _visible_decimals(v, d.decimals), sign=sign)
     return with_unit(text, d.unit) if unit else text
+
+
+def _visible_decimals(v: float, decimals: int) -> int:
+    """``decimals``, or as many as two significant digits of ``v`` need when ``decimals`` would round it to 0."""
+    if v == 0 or not math.isfinite(v) or round_half_up(v, decimals) != 0:
+        return decimals
+    return min(decimals + 12, max(decimals, 1 - math.floor(math.log10(abs(v)))))
 
 
 def value(key: str, x: object) -> str:

@@ -225,8 +225,8 @@ _DEFS: list[MetricDef] = [
     _m("ctx", "Context window", "tokens", 0, None, "setup", "Context of the server (-c), over all slots."),
     _m("need_gib", "GPU memory needed", "GiB", 1, "lower", "setup",
        "Peak GPU memory of the memory test at its largest context that answered; without a memory test the "
-       "model file size (or the GPU memory it ran on, when smaller). A setup whose server keeps expert weights "
-       "in system RAM (--n-cpu-moe, --cpu-moe) needs that RAM as well: it is marked."),
+       "model file size (or the GPU memory it ran on, when smaller). A setup whose server keeps weights in "
+       "system RAM (--n-cpu-moe, --cpu-moe, -ngl below the model's layers) needs that RAM as well: it is marked."),
 ]
 
 #: standard deviations of the named-task figures: same unit and decimals as the figure itself

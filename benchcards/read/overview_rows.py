@@ -42,6 +42,7 @@ _OVERVIEW_SQL = f"""
            s.model_bytes, s.params_total_b, s.thinking, s.synthetic, s.summary_only,
            {method_test_sql()} AS method_test, {reported_sql()} AS reported,
            json_extract_string(s.setup_json, '$.server.argv') AS argv_json,
+           TRY_CAST(json_extract(s.setup_json, '$.model.layers') AS BIGINT) AS model_layers,
            s.measured_last AS measured, s.ctx, s.slots, s.kv_type,
            head.decode_tps, head.prefill_8k_tps, head.ttft_2k_s, head.bench_tg_test, head.bench_tg_tps,
            head.bench_pp_test, head.bench_pp_tps,
@@ -86,7 +87,8 @@ def overview(store: Store) -> pd.DataFrame:
     vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
     base["need_gib"] = gpu_peak(base).fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
     base["name"] = distinct_names(base)
-    base["offload"] = [_offload(a) for a in base.pop("argv_json")]
+    base["offload"] = [_offload(a, n, b, v) for a, n, b, v in
+                       zip(base.pop("argv_json"), base.pop("model_layers"), base.model_bytes, base.vram_gib)]
     base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
                       for a, b, t, r in zip(base.synthetic, base.summary_only, base.method_test, base.reported)]
     return _with_reported(store, base)
@@ -148,8 +150,9 @@ def _with_reported(store: Store, base: pd.DataFrame) -> pd.DataFrame:
     return base
 
 
-def _offload(argv_json: object) -> str | None:
-    """``flags.system_ram_offload`` of a setup's stored argv (JSON text), or None."""
+def _offload(argv_json: object, layers: object, file_bytes: object, vram_gib: object) -> str | None:
+    """``flags.system_ram_offload`` of a setup's stored argv (JSON text), with the model's layer count and file
+    size and the setup's GPU memory (all GPUs), or None."""
     import json
 
     from benchcards.domain import flags
@@ -158,4 +161,11 @@ def _offload(argv_json: object) -> str | None:
         argv = json.loads(str(argv_json)) if not fmt.missing(argv_json) else None
     except ValueError:
         return None
-    return flags.system_ram_offload([str(a) for a in argv]) if isinstance(argv, list) and argv else None
+    if not (isinstance(argv, list) and argv):
+        return None
+    def number(x: object) -> float | None:
+        return None if fmt.missing(x) else float(x)  # type: ignore[arg-type]
+
+    n, size = number(layers), number(file_bytes)
+    return flags.system_ram_offload([str(a) for a in argv], layers=None if n is None else int(n),
+                                    file_bytes=None if size is None else int(size), gpu_gib=number(vram_gib))

@@ -16,8 +16,9 @@ from benchcards.domain import flags, fmt, metrics
 from benchcards.read.card_data import Card
 from benchcards.views.method_text import peak_source, sampling_words, stored_method
 from benchcards.views.tables import median_answer_text, quality_source
+from schemas.models import Setup
 
-__all__ = ["FIT_FINISH", "SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "WARNING_KINDS", "Tile", "client_vs_server", "conc_table", "decode_context", "depth_with_count", "engine_table", "files_table", "fit_note", "fit_only", "fit_peak_sources", "fit_peak_tile", "fit_result_text", "fit_slot_warning", "fit_table", "fit_tiles", "headline_source", "headline_tiles", "hygiene_notes", "long_prompt_table", "machine_rows", "quality_table", "quality_tasks_table", "rows_of", "runs_table", "sampling_text", "server_log_table", "speed_table", "step_name", "task_overall", "task_runs", "task_table", "ttft_gap_rows", "ttft_gap_table", "warnings_list"]
+__all__ = ["FIT_FINISH", "SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "WARNING_KINDS", "Tile", "client_vs_server", "conc_table", "decode_context", "depth_with_count", "engine_table", "files_table", "fit_note", "fit_offload_note", "fit_only", "fit_peak_sources", "fit_peak_tile", "fit_result_text", "fit_slot_warning", "fit_table", "fit_tiles", "headline_source", "headline_tiles", "hygiene_notes", "long_prompt_table", "machine_rows", "offload", "quality_table", "quality_tasks_table", "rows_of", "runs_table", "sampling_text", "server_log_table", "speed_table", "step_name", "task_overall", "task_runs", "task_table", "ttft_gap_rows", "ttft_gap_table", "warnings_list", "words_note"]
 
 
 def rows_of(df: pd.DataFrame) -> list[SimpleNamespace]:
@@ -59,10 +60,35 @@ class Tile:
     help: str
 
 
+#: fewer words (whitespace-separated) per output token than this: the answers have almost no spaces (a random-weight
+#: model, a language written without spaces), so words per second says little about speed (docs/definitions.md#words)
+FEW_WORDS_PER_TOKEN = 0.05
+
+
+def few_words(card: Card) -> float | None:
+    """Words per output token of the decode runs (words per second over the pooled decode rate, one time span)
+    when below ``FEW_WORDS_PER_TOKEN``; None otherwise or when either is not measured."""
+    wps, tps = card.value("words_per_s"), card.value("decode_pooled") or card.value("decode")
+    if wps is None or not tps or tps <= 0:
+        return None
+    ratio = float(wps) / float(tps)
+    return ratio if ratio < FEW_WORDS_PER_TOKEN else None
+
+
+def words_note(card: Card) -> str | None:
+    """Why the words figures of a card whose answers have almost no spaces say little (``few_words``), or None."""
+    ratio = few_words(card)
+    if ratio is None:
+        return None
+    return (f"Words are counted at spaces, and these answers have {fmt.number(100 * ratio, 1)} words per 100 output "
+            "tokens (English prose has about 75): the model writes almost no spaces, so words per second and the time "
+            "for 500 words say little about its speed (the 500 words tile is left out).")
+
+
 def headline_tiles(card: Card) -> list[Tile]:
-    """The six headline figures of the card."""
+    """The six headline figures of the card (the 500 words tile only where the answers have words: ``few_words``)."""
     v = card.value
-    s500 = v("s_per_500_words")
+    s500 = None if few_words(card) is not None else v("s_per_500_words")
     return [
         Tile("Decode", fmt.metric("decode", v("decode")), metrics.get("decode").description),
         Tile("Decode, code", fmt.metric("decode", v("decode", "code")), "median of the code-prompt runs"),
@@ -467,6 +493,20 @@ FIT_FINISH = ("Answered (length): the answer ran to its token limit, as expected
               "the model ended its answer before the limit. ")
 
 
+def offload(setup: Setup) -> str | None:
+    """``flags.system_ram_offload`` of a setup: its command, its model's layers and file, its GPU memory."""
+    gpus = setup.hardware.gpus
+    return flags.system_ram_offload(setup.server.argv, layers=setup.model.layers, file_bytes=setup.model.file_bytes,
+                                    gpu_gib=sum(g.vram_gib * g.count for g in gpus) if gpus else None)
+
+
+def fit_offload_note(card: Card) -> str | None:
+    """Under the memory test's headline: what the server keeps in system RAM (``offload``), or None."""
+    kept = offload(card.setup)
+    return None if kept is None else (f"This server keeps {kept} in system RAM: the peak GPU memory is only what the "
+                                      "GPU holds, and the setup needs that system RAM as well.")
+
+
 def fit_slot_warning(card: Card) -> str | None:
     """Under the headline: what one request could really use when that is less than the size it names."""
     f = card.fit or {}
@@ -574,6 +614,7 @@ WARNING_KINDS = {
     "prompt_cache": "Prompt cache used",
     "failed_request": "Failed request",
     "server_command": "Server command",
+    "deviation_flag": "Deviation names a flag the server command lacks",
     "imported": "Imported from another tool",
     "served_below_size": "A request could use less context than the size",
     "thinking_not_seen": "Thinking asked for, none seen",

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from benchcards.compute import agentic, builds
-from benchcards.domain import fmt, names
+from benchcards.domain import flags, fmt, names
 from benchcards.read import card_data, reported
 from benchcards.read.card_data import Card
 from benchcards.views import card_tables, method_text, reproduce_steps
@@ -158,6 +158,8 @@ SLOTS = ("Requests at once: the server has {slots} slots; more requests than slo
 CONC = ("Total = all output tokens / wall time of a round; per request = its tokens / its end-to-end time; first "
         "token and gap between tokens are medians over the requests of a level.")
 NO_WARNINGS = "No warnings: every stated figure agrees with the raw records and the server command parses."
+NO_WARNINGS_NO_COMMAND = ("No warnings: every stated figure agrees with the raw records (no server command was "
+                          "given, so none was checked).")
 FILES = "Each file downloads under its own name; none is opened in the browser."
 
 
@@ -166,9 +168,13 @@ FILES = "Each file downloads under its own name; none is opened in the browser."
 def sections(c: Card, inputs: Inputs | None = None) -> list[Section]:
     """Every section of the card of ``c``, in the order both renderers show them (empty ones left out)."""
     i = inputs or Inputs()
-    parts = [header(c), reported_figures(i.reported), speed(c, i), *speed_details(c), charts(c, i),
-             builds_over_time(i.timeline), quality(c), memory(c), method(c), reproduce(c),
-             sampling(c), deviations(c), runs(c), warnings(c), machine(c), raw_files(c)]
+    # the card's own measurements come first; others' figures (Reported) after them, except on a reported
+    # setup's card, whose reported figures are all it has
+    others = reported_figures(i.reported)
+    first = others if card_data.card_badge(c) == "reported" else None
+    parts = [header(c), first, speed(c, i), *speed_details(c), charts(c, i), builds_over_time(i.timeline),
+             quality(c), memory(c), others if first is None else None, method(c), reproduce(c), sampling(c),
+             deviations(c), runs(c), warnings(c), machine(c), raw_files(c)]
     return [s for s in parts if s is not None]
 
 
@@ -207,7 +213,8 @@ def speed(c: Card, i: Inputs) -> Section:
     blocks: list = [Tiles([t for t in card_tables.headline_tiles(c) if t.value != fmt.DASH])]
     if c.metrics.empty:
         return Section("speed", "Speed", [*blocks, Text("No speed run for this setup.", "note")])
-    blocks += [Text(n, "note") for n in (card_tables.decode_context(c, i.prompt_tokens), card_tables.headline_source(c)) if n]
+    blocks += [Text(n, "note") for n in (card_tables.decode_context(c, i.prompt_tokens), card_tables.headline_source(c),
+                                                card_tables.words_note(c)) if n]
     table = card_tables.speed_table(c)
     if not table.empty:
         blocks.append(Table(table, "speed"))
@@ -323,6 +330,9 @@ def memory(c: Card) -> Section:
     slot_warning = card_tables.fit_slot_warning(c)
     if slot_warning:
         blocks.append(Text(slot_warning, "warning"))
+    kept = card_tables.fit_offload_note(c)
+    if kept:
+        blocks.append(Text(kept, "note"))
     if not fmt.missing(f.get("first_failed_error")):
         blocks.append(Text(f"First size that failed: {fmt.depth(f['first_failed_ctx'])} "
                            f"({fmt.tokens(f['first_failed_ctx'])}) — {f['first_failed_error']}", "note"))
@@ -391,7 +401,8 @@ def warnings(c: Card) -> Section:
     """Every warning, labelled in words (card.WARNING_KINDS), with the run it belongs to."""
     found = card_tables.warnings_list(c)
     if not found:
-        return Section("warnings", "Warnings", [Text(NO_WARNINGS, "note")])
+        said = NO_WARNINGS if flags.command_given(c.setup.server.argv) else NO_WARNINGS_NO_COMMAND
+        return Section("warnings", "Warnings", [Text(said, "note")])
     return Section("warnings", "Warnings", [Text(message, "warning", f"{what} ({run})")
                                             for what, run, message in found])
 

@@ -14,6 +14,7 @@ from benchcards.domain import flags, fmt, metrics
 from benchcards.domain.names import short_gpu, unique_names
 from benchcards.read.card_data import Card
 from benchcards.read.quality import QualityComparison
+from benchcards.views import card_tables
 from schemas.models import Setup
 
 
@@ -99,7 +100,7 @@ def config_fields(setup: Setup) -> dict[tuple[str, str], str]:
     put("Model", "Parameters (active)", f"{m.params_active_b:g}B" if m.params_active_b else None)
     put("Model", "Architecture", m.architecture)
     put("Server flags", "Server program", setup.server.argv[0])
-    for name, value in flags.settings(setup.server.argv).items():
+    for name, value in (flags.settings(setup.server.argv) if flags.command_given(setup.server.argv) else {}).items():
         if name in flags.NOISE:
             continue
         put("Server flags", flags.label(name), _flag_value(name, value))
@@ -117,9 +118,10 @@ def config_fields(setup: Setup) -> dict[tuple[str, str], str]:
     return out
 
 
-def _absent(group: str, label: str) -> str:
-    """What a setting reads when a setup does not set it."""
-    if group != "Server flags":
+def _absent(group: str, label: str, command_given: bool = True) -> str:
+    """What a setting reads when a setup does not set it: its default, or '—' (unknown) where the setup's server
+    command was not given."""
+    if group != "Server flags" or not command_given:
         return fmt.DASH
     for name, (_, off) in _SWITCHES.items():
         if flags.label(name) == label:
@@ -138,6 +140,7 @@ def config_diff(setups: list[Setup], shown: list[str] | None = None) -> list[tup
     ``shown`` names the setups' columns (default: their ids)."""
     cols = shown or [s.setup_id for s in setups]
     fields = [config_fields(s) for s in setups]
+    givens = [flags.command_given(s.server.argv) for s in setups]
     keys = list(dict.fromkeys(k for f in fields for k in f))
     out = []
     for group in GROUPS:
@@ -145,7 +148,7 @@ def config_diff(setups: list[Setup], shown: list[str] | None = None) -> list[tup
         for g, label in keys:
             if g != group:
                 continue
-            vals = [f.get((g, label), _absent(g, label)) for f in fields]
+            vals = [f.get((g, label), _absent(g, label, given)) for f, given in zip(fields, givens)]
             if len({_meaning(v) for v in vals}) > 1:
                 rows.append({"Setting": label, **dict(zip(cols, vals))})
         if rows:
@@ -316,11 +319,11 @@ def fit_side_by_side(cards: list[Card], shown: list[str] | None = None) -> Style
             row[vs_first(name)] = text
             verdicts[vs_first(name)].append(verdict)
         rows.append(row)
-    offload = [flags.system_ram_offload(c.setup.server.argv) for c in cards]
+    offload = [card_tables.offload(c.setup) for c in cards]
     if any(offload):
         row = {"Figure": "Weights kept in system RAM"}
-        for name, o in zip(cols, offload):
-            row[name] = o or "none"
+        for name, o, c in zip(cols, offload, cards):
+            row[name] = o or ("none" if flags.command_given(c.setup.server.argv) else fmt.DASH)
         for name in cols[1:]:
             row[vs_first(name)] = ""
             verdicts[vs_first(name)].append(None)
