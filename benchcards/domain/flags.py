@@ -272,7 +272,12 @@ class Arg:
 
 
 def _looks_like_flag(word: str) -> bool:
-    return word.startswith("-") and len(word) > 1 and not _is_number(word)
+    if len(word) < 2 or word[0] != "-":
+        return False
+    # only a word whose second character is a digit, '.', or the start of 'inf'/'nan' can be a number ('-5',
+    # '-.5', '-inf'): every other one is a flag without asking float() (which raises for most of a command's)
+    second = word[1]
+    return not _is_number(word) if second.isdigit() or second in ".iInN" else True
 
 
 def wrapper(argv: list[str]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import pandas as pd
@@ -153,19 +154,27 @@ def _with_reported(store: Store, base: pd.DataFrame) -> pd.DataFrame:
 def _offload(argv_json: object, layers: object, file_bytes: object, vram_gib: object) -> str | None:
     """``flags.system_ram_offload`` of a setup's stored argv (JSON text), with the model's layer count and file
     size and the setup's GPU memory (all GPUs), or None."""
+    def number(x: object) -> float | None:
+        return None if fmt.missing(x) else float(x)  # type: ignore[arg-type]
+
+    n, size = number(layers), number(file_bytes)
+    return _offload_of(None if fmt.missing(argv_json) else str(argv_json), None if n is None else int(n),
+                       None if size is None else int(size), number(vram_gib))
+
+
+@functools.lru_cache(maxsize=16_384)
+def _offload_of(argv_json: str | None, layers: int | None, file_bytes: int | None,
+                vram_gib: float | None) -> str | None:
+    """``_offload`` of plain values, kept: the overview asks it of every setup on every view, and the answer
+    depends on nothing else (a pure function of the stored command and three numbers)."""
     import json
 
     from benchcards.domain import flags
 
     try:
-        argv = json.loads(str(argv_json)) if not fmt.missing(argv_json) else None
+        argv = json.loads(argv_json) if argv_json is not None else None
     except ValueError:
         return None
     if not (isinstance(argv, list) and argv):
         return None
-    def number(x: object) -> float | None:
-        return None if fmt.missing(x) else float(x)  # type: ignore[arg-type]
-
-    n, size = number(layers), number(file_bytes)
-    return flags.system_ram_offload([str(a) for a in argv], layers=None if n is None else int(n),
-                                    file_bytes=None if size is None else int(size), gpu_gib=number(vram_gib))
+    return flags.system_ram_offload([str(a) for a in argv], layers=layers, file_bytes=file_bytes, gpu_gib=vram_gib)
