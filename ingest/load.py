@@ -4,7 +4,7 @@
 
 1. find the setup folders (never following links; see ``ingest.files``);
 2. per folder (in worker processes when there are many): read every file once,
-   validate (JSON Schema, then pydantic, then cross-field rules) and compute every
+   validate (the contract's model, then cross-field rules; ``ingest.validate``) and compute every
    figure and every row as Arrow tables (``ingest.rows``); only those travel back;
 3. if anything is invalid, raise IngestError with a capped report of every problem;
 4. otherwise write one new database file from those Arrow tables (DuckDB never

@@ -9,10 +9,12 @@ A raw setup folder::
 
 Files are read once, without following links (``ingest.files``), and JSON is decoded
 strictly (``ingest.jsonread``: no duplicate keys, bounded depth and numbers). Each
-document is checked with JSON Schema first (fast Rust validator for the verdict and
-the count; the Python reference validator explains the first few failures), then
-parsed with pydantic, then checked for rules that span fields and files. Reports
-are capped per file (``ingest.errors``). Nothing here writes anything.
+document is parsed with its pydantic model, which gives the verdict (a quality contract's
+items become dicts, ``ingest.records``); a refused one is explained with JSON Schema (the
+fast Rust validator counts the errors, the Python reference validator explains the first
+few), in the model's words where the schema finds nothing. Then rules that span fields
+and files are checked. Reports are capped per file (``ingest.errors``). Nothing here
+writes anything.
 """
 
 from __future__ import annotations
