@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -105,19 +106,56 @@ def link(page_path: str, label: str, query_params: dict | None = None, icon: str
 
 #: how often (seconds) a page run looks for raw folders newer than the database
 RECHECK_S = 5.0
-_CHECKED: dict[str, tuple[float, Freshness]] = {}
+_CHECKED: dict[str, tuple[float, Freshness, tuple[int, int] | None]] = {}  # when, answer, database's stamp
+_RECHECKING: set[str] = set()
+_RECHECK_LOCK = threading.Lock()
 BUILD_COMMAND = ".venv/bin/python -m ingest.build"
 
 
 def _freshness(path: Path) -> Freshness:
-    """``benchcards.read.sources.freshness``, looked up at most every RECHECK_S seconds per process."""
-    now = time.monotonic()
-    hit = _CHECKED.get(str(path))
-    if hit is not None and now - hit[0] < RECHECK_S:
-        return hit[1]
+    """``benchcards.read.sources.freshness``, looked up at most every RECHECK_S seconds per process.
+
+    Only the first look (or a look after the database file itself changed) runs in the page: later ones run
+    in a background thread while the page shows the last answer, so no page view waits for a walk of every
+    raw folder (0.7 s at 1,000 setups). A change of the raw folders shows on the next page run after it.
+    """
+    key = str(path)
+    hit = _CHECKED.get(key)
+    if hit is None or hit[2] != _db_stamp(path):
+        return _check_now(path)
+    if time.monotonic() - hit[0] >= RECHECK_S:
+        with _RECHECK_LOCK:
+            start = key not in _RECHECKING
+            _RECHECKING.add(key)
+        if start:
+            threading.Thread(target=_recheck, args=(path,), name="bc-freshness", daemon=True).start()
+    return hit[1]
+
+
+def _db_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st_ = path.stat()
+    except OSError:
+        return None
+    return (st_.st_ino, st_.st_mtime_ns)
+
+
+def _check_now(path: Path) -> Freshness:
+    stamp = _db_stamp(path)  # taken before: a swap meanwhile only makes the next page run look again
     fr = freshness(path)
-    _CHECKED[str(path)] = (now, fr)
+    _CHECKED[str(path)] = (time.monotonic(), fr, stamp)
     return fr
+
+
+def _recheck(path: Path) -> None:
+    """``_check_now`` in the background (any error is the next page run's to show: it looks again itself)."""
+    try:
+        _check_now(path)
+    except Exception:  # a failed look leaves no answer: the next page run looks again, in the page
+        _CHECKED.pop(str(path), None)
+    finally:
+        with _RECHECK_LOCK:
+            _RECHECKING.discard(str(path))
 
 
 def _command(path: Path) -> str:

@@ -16,6 +16,7 @@ units and figures come from the metric registry and the one formatter.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -50,8 +51,10 @@ IGNORED_FLAGS = {"model", "host", "port", "alias", "metrics", "no_webui", "p", "
 NOISE_Z = 2.0
 
 
+@functools.lru_cache(maxsize=4096)
 def _signature(setup_json: str) -> str:
-    """What must be equal for two setups to be builds of one another."""
+    """What must be equal for two setups to be builds of one another (kept per stored setup.json: a pure
+    function of it, asked for every candidate on every card view)."""
     s = json.loads(setup_json)
     hw = s.get("hardware") or {}
     model = s.get("model") or {}
@@ -67,10 +70,10 @@ def _signature(setup_json: str) -> str:
     }, sort_keys=True, default=str)
 
 
-def _build_key(row: pd.Series) -> tuple:
-    bn = row.engine_build
-    return (0 if pd.notna(bn) else 1, int(bn) if pd.notna(bn) else 0, str(row.measured_last or ""),
-            str(row.engine_version or ""), str(row.setup_id))
+def _build_key(row: pd.Series | dict[str, Any]) -> tuple:
+    bn = row["engine_build"]
+    return (0 if pd.notna(bn) else 1, int(bn) if pd.notna(bn) else 0, str(row["measured_last"] or ""),
+            str(row["engine_version"] or ""), str(row["setup_id"]))
 
 
 def build_label(row: pd.Series | dict[str, Any]) -> str:
@@ -93,22 +96,23 @@ def siblings(store: Store, setup_id: str) -> pd.DataFrame:
     included), oldest build first. Columns: setup_id, title, engine_version, engine_build,
     engine_commit, measured_last, build. Empty when the setup is unknown."""
     cols = SIBLING_COLUMNS
-    with db.reading(store.path) as con:
-        me = fetch(con, "SELECT gpu, model, quant, engine, setup_json FROM setups WHERE setup_id = ?", [setup_id])
-        if me.empty:
-            return pd.DataFrame(columns=cols)
-        r = me.iloc[0]
+    with db.reading(store.path) as con:  # one query: the setup's hardware, model, quant and engine, joined
         cand = fetch(con, """
-            SELECT setup_id, title, engine_version, engine_build, engine_commit, measured_last, setup_json
-            FROM setups WHERE gpu IS NOT DISTINCT FROM ? AND model IS NOT DISTINCT FROM ?
-              AND quant IS NOT DISTINCT FROM ? AND engine IS NOT DISTINCT FROM ?
-        """, [r.gpu, r.model, r.quant, r.engine])
-    sig = _signature(r.setup_json)
-    cand = cand[[_signature(j) == sig for j in cand.setup_json]].drop(columns=["setup_json"])
-    if cand.empty:
+            SELECT c.setup_id, c.title, c.engine_version, c.engine_build, c.engine_commit, c.measured_last,
+                   c.setup_json
+            FROM setups me JOIN setups c ON c.gpu IS NOT DISTINCT FROM me.gpu
+              AND c.model IS NOT DISTINCT FROM me.model AND c.quant IS NOT DISTINCT FROM me.quant
+              AND c.engine IS NOT DISTINCT FROM me.engine
+            WHERE me.setup_id = ? ORDER BY c.setup_id
+        """, [setup_id])
+    mine = cand.setup_json[cand.setup_id == setup_id]
+    if mine.empty:
         return pd.DataFrame(columns=cols)
-    cand = cand.iloc[sorted(range(len(cand)), key=lambda i: _build_key(cand.iloc[i]))].reset_index(drop=True)
-    cand["build"] = [build_label(row) for _, row in cand.iterrows()]
+    sig = _signature(mine.iloc[0])
+    cand = cand[[_signature(j) == sig for j in cand.setup_json]].drop(columns=["setup_json"])
+    records = cand.to_dict("records")
+    cand = cand.iloc[sorted(range(len(cand)), key=lambda i: _build_key(records[i]))].reset_index(drop=True)
+    cand["build"] = [build_label(row) for row in cand.to_dict("records")]
     return cand[cols]
 
 

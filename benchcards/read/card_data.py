@@ -16,7 +16,7 @@ from benchcards.read.clauses import is_method_test, latest_fit, latest_metrics, 
 from benchcards.read.store import Store, fetch
 from schemas.models import Setup
 
-__all__ = ["Card", "NotFound", "card", "card_badge", "card_digests", "cards", "decode_prompt_tokens", "decode_prompt_tokens_by_run", "is_reported", "setup_ids", "split_by_setup"]
+__all__ = ["Card", "NotFound", "card", "card_badge", "card_digests", "cards", "decode_prompt_tokens", "decode_prompt_tokens_by_run", "frame_records", "is_reported", "setup_ids", "split_by_setup"]
 
 
 @dataclass
@@ -38,6 +38,7 @@ class Card:
     provenance: dict[str, str] = field(default_factory=dict)  # metric -> raw/summary
 
     def __post_init__(self) -> None:
+        self._records: dict[str, list[dict]] = {}
         self._index: dict[tuple, tuple[float, int | None, str]] = {}
         self._runs: dict[tuple, str] = {}
         m = self.metrics
@@ -49,6 +50,21 @@ class Card:
             self._index[key] = (float(value), None if pd.isna(n) else int(n), prov)
             if run is not None and key not in self._runs:
                 self._runs[key] = str(run)
+
+    def records(self, name: str) -> list[dict]:
+        """The rows of one of the card's frames ('runs', 'quality', 'fit_steps', ...) as dicts, made once per
+        card (``frame_records``); each call hands out fresh dicts."""
+        if name not in self._records:
+            self._records[name] = frame_records(getattr(self, name))
+        return [dict(r) for r in self._records[name]]
+
+    def run(self, run_id: object) -> dict | None:
+        """The runs row of ``run_id`` as a dict, or None when the card has no such run."""
+        return next((r for r in self.records("runs") if r["run_id"] == run_id), None) if run_id else None
+
+    def runs_of_kind(self, kind: str) -> list[dict]:
+        """The runs rows of one kind ('speed', 'quality', 'fit', ...) as dicts, in the card's run order."""
+        return [r for r in self.records("runs") if r["kind"] == kind]
 
     @property
     def vram_gib(self) -> float | None:
@@ -74,6 +90,21 @@ class Card:
         """(prompt, level) pairs present for ``metric``, sorted."""
         return sorted(((p, lv) for (m, p, lv) in self._index if m == metric),
                       key=lambda k: (k[0] or "", -1 if k[1] is None else k[1]))
+
+
+def _column_values(s: pd.Series) -> list:
+    values = s.tolist()
+    if isinstance(s.dtype, pd.api.extensions.ExtensionDtype) and not isinstance(s.dtype, pd.StringDtype):
+        values = [None if v is pd.NA else v for v in values]  # a nullable column's gap, as to_dict gives it
+    return values
+
+
+def frame_records(df: pd.DataFrame) -> list[dict]:
+    """``df.to_dict('records')`` (the same values: NaN for a gap in a float or text column, None in a nullable
+    one), built a column at a time: a card's frames are walked on every page view, and pandas builds its
+    records a cell at a time."""
+    cols = list(df.columns)
+    return [dict(zip(cols, row)) for row in zip(*(_column_values(df[c]) for c in df.columns))] if len(df) else []
 
 
 def is_reported(card: Card) -> bool:
@@ -192,8 +223,9 @@ def card_digests(store: Store) -> dict[str, str]:
 
 
 def setup_ids(store: Store) -> list[tuple[str, str]]:
-    """(setup_id, title) of every setup, by title."""
-    return list(store.df("SELECT setup_id, title FROM setups ORDER BY title").itertuples(index=False, name=None))
+    """(setup_id, title) of every setup, by title (read once per version of the database: every page asks)."""
+    return list(db.per_version(store.path, "setup_ids", lambda: tuple(
+        store.rows("SELECT setup_id, title FROM setups ORDER BY title"))))
 
 
 def decode_prompt_tokens_by_run(store: Store, run_ids: list[str]) -> dict[str, float]:

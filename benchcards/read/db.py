@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
@@ -91,11 +92,45 @@ def reading(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def forget(path: Path) -> None:
-    """Close this process's cached reader of ``path`` (before deleting or replacing it by hand)."""
+    """Close this process's cached reader of ``path`` (before deleting or replacing it by hand), and drop what
+    ``per_version`` kept of it."""
     with _CACHE_LOCK:
         entry = _CACHE.pop(str(path), None)
         if entry is not None:
             entry[1].close()
+        for key in [k for k in _MEMO if k[0] == str(path)]:
+            del _MEMO[key]
+
+
+T = TypeVar("T")
+_MEMO: dict[tuple[str, str], tuple[tuple[int, int], object]] = {}
+_MEMO_SIZE = 32
+
+
+def per_version(path: Path, name: str, make: Callable[[], T]) -> T:
+    """``make()``, computed once per version of the database file ``path`` and kept in this process.
+
+    For what every page of one database shares, such as the list of setups or the reported figures: a
+    version is the file's inode and modification time, which every ingest changes (it swaps in a new
+    file), the way ``reading`` tells versions apart. The value is shared by every caller, so it must not
+    be changed. Side effect: keeps up to 32 values in memory (the oldest is dropped first).
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DatabaseError(f"no database at {path}") from None
+    stamp, key = (st.st_ino, st.st_mtime_ns), (str(path), name)
+    with _CACHE_LOCK:
+        hit = _MEMO.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]  # type: ignore[return-value]
+    value = make()  # read with the stamp taken before: a swap meanwhile only makes the next call read again
+    with _CACHE_LOCK:
+        _MEMO.pop(key, None)
+        while len(_MEMO) >= _MEMO_SIZE:
+            del _MEMO[next(iter(_MEMO))]
+        _MEMO[key] = (stamp, value)
+    return value
 
 
 def dump(path: Path) -> dict[str, list[tuple]]:

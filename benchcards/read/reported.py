@@ -38,7 +38,7 @@ from benchcards.domain import fmt
 from benchcards.read import db
 
 __all__ = ["BADGE", "Snapshot", "Written", "beside_lines", "claim_text", "claims", "claims_for", "digests", "figure_text",
-           "figures", "figures_table", "gpu_key", "headlines", "number_problems", "number_text", "parse_written",
+           "figures", "figures_table", "gpu_key", "headlines", "number_problems", "number_text", "parse_written", "shared_snapshot",
            "sources"]
 
 #: the badge of a reported setup: below *summary only* (docs/definitions.md#trust)
@@ -410,9 +410,17 @@ class CardSection(NamedTuple):
         return self.figures.empty and not self.beside and not self.claims
 
 
+def shared_snapshot(store: object) -> Snapshot:
+    """The ``Snapshot`` of ``store``'s database, read once per version of the file (it is the same for every card:
+    every reported figure and claim, and the measured setups beside them). Shared: never change it."""
+    from benchcards.read import db
+
+    return db.per_version(store.path, "reported-snapshot", lambda: Snapshot(store))  # type: ignore[attr-defined]
+
+
 def card_section(store: object, setup_id: str, argv: list[str], snapshot: Snapshot | None = None) -> CardSection:
     """``CardSection`` of one card (``snapshot``: one read shared by many cards)."""
-    snap = snapshot or Snapshot(store)
+    snap = snapshot or shared_snapshot(store)
     own = snap.figures[snap.figures.setup_id == setup_id]
     table = figures_table(store, setup_id) if not own.empty else pd.DataFrame()
     src = sources(store, setup_id) if setup_id in snap.reported_ids else pd.DataFrame()

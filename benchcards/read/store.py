@@ -42,6 +42,14 @@ class Store:
         with db.reading(self.path) as con:
             return fetch(con, sql, params)
 
+    def rows(self, sql: str, params: list | None = None) -> list[tuple]:
+        """Run one query on a fresh read-only connection and return its rows as tuples (no DataFrame: for lists
+        a page only walks, where building a frame would cost more than the query)."""
+        with db.reading(self.path) as con:
+            if TRACE is not None:
+                TRACE.append((sql, list(params or [])))
+            return con.execute(sql, params or []).fetchall()
+
     def raw_file(self, sha256: str) -> bytes:
         """Content of an ingested raw file, read from where it was ingested and checked
         against its recorded SHA-256. Raises RawFileError when it is gone or changed.

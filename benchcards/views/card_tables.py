@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 from benchcards.domain import flags, fmt, metrics
-from benchcards.read.card_data import Card
+from benchcards.read.card_data import Card, frame_records
 from benchcards.views.method_text import peak_source, sampling_words, stored_method
 from benchcards.views.tables import median_answer_text, quality_source
 from schemas.models import Setup
@@ -24,7 +24,7 @@ __all__ = ["FIT_FINISH", "SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "W
 def rows_of(df: pd.DataFrame) -> list[SimpleNamespace]:
     """The rows of one card's small frame with attribute access, like ``itertuples`` (which builds a
     namedtuple class on every call: the larger part of a card's time in the export)."""
-    return [SimpleNamespace(**r) for r in df.to_dict("records")]
+    return [SimpleNamespace(**r) for r in frame_records(df)]
 
 
 def depth_with_count(card: Card, part: str, level: int) -> str:
@@ -107,11 +107,10 @@ def _run_of(card: Card, metric: str, prompt: str | None = None, level: int | Non
 
 def _run_words(card: Card, run_id: str) -> str:
     """'run X (started …; parts: decode, prefill at depth)'."""
-    r = card.runs[card.runs.run_id == run_id]
-    if r.empty:
+    row = card.run(run_id)
+    if row is None:
         return f"run {run_id}"
-    row = r.iloc[0]
-    bits = [] if fmt.missing(row.started_at) else [f"started {row.started_at}"]
+    bits = [] if fmt.missing(row.get("started_at")) else [f"started {row['started_at']}"]
     parts = stored_method(row.get("method_json")).get("parts") or []
     if parts:
         bits.append("parts: " + ", ".join(metrics.part_label(p).lower() for p in parts))
@@ -124,7 +123,7 @@ def headline_source(card: Card) -> str | None:
     used = list(dict.fromkeys(r for r in (_run_of(card, *k) for k in tiles) if r))
     if not used:
         return None
-    speed = [str(r) for r in card.runs[card.runs.kind == "speed"].run_id]
+    speed = [str(r["run_id"]) for r in card.runs_of_kind("speed")]
     others = [r for r in speed if r not in used]
     text = "Headline figures from " + " and ".join(_run_words(card, r) for r in used) + "."
     for r in others:
@@ -138,8 +137,8 @@ def decode_context(card: Card, prompt_tokens: float | None = None) -> str | None
     rid = _run_of(card, "decode")
     if rid is None:
         return None
-    r = card.runs[card.runs.run_id == rid]
-    method = stored_method(r.iloc[0].get("method_json")) if not r.empty else {}
+    r = card.run(rid)
+    method = stored_method(r.get("method_json")) if r is not None else {}
     if "decode" not in (method.get("parts") or []):
         if "task" in (method.get("parts") or []):
             return ("Decode: the mean generation rate over the tool's named tasks, as it reported it (prompts of "
@@ -224,8 +223,8 @@ def task_runs(card: Card) -> int | None:
     if rid is None:
         m = card.metrics[card.metrics.metric.isin(TASK_COLUMNS)]
         rid = None if m.empty or "run_id" not in m.columns else str(m.run_id.iloc[0])
-    r = card.runs[card.runs.run_id == rid] if rid else card.runs.iloc[0:0]
-    runs = stored_method(r.iloc[0].get("method_json")).get("runs") if not r.empty else None
+    r = card.run(rid)
+    runs = stored_method(r.get("method_json")).get("runs") if r is not None else None
     return int(runs) if isinstance(runs, int | float) and runs > 0 else None
 
 
@@ -476,8 +475,8 @@ def fit_note(card: Card) -> str:
     """The sentence under the memory table (app and export): how the server ran, how memory was read."""
     if card.fit is None:
         return ""
-    r = card.runs[card.runs.run_id == card.fit.get("run_id")]
-    method = stored_method(r.iloc[0].get("method_json")) if not r.empty else {}
+    r = card.run(card.fit.get("run_id"))
+    method = stored_method(r.get("method_json")) if r is not None else {}
     restarted = method.get("restarted_per_size")
     how = ("The server was restarted for each context size (started afresh, stopped after its one request). "
            if restarted is True else "One server answered every context size (not restarted). "

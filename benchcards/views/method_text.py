@@ -86,49 +86,64 @@ def relevant_fields(method: dict) -> dict:
 
 def method_table(card: Card) -> pd.DataFrame:
     """Run | Setting | Value: how every run measured (its stored method, its tests' settings, its tool)."""
-    rows: list[tuple[str, str, str]] = []
-    for r in card.runs.itertuples():
-        method = stored_method(getattr(r, "method_json", None))
-        if r.kind == "speed":
-            method = relevant_fields(method)
-            for key, setting, show in _speed_method_rows():
-                if key in method and method[key] not in (None, []):
-                    rows.append((r.run_id, setting, show(method[key])))  # type: ignore[operator]
-        elif r.kind == "quality":
-            for q in card.quality[card.quality.run_id == r.run_id].itertuples():
-                bits = [f"limit {fmt.tokens(q.token_limit)}" if not fmt.missing(q.token_limit) else None,
-                        None if fmt.missing(q.thinking) else f"thinking {fmt.on_off(q.thinking)}",
-                        None if fmt.missing(q.seed) else f"seed {fmt.number(q.seed, 0, thousands=False)}",
-                        None if fmt.missing(q.in_flight) else f"{fmt.number(q.in_flight, 0)} in flight",
-                        None if fmt.missing(getattr(q, "sampling_json", None))
-                        else sampling_words(stored_method(q.sampling_json))]
-                rows.append((r.run_id, metrics.quality_label(q.test, q.label),
-                             ", ".join(b for b in bits if b) or fmt.DASH))
-        elif r.kind == "fit" and "fill_target_pct" in method:
-            rows.append((r.run_id, "Prompt fills about", f"{fmt.percent(method['fill_target_pct'])} of each context"))
-            if peak_known(card):  # said only when recorded: "not recorded" above figures that exist misleads
-                rows.append((r.run_id, "Peak memory measured with", str(peak_known(card))))
-            rows.extend((r.run_id, setting, value) for setting, value in fit_method_rows(method))
-        if not fmt.missing(r.tool):
-            rows.append((r.run_id, "Measured with", str(r.tool)))
-        if not fmt.missing(r.command):
-            rows.append((r.run_id, "Command of the measuring tool", str(r.command)))
-        if not fmt.missing(getattr(r, "notes", None)):
-            rows.append((r.run_id, "Notes", str(r.notes)))
-    return pd.DataFrame(rows, columns=["Run", "Setting", "Value"])
+    return pd.DataFrame([(run, setting, value) for run, rows in _method_rows(card) for setting, value in rows],
+                        columns=["Run", "Setting", "Value"])
+
+
+def _method_rows(card: Card) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(run id, its Setting | Value rows) per run, in the card's run order (walked as records: a page view
+    asks for every run and every quality test)."""
+    tests: dict[str, list[dict]] = {}
+    for q in card.records("quality"):
+        tests.setdefault(q["run_id"], []).append(q)
+    out = []
+    for r in card.records("runs"):
+        out.append((r["run_id"], _run_method_rows(card, r, tests.get(r["run_id"], []))))
+    return out
+
+
+def _run_method_rows(card: Card, r: dict, tests: list[dict]) -> list[tuple[str, str]]:
+    """The Setting | Value rows of one run ``r`` (a runs record) with its quality ``tests``."""
+    rows: list[tuple[str, str]] = []
+    method = stored_method(r.get("method_json"))
+    if r["kind"] == "speed":
+        method = relevant_fields(method)
+        for key, setting, show in _speed_method_rows():
+            if key in method and method[key] not in (None, []):
+                rows.append((setting, show(method[key])))  # type: ignore[operator]
+    elif r["kind"] == "quality":
+        rows.extend((metrics.quality_label(q["test"], q["label"]), _test_settings(q)) for q in tests)
+    elif r["kind"] == "fit" and "fill_target_pct" in method:
+        rows.append(("Prompt fills about", f"{fmt.percent(method['fill_target_pct'])} of each context"))
+        peak = peak_known(card)
+        if peak:  # said only when recorded: "not recorded" above figures that exist misleads
+            rows.append(("Peak memory measured with", str(peak)))
+        rows.extend(fit_method_rows(method))
+    for key, setting in (("tool", "Measured with"), ("command", "Command of the measuring tool"), ("notes", "Notes")):
+        if not fmt.missing(r.get(key)):
+            rows.append((setting, str(r[key])))
+    return rows
+
+
+def _test_settings(q: dict) -> str:
+    """A quality test's settings in words ('limit 512 tokens, thinking off, seed 7'), or a dash."""
+    bits = [f"limit {fmt.tokens(q['token_limit'])}" if not fmt.missing(q.get("token_limit")) else None,
+            None if fmt.missing(q.get("thinking")) else f"thinking {fmt.on_off(q['thinking'])}",
+            None if fmt.missing(q.get("seed")) else f"seed {fmt.number(q['seed'], 0, thousands=False)}",
+            None if fmt.missing(q.get("in_flight")) else f"{fmt.number(q['in_flight'], 0)} in flight",
+            None if fmt.missing(q.get("sampling_json")) else sampling_words(stored_method(q["sampling_json"]))]
+    return ", ".join(b for b in bits if b) or fmt.DASH
 
 
 def method_by_run(card: Card) -> list[tuple[str, pd.DataFrame]]:
     """(heading, Setting | Value table) per run: ``method_table`` grouped, with the run's kind and start."""
-    table = method_table(card)
     out = []
-    for r in card.runs.itertuples():
-        rows = table[table.Run == r.run_id][["Setting", "Value"]].reset_index(drop=True)
-        if rows.empty:
+    for r, (_, rows) in zip(card.records("runs"), _method_rows(card)):
+        if not rows:
             continue
-        kind = {"speed": "speed", "quality": "quality", "fit": "memory test"}.get(r.kind, str(r.kind))
-        started = "" if fmt.missing(r.started_at) else f", started {r.started_at}"
-        out.append((f"{r.run_id} ({kind}{started})", rows))
+        kind = {"speed": "speed", "quality": "quality", "fit": "memory test"}.get(r["kind"], str(r["kind"]))
+        started = "" if fmt.missing(r.get("started_at")) else f", started {r['started_at']}"
+        out.append((f"{r['run_id']} ({kind}{started})", pd.DataFrame(rows, columns=["Setting", "Value"])))
     return out
 
 
@@ -141,8 +156,8 @@ def peak_known(card: Card) -> str | None:
     """How the memory test read its peak GPU memory as its contract records it, else None."""
     if card.fit is None:
         return None
-    r = card.runs[card.runs.run_id == card.fit.get("run_id")]
-    how = stored_method(r.iloc[0].get("method_json")).get("peak_memory_method") if not r.empty else None
+    r = card.run(card.fit.get("run_id"))
+    how = stored_method(r.get("method_json")).get("peak_memory_method") if r is not None else None
     return str(how) if how else None
 
 
@@ -156,8 +171,8 @@ def peak_source(card: Card) -> str | None:
     peaks = card.fit_steps.peak_gib.dropna() if "peak_gib" in card.fit_steps.columns else []
     if fmt.missing(f.get("peak_gib")) and not len(peaks):
         return None
-    r = card.runs[card.runs.run_id == f.get("run_id")]
-    tool = None if r.empty or fmt.missing(r.iloc[0].get("tool")) else str(r.iloc[0].get("tool"))
+    r = card.run(f.get("run_id"))
+    tool = None if r is None or fmt.missing(r.get("tool")) else str(r.get("tool"))
     return f"Peak memory as recorded by {tool} (how it read the memory is not in its contract)." if tool else None
 
 

@@ -279,11 +279,10 @@ def reproduce(card: Card) -> Reproduce:
         out.notes.append("The exact server command was not recorded.")
         out.steps.append(Step("2. Start the server", "Not possible from this card: the exact server command was "
                                                      "not recorded."))
-    speed_runs = card.runs[card.runs.kind == "speed"]
-    for r in speed_runs.itertuples():
-        cmd, notes = measure_command(card, relevant_fields(stored_method(getattr(r, "method_json", None))))
-        out.measure[r.run_id] = cmd
-        out.notes.extend(f"{r.run_id}: {n}" for n in notes)
+    for r in card.runs_of_kind("speed"):
+        cmd, notes = measure_command(card, relevant_fields(stored_method(r.get("method_json"))))
+        out.measure[r["run_id"]] = cmd
+        out.notes.extend(f"{r['run_id']}: {n}" for n in notes)
     if out.measure:
         many = len(out.measure) > 1
         out.steps.append(Step("3. Measure it", f"With the settings of this setup's speed run{'s' if many else ''}"
