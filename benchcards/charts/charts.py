@@ -873,7 +873,7 @@ def sweep_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     rows = list(dict.fromkeys(df.row))
     y = alt.Y("row:N", title=None, sort=rows, axis=alt.Axis(labelExpr=LINES_LABEL, labelLimit=0, ticks=False))
     y_offset = alt.YOffset("variant:N", sort=variants)
-    x = alt.X("pct:Q", title="Δ % against the baseline (95 % interval)")
+    x = alt.X("pct:Q", title="Δ % vs baseline (95 % interval)")  # short enough for a phone's plot
     color = alt.Color("variant:N", title="Variant", sort=variants,
                       scale=alt.Scale(domain=variants, range=[PALETTE[i % len(PALETTE)] for i in range(len(variants))]),
                       legend=alt.Legend(labelExpr=WRAP_LABEL))
