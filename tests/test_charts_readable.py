@@ -104,9 +104,9 @@ def layers(spec: dict) -> list[dict]:
     return spec.get("layer", [spec])
 
 
-def layer_rows(spec: dict, layer: dict) -> list:
+def layer_rows(spec: dict, layer: dict) -> list | None:
     data = layer.get("data") or spec.get("data")
-    return data["values"] if "values" in data else None
+    return data.get("values")
 
 
 @pytest.mark.integration
