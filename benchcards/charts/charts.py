@@ -2,9 +2,8 @@
 
 Every chart carries the benchcards theme in its own config (``themed``), so it looks
 the same wherever it is rendered; the app passes ``theme=None`` to Streamlit so its
-own theme does not override ours. Colours are the Okabe-Ito palette (safe for
-colour-blind readers, black left out so marks show on dark pages) and text is
-mid-grey, readable on light and dark pages. Legends sit below the plot, outside its
+own theme does not override ours. Colours are ``PALETTE`` (every chart's series colours, defined
+here once) and text is mid-grey, readable on light and dark pages. Legends sit below the plot, outside its
 fixed height. Tooltips show text made by ``benchcards.domain.fmt`` (the same text as the
 tables), never Vega's own number formatting. Only measured points are drawn: lines
 join measured points, nothing is interpolated beyond them.
@@ -25,7 +24,11 @@ from benchcards.charts import specs
 from benchcards.domain import fmt, metrics
 from benchcards.views.analysis_tables import caveats_text, knee_texts, range_text, result_text
 
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8a8f98", "#F0E442"]
+#: the categorical colours of every chart (app and export): Okabe-Ito's blue, vermillion, bluish green and
+#: reddish purple, then amber, violet, brown and teal; each of at least 3:1 contrast (WCAG's bound for graphics)
+#: against the white page and the dark one (#14161a), so no series is pale yellow on white or dark blue on black.
+#: Grey is not a series colour: it draws what belongs to no series (intervals, zero lines, 'other').
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#B8860B", "#9467BD", "#8C564B", "#1B9E9E"]
 GREY = "#8a8f98"
 FONT = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
 #: plot height (the legend is drawn below it, outside this height)
@@ -336,6 +339,19 @@ def depth_knee_points(points: pd.DataFrame, knees: pd.DataFrame | None, kind: st
     return out
 
 
+def with_knees(frames: dict[str, pd.DataFrame], knees: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """``frames`` with ``knees`` (the rows of ``depth_knee_points`` or ``conc_knee_points``) as the frame "knees"
+    when there are any: a chart without knees has no knee layers (an empty layer made Vega warn of an infinite
+    extent). The app and the export build a curve's frames with it."""
+    return {**frames, "knees": knees} if knees is not None and not knees.empty else dict(frames)
+
+
+def _has_rows(frame: Any) -> bool:
+    """False for None and an empty frame; True for named data (``benchcards.charts.specs``: its rows come later,
+    and the caller gave it through ``with_knees``, so it has some)."""
+    return frame is not None and not (isinstance(frame, pd.DataFrame) and frame.empty)
+
+
 def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = None,
                 knees: pd.DataFrame | None = None, colors: dict[str, str] | None = None) -> alt.TopLevelMixin:
     """A figure vs prompt depth (tokens), one line per setup through the prefill and long-prompt steps.
@@ -347,9 +363,7 @@ def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = 
     the page's colours; by default those of the series' setups.
     """
     df = depth_points(series, kind, names)
-    frames = {"points": df}
-    if knees is not None:
-        frames["knees"] = depth_knee_points(df, knees, kind)
+    frames = with_knees({"points": df}, None if knees is None else depth_knee_points(df, knees, kind))
     return depth_builder(**frames, **depth_settings(df, kind),
                          **color_values(df, colors or setup_colors(series.setup_id.unique())))
 
@@ -381,7 +395,7 @@ def depth_builder(points: Any, kind: str, ticks: tuple[int, ...], domain: list, 
         shape=alt.Shape("part:N", legend=None, scale=alt.Scale(domain=list(PART_NAMES.values()),
                                                                 range=["circle", "square", "triangle-up", "diamond"])))
     layers = [lines, marks]
-    if knees is not None:
+    if _has_rows(knees):
         layers += _knee_layers(knees, DEPTH_X_TITLE, y_title, color)
     return themed(_layer(*layers), title=title, width="container", height=HEIGHT)
 
@@ -419,9 +433,7 @@ def conc_chart(series: pd.DataFrame, rate: str = "total", names: dict[str, str] 
     (rows of ``analysis.knees``) marks, on the total, where each setup's throughput stops growing.
     ``colors``: as ``depth_chart``'s (a setup without these figures never moves the others' colours)."""
     df = conc_points(series, rate, names)
-    frames = {"points": df}
-    if knees is not None and rate == "total":
-        frames["knees"] = conc_knee_points(df, knees)
+    frames = with_knees({"points": df}, conc_knee_points(df, knees) if knees is not None and rate == "total" else None)
     return conc_builder(**frames, **conc_settings(df, rate),
                         **color_values(df, colors or setup_colors(series.setup_id.unique())))
 
@@ -464,7 +476,7 @@ def conc_builder(points: Any, rate: str, levels: tuple[int, ...], domain: list, 
     lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="level:Q")
     marks = base.mark_point().encode(x=x, y=y, color=color, tooltip=tooltip)
     layers = [lines, marks]
-    if knees is not None:
+    if _has_rows(knees):
         tip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("at_text:N", title="Knee (requests at once)"),
                alt.Tooltip("threshold_text:N", title="Total there"), alt.Tooltip("text:N", title="What it means")]
         kx = alt.X("at:Q", title="Requests at once")
@@ -601,7 +613,7 @@ def fit_builder(points: Any, title: str, ticks: tuple[int, ...], vram_label: str
         shape=alt.Shape("outcome:N", title="Result", scale=alt.Scale(domain=outcomes,
                                                                       range=["circle", "triangle-down", "cross"])),
         color=alt.Color("outcome:N", title="Result",
-                        scale=alt.Scale(domain=outcomes, range=[PALETTE[2], PALETTE[3], PALETTE[4]])))
+                        scale=alt.Scale(domain=outcomes, range=[PALETTE[2], PALETTE[4], PALETTE[1]])))
     layers: list = [line, pts]
     if vram is not None and vram_label is not None:
         once = base.transform_aggregate(rows="count()")  # constant marks: one row, so each is drawn once
@@ -784,7 +796,8 @@ def knee_depth_chart(points: pd.DataFrame, knees: pd.DataFrame, kind: str,
     data = points[points.kind == kind].copy()
     k = knees[(knees.kind == kind) & knees["at"].notna()].copy()
     y_title = "Prefill (tok/s)" if kind == "prefill" else "Decode (tok/s)"
-    x = alt.X("depth:Q", title="Prompt depth (tokens)", scale=_scale(wants_log(data.depth, 4)))
+    # the depth axis of every chart of token counts: ticks at powers of two, written 2K, not 2,048
+    x = _x_pow2("depth", DEPTH_X_TITLE, powers_of_two(data.depth))
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False))
     color = alt.Color("title:N", title="Setup", scale=_title_colors(data, colors),
                       legend=alt.Legend(labelExpr=WRAP_LABEL))
@@ -803,7 +816,8 @@ def knee_depth_chart(points: pd.DataFrame, knees: pd.DataFrame, kind: str,
         x="at:Q", y="threshold:Q", color=color, tooltip=ktip)
     title = f"{'Prefill' if kind == 'prefill' else 'Decode'} vs prompt depth, knees marked (dashed)"
     height = _legend_height(data.title.nunique(), data.source.nunique())
-    return themed((lines + pts + rules + marks).properties(title=title, width="container", height=height))
+    layers = [lines, pts] + ([rules, marks] if not k.empty else [])  # no layer without rows (Vega's infinite extent)
+    return themed(alt.layer(*layers).properties(title=title, width="container", height=height))
 
 
 def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame, colors: dict[str, str] | None = None) -> alt.TopLevelMixin:
@@ -828,26 +842,62 @@ def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame, colors: dict[str, str
     rings = alt.Chart(at_knee).mark_point(size=240, filled=False, strokeWidth=2).encode(
         x="level:Q", y="total_tps:Q", color=color, tooltip=ktip)
     title = "Total throughput vs requests at once, knees marked (dashed, ringed)"
-    return themed((lines + pts + rules + rings).properties(title=title, width="container",
-                                                           height=_legend_height(tp.title.nunique())))
+    layers = [lines, pts] + ([rules] if not k.empty else []) + ([rings] if not at_knee.empty else [])
+    return themed(alt.layer(*layers).properties(title=title, width="container",
+                                                height=_legend_height(tp.title.nunique())))
+
+
+#: an axis label written as the lines of its text (``wrap_words``: at most ``LABEL_LINE`` characters a line)
+LINES_LABEL = "split(datum.label, '\\n')"
+LABEL_LINE = 20
+
+
+def wrap_words(text: str, width: int = LABEL_LINE) -> str:
+    """``text`` as lines of at most ``width`` characters, broken at spaces (a longer word is a line of its own),
+    joined by newlines: an axis label drawn whole (``LINES_LABEL``) instead of cut to 'Time to fir…'.
+
+    >>> wrap_words("Time to first token at 1K")
+    'Time to first token\\nat 1K'
+    >>> wrap_words("Prefill at 2K")
+    'Prefill at 2K'
+    """
+    lines: list[str] = []
+    for word in str(text).split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
 
 
 def sweep_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     """Δ % of every figure of a sweep against its baseline, with its 95 % interval as an error bar (one row per
     variant and figure; ``benchcards.compute.sweeps.sweep_table``'s hidden columns ``_pct``, ``_lo``, ``_hi``). A rule
-    marks zero: a bar that crosses it is within noise."""
-    df = pd.DataFrame({"figure": table["Variant"] + " · " + table["Figure"], "pct": table["_pct"],
+    marks zero: a bar that crosses it is within noise. One row per figure, its name whole on the axis; the
+    variants side by side within it, each in its colour, named in the legend (a label 'variant · figure' was
+    cut to the same 'micro-batch 64 · Time to fir…' for two figures)."""
+    df = pd.DataFrame({"variant": table["Variant"].astype(str), "figure": table["Figure"].astype(str),
+                       "row": [wrap_words(f) for f in table["Figure"].astype(str)], "pct": table["_pct"],
                        "lo": table["_lo"], "hi": table["_hi"], "verdict": table["Verdict"]}).dropna(subset=["pct"])
-    y = alt.Y("figure:N", title=None, sort=None)
-    x = alt.X("pct:Q", title="Δ % against the baseline (95 % interval)")
-    tooltip = [alt.Tooltip("figure:N", title="Figure"), alt.Tooltip("pct:Q", title="Δ %", format="+.1f"),
-               alt.Tooltip("lo:Q", title="From", format="+.1f"), alt.Tooltip("hi:Q", title="To", format="+.1f"),
-               alt.Tooltip("verdict:N", title="Verdict")]
+    variants = list(dict.fromkeys(df.variant))
+    rows = list(dict.fromkeys(df.row))
+    y = alt.Y("row:N", title=None, sort=rows, axis=alt.Axis(labelExpr=LINES_LABEL, labelLimit=0, ticks=False))
+    y_offset = alt.YOffset("variant:N", sort=variants)
+    x = alt.X("pct:Q", title="Δ % vs baseline (95 % interval)")  # short enough for a phone's plot
+    color = alt.Color("variant:N", title="Variant", sort=variants,
+                      scale=alt.Scale(domain=variants, range=[PALETTE[i % len(PALETTE)] for i in range(len(variants))]),
+                      legend=alt.Legend(labelExpr=WRAP_LABEL))
+    tooltip = [alt.Tooltip("variant:N", title="Variant"), alt.Tooltip("figure:N", title="Figure"),
+               alt.Tooltip("pct:Q", title="Δ %", format="+.1f"), alt.Tooltip("lo:Q", title="From", format="+.1f"),
+               alt.Tooltip("hi:Q", title="To", format="+.1f"), alt.Tooltip("verdict:N", title="Verdict")]
     base = alt.Chart(df)
-    bars = base.mark_rule(strokeWidth=2, color=GREY).encode(x="lo:Q", x2="hi:Q", y=y, tooltip=tooltip)
-    dots = base.mark_point(filled=True, size=60, color=PALETTE[0]).encode(x=x, y=y, tooltip=tooltip)
+    bars = base.mark_rule(strokeWidth=2).encode(x="lo:Q", x2="hi:Q", y=y, yOffset=y_offset, color=color,
+                                                tooltip=tooltip)
+    dots = base.mark_point(filled=True, size=60).encode(x=x, y=y, yOffset=y_offset, color=color, tooltip=tooltip)
     zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color=GREY, strokeDash=[4, 4]).encode(x="zero:Q")
-    return themed(alt.layer(bars, dots, zero), height=max(120, 24 * len(df)))
+    # each figure's band holds its variants (24 px each) and its label's lines (16 px each)
+    height = max(120, sum(max(24 * len(variants), 16 * (r.count("\n") + 1) + 8) for r in rows))
+    return themed(alt.layer(bars, dots, zero), height=height)
 
 
 def analysis_chart(plot: Any) -> alt.TopLevelMixin:

@@ -100,14 +100,12 @@ def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, pd.DataFrame 
         pts = depth.get(kind)
         if pts is None or pts.empty:
             continue
-        frames = {"points": pts}
-        if kind != "ttft":
-            frames["knees"] = knee_points[kind]
+        frames = charts.with_knees({"points": pts}, knee_points.get(kind))
         out[f"depth-{kind}"] = page.add_json(specs.spec_json(charts.depth_builder, frames,
                                                              charts.depth_settings(pts, kind), colours))
     if conc is not None and not conc.empty:
         out["conc-total"] = page.add_json(specs.spec_json(
-            charts.conc_builder, {"points": conc, "knees": knee_points["conc"]},
+            charts.conc_builder, charts.with_knees({"points": conc}, knee_points["conc"]),
             charts.conc_settings(conc, "total"), colours))
     if c.fit is not None and not c.fit_steps.empty:
         fit, settings, holes = charts.fit_parts(c.fit_steps, vram_gib=c.vram_gib)
