@@ -119,8 +119,19 @@ def files(store: Store, c: Card, b: cv.Files) -> None:
     choice = st.selectbox("Download a raw file", table.index, format_func=lambda i: f"{table.Run[i]} / "
                           f"{table.File[i]} ({table.Bytes[i]} bytes)", key="rawfile")
     try:
-        data = store.raw_file(table["SHA-256"][choice])
+        data = raw_file(store, c, table["SHA-256"][choice])
         st.download_button("Download", data, file_name=table.File[choice].split("/")[-1], key="rawdl",
                            icon=":material/download:")
     except rawfiles.RawFileError as exc:
         st.warning(f"Not available: {md(exc)}")
+
+
+def raw_file(store: Store, c: Card, sha: str) -> bytes:
+    """``Store.raw_file`` from where this card's rows say the file is (no query); from every setup's record of
+    the same file when those are gone."""
+    mine = list(dict.fromkeys((str(src), int(n)) for src, n, h in zip(c.files.source, c.files.bytes, c.files.sha256)
+                              if h == sha))
+    try:
+        return store.raw_file(sha, mine)
+    except rawfiles.RawFileError:
+        return store.raw_file(sha)

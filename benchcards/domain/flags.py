@@ -6,6 +6,7 @@ explained) and the compare page (only the flags that differ).
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -333,6 +334,19 @@ def split_argv(argv: list[str]) -> tuple[str, list[Arg]]:
     >>> [(a.flag, a.value) for a in split_argv(["llama-server", "-fa", "off", "--flash-attn", "-1"])[1]]
     [('-fa', 'off'), ('--flash-attn', '-1')]
     """
+    program, args = _split_argv(tuple(argv))
+    return program, list(args)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_argv(argv: tuple[str, ...]) -> tuple[str, tuple[Arg, ...]]:
+    """``split_argv``, kept per command: a pure function of it (its Args are frozen), asked about 20 times for
+    every card's one command."""
+    program, out = _split_argv_uncached(list(argv))
+    return program, tuple(out)
+
+
+def _split_argv_uncached(argv: list[str]) -> tuple[str, list[Arg]]:
     cmd = split_command(argv)
     if not cmd.program:
         return "", []

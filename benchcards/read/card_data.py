@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import duckdb
 import pandas as pd
@@ -57,6 +58,10 @@ class Card:
         if name not in self._records:
             self._records[name] = frame_records(getattr(self, name))
         return [dict(r) for r in self._records[name]]
+
+    def rows(self, name: str) -> list[SimpleNamespace]:
+        """``records`` with attribute access (``row.run_id``), like ``itertuples`` without its cost."""
+        return [SimpleNamespace(**r) for r in self.records(name)]
 
     def run(self, run_id: object) -> dict | None:
         """The runs row of ``run_id`` as a dict, or None when the card has no such run."""
@@ -139,12 +144,38 @@ _CARD_SQL: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _card_frames(con: duckdb.DuckDBPyConnection, sel: str, params: list) -> dict[str, pd.DataFrame]:
-    """Every table of the cards selected by ``sel``, sorted by setup, then as one card shows them."""
-    out = {}
+def _card_frames(con: duckdb.DuckDBPyConnection, sel: str, params: list,
+                 one: tuple[str, ...] = ()) -> dict[str, pd.DataFrame | dict | None]:
+    """Every table of the cards selected by ``sel``, sorted by setup, then as one card shows them; the tables
+    named in ``one`` as their one row (``_one_row``), for a single card."""
+    out: dict[str, pd.DataFrame | dict | None] = {}
     for name, sql, order in _CARD_SQL:
         text = sql.format(sel=sel, metrics=latest_metrics(sel), quality=latest_quality(sel), fit=latest_fit(sel))
-        out[name] = fetch(con, f"{text} ORDER BY setup_id{', ' + order if order else ''}", params)
+        text = f"{text} ORDER BY setup_id{', ' + order if order else ''}"
+        out[name] = _one_row(con, text, params) if name in one else fetch(con, text, params)
+    return out
+
+
+def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> dict | None:
+    """The first row of ``sql`` as ``fetch(...).iloc[0].to_dict()`` gives it (NaN for a missing number, a
+    pandas Timestamp for a time), or None when there is none: without building a DataFrame of one row
+    (pandas builds its columns one by one: half the cost of the setups row's query)."""
+    from benchcards.read import store
+
+    if store.TRACE is not None:
+        store.TRACE.append((sql, list(params)))
+    cur = con.execute(sql, params)
+    row = cur.fetchone()
+    if row is None:
+        return None
+    out = {}
+    for (name, type_code, *_), v in zip(cur.description, row):
+        kind = str(type_code)
+        if kind in ("DOUBLE", "FLOAT", "REAL") or kind.startswith("DECIMAL"):
+            v = float("nan") if v is None else float(v)
+        elif kind.startswith("TIMESTAMP"):
+            v = pd.NaT if v is None else pd.Timestamp(v)
+        out[name] = v
     return out
 
 
@@ -168,13 +199,13 @@ _WITHOUT_SETUP_ID = ("parts", "files", "warnings")
 def card(store: Store, setup_id: str) -> Card:
     """All data of one setup. Raises NotFound for an unknown id."""
     with db.reading(store.path) as con:
-        frames = _card_frames(con, "setup_id = ?", [setup_id])
-    if frames["row"].empty:
+        frames = _card_frames(con, "setup_id = ?", [setup_id], one=("row", "fit"))
+    row, fit = frames.pop("row"), frames.pop("fit")
+    if not isinstance(row, dict):
         raise NotFound(setup_id)
-    fit = frames["fit"]
-    return _make_card(frames["row"].iloc[0].to_dict(), fit.iloc[0].to_dict() if not fit.empty else None,
+    return _make_card(row, fit if isinstance(fit, dict) else None,
                       {name: df.drop(columns="setup_id") if name in _WITHOUT_SETUP_ID else df
-                       for name, df in frames.items()})
+                       for name, df in frames.items() if isinstance(df, pd.DataFrame)})
 
 
 def split_by_setup(df: pd.DataFrame, drop_id: bool = False, reset: bool = True) -> dict[str, pd.DataFrame]:
@@ -196,7 +227,8 @@ def cards(store: Store, ids: list[str]) -> list[Card]:
     if not ids:
         return []
     with db.reading(store.path) as con:
-        frames = _card_frames(con, "setup_id IN (SELECT unnest(?::VARCHAR[]))", [list(ids)])
+        got = _card_frames(con, "setup_id IN (SELECT unnest(?::VARCHAR[]))", [list(ids)])
+    frames = {name: df for name, df in got.items() if isinstance(df, pd.DataFrame)}
     rows = {r["setup_id"]: r for r in frames.pop("row").to_dict("records")}
     fits = {r["setup_id"]: r for r in frames.pop("fit").to_dict("records")}
     parts = {name: split_by_setup(df, name in _WITHOUT_SETUP_ID) for name, df in frames.items()}

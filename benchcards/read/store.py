@@ -50,19 +50,22 @@ class Store:
                 TRACE.append((sql, list(params or [])))
             return con.execute(sql, params or []).fetchall()
 
-    def raw_file(self, sha256: str) -> bytes:
+    def raw_file(self, sha256: str, where: list[tuple[str, int]] | None = None) -> bytes:
         """Content of an ingested raw file, read from where it was ingested and checked
         against its recorded SHA-256. Raises RawFileError when it is gone or changed.
 
         Only a regular file is read (a link put in its place is not followed), and no
-        more bytes than were recorded.
+        more bytes than were recorded. ``where``: the (source, bytes) rows of that file the
+        caller already read (a card has them), else they are looked up.
         """
-        rows = self.df("SELECT DISTINCT source, bytes FROM files WHERE sha256 = ?", [sha256])
-        if rows.empty:
+        if where is None:
+            rows = self.df("SELECT DISTINCT source, bytes FROM files WHERE sha256 = ?", [sha256])
+            where = list(zip(rows.source, rows.bytes))
+        if not where:
             raise RawFileError(f"no raw file with sha256 {sha256}")
-        data = read_raw(sha256, list(zip(rows.source, rows.bytes)))
+        data = read_raw(sha256, where)
         if data is None:
-            raise RawFileError(f"the raw file is no longer at {rows.source.iloc[0]} (or it changed since ingest)")
+            raise RawFileError(f"the raw file is no longer at {where[0][0]} (or it changed since ingest)")
         return data
 
 

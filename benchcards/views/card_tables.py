@@ -13,18 +13,12 @@ from types import SimpleNamespace
 import pandas as pd
 
 from benchcards.domain import flags, fmt, metrics
-from benchcards.read.card_data import Card, frame_records
+from benchcards.read.card_data import Card
 from benchcards.views.method_text import peak_source, sampling_words, stored_method
 from benchcards.views.tables import median_answer_text, quality_source
 from schemas.models import Setup
 
-__all__ = ["FIT_FINISH", "SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "WARNING_KINDS", "Tile", "client_vs_server", "conc_table", "decode_context", "depth_with_count", "engine_table", "files_table", "fit_note", "fit_offload_note", "fit_only", "fit_peak_sources", "fit_peak_tile", "fit_result_text", "fit_slot_warning", "fit_table", "fit_tiles", "headline_source", "headline_tiles", "hygiene_notes", "long_prompt_table", "machine_rows", "offload", "quality_table", "quality_tasks_table", "rows_of", "runs_table", "sampling_text", "server_log_table", "speed_table", "step_name", "task_overall", "task_runs", "task_table", "ttft_gap_rows", "ttft_gap_table", "warnings_list", "words_note"]
-
-
-def rows_of(df: pd.DataFrame) -> list[SimpleNamespace]:
-    """The rows of one card's small frame with attribute access, like ``itertuples`` (which builds a
-    namedtuple class on every call: the larger part of a card's time in the export)."""
-    return [SimpleNamespace(**r) for r in frame_records(df)]
+__all__ = ["FIT_FINISH", "SPEED_TABLE", "TASK_COLUMNS", "TTFT_GAP_EXPLAINED", "WARNING_KINDS", "Tile", "client_vs_server", "conc_table", "decode_context", "depth_with_count", "engine_table", "files_table", "fit_note", "fit_offload_note", "fit_only", "fit_peak_sources", "fit_peak_tile", "fit_result_text", "fit_slot_warning", "fit_table", "fit_tiles", "headline_source", "headline_tiles", "hygiene_notes", "long_prompt_table", "machine_rows", "offload", "quality_table", "quality_tasks_table", "runs_table", "sampling_text", "server_log_table", "speed_table", "step_name", "task_overall", "task_runs", "task_table", "ttft_gap_rows", "ttft_gap_table", "warnings_list", "words_note"]
 
 
 def depth_with_count(card: Card, part: str, level: int) -> str:
@@ -423,7 +417,7 @@ def quality_table(card: Card) -> pd.DataFrame:
     """Test | What | Result ± margin | Right / n | Cut off | Token limit | Median answer | Thinking | From | Run."""
     rows = []
     order = {t: i for i, t in enumerate(metrics.TESTS)}
-    for r in sorted(rows_of(card.quality), key=lambda r: (order.get(r.test, len(order)), r.test)):
+    for r in sorted(card.rows("quality"), key=lambda r: (order.get(r.test, len(order)), r.test)):
         median = [fmt.tokens(r.median_tokens) if not fmt.missing(r.median_tokens) else None,
                   fmt.metric("median_seconds", r.median_seconds) if not fmt.missing(r.median_seconds) else None]
         known = metrics.TESTS.get(r.test)
@@ -446,15 +440,14 @@ def quality_table(card: Card) -> pd.DataFrame:
 def quality_tasks_table(card: Card) -> pd.DataFrame:
     """Test | Sub-task | Right / n | Result, for tests scored per sub-task (RULER and the like)."""
     order = {x: i for i, x in enumerate(metrics.TESTS)}
-    t = card.quality_tasks.assign(_o=[order.get(x, len(order)) for x in card.quality_tasks.test]).sort_values(
-        ["_o", "test", "task"], kind="stable")
-    labels = dict(zip(card.quality.test, card.quality.label))
+    rows = sorted(card.records("quality_tasks"), key=lambda r: (order.get(r["test"], len(order)), r["test"], r["task"]))
+    labels = {r["test"]: r["label"] for r in card.records("quality")}
     return pd.DataFrame({
-        "Test": [metrics.quality_label(x, labels.get(x)) for x in t.test],
-        "Sub-task": [str(x).replace("_", " ") for x in t.task],
-        "Right / n": [fmt.right_of(r, n) for r, n in zip(t.right, t.n)],
-        "Result": [fmt.percent(100 * r / n) if n else fmt.DASH for r, n in zip(t.right, t.n)],
-    })
+        "Test": [metrics.quality_label(r["test"], labels.get(r["test"])) for r in rows],
+        "Sub-task": [str(r["task"]).replace("_", " ") for r in rows],
+        "Right / n": [fmt.right_of(r["right"], r["n"]) for r in rows],
+        "Result": [fmt.percent(100 * r["right"] / r["n"]) if r["n"] else fmt.DASH for r in rows],
+    }, columns=["Test", "Sub-task", "Right / n", "Result"])
 
 
 # --------------------------------------------------------------------------- memory test
@@ -555,7 +548,7 @@ def fit_table(card: Card) -> pd.DataFrame:
     mixed = len(sources) > 1
     peak_header = metrics.peak_label(metrics.RSS_SOURCE, unit=True) if sources == {metrics.RSS_SOURCE} \
         else fmt.header("fit_step_peak")
-    for s in rows_of(card.fit_steps):
+    for s in card.rows("fit_steps"):
         peak = fmt.value("fit_step_peak", s.peak_gib)
         if mixed and getattr(s, "peak_source", None) == metrics.RSS_SOURCE and peak != fmt.DASH:
             peak += " (process memory, RSS)"
@@ -595,7 +588,7 @@ def runs_table(card: Card) -> pd.DataFrame:
                                             p.reason.tolist()):
         if status != "ok":
             problems.setdefault(run_id, []).append(f"{step_name(part)}: {status} — {fmt.text(reason)}")
-    for r in rows_of(card.runs):
+    for r in card.rows("runs"):
         notes = "; ".join(problems.get(r.run_id, []))
         rows.append({"Run": r.run_id, "Kind": {"speed": "speed", "quality": "quality",
                                                "fit": "memory test"}.get(r.kind, r.kind),
@@ -624,7 +617,7 @@ def warnings_list(card: Card) -> list[tuple[str, str, str]]:
     """(what, run, message) of every warning of the setup."""
     return [(WARNING_KINDS.get(w.kind, str(w.kind).replace("_", " ")),
              "the setup" if fmt.missing(w.run_id) else str(w.run_id), str(w.message))
-            for w in rows_of(card.warnings)]
+            for w in card.rows("warnings")]
 
 
 def machine_rows(card: Card) -> list[tuple[str, str]]:
