@@ -92,7 +92,9 @@ def forget_versions(db: Path) -> None:
     from benchcards.read import db as read_db
 
     read_db.forget(db)
-    builds._signature.cache_clear()
+    clear = getattr(builds._signature, "cache_clear", None)  # absent in older code, for A/B runs of this script
+    if clear is not None:
+        clear()
 
 
 def main(argv: list[str] | None = None) -> int:
