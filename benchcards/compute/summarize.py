@@ -788,14 +788,19 @@ class Item(NamedTuple):
 #: an absent field of a record reads as the model's default for it (one definition: ``QualityItem``)
 _ITEM_DEFAULTS = {k: QualityItem.model_fields[k].get_default() for k in Item._fields
                   if not QualityItem.model_fields[k].is_required()}
+_CUT_OFF, _ERROR, _TASK, _TOKENS, _SECONDS, _THINKING_CHARS = (_ITEM_DEFAULTS[k] for k in Item._fields[2:])
+_new_item = tuple.__new__
 
 
 def item_of(record: QualityItem | Mapping[str, Any]) -> Item:
     """An item record as scoring reads it: a ``QualityItem``, or the dict that ingest validates each record into
     (``ingest.validate``: the same rules, without a model object per record)."""
-    if isinstance(record, Mapping):
+    if type(record) is dict or isinstance(record, Mapping):
+        # ingest passes hundreds of thousands of dicts: no ABC check first, each field by name (in Item's order)
         get = record.get
-        return Item(record["id"], record["right"], *(get(k, _ITEM_DEFAULTS[k]) for k in Item._fields[2:]))
+        return _new_item(Item, (record["id"], record["right"], get("cut_off", _CUT_OFF), get("error", _ERROR),
+                                get("task", _TASK), get("tokens", _TOKENS), get("seconds", _SECONDS),
+                                get("thinking_chars", _THINKING_CHARS)))
     return Item(*(getattr(record, k) for k in Item._fields))
 
 
@@ -819,29 +824,38 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
                 asked_again += 1
             last[it.id] = it
         items = list(last.values())
-        errors = sum(1 for it in items if it.error is not None)
-        if errors:
-            warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
-        n = len(items)
-        right = 0
-        n_cut = 0
-        for it in items:
+        errors = right = n_cut = 0
+        cut_right: list[Warn] = []
+        tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        tokens: list[int] = []
+        seconds: list[float] = []
+        for it in items:  # one pass (an ingest scores hundreds of thousands of items)
+            counts = it.error is None and it.right and not it.cut_off
+            if it.error is not None:
+                errors += 1
             if it.cut_off:
                 n_cut += 1
                 if it.right:
-                    warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "
-                                                       "token limit; counted wrong"))
-            elif it.right and it.error is None:
+                    cut_right.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at "
+                                                           "the token limit; counted wrong"))
+            elif counts:
                 right += 1
-        cut: int | None = n_cut
-        tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for it in items:
             if it.task:
-                tasks[it.task][0] += 1
-                tasks[it.task][1] += int(it.right and not it.cut_off and it.error is None)
+                task = tasks[it.task]
+                task[0] += 1
+                task[1] += int(counts)
+            if it.tokens is not None:
+                tokens.append(it.tokens)
+            if it.seconds is not None:
+                seconds.append(it.seconds)
+        if errors:
+            warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
+        warns.extend(cut_right)
+        n = len(items)
+        cut: int | None = n_cut
         by_task = tuple((k, v[0], v[1]) for k, v in sorted(tasks.items()))
-        med_tok = stats.median(it.tokens for it in items if it.tokens is not None)
-        med_s = stats.median(it.seconds for it in items if it.seconds is not None)
+        med_tok = stats.median(tokens)
+        med_s = stats.median(seconds)
         from_items = True
         if t.thinking and not_thinking(items):
             warns.append(Warn("thinking_not_seen", f"{t.test}: thinking was asked for but no answer had a thinking "
