@@ -294,9 +294,10 @@ def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
     return None
 
 
-def _max_tokens(method, part: str) -> int | None:
+def _max_tokens(method) -> dict[str, int | None]:
+    """The answer-token limit the method set for each part (a part not named has none)."""
     return {"decode": method.max_tokens, "prefill": method.prefill_max_tokens, "conc": method.conc_max_tokens,
-            "l1": method.l1_max_tokens, "ctx": method.ctx_max_tokens, "agent": method.agent_max_tokens}.get(part)
+            "l1": method.l1_max_tokens, "ctx": method.ctx_max_tokens, "agent": method.agent_max_tokens}
 
 
 def speed_from_records(contract: SpeedContract) -> SpeedResult:
@@ -311,8 +312,9 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
     warns: list[Warn] = []
     failed: list[tuple[str, str]] = []
     implausible: dict[int, str] = {}
+    max_tokens = _max_tokens(method)  # once per run, not once per record
     for i, r in enumerate(contract.requests):
-        if r.error is None and (why := record_problem(r, _max_tokens(method, r.part))):
+        if r.error is None and (why := record_problem(r, max_tokens.get(r.part))):
             implausible[i] = why
     recs = [r for i, r in enumerate(contract.requests) if _usable(r) and i not in implausible]
 
