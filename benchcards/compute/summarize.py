@@ -826,38 +826,29 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
                 asked_again += 1
             last[it.id] = it
         items = list(last.values())
-        errors = right = n_cut = 0
-        cut_right: list[Warn] = []
-        tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        tokens: list[int] = []
-        seconds: list[float] = []
-        for it in items:  # one pass (an ingest scores hundreds of thousands of items)
-            counts = it.error is None and it.right and not it.cut_off
-            if it.error is not None:
-                errors += 1
+        errors = sum(1 for it in items if it.error is not None)
+        if errors:
+            warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
+        n = len(items)
+        right = 0
+        n_cut = 0
+        for it in items:
             if it.cut_off:
                 n_cut += 1
                 if it.right:
-                    cut_right.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at "
-                                                           "the token limit; counted wrong"))
-            elif counts:
+                    warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "
+                                                       "token limit; counted wrong"))
+            elif it.right and it.error is None:
                 right += 1
-            if it.task:
-                task = tasks[it.task]
-                task[0] += 1
-                task[1] += int(counts)
-            if it.tokens is not None:
-                tokens.append(it.tokens)
-            if it.seconds is not None:
-                seconds.append(it.seconds)
-        if errors:
-            warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
-        warns.extend(cut_right)
-        n = len(items)
         cut: int | None = n_cut
+        tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for it in items:
+            if it.task:
+                tasks[it.task][0] += 1
+                tasks[it.task][1] += int(it.right and not it.cut_off and it.error is None)
         by_task = tuple((k, v[0], v[1]) for k, v in sorted(tasks.items()))
-        med_tok = stats.median(tokens)
-        med_s = stats.median(seconds)
+        med_tok = stats.median(it.tokens for it in items if it.tokens is not None)
+        med_s = stats.median(it.seconds for it in items if it.seconds is not None)
         from_items = True
         if t.thinking and not_thinking(items):
             warns.append(Warn("thinking_not_seen", f"{t.test}: thinking was asked for but no answer had a thinking "
