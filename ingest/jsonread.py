@@ -11,6 +11,9 @@ count of keys in the raw bytes: if the text has more ``"…":`` than the parsed 
 have keys, a key may have been given twice, and the standard library parser (with a
 hook that sees every key) decides and names the path. Nothing here recurses in
 Python, so deeply nested input can not exhaust the stack.
+
+``parse_unchecked`` checks only the duplicate-key rule, by comparing colon counts, for
+callers whose models keep the other rules themselves (``ingest.validate``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ A raw setup folder::
     <setup>/...                             any other file: attachment of the setup
 
 Files are read once, without following links (``ingest.files``), and JSON is decoded
-strictly (``ingest.jsonread``: no duplicate keys, bounded depth and numbers). Each
+strictly (``ingest.jsonread``: no duplicate keys, bounded depth and numbers); a document
+with no key twice that its model accepts is not walked for depth and numbers first, as the
+models admit nothing beyond those bounds (``ingest.nesting``). Each
 document is parsed with its pydantic model, which gives the verdict (a quality contract's
 items become dicts, ``ingest.records``); a refused one is explained with JSON Schema (the
 fast Rust validator counts the errors, the Python reference validator explains the first
