@@ -11,6 +11,9 @@ count of keys in the raw bytes: if the text has more ``"…":`` than the parsed 
 have keys, a key may have been given twice, and the standard library parser (with a
 hook that sees every key) decides and names the path. Nothing here recurses in
 Python, so deeply nested input can not exhaust the stack.
+
+``parse_unchecked`` checks only the duplicate-key rule, by comparing colon counts, for
+callers whose models keep the other rules themselves (``ingest.validate``).
 """
 
 from __future__ import annotations
@@ -196,6 +199,27 @@ def parse(data: bytes, max_depth: int = LIMITS.json_depth, exact: bool = False,
     if data.count(b'":') + len(_LOOSE_KEY.findall(data)) > keys:  # maybe a key given twice: let the exact parser decide
         return _slow(data, max_depth, nan_as_null)
     return obj, None
+
+
+def parse_unchecked(data: bytes) -> Any | None:
+    """The value of ``data`` by the fast parser when it is certain that no object in it has a key twice; None
+    otherwise (not JSON to the fast parser, a byte-order mark, a key that may be given twice: ``parse`` decides).
+
+    Only the duplicate-key rule is checked here, not nesting, numbers or surrogates: keep the value only once a
+    model whose reach (``ingest.nesting``) is within those rules has accepted it, and ``parse`` anything else
+    (``ingest.validate._parse``). The check needs no walk: the fast parser keeps one value per key, so encoding
+    the value again writes one ':' per key it kept, plus the colons of its strings; the text holds one per key
+    written, plus the same colons (unless one is written as an escape, \\u003a: then None). Equal counts: no
+    key was dropped, so none was given twice.
+    """
+    if data.startswith(b"\xef\xbb\xbf") or b"\\u003" in data:
+        return None
+    try:
+        obj = orjson.loads(data)
+        again = orjson.dumps(obj)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    return obj if data.count(b":") == again.count(b":") else None
 
 
 def _slow(data: bytes, max_depth: int, nan_as_null: bool = False) -> tuple[Any, str | None]:

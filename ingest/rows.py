@@ -167,12 +167,15 @@ def _ids(values: list[str], lens: list[int]) -> pa.DictionaryArray:
 def _records(table: str, documents: list[dict], fixed: dict[str, Any]) -> dict[str, Any]:
     """Columns of ``table`` from validated JSON records (Arrow does the conversion, not a Python loop)."""
     schema = _record_schema(table)
-    src = pa.Table.from_pylist(documents, schema=schema).combine_chunks()
+    # one pass over the records as structs (a key the schema does not name is left out, a missing one is null)
+    records = pa.array(documents, type=pa.struct(list(schema)))
+    if isinstance(records, pa.ChunkedArray):
+        records = records.combine_chunks()
+    src = dict(zip(schema.names, records.flatten()))
     cols: dict[str, Any] = dict(fixed)
     for column, model, path in RECORD_COLUMNS[table]:
         head, _, rest = path.partition(".")
-        col = src.column(head)
-        arr = col.chunk(0) if col.num_chunks else pa.array([], type=schema.field(head).type)
+        arr = src[head]
         if rest:
             arr = pc.struct_field(arr, rest)
         default = _default(model, path)

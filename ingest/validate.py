@@ -8,7 +8,9 @@ A raw setup folder::
     <setup>/...                             any other file: attachment of the setup
 
 Files are read once, without following links (``ingest.files``), and JSON is decoded
-strictly (``ingest.jsonread``: no duplicate keys, bounded depth and numbers). Each
+strictly (``ingest.jsonread``: no duplicate keys, bounded depth and numbers); a document
+with no key twice that its model accepts is not walked for depth and numbers first, as the
+models admit nothing beyond those bounds (``ingest.nesting``). Each
 document is parsed with its pydantic model, which gives the verdict (a quality contract's
 items become dicts, ``ingest.records``); a refused one is explained with JSON Schema (the
 fast Rust validator counts the errors, the Python reference validator explains the first
@@ -32,7 +34,7 @@ import jsonschema
 import jsonschema_rs
 import pydantic
 
-from ingest import jsonread, schemacount
+from ingest import jsonread, nesting, schemacount
 from ingest.errors import ErrorLog, IngestError, clip, safe
 from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
 from ingest.limits import LIMITS, Limits
@@ -169,10 +171,45 @@ def verdict(kind: str, obj: Any) -> tuple[bool, bool]:
 # --------------------------------------------------------------------------- reading
 
 
+@cache
+def _models_keep_json_rules(json_depth: int) -> bool:
+    """True when no model accepts a document nested deeper than ``json_depth`` or a number the fast parser could
+    have read from an integer of more than 64 bits (``ingest.nesting``): then a document a model accepts keeps
+    every rule of ``jsonread.parse`` but the one on duplicate keys."""
+    reaches = [nesting.reach(m) for m in MODELS.values()]
+    return all(r is not None and r.depth <= json_depth and r.largest < 2**64 for r in reaches)
+
+
+def _accepted_at_once(data: bytes, expected_kind: str | None, limits: Limits) -> tuple[str, Any, Any] | None:
+    """(kind, model, document) when the document has no key twice and its model accepts it; else None.
+
+    What ``_parse`` gives such a document, without first walking it for its depth and its keys: the model's own
+    bounds keep nesting and numbers within the rules of ``jsonread.parse``, which would have returned an equal
+    value. A document refused here is parsed and validated again by ``_parse``, so that every refusal is
+    decided and explained exactly as the full rules do it, in their order.
+    """
+    if not _models_keep_json_rules(limits.json_depth):
+        return None
+    obj = jsonread.parse_unchecked(data)
+    if obj is None:
+        return None
+    if expected_kind is not None:
+        kind = expected_kind
+    elif isinstance(obj, dict) and isinstance(obj.get("kind"), str) and obj["kind"] in KINDS:
+        kind = obj["kind"]
+    else:
+        return None
+    model, errs = pydantic_errors(kind, obj)
+    return None if errs else (kind, model, obj)
+
+
 def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limits) -> tuple[str | None, Any, Any]:
     """Decode and validate one JSON document; (kind, model, document) or (None, None, None) with errors logged."""
     where = str(raw.path)
     assert raw.data is not None
+    accepted = _accepted_at_once(raw.data, expected_kind, limits)
+    if accepted is not None:
+        return accepted
     obj, problem = jsonread.parse(raw.data, limits.json_depth)
     if problem is not None:
         log.add(where, problem)

@@ -294,9 +294,10 @@ def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
     return None
 
 
-def _max_tokens(method, part: str) -> int | None:
+def _max_tokens(method) -> dict[str, int | None]:
+    """The answer-token limit the method set for each part (a part not named has none)."""
     return {"decode": method.max_tokens, "prefill": method.prefill_max_tokens, "conc": method.conc_max_tokens,
-            "l1": method.l1_max_tokens, "ctx": method.ctx_max_tokens, "agent": method.agent_max_tokens}.get(part)
+            "l1": method.l1_max_tokens, "ctx": method.ctx_max_tokens, "agent": method.agent_max_tokens}
 
 
 def speed_from_records(contract: SpeedContract) -> SpeedResult:
@@ -311,8 +312,9 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
     warns: list[Warn] = []
     failed: list[tuple[str, str]] = []
     implausible: dict[int, str] = {}
+    max_tokens = _max_tokens(method)  # once per run, not once per record
     for i, r in enumerate(contract.requests):
-        if r.error is None and (why := record_problem(r, _max_tokens(method, r.part))):
+        if r.error is None and (why := record_problem(r, max_tokens.get(r.part))):
             implausible[i] = why
     recs = [r for i, r in enumerate(contract.requests) if _usable(r) and i not in implausible]
 
@@ -788,14 +790,19 @@ class Item(NamedTuple):
 #: an absent field of a record reads as the model's default for it (one definition: ``QualityItem``)
 _ITEM_DEFAULTS = {k: QualityItem.model_fields[k].get_default() for k in Item._fields
                   if not QualityItem.model_fields[k].is_required()}
+_CUT_OFF, _ERROR, _TASK, _TOKENS, _SECONDS, _THINKING_CHARS = (_ITEM_DEFAULTS[k] for k in Item._fields[2:])
+_new_item = tuple.__new__
 
 
 def item_of(record: QualityItem | Mapping[str, Any]) -> Item:
     """An item record as scoring reads it: a ``QualityItem``, or the dict that ingest validates each record into
     (``ingest.validate``: the same rules, without a model object per record)."""
-    if isinstance(record, Mapping):
+    if type(record) is dict or isinstance(record, Mapping):
+        # ingest passes hundreds of thousands of dicts: no ABC check first, each field by name (in Item's order)
         get = record.get
-        return Item(record["id"], record["right"], *(get(k, _ITEM_DEFAULTS[k]) for k in Item._fields[2:]))
+        return _new_item(Item, (record["id"], record["right"], get("cut_off", _CUT_OFF), get("error", _ERROR),
+                                get("task", _TASK), get("tokens", _TOKENS), get("seconds", _SECONDS),
+                                get("thinking_chars", _THINKING_CHARS)))
     return Item(*(getattr(record, k) for k in Item._fields))
 
 
