@@ -18,6 +18,22 @@ from devdata import synth  # noqa: E402
 from ingest import ingest_paths  # noqa: E402
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium per test module, with the flags this machine needs (no sandbox, no GPU, no
+    background network, no first-run or update work)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers import CHROMIUM
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                    "--disable-component-update", "--no-first-run", "--disable-sync"])
+        yield b
+        b.close()
+
+
 @pytest.fixture(scope="session")
 def synth_root(tmp_path_factory) -> Path:
     """Three synthetic setups (deterministic), shared read-only by tests."""

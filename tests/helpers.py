@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
+
+#: the headless Chromium the browser tests drive ($CHROMIUM, else the system's)
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 SETUP = {
     "schema_version": "1",

@@ -24,7 +24,8 @@ from tests.live_servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+from tests.helpers import CHROMIUM  # noqa: E402
+
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 SEED0 = "qwen35-35b-a3b-udq4kxl-dgx-spark"
 SYN1 = "synthetic-00001-qwen35-35b-a3b-q8_0"
@@ -71,18 +72,6 @@ def server(demo_db):
     proc = start_streamlit(demo_db, port)
     yield f"http://127.0.0.1:{port}"
     stop(proc)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                    "--disable-component-update", "--no-first-run", "--disable-sync"])
-        yield b
-        b.close()
 
 
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}

@@ -9,8 +9,8 @@ import pytest
 
 from benchcards.charts import charts
 from benchcards.site.exporter import export
+from tests.helpers import CHROMIUM
 
-CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
 
@@ -24,17 +24,6 @@ def site(demo_db, tmp_path_factory):
     out = tmp_path_factory.mktemp("export-readable") / "site"
     export(demo_db, out)
     return out
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield b
-        b.close()
 
 
 ROWS_JS = "() => [...document.querySelectorAll('tbody tr')].map(r => [Math.round(r.getBoundingClientRect().height), " \

@@ -55,17 +55,6 @@ def hostile(tmp_path_factory, demo_db):
     return db, folder, fields + rfields
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield b
-        b.close()
-
-
 def watch(page) -> dict[str, list[str]]:
     seen: dict[str, list[str]] = {"dialogs": [], "requests": [], "errors": []}
 
