@@ -244,6 +244,81 @@ def invalid_contract(work: Path, records: int = 200_000) -> None:
           f"{code}  report {report / MB:.3f} MB  ratio {rss / base:.2f}x  (target <= 300 MB)")
 
 
+def upload_cases(work: Path, bomb_gib: float) -> list[str]:
+    """Peak memory of a valid upload, a lying zip bomb and a bomb at the limits: one line each."""
+    good = good_zip(work)
+    raw = [zipcraft.Raw(n, d) for n, d in good.items()]
+    db, local = work / "site.duckdb", work / "local"
+    upload = lambda z: ["-m", "ingest.upload", str(z), "--db", str(db), "--local", str(local)]
+
+    base_zip = write_zip(work / "good.zip", raw)
+    base_up, t_up, code, _ = measure(upload(base_zip))
+    assert code == 0, "the valid upload failed"
+    shutil.rmtree(local)
+    db.unlink()
+
+    n = int(bomb_gib * 2**30)
+    bomb = write_zip(work / "bomb.zip", [*raw, zipcraft.Raw("hand-3090/zeros.log", zipcraft.deflate_zeros(n),
+                                                            zipcraft.DEFLATED, crc=0, usize=1000, plain=b"")])
+    rss_bomb, t_bomb, code_bomb, _ = measure(upload(bomb))
+
+    from ingest.limits import LIMITS
+
+    count = 4
+    each = min(LIMITS.inflated_file, (LIMITS.inflated_total - 2**20) // count)
+    z = zipcraft.deflate_zeros(each)
+    import zlib
+
+    crc = 0
+    for off in range(0, each, 1 << 20):
+        crc = zlib.crc32(bytes(min(1 << 20, each - off)), crc)
+    at_limits = write_zip(work / "limits.zip", [
+        *raw, *(zipcraft.Raw(f"hand-3090/z{i}.log", z, zipcraft.DEFLATED, crc=crc, usize=each, plain=b"")
+                for i in range(count)),
+        zipcraft.Raw("hand-3090/liar.log", zipcraft.deflate_zeros(n), zipcraft.DEFLATED, crc=0, usize=10,
+                     plain=b"")])
+    rss_lim, t_lim, code_lim, _ = measure(upload(at_limits))
+    return [
+        f"baseline upload (valid setup)     : {base_up:7.1f} MB peak RSS  {t_up:6.1f} s",
+        f"lying zip bomb ({bomb.stat().st_size / MB:.1f} MB zip, {bomb_gib:g} GiB inside) : {rss_bomb:7.1f} MB "
+        f"peak RSS  {t_bomb:6.1f} s  exit {code_bomb}  ratio {rss_bomb / base_up:.2f}x  (target <= 300 MB)",
+        f"bomb at the limits ({at_limits.stat().st_size / MB:.1f} MB zip)  : {rss_lim:7.1f} MB peak RSS  "
+        f"{t_lim:6.1f} s  exit {code_lim}  ratio {rss_lim / base_up:.2f}x",
+    ]
+
+
+def check_cases(work: Path, records: int) -> list[str]:
+    """Peak memory of ``ingest --check`` on invalid records and on large importer inputs: one line each."""
+    one = make_setup(work / "one")
+    base_check, t_check, code, _ = measure(["-m", "ingest", str(one), "--check"])
+    assert code == 0
+    spread = invalid_records(work / "spread", records, 100)
+    rss_rec, t_rec, code_rec, report = measure(["-m", "ingest", str(spread), "--check"])
+    single = invalid_records(work / "single", records, 1)
+    rss_one, t_one, code_one, report_one = measure(["-m", "ingest", str(single), "--check"])
+
+    small = ["-m", "ingest", str(ROOT / "tests/fixtures/importers/lb-real-t1.jsonl"), "--check"]
+    base_imp, t_imp, code, _ = measure(small)
+    assert code == 0, "the valid import failed"
+    jsonl = big_bench_jsonl(work / "big.jsonl", 100_000_000)
+    rss_jsonl, t_jsonl, code_jsonl, _ = measure(["-m", "ingest", str(jsonl), "--check"])
+    log = big_server_log(work / "big.log", 97_000_000)
+    rss_log, t_log, code_log, _ = measure(["-m", "ingest", str(log), "--check", "--gpu", "none"])
+    return [
+        f"baseline ingest --check (valid)   : {base_check:7.1f} MB peak RSS  {t_check:6.1f} s",
+        f"{records:,} invalid records, 100 files: {rss_rec:7.1f} MB peak RSS  {t_rec:6.1f} s  exit "
+        f"{code_rec}  report {report / MB:.3f} MB  ratio {rss_rec / base_check:.2f}x  "
+        "(targets <= 300 MB, report <= 1 MB)",
+        f"baseline import --check (small)   : {base_imp:7.1f} MB peak RSS  {t_imp:6.1f} s",
+        f"llama-bench jsonl {jsonl.stat().st_size / MB:.0f} MB          : {rss_jsonl:7.1f} MB peak RSS  "
+        f"{t_jsonl:6.1f} s  exit {code_jsonl}  ratio {rss_jsonl / base_imp:.2f}x  (target <= 300 MB)",
+        f"llama-server log {log.stat().st_size / MB:.0f} MB            : {rss_log:7.1f} MB peak RSS  "
+        f"{t_log:6.1f} s  exit {code_log}  ratio {rss_log / base_imp:.2f}x  (target <= 300 MB)",
+        f"{records:,} invalid records, 1 file  : {rss_one:7.1f} MB peak RSS  {t_one:6.1f} s  exit "
+        f"{code_one}  report {report_one / MB:.3f} MB  ratio {rss_one / base_check:.2f}x",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Peak memory of hostile uploads and ingests vs a valid input.")
     parser.add_argument("--records", type=int, default=1_000_000, help="invalid records (default 1,000,000)")
@@ -262,72 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.only == "invalid-contract":
             invalid_contract(work)
             return 0
-        good = good_zip(work)
-        raw = [zipcraft.Raw(n, d) for n, d in good.items()]
-        db, local = work / "site.duckdb", work / "local"
-        upload = lambda z: ["-m", "ingest.upload", str(z), "--db", str(db), "--local", str(local)]
-
-        base_zip = write_zip(work / "good.zip", raw)
-        base_up, t_up, code, _ = measure(upload(base_zip))
-        assert code == 0, "the valid upload failed"
-        shutil.rmtree(local)
-        db.unlink()
-
-        n = int(args.bomb_gib * 2**30)
-        bomb = write_zip(work / "bomb.zip", [*raw, zipcraft.Raw("hand-3090/zeros.log", zipcraft.deflate_zeros(n),
-                                                                zipcraft.DEFLATED, crc=0, usize=1000, plain=b"")])
-        rss_bomb, t_bomb, code_bomb, _ = measure(upload(bomb))
-
-        from ingest.limits import LIMITS
-
-        count = 4
-        each = min(LIMITS.inflated_file, (LIMITS.inflated_total - 2**20) // count)
-        z = zipcraft.deflate_zeros(each)
-        import zlib
-
-        crc = 0
-        for off in range(0, each, 1 << 20):
-            crc = zlib.crc32(bytes(min(1 << 20, each - off)), crc)
-        at_limits = write_zip(work / "limits.zip", [
-            *raw, *(zipcraft.Raw(f"hand-3090/z{i}.log", z, zipcraft.DEFLATED, crc=crc, usize=each, plain=b"")
-                    for i in range(count)),
-            zipcraft.Raw("hand-3090/liar.log", zipcraft.deflate_zeros(n), zipcraft.DEFLATED, crc=0, usize=10,
-                         plain=b"")])
-        rss_lim, t_lim, code_lim, _ = measure(upload(at_limits))
-
-        one = make_setup(work / "one")
-        base_check, t_check, code, _ = measure(["-m", "ingest", str(one), "--check"])
-        assert code == 0
-        spread = invalid_records(work / "spread", args.records, 100)
-        rss_rec, t_rec, code_rec, report = measure(["-m", "ingest", str(spread), "--check"])
-        single = invalid_records(work / "single", args.records, 1)
-        rss_one, t_one, code_one, report_one = measure(["-m", "ingest", str(single), "--check"])
-
-        small = ["-m", "ingest", str(ROOT / "tests/fixtures/importers/lb-real-t1.jsonl"), "--check"]
-        base_imp, t_imp, code, _ = measure(small)
-        assert code == 0, "the valid import failed"
-        jsonl = big_bench_jsonl(work / "big.jsonl", 100_000_000)
-        rss_jsonl, t_jsonl, code_jsonl, _ = measure(["-m", "ingest", str(jsonl), "--check"])
-        log = big_server_log(work / "big.log", 97_000_000)
-        rss_log, t_log, code_log, _ = measure(["-m", "ingest", str(log), "--check", "--gpu", "none"])
-
-        print(f"baseline upload (valid setup)     : {base_up:7.1f} MB peak RSS  {t_up:6.1f} s")
-        print(f"lying zip bomb ({bomb.stat().st_size / MB:.1f} MB zip, "
-              f"{args.bomb_gib:g} GiB inside) : {rss_bomb:7.1f} MB peak RSS  {t_bomb:6.1f} s  exit {code_bomb}  "
-              f"ratio {rss_bomb / base_up:.2f}x  (target <= 300 MB)")
-        print(f"bomb at the limits ({at_limits.stat().st_size / MB:.1f} MB zip)  : {rss_lim:7.1f} MB peak RSS  "
-              f"{t_lim:6.1f} s  exit {code_lim}  ratio {rss_lim / base_up:.2f}x")
-        print(f"baseline ingest --check (valid)   : {base_check:7.1f} MB peak RSS  {t_check:6.1f} s")
-        print(f"{args.records:,} invalid records, 100 files: {rss_rec:7.1f} MB peak RSS  {t_rec:6.1f} s  exit "
-              f"{code_rec}  report {report / MB:.3f} MB  ratio {rss_rec / base_check:.2f}x  "
-              "(targets <= 300 MB, report <= 1 MB)")
-        print(f"baseline import --check (small)   : {base_imp:7.1f} MB peak RSS  {t_imp:6.1f} s")
-        print(f"llama-bench jsonl {jsonl.stat().st_size / MB:.0f} MB          : {rss_jsonl:7.1f} MB peak RSS  "
-              f"{t_jsonl:6.1f} s  exit {code_jsonl}  ratio {rss_jsonl / base_imp:.2f}x  (target <= 300 MB)")
-        print(f"llama-server log {log.stat().st_size / MB:.0f} MB            : {rss_log:7.1f} MB peak RSS  "
-              f"{t_log:6.1f} s  exit {code_log}  ratio {rss_log / base_imp:.2f}x  (target <= 300 MB)")
-        print(f"{args.records:,} invalid records, 1 file  : {rss_one:7.1f} MB peak RSS  {t_one:6.1f} s  exit "
-              f"{code_one}  report {report_one / MB:.3f} MB  ratio {rss_one / base_check:.2f}x")
+        for line in [*upload_cases(work, args.bomb_gib), *check_cases(work, args.records)]:
+            print(line)
         invalid_contract(work)
         export_manifest(work, args.records)
     finally:
