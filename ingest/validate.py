@@ -237,7 +237,10 @@ def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limit
         # explain with the numbers exactly as written (the fast parser rounds integers beyond 64 bits);
         # the first document is let go before, so two copies of a large one are never held at once
         obj = None
-        obj, _ = jsonread.parse(raw.data, limits.json_depth, exact=True)
+        obj, exact_problem = jsonread.parse(raw.data, limits.json_depth, exact=True)
+        if obj is None and exact_problem is not None:  # a number the exact reader refuses ('more than 30
+            log.add(where, exact_problem)  # digits'): said as written, not as the float the fast reader made
+            return None, None, None
         if obj is None:
             obj, _ = jsonread.parse(raw.data, limits.json_depth)
         else:

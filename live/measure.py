@@ -33,6 +33,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from benchcards import __version__
 from benchcards.compute.summarize import depth_problem
 from benchcards.domain import stats
+from benchcards.read.clauses import DEMO_ENGINE
 from benchcards.read.locks import LockBusy, file_lock
 from live.client import (
     CHARS_PER_PROMPT_TOKEN,
@@ -256,7 +257,7 @@ def probe(client: httpx.Client, base: str) -> ServerInfo:
         if isinstance(answer, dict) and isinstance(answer.get("tokens"), list):
             tok_path = candidate
             break
-    engine = "demo" if demo else "llama.cpp" if kind == "llama-server" else \
+    engine = DEMO_ENGINE if demo else "llama.cpp" if kind == "llama-server" else \
         "llama-cpp-python" if tok_path == "/extras/tokenize" else None
     return ServerInfo(True, kind, said["model"], said["slots"], said["n_ctx"], said["build"], said["model_path"],
                       tok_path is not None, tokenize_path=tok_path, demo=demo, engine=engine, warnings=warnings)
@@ -876,7 +877,7 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     cpu_only = is_cpu_only(user.gpu)
     said = (info.model_path and Path(info.model_path).stem) or info.model  # one line (probe), maybe long
     model_name = user.model_name or (said and said.strip()[:NAME_MAX].strip()) or "unknown model"
-    engine: str = "demo" if info.demo else (user.engine or info.engine or "unknown engine")
+    engine: str = DEMO_ENGINE if info.demo else (user.engine or info.engine or "unknown engine")
     number, commit = (None, None) if info.demo else parse_build(info.build)
     version = user.engine_version or (f"b{number}" if number else info.build or None)
     gpu_name = "CPU only" if cpu_only else (user.gpu or "").strip()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from schemas.models import Setup
 
-__all__ = ["LATEST_FIT", "LATEST_METRICS", "LATEST_QUALITY", "TINY_MODEL_BYTES", "TINY_MODEL_PARAMS_B", "is_method_test", "latest_fit", "latest_metrics", "latest_quality", "method_test_sql", "reported_sql"]
+__all__ = ["DEMO_ENGINE", "LATEST_FIT", "LATEST_METRICS", "LATEST_QUALITY", "TINY_MODEL_BYTES", "TINY_MODEL_PARAMS_B", "is_method_test", "latest_fit", "latest_metrics", "latest_quality", "method_test_sql", "reported_sql"]
 
 
 def _latest(table: str, partition: str, order: str, where: str = "") -> str:
@@ -37,16 +37,20 @@ LATEST_FIT = latest_fit()
 #: smallest model that is ranked as a model: a setup whose weights are smaller (file or parameters) is a
 #: method test however its setup.json is marked (see ``METHOD_TEST_SQL``)
 TINY_MODEL_BYTES = 500_000_000
+#: the engine name of the bundled demo server (``live.demo_server``): a simulated engine, so a method test
+DEMO_ENGINE = "demo"
 TINY_MODEL_PARAMS_B = 0.5
 
 
 def method_test_sql(alias: str = "s") -> str:
     """SQL (over the ``setups`` table as ``alias``) that is true for a method test: a real measurement that shows
     how benchcards measures rather than how fast a model runs. The rule (docs/definitions.md): the setup says so
-    (``method_test`` in setup.json), or its model file is under 500 MB, or it has under 0.5 B parameters.
+    (``method_test`` in setup.json), or its engine is the bundled demo server (``DEMO_ENGINE``), or its model
+    file is under 500 MB, or it has under 0.5 B parameters.
     Method tests get their own badge and stay out of default selections and ranking charts unless picked."""
     a = alias
     return (f"(coalesce(json_extract_string({a}.setup_json, '$.method_test'), 'false') = 'true' "
+            f"OR coalesce({a}.engine = '{DEMO_ENGINE}', false) "
             f"OR coalesce({a}.model_bytes < {TINY_MODEL_BYTES}, false) "
             f"OR coalesce({a}.params_total_b < {TINY_MODEL_PARAMS_B}, false))")
 
@@ -54,7 +58,7 @@ def method_test_sql(alias: str = "s") -> str:
 def is_method_test(setup: Setup) -> bool:
     """``method_test_sql`` for one parsed setup."""
     m = setup.model
-    return bool(setup.method_test or (m.file_bytes is not None and m.file_bytes < TINY_MODEL_BYTES)
+    return bool(setup.method_test or setup.engine.name == DEMO_ENGINE or (m.file_bytes is not None and m.file_bytes < TINY_MODEL_BYTES)
                 or (m.params_total_b is not None and m.params_total_b < TINY_MODEL_PARAMS_B))
 
 

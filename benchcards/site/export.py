@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m benchcards.site.e
         prog=prog,
         description="Write the static HTML results site from the database. Exporting again into the same "
                     "folder rewrites only the files whose content changed.",
-        epilog="example:\n  python -m benchcards.site.export export --db data/benchcards.duckdb "
+        epilog=f"example (into the folder site/):\n  {prog} site --db data/benchcards.duckdb "
                "--base-url https://example.org/bench/",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="folder to write: new, empty, or an earlier export")

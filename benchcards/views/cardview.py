@@ -152,7 +152,7 @@ METHOD_TEST = ("Method test: a real measurement made to show how benchcards meas
                "model), not how fast a model runs. Rankings and default selections leave it out.")
 SUMMARY_ONLY = ("Summary only: these figures were published without their raw records, so benchcards cannot "
                 "recompute them. Quality margins are still computed from right / n.")
-SLOTS = ("Requests at once: the server has {slots} slots; more requests than slots wait in its queue. Total = all "
+SLOTS = ("Requests at once: the server has {slots}; more requests than slots wait in its queue. Total = all "
          "output tokens / wall time of a round; per request = its tokens / its end-to-end time; medians over the "
          "rounds.")
 CONC = ("Total = all output tokens / wall time of a round; per request = its tokens / its end-to-end time; first "
@@ -219,8 +219,9 @@ def speed(c: Card, i: Inputs) -> Section:
     if not table.empty:
         blocks.append(Table(table, "speed"))
         slots = c.value("slots") or c.row.get("slots")
-        if slots and not fmt.missing(slots):
-            blocks.append(Text(SLOTS.format(slots=fmt.number(slots, 0)), "note"))
+        if slots and not fmt.missing(slots) and any(m.startswith("conc_") for m in c.provenance):
+            n = fmt.number(slots, 0)  # said only where requests at once were measured
+            blocks.append(Text(SLOTS.format(slots=f"{n} slot{'' if n == '1' else 's'}"), "note"))
     return Section("speed", "Speed", blocks)
 
 
