@@ -9,7 +9,7 @@ import pytest
 
 from benchcards.read import analysis_inputs
 from benchcards.read.store import Store
-from tests.test_browser import CHROMIUM, browser, open_page, server  # noqa: F401  (fixtures)
+from tests.test_browser import CHROMIUM, open_page, server  # noqa: F401  (server: a fixture; browser is conftest's)
 from ui import html
 
 SETUP_PARTS = """() => { const table = document.querySelector('table.bc-table[aria-label=time-to-answer]');
