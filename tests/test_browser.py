@@ -195,6 +195,7 @@ def test_overview_shows_the_headline_columns_without_scrolling_at_1440(server, b
     page = open_page(browser, f"{server}/")
     try:
         table = page.locator("table.bc-overview")
+        table.wait_for(timeout=30_000)  # drawn after the script state turns idle on a loaded machine (CI, once)
         assert table.is_visible() and page.locator(".bc-ov-cards").is_hidden()
         fits = page.evaluate("""() => { const t = document.querySelector('table.bc-overview');
             return [t.scrollWidth, t.parentElement.clientWidth, t.getBoundingClientRect().right]; }""")
