@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from benchcards.read import paths
-from benchcards.read.db import DatabaseError, check
+from benchcards.read.db import DatabaseError, check, version
 from benchcards.read.sources import Freshness, freshness
 from benchcards.read.store import Store
 from ui import background
@@ -134,11 +134,11 @@ def _freshness(path: Path) -> Freshness:
 
 
 def _db_stamp(path: Path) -> tuple[int, int] | None:
+    """``benchcards.read.db.version`` of ``path``, or None when there is no file."""
     try:
-        st_ = path.stat()
-    except OSError:
+        return version(path)
+    except DatabaseError:
         return None
-    return (st_.st_ino, st_.st_mtime_ns)
 
 
 def _check_now(path: Path) -> Freshness:

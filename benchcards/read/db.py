@@ -56,6 +56,16 @@ def quiet_progress(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("SET enable_progress_bar = false")
 
 
+def version(path: Path) -> tuple[int, int]:
+    """Which version of the database file ``path`` is there: its inode and modification time, which every
+    ingest changes (it swaps a new file in). Raises DatabaseError when there is no file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DatabaseError(f"no database at {path}") from None
+    return (st.st_ino, st.st_mtime_ns)
+
+
 _CACHE: dict[str, tuple[tuple[int, int], duckdb.DuckDBPyConnection]] = {}
 _CACHE_LOCK = threading.RLock()
 _CACHE_SIZE = 4
@@ -71,11 +81,7 @@ def reading(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     per-path instance cache can never hand back the old file.
     """
     key = str(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise DatabaseError(f"no database at {path}") from None
-    stamp = (st.st_ino, st.st_mtime_ns)
+    stamp = version(path)
     with _CACHE_LOCK:
         entry = _CACHE.get(key)
         if entry is not None and entry[0] != stamp:
@@ -115,11 +121,7 @@ def per_version(path: Path, name: str, make: Callable[[], T]) -> T:
     file), the way ``reading`` tells versions apart. The value is shared by every caller, so it must not
     be changed. Side effect: keeps up to 32 values in memory (the oldest is dropped first).
     """
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise DatabaseError(f"no database at {path}") from None
-    stamp, key = (st.st_ino, st.st_mtime_ns), (str(path), name)
+    stamp, key = version(path), (str(path), name)
     with _CACHE_LOCK:
         hit = _MEMO.get(key)
     if hit is not None and hit[0] == stamp:
