@@ -14,7 +14,7 @@ from benchcards.domain.errors import BenchcardsError
 from benchcards.domain.names import badges
 from benchcards.read import db
 from benchcards.read.clauses import is_method_test, latest_fit, latest_metrics, latest_quality
-from benchcards.read.store import Store, fetch
+from benchcards.read.store import Store, fetch, trace
 from schemas.models import Setup
 
 __all__ = ["Card", "NotFound", "card", "card_badge", "card_digests", "cards", "decode_prompt_tokens", "decode_prompt_tokens_by_run", "frame_records", "is_reported", "setup_ids", "split_by_setup"]
@@ -160,10 +160,7 @@ def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> dict | N
     """The first row of ``sql`` as ``fetch(...).iloc[0].to_dict()`` gives it (NaN for a missing number, a
     pandas Timestamp for a time), or None when there is none: without building a DataFrame of one row
     (pandas builds its columns one by one: half the cost of the setups row's query)."""
-    from benchcards.read import store
-
-    if store.TRACE is not None:
-        store.TRACE.append((sql, list(params)))
+    trace(sql, params)
     cur = con.execute(sql, params)
     row = cur.fetchone()
     if row is None:

@@ -16,7 +16,7 @@ from benchcards.read import db
 from benchcards.read.paths import DEFAULT_DB
 from benchcards.read.rawfiles import RawFileError, read_raw
 
-__all__ = ["TRACE", "Store", "fetch"]
+__all__ = ["TRACE", "Store", "fetch", "trace"]
 
 
 #: when set to a list, every query run through ``fetch`` (and so ``Store.df``) is appended to it as
@@ -46,8 +46,7 @@ class Store:
         """Run one query on a fresh read-only connection and return its rows as tuples (no DataFrame: for lists
         a page only walks, where building a frame would cost more than the query)."""
         with db.reading(self.path) as con:
-            if TRACE is not None:
-                TRACE.append((sql, list(params or [])))
+            trace(sql, params)
             return con.execute(sql, params or []).fetchall()
 
     def raw_file(self, sha256: str, where: list[tuple[str, int]] | None = None) -> bytes:
@@ -71,6 +70,11 @@ class Store:
 
 def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
     """Run ``sql`` on ``con`` and return a DataFrame (noted in ``TRACE`` when tracing)."""
+    trace(sql, params)
+    return con.execute(sql, params or []).df()
+
+
+def trace(sql: str, params: list | None) -> None:
+    """Note a query in ``TRACE`` when tracing (bench/pages.py replays them on bare DuckDB); else nothing."""
     if TRACE is not None:
         TRACE.append((sql, list(params or [])))
-    return con.execute(sql, params or []).df()
