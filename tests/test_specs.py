@@ -55,3 +55,19 @@ def test_the_cards_memory_chart_is_the_altair_chart(demo):
         vram = c.row.get("vram_gib")
         ours = specs.inline(charts.fit_spec(c.fit_steps, vram_gib=vram))
         assert ours == built(charts.fit_chart(c.fit_steps, vram_gib=vram)), c.setup_id
+
+
+def test_memory_charts_of_other_context_ranges_and_gpus_share_one_template(demo):
+    """The ticks, the top of the axis and the GPU memory differ from card to card: they fill a template's holes,
+    so a card view does not build and validate an Altair chart (a cached template per shape of chart) and still
+    draws its own ticks and line."""
+    store, ids, _series, _kn = demo
+    steps = next(c.fit_steps for c in card_data.cards(store, ids) if c.fit is not None and len(c.fit_steps) >= 3)
+    shorter = steps[steps.ctx <= sorted(steps.ctx)[-2]]  # another context range: other ticks, another top
+    charts.fit_spec(steps, vram_gib=24.0)
+    before = len(specs._CACHE)
+    drawn = [charts.fit_spec(s, vram_gib=v) for s in (steps, shorter) for v in (24.0, 48.0, 80.0)]
+    assert len(specs._CACHE) == before
+    for spec, (s, v) in zip(drawn, [(s, v) for s in (steps, shorter) for v in (24.0, 48.0, 80.0)]):
+        assert specs.inline(spec) == built(charts.fit_chart(s, vram_gib=v))
+        assert f"GPU memory {v:.0f} GiB" in str(spec)

@@ -226,10 +226,10 @@ def powers_of_two(values: pd.Series) -> list[int]:
     return out
 
 
-def _x_pow2(field: str, title: str, ticks: tuple[int, ...] | list[int]) -> alt.X:
+def _x_pow2(field: str, title: str, ticks: tuple[int, ...] | list[int], log: bool | None = None) -> alt.X:
     """An x axis with ticks at the powers of two ``ticks`` (``powers_of_two`` of the values): log-2 when there
-    are more than two of them."""
-    log = len(ticks) > 2
+    are more than two of them (``log`` says so where ``ticks`` is a template's hole, not the values)."""
+    log = len(ticks) > 2 if log is None else log
     # a few pixels of padding keep the first and last points (and their marks) inside the plot
     scale = alt.Scale(type="log", base=2, nice=False, padding=12) if log else \
         alt.Scale(zero=False, nice=False, padding=12)
@@ -590,18 +590,23 @@ def fit_settings(points: pd.DataFrame, title: str = "Memory test",
     rss_only = sources == {metrics.RSS_SOURCE}
     vram = None if vram_gib is None or fmt.missing(vram_gib) or rss_only else float(vram_gib)
     top = max([float(points.placed.max()) if points.placed.notna().any() else 0.0, vram or 0.0]) * 1.08 or 1.0
-    settings = {"title": title, "ticks": tuple(powers_of_two(points.ctx)),
-                "vram_label": None if vram is None else f"GPU memory {fmt.gib(vram, 0)}",
+    ticks = tuple(powers_of_two(points.ctx))
+    settings = {"title": title, "log_x": len(ticks) > 2,
                 "y_title": metrics.peak_label(metrics.RSS_SOURCE if rss_only else None, unit=True)}
-    holes = {"top": top} if vram is None else {"top": top, "vram": vram}
+    # what differs from card to card is a hole, not a setting: one cached template per shape of chart
+    holes: dict = {"top": top, **({"ticks": ticks} if ticks else {})}
+    if vram is not None:
+        holes.update(vram=vram, vram_label=f"GPU memory {fmt.gib(vram, 0)}")
     return settings, holes
 
 
-def fit_builder(points: Any, title: str, ticks: tuple[int, ...], vram_label: str | None, top: float,
-                vram: float | None = None, y_title: str = "Peak GPU memory (GiB)") -> alt.TopLevelMixin:
-    """The memory-test chart of ``fit_points`` frames (or named data; see benchcards.charts.specs)."""
+def fit_builder(points: Any, title: str, top: float, ticks: tuple[int, ...] = (), log_x: bool | None = None,
+                vram: float | None = None, vram_label: str | None = None,
+                y_title: str = "Peak GPU memory (GiB)") -> alt.TopLevelMixin:
+    """The memory-test chart of ``fit_points`` frames (or named data; see benchcards.charts.specs); the dashed
+    GPU-memory line where ``vram`` and its label are given."""
     base = alt.Chart(points)
-    x = _x_pow2("ctx", "Context size (tokens)", ticks)
+    x = _x_pow2("ctx", "Context size (tokens)", ticks, log_x)
     y_scale = alt.Scale(domain=[0, top], zero=True, nice=False)
     y = alt.Y("placed:Q", title=y_title, scale=y_scale)
     tooltip = [alt.Tooltip("ctx_text:N", title="Context"), alt.Tooltip("outcome:N", title="Result"),
