@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import pytest
 
-from benchcards.read import card_data, db, reported
+from benchcards.read import card_data, db, overview_rows, reported
 from benchcards.read.clauses import latest_fit
 from benchcards.read.store import Store, fetch
 
@@ -74,13 +74,17 @@ def test_a_card_hands_out_fresh_records_and_finds_its_runs(demo_db):
 
 
 def test_what_every_card_shares_is_read_again_after_a_swap(demo_db, tmp_path):
-    """The list of setups and the reported figures are kept per version of the file: a new file (what ingest
+    """The list of setups, the overview's rows and the reported figures are kept per version of the file: a new file (what ingest
     swaps in) is read again, the same file is not."""
     path = tmp_path / "site.duckdb"
     shutil.copyfile(demo_db, path)
     store = Store(path)
     ids = card_data.setup_ids(store)
     snap = reported.shared_snapshot(store)
+    first = overview_rows.overview(store)
+    assert ids[0][0] in set(first.setup_id)
+    first.loc[:, "title"] = "changed by a caller"  # the overview kept per version hands out copies
+    assert "changed by a caller" not in set(overview_rows.overview(store).title)
     assert reported.shared_snapshot(store) is snap and card_data.setup_ids(store) == ids
     db.forget(path)
     fewer = tmp_path / "fewer.duckdb"
@@ -93,6 +97,7 @@ def test_what_every_card_shares_is_read_again_after_a_swap(demo_db, tmp_path):
     os.replace(fewer, path)  # as ingest swaps a new file in
     assert card_data.setup_ids(store) == ids[1:]
     assert reported.shared_snapshot(store) is not snap
+    assert ids[0][0] not in set(overview_rows.overview(store).setup_id)
     with pytest.raises(db.DatabaseError, match="no database"):
         card_data.setup_ids(Store(tmp_path / "gone.duckdb"))
 

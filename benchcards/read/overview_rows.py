@@ -67,7 +67,14 @@ def overview(store: Store) -> pd.DataFrame:
     ``bpw`` (bits per weight), ``need_gib`` (GPU memory the setup needs: the memory
     test's peak at its largest answered context, else the model file or the VRAM it ran
     on, whichever is smaller) and ``name`` (model · quant · engine build).
+
+    Read once per version of the database (``db.per_version``: every overview view and most pages ask);
+    each call hands out its own copy, free to change.
     """
+    return db.per_version(store.path, "overview", lambda: _overview(store)).copy()
+
+
+def _overview(store: Store) -> pd.DataFrame:
     with db.reading(store.path) as con:
         base = fetch(con, _OVERVIEW_SQL)
         q = fetch(con, f"SELECT setup_id, test, pct, margin_pp, \"right\", n FROM ({LATEST_QUALITY}) "
