@@ -9,6 +9,11 @@ traceback ever reaches the terminal.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during the imports below: 'interrupted', status 130, no traceback
+    from benchcards.domain.errors import interrupts_end_quietly
+
+    interrupts_end_quietly()
+
 import argparse
 import math
 import shlex
@@ -214,4 +219,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m ingest") -> int:
 
 
 if __name__ == "__main__":
+    from benchcards.domain.errors import interrupts_raise
+
+    interrupts_raise()  # main handles Ctrl-C from here on
     sys.exit(main())

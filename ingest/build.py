@@ -14,6 +14,11 @@ stale (``benchcards.read.sources``) and can start this command in the background
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during the imports below: 'interrupted', status 130, no traceback
+    from benchcards.domain.errors import interrupts_end_quietly
+
+    interrupts_end_quietly()
+
 import argparse
 import os
 import sys
@@ -138,4 +143,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m ingest.build") ->
 
 
 if __name__ == "__main__":
+    from benchcards.domain.errors import interrupts_raise
+
+    interrupts_raise()  # main handles Ctrl-C from here on
     sys.exit(main())

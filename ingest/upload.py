@@ -19,6 +19,11 @@ All or nothing, and never half-published:
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # Ctrl-C during the imports below: 'interrupted', status 130, no traceback
+    from benchcards.domain.errors import interrupts_end_quietly
+
+    interrupts_end_quietly()
+
 import argparse
 import contextlib
 import json
@@ -378,4 +383,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m ingest.upload") -
 
 
 if __name__ == "__main__":
+    from benchcards.domain.errors import interrupts_raise
+
+    interrupts_raise()  # main handles Ctrl-C from here on
     sys.exit(main())

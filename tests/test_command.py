@@ -62,6 +62,42 @@ def test_exit_statuses(tmp_path):
     assert not (tmp_path / "x.duckdb").exists()
 
 
+ENTRIES = [["-m", "benchcards_cli", "ingest"], ["-m", "ingest"], ["-m", "ingest.build"], ["-m", "ingest.upload"],
+           ["-m", "benchcards.site.export"]]
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[" ".join(e[1:]) for e in ENTRIES])
+def test_ctrl_c_while_a_command_still_imports_is_one_word_and_130(entry, tmp_path):
+    """Ctrl-C in the second or two a command spends importing pandas and DuckDB: 'interrupted' and status 130,
+    as once its main runs, never a traceback. The interrupt is sent once numpy is imported (``-X importtime``
+    reports each import as it ends): inside the imports that follow (pandas', DuckDB's), or a little later."""
+    import signal
+
+    argv = [sys.executable, "-X", "importtime", *entry, "--help"]
+    p = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        for line in p.stderr:
+            seen.append(line)
+            if _imported(line) == "numpy":
+                p.send_signal(signal.SIGINT)
+                break
+        err = "".join(seen) + p.stderr.read()
+        assert p.wait(timeout=60) == 130, err[-2000:]
+    finally:
+        p.kill()
+    assert "numpy" in {_imported(line) for line in err.splitlines()}
+    said = [line for line in err.splitlines() if not line.startswith("import time:")]
+    assert said == ["interrupted"], said
+
+
+def _imported(importtime_line: str) -> str | None:
+    """The module an ``-X importtime`` line reports as imported (None for any other line)."""
+    if not importtime_line.startswith("import time:"):
+        return None
+    return importtime_line.rsplit("|", 1)[-1].strip()
+
+
 def test_version_is_one_string():
     import tomllib
 

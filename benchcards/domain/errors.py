@@ -11,7 +11,12 @@ place (``benchcards_cli``), and the ``python -m`` forms use the same mapping:
 
 from __future__ import annotations
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "BenchcardsError", "UsageError"]
+import signal
+import sys
+from types import FrameType
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "BenchcardsError", "UsageError",
+           "interrupts_end_quietly", "interrupts_raise"]
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -25,3 +30,21 @@ class BenchcardsError(Exception):
 
 class UsageError(BenchcardsError):
     """The command line asks for something that cannot be done (exit status 2, with the usage line)."""
+
+
+def _end_interrupted(_signum: int, _frame: FrameType | None) -> None:
+    print("interrupted", file=sys.stderr)
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+def interrupts_end_quietly() -> None:
+    """Side effect: until ``interrupts_raise()``, Ctrl-C ends this process with the word 'interrupted' and
+    status 130 instead of a traceback. The first line of each ``python -m`` entry module, whose imports take up
+    to two seconds before its ``main`` (which handles Ctrl-C itself) runs; nothing that needs stopping has
+    started yet. Never called on import by the library (a notebook or the app keeps its own handler)."""
+    signal.signal(signal.SIGINT, _end_interrupted)
+
+
+def interrupts_raise() -> None:
+    """Side effect: Ctrl-C raises KeyboardInterrupt again (Python's own handler), for ``main`` to handle."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
