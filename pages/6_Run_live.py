@@ -195,12 +195,19 @@ def step_words(job: LiveJob) -> dict[str, str]:
 
 
 def shown_jobs() -> list[LiveJob]:
-    """This session's run and every run still measuring (from any tab), oldest first."""
+    """This session's run, every run still measuring (from any tab) and the runs this session stopped for
+    another tab (kept in view until saved, so whoever pressed Stop sees where its rows went), oldest first."""
     mine: LiveJob | None = st.session_state.get("live_job")
     jobs = running_jobs()
-    if mine is not None and mine not in jobs:
-        jobs.append(mine)
+    for job in [mine, *st.session_state.get("live_stopped_here", [])]:
+        if job is not None and job not in jobs:
+            jobs.append(job)
     return jobs
+
+
+def stopped_here(job: LiveJob) -> bool:
+    """True when this session pressed Stop on ``job``, another tab's run."""
+    return any(j is job for j in st.session_state.get("live_stopped_here", []))
 
 
 def panel(job: LiveJob, mine: bool) -> None:
@@ -245,8 +252,10 @@ def panel(job: LiveJob, mine: bool) -> None:
     if not job.done:
         if st.button("Stop", disabled=job.stopping, key=f"stop-{id(job)}"):
             job.stop()
+            if not mine:
+                st.session_state["live_stopped_here"] = [*st.session_state.get("live_stopped_here", [])[-4:], job]
             st.toast("Stopping after the request in flight; finished steps will be saved.")
-    elif mine and job.run_dir is not None:
+    elif (mine or stopped_here(job)) and job.run_dir is not None:
         live_panel.saved(job.report or "", job.ingest_warnings, job.placed)
         st.page_link("pages/1_Setup_card.py", label="Open its card", query_params={"setup": job.setup_id},
                      icon=":material/arrow_forward:")

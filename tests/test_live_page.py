@@ -119,6 +119,12 @@ def test_one_run_per_server_shown_in_every_session_with_an_honest_status(site):
         steps = table_with(a, "Step")
         assert "stopped" in set(steps.Status)
         assert not start_button(a).disabled  # free again
+        # the tab that pressed Stop keeps the run in view once it is saved, with a link to its card
+        b.run()
+        assert job.setup_id and job.run_dir is not None
+        assert b.status[0].label.startswith(f"Stopped of {s.url}: ")
+        links = [(p.label, p.proto.page, p.proto.query_string) for p in b.get("page_link")]
+        assert ("Open its card", "Setup_card", f"setup={job.setup_id}") in links, links
     finally:
         for j in running_jobs():
             j.stop()
