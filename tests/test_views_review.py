@@ -87,3 +87,41 @@ def test_the_memory_chart_says_what_memory_was_read_in_the_app_and_the_export(tm
 
 def test_a_demo_memory_test_without_a_source_is_not_called_gpu_memory(site):
     assert set(_chart_titles(_card_html(site, SEED))) == {"Peak memory (source not recorded) (GiB)"}
+
+
+# --------------------------------------------------------------------------- 2. Reproduce: the memory test, quality
+
+
+def _code_blocks(html: str) -> list[str]:
+    return [unescape(c) for c in re.findall(r"<pre>(.*?)</pre>", html, re.S)]
+
+
+def test_reproduce_gives_the_live_fit_command_and_says_how_quality_was_made(site, monkeypatch):
+    import live.__main__ as cli
+    import live.fit_cli
+
+    at = run("pages/1_Setup_card.py", setup=SEED)
+    app_code = [c.value for c in at.code]
+    (fit,) = [c for c in app_code if "python -m live fit" in c]
+    assert fit in _code_blocks(_card_html(site, SEED))  # the same command in the export
+    argv = shlex.split(fit.replace("\\\n", " "))
+    assert argv[argv.index("python"):][:4] == ["python", "-m", "live", "fit"]
+    seen = []
+    monkeypatch.setattr(live.fit_cli, "cmd_fit", lambda args: seen.append(args) or 0)
+    assert cli.main(argv[argv.index("python") + 3:]) == 0  # every option is one `python -m live fit` takes
+    (args,) = seen
+    assert args.sizes == "4096,8192,16384,32768,65536,131072,262144" and args.fill_pct == 95.0
+    assert "-c {ctx}" in args.server_cmd and "-m models/Qwen3.8-35B-A3B-Q4_K_M.gguf" in args.server_cmd
+    assert argv[0] == "CUDA_DEVICE_ORDER=PCI_BUS_ID"  # the server's environment: the test starts the server
+    text, exported = (_words(t) for t in (page_text(at), visible(_card_html(site, SEED), only="card-section")))
+    for said in ("4. Run the memory test — With the settings of this setup's memory test",
+                 "The memory test's command template is not recorded",
+                 "5. Ask the quality tests — Not made with python -m live quality",
+                 "Quality run qwen38-35b-distill-0911-inst-r1: produced by quality2 measure_all.sh (source: A "
+                 "published results page"):
+        assert said in text and said in exported, said
+
+
+def _words(text: str) -> str:
+    """Text as read: Markdown's bold, code marks and escapes left out, spaces normalised."""
+    return " ".join(re.sub(r"[*`\\]", "", text).split())
