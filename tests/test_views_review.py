@@ -125,3 +125,26 @@ def test_reproduce_gives_the_live_fit_command_and_says_how_quality_was_made(site
 def _words(text: str) -> str:
     """Text as read: Markdown's bold, code marks and escapes left out, spaces normalised."""
     return " ".join(re.sub(r"[*`\\]", "", text).split())
+
+
+# --------------------------------------------------------------------------- 4. the Sweeps intro
+
+
+def test_the_sweeps_intro_says_what_delta_pct_is_and_which_way_is_better(demo_db, site):
+    store = Store(demo_db)
+    (rec,) = sweeps.load_sweeps(store)
+    at = run("pages/8_Sweeps.py", sweep=rec.sweep_id)
+    intro = at.caption[0].value
+    assert "Δ % = (Value − Baseline) / Baseline × 100" in intro and "geometric mean" in intro
+    assert "Δ is the variant's mean over its boots minus the baseline's" not in intro  # the old, contradicting line
+    exported = visible((site / "sweeps" / f"{rec.sweep_id}.html").read_text(encoding="utf-8"))
+    assert " ".join(intro.split()) in exported
+    table = sweeps.sweep_table(store, rec)
+    better = {f.split(" at ")[0]: b for f, b in zip(table["Figure"], table["Better"])}
+    assert better == {"Prefill": "higher", "Time to first token": "lower"}  # a rate up is better, a time down
+    for row in table.to_dict("records"):  # Δ % is what the intro says, from the shown Baseline and Value
+        if not row["Value"].endswith("tok/s"):
+            continue  # times are shown to 0.1 s: too coarse to recompute a percentage from
+        base, value = (float(str(row[k]).split()[0].replace(",", "")) for k in ("Baseline", "Value"))
+        shown = float(row["Δ %"].replace("−", "-").replace("+", ""))
+        assert shown == pytest.approx(100 * (value - base) / base, abs=0.2), row
