@@ -127,6 +127,45 @@ def _words(text: str) -> str:
     return " ".join(re.sub(r"[*`\\]", "", text).split())
 
 
+# --------------------------------------------------------------------------- 3. a sweep variant's card
+
+
+def test_a_sweep_variants_card_says_which_boot_and_links_its_sweep(demo_db, site):
+    store = Store(demo_db)
+    (rec,) = sweeps.load_sweeps(store)
+    last = [b for b in rec.boots if b.setup_id == SWEPT][-1]
+    said = (f"This setup is the variant “micro-batch 64” of sweep {rec.sweep_id}. The speed figures on this card "
+            f"come from boot 3 of 3 (run {last.run_id}), the latest; the sweep's page compares each figure's mean "
+            "over all 3 measured boots of each variant (geometric mean).")
+    at = run("pages/1_Setup_card.py", setup=SWEPT)
+    assert said in [plain(unescape(i.value)) for i in at.info]
+    (link,) = [p for p in at.get("page_link") if "every variant against the baseline" in p.proto.label]
+    assert link.proto.page == "Sweeps" and link.proto.query_string == f"sweep={rec.sweep_id}"
+    html = _card_html(site, SWEPT)
+    assert said in visible(html, only="card-section")
+    href = re.search(r'<a href="([^"]+)">Sweep [^<]*every variant against the baseline</a>', html).group(1)
+    assert href == f"../sweeps/{rec.sweep_id}.html" and (site / "setups" / href).resolve().is_file()
+    # a card of no sweep says nothing of one
+    assert "of sweep" not in page_text(run("pages/1_Setup_card.py", setup=SEED))
+
+
+def test_the_sweeps_page_opens_on_the_sweep_its_url_names(tmp_path, monkeypatch):
+    """Two sweeps: ``?sweep=<id>`` (the card's link) picks the one named, not the newest."""
+    import shutil
+
+    raw = tmp_path / "raw"
+    shutil.copytree(ROOT / "data" / "raw", raw)
+    (first,) = raw.glob("*/sweep-*.json")
+    older = json.loads(first.read_text()) | {"sweep_id": "sweep-older", "started_at": "2026-01-01T00:00:00Z"}
+    (first.parent / "sweep-older.json").write_text(json.dumps(older))
+    db = tmp_path / "two.duckdb"
+    ingest_paths([raw], db)
+    monkeypatch.setenv("BENCHCARDS_DB", str(db))
+    assert run("pages/8_Sweeps.py").selectbox(key="sweep").value != "sweep-older"  # the newest first
+    assert run("pages/8_Sweeps.py", sweep="sweep-older").selectbox(key="sweep").value == "sweep-older"
+    assert run("pages/8_Sweeps.py", sweep="no-such-sweep").selectbox(key="sweep").value != "sweep-older"
+
+
 # --------------------------------------------------------------------------- 4. the Sweeps intro
 
 

@@ -20,8 +20,8 @@ from benchcards.read.rawfiles import RawFileError
 from benchcards.read.store import Store
 from schemas.models import SweepRecord
 
-__all__ = ["EMPTY", "EXPLAINED", "HIDDEN", "RESOLVE_COLUMN", "SWEEP_FILE", "boots_table", "differences", "label", "load_sweeps",
-           "shown_table", "summary", "sweep_table", "variants_table"]
+__all__ = ["EMPTY", "EXPLAINED", "HIDDEN", "RESOLVE_COLUMN", "SWEEP_FILE", "boots_table", "card_boots", "differences",
+           "label", "load_sweeps", "of_setup", "shown_table", "summary", "sweep_path", "sweep_table", "variants_table"]
 
 #: the name pattern of a sweep record among a setup's raw files (SQL LIKE)
 SWEEP_FILE = "sweep-%.json"
@@ -58,6 +58,33 @@ def load_sweeps(store: Store) -> list[SweepRecord]:
         except (RawFileError, ValueError):
             continue
     return sorted(out, key=lambda r: r.started_at or "", reverse=True)
+
+
+def sweep_path(sweep_id: str) -> str:
+    """The export's page of one sweep, from the site root (sweep ids are slugs, checked at ingest); the app's is
+    the Sweeps page with ``?sweep=<id>``."""
+    return f"sweeps/{sweep_id}.html"
+
+
+def of_setup(records: list[SweepRecord], setup_id: str) -> list[SweepRecord]:
+    """The sweeps whose variants include ``setup_id`` (a card of a variant says so)."""
+    return [r for r in records if any(v.setup_id == setup_id for v in r.variants)]
+
+
+def card_boots(rec: SweepRecord, setup_id: str, shown: set[str]) -> str:
+    """What a variant's card says of its figures: which of the variant's boots they come from (``shown``: the
+    runs behind the card's figures; the latest run of each figure wins there) and what the Sweeps page
+    compares instead (every boot)."""
+    variant = next(v for v in rec.variants if v.setup_id == setup_id)
+    mine = [b for b in rec.boots if b.variant == variant.name and b.status == "ok" and b.run_id]
+    role = " (the baseline)" if variant.name == rec.baseline else ""
+    used = [f"boot {b.boot} of {len(mine)} (run {b.run_id})" for b in mine if b.run_id in shown]
+    figures = ("The speed figures on this card come from " + " and ".join(used) +
+               (", the latest" if len(used) == 1 and len(mine) > 1 and mine[-1].run_id in shown else "")
+               if used else "No speed figure on this card comes from the sweep's boots")
+    return (f"This setup is the variant “{variant.name}”{role} of sweep {rec.sweep_id}. {figures}; the sweep's page "
+            f"compares each figure's mean over all {len(mine)} measured boot{'' if len(mine) == 1 else 's'} of each "
+            "variant (geometric mean).")
 
 
 def _boot_figures(store: Store, rec: SweepRecord) -> dict[str, list[dict]]:
