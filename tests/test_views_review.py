@@ -187,3 +187,20 @@ def test_the_sweeps_intro_says_what_delta_pct_is_and_which_way_is_better(demo_db
         base, value = (float(str(row[k]).split()[0].replace(",", "")) for k in ("Baseline", "Value"))
         shown = float(row["Δ %"].replace("−", "-").replace("+", ""))
         assert shown == pytest.approx(100 * (value - base) / base, abs=0.2), row
+
+
+# --------------------------------------------------------------------------- 5. the Analysis sizes
+
+
+def test_the_analysis_page_opens_on_a_size_the_export_publishes(demo_db, site, monkeypatch):
+    assert av.ANSWER_DEFAULT in av.ANSWER_SIZES and (av.ANSWER_PROMPT, av.ANSWER_WORDS) == av.ANSWER_DEFAULT
+    from tests.test_analysis_views_once import app_view, exported
+    from tests.test_views_once import _same
+
+    prompt, words = av.ANSWER_DEFAULT
+    rel = f"analysis/time-to-answer-{prompt // 1024}k-{words}-words.html"
+    default = app_view(demo_db, monkeypatch, "time-to-answer")  # no size in the URL: the page's default
+    assert f"Expected seconds from sending a {prompt:,}-token prompt to the end of a {words:,}-word answer." in default
+    _same(default, exported(site, rel), rel)
+    links = (site / "analysis.html").read_text(encoding="utf-8")
+    assert all(f"time-to-answer-{p // 1024}k-{w}-words.html" in links for p, w in av.ANSWER_SIZES)
