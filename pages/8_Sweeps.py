@@ -28,7 +28,12 @@ if not records:
             "--variant \"f16 KV=\" --variant \"q8_0 KV=-ctk q8_0 -ctv q8_0\" --gpu cpu --ingest`, then rebuild.")
     st.stop()
 names = {r.sweep_id: sweeps.label(r) for r in records}
-chosen = st.selectbox("Sweep", list(names), format_func=lambda k: names[k], key="sweep")
+# ?sweep=<id> picks the sweep (a variant's card links here with it); read before the picker, whose URL binding
+# would hold its label, not the id
+ids, wanted = list(names), st.query_params.get("sweep")
+chosen = st.selectbox("Sweep", ids, index=ids.index(wanted) if wanted in names else 0, format_func=lambda k: names[k],
+                      key="sweep") or ids[0]
+st.query_params["sweep"] = chosen
 rec = next(r for r in records if r.sweep_id == chosen)
 st.caption(md(sweeps.summary(rec)))
 table = sweeps.sweep_table(store, rec)

@@ -227,6 +227,68 @@ def test_a_measured_runs_reproduce_command_parses_back_to_its_settings(tmp_path)
     assert back.title == "round trip (demo server)" and back.ingest  # the same title: it does not grow
 
 
+def test_a_memory_tests_reproduce_command_parses_back_to_its_settings(tmp_path):
+    """The card's ``python -m live fit`` command (generated from FitSettings) gives back the settings the test
+    ran with: its template as typed, its sizes, fill, answer limit, keep-going and memory source."""
+    from benchcards.read import card_data
+    from benchcards.read.store import Store
+    from benchcards.views import reproduce_steps
+    from live.__main__ import main
+
+    template = (f"{shlex.quote(sys.executable)} -m live demo-server -c {{ctx}} --slots 1 --prefill-tps 20000 "
+                "--decode-tps 400 --load-s 0.2 --refuse-above 2048")  # 4K and 8K do not load
+    given = ["--server-cmd", template, "--sizes", "2K,4K,8K", "--fill", "90", "--max-tokens", "24", "--keep-going",
+             "--memory", "none"]
+    setup = ["--gpu", "cpu", "--title", "fit round trip", "--setup-id", "fit-round-trip", "--quant", "Q4_K_M"]
+    db = tmp_path / "db.duckdb"
+    assert main(["fit", *given, *setup, "--out", str(tmp_path / "out"), "--ingest", "--db", str(db)]) == 0
+    card = card_data.card(Store(db), "fit-round-trip")
+    command = reproduce_steps.reproduce(card).fit or ""
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert argv[:4] == ["python", "-m", "live", "fit"]
+    back = build_parser().parse_args(argv[3:])
+    want = build_parser().parse_args(["fit", *given, *setup])
+    assert FitSettings(**from_args(FitSettings, back)[0]) == FitSettings(**from_args(FitSettings, want)[0])
+    fields = ["gpu", "quant"]
+    assert from_args(SetupSettings, back, fields)[0] == from_args(SetupSettings, want, fields)[0]
+    assert back.title == "fit round trip (demo server)" and back.ingest  # the setup's title: the repeat joins it
+
+
+def test_a_live_quality_runs_reproduce_command_parses_back_to_its_settings(tmp_path):
+    """The card's ``python -m live quality`` command (generated from QualitySettings) gives back the settings of
+    the run: its generated tests, their answer limits, requests at once, seed, temperature and thinking."""
+    from benchcards.read import card_data
+    from benchcards.read.store import Store
+    from benchcards.views import reproduce_steps
+    from live.__main__ import main
+
+    given = ["--tests", "needle:1K:2,arith:3", "--max-tokens", "64", "--max-tokens", "arith=16", "--in-flight", "2",
+             "--seed", "7", "--temperature", "0.5", "--thinking", "off"]
+    setup = ["--gpu", "cpu", "--title", "quality round trip", "--setup-id", "quality-round-trip"]
+    db = tmp_path / "db.duckdb"
+    server = demo_server(**{"decode-tps": 2000, "prefill-tps": 200000})
+    try:
+        rc = main(["quality", "--base-url", server.url, *given, *setup, "--out", str(tmp_path / "out"), "--ingest",
+                   "--db", str(db)])
+    finally:
+        server.stop()
+    assert rc in (0, 1)  # a wrong answer is a result
+    card = card_data.card(Store(db), "quality-round-trip")
+    [(_run, command)] = reproduce_steps.reproduce(card).quality.items()
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert argv[:4] == ["python", "-m", "live", "quality"]
+    back, want = build_parser().parse_args(argv[3:]), build_parser().parse_args(["quality", *given, *setup])
+    got, expected = from_args(QualitySettings, back)[0], from_args(QualitySettings, want)[0]
+    from live.settings import parse_max_tokens
+
+    limits = {"needle_1k": 64, "arith": 16}  # per test, as the run recorded them (the default applied to each)
+    assert parse_max_tokens(list(got.pop("max_tokens")))[1] == limits
+    expected.pop("max_tokens")
+    # the same tests (the card lists them by id, not in the order they were typed)
+    assert set(got.pop("tests").split(",")) == set(expected.pop("tests").split(","))
+    assert got == expected, command
+
+
 # --------------------------------------------------------------------------- the Run live page
 
 def test_the_run_live_forms_start_from_the_model_defaults(demo_db, monkeypatch):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from benchcards.charts import charts
-from benchcards.compute import builds
+from benchcards.compute import builds, sweeps
 from benchcards.read import card_data, rawfiles, reported
 from benchcards.read.card_data import Card
 from benchcards.read.store import Store
@@ -27,7 +27,8 @@ def inputs(store: Store, c: Card) -> cv.Inputs:
     timeline = builds.timeline(store, c.setup_id)
     return cv.Inputs(prompt_tokens=prompt_tokens,
                      timeline=None if timeline.empty else builds.timeline_table(timeline),
-                     reported=reported.card_section(store, c.setup_id, c.setup.server.argv))
+                     reported=reported.card_section(store, c.setup_id, c.setup.server.argv),
+                     sweeps=sweeps.of_setup(sweeps.load_sweeps(store), c.setup_id))
 
 
 def show(store: Store, c: Card) -> None:

@@ -569,7 +569,8 @@ def fit_parts(steps: pd.DataFrame, title: str = "Memory test",
 
 
 def fit_chart(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | None = None) -> alt.TopLevelMixin:
-    """Peak GPU memory per context size, failed sizes marked; a dashed line at the GPU's memory when given."""
+    """Peak memory per context size (its axis named for what was read), failed sizes marked; a dashed line at the
+    GPU's memory when given."""
     df, settings, holes = fit_parts(steps, title, vram_gib)
     return fit_builder(df, **settings, **holes)
 
@@ -583,16 +584,19 @@ def fit_spec(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | 
 
 def fit_settings(points: pd.DataFrame, title: str = "Memory test",
                  vram_gib: float | None = None) -> tuple[dict, dict]:
-    """(settings, holes) of ``fit_builder`` for the points of ``fit_points``: the context ticks and the GPU
-    memory's label; the top of the memory axis and the GPU memory itself (numbers that differ per chart)."""
-    sources = set(points.peak_source.dropna()) if "peak_source" in points.columns else set()
+    """(settings, holes) of ``fit_builder`` for the points of ``fit_points``: the title, whether the context axis
+    is log-2 and the memory axis's title (``metrics.peaks_label``: GPU, process RSS or not recorded); the context
+    ticks, the top of the memory axis, the GPU memory and its label (what differs from chart to chart)."""
+    # the axis says what the sizes with a reading measured; a source not recorded is not taken for the GPU's
+    read = [not fmt.missing(v) for v in points.peak_gib] if "peak_gib" in points.columns else []
+    named = points.peak_source.tolist() if "peak_source" in points.columns else [None] * len(read)
+    sources = {None if fmt.missing(s) else str(s) for s, r in zip(named, read) if r}
     # an RSS axis is process memory: a line at the GPU's memory would compare it with what it does not measure
     rss_only = sources == {metrics.RSS_SOURCE}
     vram = None if vram_gib is None or fmt.missing(vram_gib) or rss_only else float(vram_gib)
     top = max([float(points.placed.max()) if points.placed.notna().any() else 0.0, vram or 0.0]) * 1.08 or 1.0
     ticks = tuple(powers_of_two(points.ctx))
-    settings = {"title": title, "log_x": len(ticks) > 2,
-                "y_title": metrics.peak_label(metrics.RSS_SOURCE if rss_only else None, unit=True)}
+    settings = {"title": title, "log_x": len(ticks) > 2, "y_title": metrics.peaks_label(sources, unit=True)}
     # what differs from card to card is a hole, not a setting: one cached template per shape of chart
     holes: dict = {"top": top, **({"ticks": ticks} if ticks else {})}
     if vram is not None:
@@ -602,7 +606,7 @@ def fit_settings(points: pd.DataFrame, title: str = "Memory test",
 
 def fit_builder(points: Any, title: str, top: float, ticks: tuple[int, ...] = (), log_x: bool | None = None,
                 vram: float | None = None, vram_label: str | None = None,
-                y_title: str = "Peak GPU memory (GiB)") -> alt.TopLevelMixin:
+                y_title: str = "Peak memory (GiB)") -> alt.TopLevelMixin:
     """The memory-test chart of ``fit_points`` frames (or named data; see benchcards.charts.specs); the dashed
     GPU-memory line where ``vram`` and its label are given."""
     base = alt.Chart(points)

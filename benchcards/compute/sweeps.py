@@ -20,20 +20,25 @@ from benchcards.read.rawfiles import RawFileError
 from benchcards.read.store import Store
 from schemas.models import SweepRecord
 
-__all__ = ["EMPTY", "EXPLAINED", "HIDDEN", "RESOLVE_COLUMN", "SWEEP_FILE", "boots_table", "differences", "label", "load_sweeps",
-           "shown_table", "summary", "sweep_table", "variants_table"]
+__all__ = ["EMPTY", "EXPLAINED", "HIDDEN", "RESOLVE_COLUMN", "SWEEP_FILE", "boots_table", "card_boots", "differences",
+           "label", "load_sweeps", "of_setup", "shown_table", "summary", "sweep_path", "sweep_table", "variants_table"]
 
 #: the name pattern of a sweep record among a setup's raw files (SQL LIKE)
 SWEEP_FILE = "sweep-%.json"
 
-#: what a sweep view says first (the app's Sweeps page and the export's sweep pages)
+#: what a sweep view says first (the app's Sweeps page and the export's sweep pages): exactly what the table's
+#: numbers are (benchcards.compute.sweepstats, docs/definitions.md#sweep)
 EXPLAINED = ("Each variant is one server setting, booted afresh several times in interleaved order (A B A B …). "
-             "Δ is the variant's mean over its boots minus the baseline's, with a 95 % interval from the spread "
-             "between boots (Welch's t on the logs of the boot values, so Δ % is the ratio of their geometric means; "
-             "Fieller's ratio on the raw values where a value is 0): a difference whose interval crosses zero is "
-             "within noise. \"Boots to resolve 5 %\" is how many boots per variant would tell a 5 % difference "
-             "from noise at the spread these boots show. With one boot per variant noise cannot be told from "
-             "effect.")
+             "Baseline and Value are a figure's geometric mean over the boots of the baseline and of the variant "
+             "(the plain mean where a boot's value is 0 or less). Δ % = (Value − Baseline) / Baseline × 100, so it is "
+             "above zero when the variant's figure is higher. Whether higher is better depends on the figure (the "
+             "Better column): higher for rates (tok/s), lower for times (s) and memory (GiB); the Verdict says which "
+             "way each difference goes. The 95 % interval of Δ % comes from the spread between boots (Welch's t on "
+             "the logs of the boot values; Fieller's ratio on the raw values where a value is 0 or less): a "
+             "difference whose interval includes zero is within noise. "
+             f"\"Boots to resolve {sweepstats.RESOLVE_PCT:g} %\" is how many boots per variant would tell a "
+             f"{sweepstats.RESOLVE_PCT:g} % difference from noise at the spread these boots show. With one boot per "
+             "variant noise cannot be told from effect.")
 #: what a sweep view says when nothing can be compared
 EMPTY = "No figure to compare: the baseline or every other variant has no measured boot."
 #: the column that says how many boots per variant would resolve RESOLVE_PCT at the observed spread
@@ -53,6 +58,33 @@ def load_sweeps(store: Store) -> list[SweepRecord]:
         except (RawFileError, ValueError):
             continue
     return sorted(out, key=lambda r: r.started_at or "", reverse=True)
+
+
+def sweep_path(sweep_id: str) -> str:
+    """The export's page of one sweep, from the site root (sweep ids are slugs, checked at ingest); the app's is
+    the Sweeps page with ``?sweep=<id>``."""
+    return f"sweeps/{sweep_id}.html"
+
+
+def of_setup(records: list[SweepRecord], setup_id: str) -> list[SweepRecord]:
+    """The sweeps whose variants include ``setup_id`` (a card of a variant says so)."""
+    return [r for r in records if any(v.setup_id == setup_id for v in r.variants)]
+
+
+def card_boots(rec: SweepRecord, setup_id: str, shown: set[str]) -> str:
+    """What a variant's card says of its figures: which of the variant's boots they come from (``shown``: the
+    runs behind the card's figures; the latest run of each figure wins there) and what the Sweeps page
+    compares instead (every boot)."""
+    variant = next(v for v in rec.variants if v.setup_id == setup_id)
+    mine = [b for b in rec.boots if b.variant == variant.name and b.status == "ok" and b.run_id]
+    role = " (the baseline)" if variant.name == rec.baseline else ""
+    used = [f"boot {b.boot} of {len(mine)} (run {b.run_id})" for b in mine if b.run_id in shown]
+    figures = ("The speed figures on this card come from " + " and ".join(used) +
+               (", the latest" if len(used) == 1 and len(mine) > 1 and mine[-1].run_id in shown else "")
+               if used else "No speed figure on this card comes from the sweep's boots")
+    return (f"This setup is the variant “{variant.name}”{role} of sweep {rec.sweep_id}. {figures}; the sweep's page "
+            f"compares each figure's mean over all {len(mine)} measured boot{'' if len(mine) == 1 else 's'} of each "
+            "variant (geometric mean).")
 
 
 def _boot_figures(store: Store, rec: SweepRecord) -> dict[str, list[dict]]:
@@ -85,14 +117,15 @@ def differences(store: Store, rec: SweepRecord) -> dict[str, list[sweepstats.Dif
 
 
 def sweep_table(store: Store, rec: SweepRecord) -> pd.DataFrame:
-    """Variant | Figure | Baseline | Value | Δ % | 95 % interval of Δ % | Boots | Verdict | Boots to resolve 5 %
+    """Variant | Figure | Better (higher or lower) | Baseline | Value (geometric means over the boots) | Δ % |
+    95 % interval of Δ % | Boots | Verdict | Boots to resolve 5 %
     (per variant, at the spread observed; docs/definitions.md#sweep) | hidden setup id and chart columns."""
     setup_of = {v.name: v.setup_id for v in rec.variants}
     rows = []
     for name, diffs in differences(store, rec).items():
         for d in diffs:
             rows.append({
-                "Variant": name, "Figure": fmt.label(d.metric, d.prompt, d.level),
+                "Variant": name, "Figure": fmt.label(d.metric, d.prompt, d.level), "Better": _better(d.metric),
                 "Baseline": fmt.metric(d.metric, d.base), "Value": fmt.metric(d.metric, d.variant),
                 "Δ %": fmt.number(d.delta_pct, 1, sign=True),
                 "95 % interval of Δ %": (f"{fmt.number(d.pct_lo, 1, sign=True)} … {fmt.number(d.pct_hi, 1, sign=True)}"
@@ -101,6 +134,12 @@ def sweep_table(store: Store, rec: SweepRecord) -> pd.DataFrame:
                 RESOLVE_COLUMN: _resolve(d),
                 "_setup": setup_of.get(name), "_pct": d.delta_pct, "_lo": d.pct_lo, "_hi": d.pct_hi})
     return pd.DataFrame(rows)
+
+
+def _better(metric: str) -> str:
+    """Which way a figure is better ('higher', 'lower'; the registry's ``better``), or a dash."""
+    d = REGISTRY.get(metric)
+    return d.better if d is not None and d.better else fmt.DASH
 
 
 def _resolve(d: sweepstats.Difference) -> str:

@@ -493,16 +493,26 @@ def as_int(value: str | bool | None) -> int | None:
         return None
 
 
+def env_words(env: dict[str, str] | None) -> str:
+    """The environment of a command as the shell words before it ('' when none): every value quoted, and a
+    name that is not a plain variable name passed through ``env``.
+
+    >>> env_words({"CUDA_VISIBLE_DEVICES": "0", "odd name": "x y"})
+    "CUDA_VISIBLE_DEVICES=0 env 'odd name=x y'"
+    """
+    plain = {k: v for k, v in (env or {}).items() if k.isidentifier() and k.isascii()}
+    odd = {k: v for k, v in (env or {}).items() if k not in plain}
+    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in plain.items()),
+                     *(["env"] if odd else []), *(shlex.quote(f"{k}={v}") for k, v in odd.items())])
+
+
 def shell_join(argv: list[str], env: dict[str, str] | None = None) -> str:
     """A copy-pasteable shell command, one flag per line (the wrapper words and the program on the first)."""
     cmd = split_command(argv)
     _, args = split_argv(argv)
     # every word from the data is quoted, flags and variable names too, so a pasted command runs exactly
-    # the recorded argv and nothing else; a name that is not a plain variable name is passed through env
-    plain = {k: v for k, v in (env or {}).items() if k.isidentifier() and k.isascii()}
-    odd = {k: v for k, v in (env or {}).items() if k not in plain}
-    head = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in plain.items()),
-                     *(["env"] if odd else []), *(shlex.quote(f"{k}={v}") for k, v in odd.items())])
+    # the recorded argv and nothing else
+    head = env_words(env)
     lines = [(head + " " if head else "") + " ".join(shlex.quote(w) for w in [*cmd.wrapper, *cmd.program])]
     for a in args:
         lines.append(f"  {shlex.quote(a.flag)}" + (f" {shlex.quote(a.value)}" if a.value is not None else ""))

@@ -15,6 +15,7 @@ through it. Pure data, no I/O, no Streamlit.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -345,31 +346,54 @@ FIT_RESULTS: dict[str, str] = {
     "stopped": "stopped by the user",
 }
 
-#: what a peak memory figure measured, by its ``peak_source``: the GPU (NVML, nvidia-smi, a published figure)
-#: or the resident memory of the server's process tree (no GPU reading: CPU, AMD, Vulkan, Metal)
+#: what a peak memory figure measured, by its ``peak_source`` (schemas.models.FitStep): the GPU (NVML,
+#: nvidia-smi, a published figure), the resident memory of the server's process tree (no GPU reading: CPU, AMD,
+#: Vulkan, Metal), or, where the contract does not say, nothing assumed
 RSS_SOURCE = "process-rss"
+GPU_SOURCES = frozenset({"nvml", "nvidia-smi", "stated"})
+#: what a peak figure is when its contract does not say how the memory was read
+UNKNOWN_MEMORY = "memory (source not recorded)"
 
 
 def memory_kind(source: str | None) -> str:
-    """What a peak memory figure is, by its source (docs/definitions.md#fit): 'GPU memory' unless it is the
-    process tree's resident memory.
+    """What a peak memory figure is, by its source (docs/definitions.md#fit): 'GPU memory' for a GPU reading,
+    'process memory (RSS)' for the process tree's resident memory, and no guess when it is not recorded.
 
-    >>> memory_kind("nvml"), memory_kind(None)
-    ('GPU memory', 'GPU memory')
-    >>> memory_kind("process-rss")
-    'process memory (RSS)'
+    >>> memory_kind("nvml"), memory_kind("process-rss")
+    ('GPU memory', 'process memory (RSS)')
+    >>> memory_kind(None)
+    'memory (source not recorded)'
     """
-    return "process memory (RSS)" if source == RSS_SOURCE else "GPU memory"
+    if source == RSS_SOURCE:
+        return "process memory (RSS)"
+    return "GPU memory" if source in GPU_SOURCES else UNKNOWN_MEMORY
 
 
 def peak_label(source: str | None, unit: bool = False) -> str:
-    """The label of a peak memory figure: 'Peak GPU memory' or 'Peak process memory (RSS)' (``unit``: with
-    ' (GiB)').
+    """The label of a peak memory figure: 'Peak GPU memory', 'Peak process memory (RSS)' or 'Peak memory (source
+    not recorded)' (``unit``: with ' (GiB)').
 
     >>> peak_label("process-rss", unit=True)
     'Peak process memory (RSS) (GiB)'
     """
     return f"Peak {memory_kind(source)}" + (" (GiB)" if unit else "")
+
+
+def peaks_label(sources: Iterable[str | None], unit: bool = False) -> str:
+    """The label of several peak figures (a memory test's sizes) by what they measured: ``peak_label`` when they
+    measured one kind (none given: not recorded), else what they mix.
+
+    >>> peaks_label({"nvml", "nvidia-smi"}), peaks_label(set(), unit=True)
+    ('Peak GPU memory', 'Peak memory (source not recorded) (GiB)')
+    >>> peaks_label({"nvml", "process-rss"}), peaks_label({"nvml", None})
+    ('Peak memory (GPU or process RSS, by size)', 'Peak memory (source not recorded for every size)')
+    """
+    given = list(sources) or [None]
+    kinds = {memory_kind(s) for s in given}
+    if len(kinds) == 1:
+        return peak_label(given[0], unit)
+    mixed = "source not recorded for every size" if UNKNOWN_MEMORY in kinds else "GPU or process RSS, by size"
+    return f"Peak memory ({mixed})" + (" (GiB)" if unit else "")
 
 
 def slot_note(ctx: int | None, served: int | None, slots: int | None) -> str | None:

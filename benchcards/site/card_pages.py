@@ -10,6 +10,7 @@ import jinja2
 import pandas as pd
 
 from benchcards.charts import charts, specs
+from benchcards.compute import sweeps
 from benchcards.read import card_data, curves, db, reported
 from benchcards.read.store import Store
 from benchcards.site import urls as site
@@ -71,12 +72,14 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     conc = _split(conc_all)
     knee_points["conc"] = _split(charts.conc_knee_points(conc_all, job.knees, with_ids=True), drop_id=True)
     snap = reported.Snapshot(store)
+    records = sweeps.load_sweeps(store)
     prompt_tokens = card_data.decode_prompt_tokens_by_run(store, [r for c in cards if (r := _decode_run(c))])
     for c in cards:
         path = site.setup_path(c.setup_id)
         inputs = cardview.Inputs(prompt_tokens=prompt_tokens.get(_decode_run(c) or ""),
                                  timeline=job.timelines.get(c.setup_id),
-                                 reported=reported.card_section(store, c.setup_id, c.setup.server.argv, snap))
+                                 reported=reported.card_section(store, c.setup_id, c.setup.server.argv, snap),
+                                 sweeps=sweeps.of_setup(records, c.setup_id))
         html = card_page(env, c, path, inputs, depth={k: v.get(c.setup_id) for k, v in depth.items()},
                          conc=conc.get(c.setup_id),
                          knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},

@@ -159,7 +159,7 @@ def _sweep_pages(env: jinja2.Environment, write: Callable[[str, str], Any], stor
     (``benchcards.compute.sweeps``); a variant links to its card where the site has one (``carded``)."""
     paths, listed = [], []
     for rec in sweeps.load_sweeps(store):
-        path = site.sweep_path(rec.sweep_id)
+        path = sweeps.sweep_path(rec.sweep_id)
         up = site.up(path)
         diffs = sweeps.sweep_table(store, rec)
         page = Charts()

@@ -79,11 +79,6 @@ def quality_path(test: str, page: int = 1) -> str:
     return paged(f"quality/{s if s == test.replace('_', '-') else (s or 'test') + '-' + _hash8(test)}", page)
 
 
-def sweep_path(sweep_id: str) -> str:
-    """The page of one sweep (sweep ids are slugs, checked at ingest)."""
-    return f"sweeps/{sweep_id}.html"
-
-
 def paged(stem: str, page: int) -> str:
     """``stem``.html for page 1, ``stem``-N.html for page N."""
     return f"{stem}.html" if page <= 1 else f"{stem}-{page}.html"

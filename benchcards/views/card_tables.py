@@ -520,11 +520,15 @@ def fit_peak_tile(f: dict) -> Tile:
         return Tile(metrics.peak_label(src), fmt.metric("fit_peak_gib", f.get("peak_gib")),
                     "Peak resident memory of the server's process tree at the largest context that answered (no GPU "
                     "memory reading: it is not GPU memory).")
+    if metrics.memory_kind(src) == metrics.UNKNOWN_MEMORY:
+        return Tile("Peak memory", fmt.metric("fit_peak_gib", f.get("peak_gib")),
+                    "Peak memory in use at the largest context that answered; the memory test does not record how it "
+                    "was read (the GPU's memory or the server's own), so it is not said to be GPU memory.")
     return Tile("Peak memory", fmt.metric("fit_peak_gib", f.get("peak_gib")), metrics.get("fit_peak_gib").description)
 
 
 def fit_peak_sources(steps: pd.DataFrame) -> set[str | None]:
-    """The sources of the memory test's peak figures (None: a GPU figure whose source was not recorded)."""
+    """The sources of the memory test's peak figures (None: a figure whose source was not recorded)."""
     if "peak_source" not in steps.columns or "peak_gib" not in steps.columns:
         return {None}
     read = steps[pd.to_numeric(steps.peak_gib, errors="coerce").notna()]

@@ -17,11 +17,12 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from benchcards.compute import agentic, builds
+from benchcards.compute import agentic, builds, sweeps
 from benchcards.domain import flags, fmt, names
 from benchcards.read import card_data, reported
 from benchcards.read.card_data import Card
 from benchcards.views import card_tables, method_text, reproduce_steps
+from schemas.models import SweepRecord
 
 __all__ = ["Bullets", "Chart", "Code", "Details", "Facts", "Files", "Inputs", "Link", "Section", "Sources", "Table", "Text",
            "Tiles", "sections"]
@@ -144,6 +145,8 @@ class Inputs:
     reported: reported.CardSection | None = None
     #: chart ids the renderer has points for (None: every chart the card's data allows)
     charts: set[str] | None = None
+    #: the sweeps the setup is a variant of (``benchcards.compute.sweeps.of_setup``)
+    sweeps: Sequence[SweepRecord] = ()
 
 
 THINKING = {True: "on", False: "off", None: "not recorded"}
@@ -209,8 +212,20 @@ def reported_figures(r: reported.CardSection | None) -> Section | None:
     return Section("reported", "Reported", blocks)
 
 
+def sweep_blocks(c: Card, i: Inputs) -> list:
+    """A sweep variant's card: which boot(s) its figures come from, and a link to the sweep's page (which
+    compares every boot)."""
+    shown = {str(r) for r in c.metrics.run_id} if "run_id" in c.metrics.columns else set()
+    out: list = []
+    for rec in i.sweeps:
+        out += [Text(sweeps.card_boots(rec, c.setup_id, shown), "info"),
+                Link(f"Sweep {rec.sweep_id}: every variant against the baseline", site=sweeps.sweep_path(rec.sweep_id),
+                     app="pages/8_Sweeps.py", params={"sweep": rec.sweep_id})]
+    return out
+
+
 def speed(c: Card, i: Inputs) -> Section:
-    blocks: list = [Tiles([t for t in card_tables.headline_tiles(c) if t.value != fmt.DASH])]
+    blocks: list = [Tiles([t for t in card_tables.headline_tiles(c) if t.value != fmt.DASH]), *sweep_blocks(c, i)]
     if c.metrics.empty:
         return Section("speed", "Speed", [*blocks, Text("No speed run for this setup.", "note")])
     blocks += [Text(n, "note") for n in (card_tables.decode_context(c, i.prompt_tokens), card_tables.headline_source(c),

@@ -1,5 +1,7 @@
 """How to measure a setup again: the model download, the server command with its flags explained, and the
-exact measurement command (``python -m live measure …``), as numbered steps that say what is missing.
+exact measurement commands (``python -m live measure …``, ``python -m live fit …`` for the memory test,
+``python -m live quality …`` for a live quality run; how another tool's quality run was produced), as numbered
+steps that say what is missing.
 
 Pure functions, no Streamlit; the measurement settings come from ``live.settings``.
 """
@@ -20,7 +22,9 @@ from benchcards.views.method_text import relevant_fields, sampling_words, stored
 if TYPE_CHECKING:
     from live.settings import SpeedSettings
 
-__all__ = ["MODEL_DIR", "Reproduce", "Step", "download_command", "engine_build", "flags_table", "is_engine_bench", "local_model_argv", "measure_command", "reproduce", "shown_argv"]
+__all__ = ["MODEL_DIR", "Reproduce", "Step", "download_command", "engine_build", "fit_command", "fit_template",
+           "flags_table", "is_engine_bench", "local_model_argv", "measure_command", "quality_command", "reproduce",
+           "shown_argv"]
 
 
 # --------------------------------------------------------------------------- server command and reproduction
@@ -81,6 +85,8 @@ class Reproduce:
     download: str | None
     server: str | None
     measure: dict[str, str] = field(default_factory=dict)  # run id -> command
+    fit: str | None = None  # the memory test's ``python -m live fit`` command
+    quality: dict[str, str] = field(default_factory=dict)  # live quality run id -> command
     notes: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
 
@@ -158,8 +164,9 @@ def _recorded_speed(method: dict, parts: list[str], notes: list[str]) -> tuple[S
     return SpeedSettings(**kept), [k for k in kept if k != "thinking"]
 
 
-def _setup_argv(card: Card) -> list[str]:
-    """The setup options (live.settings.SetupSettings) that describe this card's machine, engine and model."""
+def _setup_argv(card: Card, server_cmd: bool = True) -> list[str]:
+    """The setup options (live.settings.SetupSettings) that describe this card's machine, engine and model
+    (``server_cmd``: with the server command; the memory test takes a template instead)."""
     from live.settings import OutputSettings, SetupSettings, to_argv
 
     s = card.setup
@@ -173,21 +180,28 @@ def _setup_argv(card: Card) -> list[str]:
         values.update(gpu=g.name, gpu_count=g.count, vram_gib=g.vram_gib)
     else:
         values["gpu"] = "cpu"  # the live client needs it said: no GPU is never assumed
-    if not s.server.argv[0].endswith("(command not given)"):
+    if server_cmd and not s.server.argv[0].endswith("(command not given)"):
         values["server_cmd"] = shlex.join(s.server.argv)
     given = {k: v for k, v in values.items() if v is not None}
     return to_argv(SetupSettings(**given), given) + to_argv(OutputSettings(ingest=True), ["ingest"])
+
+
+def _target_argv(card: Card) -> list[str]:
+    """``--base-url`` of the server step 2 starts (live.settings.TargetSettings): its --port, else 8080."""
+    from live.settings import TargetSettings, to_argv
+
+    port = flags.settings(card.setup.server.argv).get("port")
+    port_text = str(port) if isinstance(port, str) and port.isdigit() else "8080"
+    return to_argv(TargetSettings.model_construct(base_url=f"http://127.0.0.1:{port_text}"), ["base_url"])
 
 
 def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
     """The ``python -m live measure`` command that repeats a speed run with its settings, and notes on what
     it cannot repeat. Its options are live.settings' (the command line of ``python -m live measure`` is built
     from the same models), so it parses back to the settings the run recorded."""
-    from live.settings import LIVE_SAMPLING, PARTS, TargetSettings, to_argv
+    from live.settings import LIVE_SAMPLING, PARTS, to_argv
 
     notes: list[str] = []
-    port = flags.settings(card.setup.server.argv).get("port")
-    port_text = str(port) if isinstance(port, str) and port.isdigit() else "8080"
     parts = list(dict.fromkeys(p for p in method.get("parts", []) if p in PARTS))
     if not parts:
         notes.append("This run measured named tasks with another tool; the command measures the same server "
@@ -195,17 +209,168 @@ def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
         parts = ["decode", "prefill", "conc"]
     speed, names = _recorded_speed(method, parts, notes)
     args = ["python", "-m", "live", "measure",
-            *to_argv(TargetSettings.model_construct(base_url=f"http://127.0.0.1:{port_text}"), ["base_url"]),
-            *to_argv(speed, names, always=["thinking"]), *_setup_argv(card)]
+            *_target_argv(card), *to_argv(speed, names, always=["thinking"]), *_setup_argv(card)]
     sent = method.get("sampling") or {}
     if any(k in LIVE_SAMPLING and v != LIVE_SAMPLING[k] for k, v in sent.items()):
         notes.append(f"The live client sends {sampling_words(LIVE_SAMPLING)}; this run sent {sampling_words(sent)}.")
     return _shell_lines(args), notes
 
 
-def _shell_lines(args: list[str]) -> str:
-    """A long command, one option per line with backslashes."""
+#: the context options of llama-server that ``fit_template`` turns into ``{ctx}``
+_CTX_FLAGS = ("-c", "--ctx-size")
+#: ``--memory`` of ``python -m live fit`` by the source its peak figures name (live.memsample)
+_MEMORY_OPTION = {"nvml": "nvml", "nvidia-smi": "nvidia-smi", "process-rss": "none"}
+
+
+def fit_template(card: Card, method: dict, notes: list[str]) -> list[str] | None:
+    """The memory test's server command with ``{ctx}``, as the user gave it (the contract's template less what
+    benchcards added), its model path where step 1 puts the file; else the setup's command with its context
+    option as ``{ctx}`` (said in ``notes``); None when neither is recorded."""
+    s = card.setup
+    recorded = [str(x) for x in method.get("server_template") or []]
+    added = [str(x) for x in method.get("added_by_benchcards") or []]
+    if recorded and added and recorded[-len(added):] == added:
+        recorded = recorded[:-len(added)]
+    if not recorded:
+        if not flags.command_given(s.server.argv) or is_engine_bench(card):
+            return None
+        recorded = list(s.server.argv)
+        at = next((i for i, w in enumerate(recorded) if w in _CTX_FLAGS and i + 1 < len(recorded)), None)
+        if at is not None:
+            recorded[at + 1] = "{ctx}"
+        else:
+            recorded = [("--ctx-size={ctx}" if w.startswith("--ctx-size=") else w) for w in recorded]
+            if "--ctx-size={ctx}" not in recorded:
+                recorded += ["-c", "{ctx}"]
+        notes.append("The memory test's command template is not recorded: the command below starts the setup's "
+                     "server command with {ctx} as its context.")
+    if download_command(card) and s.model.file:
+        recorded = local_model_argv(recorded, s.model.file)[0]
+    return recorded
+
+
+def _template_text(argv: list[str]) -> str:
+    """A command template as one shell word's text: its words quoted only where the shell would split them, so
+    ``{ctx}`` reads as written (``live.launcher.ServerTemplate.parse`` splits it back to the same words)."""
+    import re
+
+    return " ".join(w if re.fullmatch(r"[\w@%+=:,./{}-]+", w, re.ASCII) else shlex.quote(w) for w in argv)
+
+
+def _fit_values(card: Card, method: dict) -> dict:
+    """The memory test's settings (live.settings.FitSettings fields) that its contract and steps record."""
+    steps = card.records("fit_steps")
+    values: dict = {"sizes": tuple(sorted({int(x["ctx"]) for x in steps}))}
+    if isinstance(method.get("fill_target_pct"), (int, float)):
+        values["fill_pct"] = float(method["fill_target_pct"])
+    cut = [int(x["answer_tokens"]) for x in steps if x.get("finish_reason") == "length"
+           and not fmt.missing(x.get("answer_tokens"))]
+    if cut:  # an answer that ran to its limit says the limit
+        values["max_tokens"] = max(cut)
+    failed = [i for i, x in enumerate(steps) if x.get("result") in ("no_answer", "no_load")]
+    if failed and any(x.get("result") not in ("not_tried", None) for x in steps[failed[0] + 1:]):
+        values["keep_going"] = True  # a size was tried after one failed
+    sources = {str(x["peak_source"]) for x in steps if not fmt.missing(x.get("peak_source"))}
+    if len(sources) == 1 and next(iter(sources)) in _MEMORY_OPTION:
+        values["memory"] = _MEMORY_OPTION[next(iter(sources))]
+    return values
+
+
+def fit_command(card: Card) -> tuple[str | None, list[str]]:
+    """The ``python -m live fit`` command that repeats the card's memory test with its settings, and notes on
+    what it cannot repeat (None: no command can be given). Its options are live.settings.FitSettings' (the
+    command line of ``python -m live fit`` is built from the same model), so it parses back to them."""
+    from pydantic import ValidationError
+
+    from live.settings import FitSettings, to_argv
+
+    notes: list[str] = []
+    r = card.run((card.fit or {}).get("run_id"))
+    method = stored_method(r.get("method_json")) if r is not None else {}
+    template = fit_template(card, method, notes)
+    if template is None:
+        return None, ["The memory test's server command is not recorded, so there is no `python -m live fit` "
+                      "command to give: write yours with {ctx} where the context goes."]
+    values = {"server_cmd": _template_text(template), **_fit_values(card, method)}
+    try:
+        fit = FitSettings(**values)
+    except ValidationError:  # a recorded value the live test refuses: its defaults, said
+        notes.append("A recorded setting of the memory test is not one `python -m live fit` takes; the command "
+                     "leaves its settings at their defaults.")
+        values = {"server_cmd": values["server_cmd"]}
+        fit = FitSettings(**values)
+    if "max_tokens" not in values:
+        notes.append(f"The memory test's answer limit is not recorded; the command asks {fit.max_tokens} tokens.")
+    args = ["python", "-m", "live", "fit", *to_argv(fit, values), *_setup_argv(card, server_cmd=False)]
+    return _shell_lines(args, card.setup.server.env), notes
+
+
+#: the tool a live quality run records (live.quality.TOOL, less its version)
+_LIVE_QUALITY = "benchcards live quality"
+
+
+def _quality_tests(rows: list[dict]) -> tuple[str, list[str]]:
+    """(the --tests text of a live quality run's generated tests, the ids of its item-file tests)."""
+    import re
+
+    entries, files = [], []
+    for t in rows:
+        gen = "" if fmt.missing(t.get("generator")) else str(t["generator"])
+        kind = gen.split(" ", 1)[1] if gen.startswith("benchcards ") else None
+        if kind is None:
+            files.append(str(t["test"]))
+            continue
+        n = "" if fmt.missing(t.get("n")) else f":{int(t['n'])}"
+        depth = re.fullmatch(rf"{re.escape(kind)}_(\d+)(k?)", str(t["test"]))
+        entries.append(f"{kind}:{depth.group(1)}{depth.group(2).upper()}{n}" if depth else f"{kind}{n}")
+    return ",".join(entries), files
+
+
+def quality_command(card: Card, run: dict) -> tuple[str | None, list[str]]:
+    """The ``python -m live quality`` command that repeats a live quality run with its settings (live.settings'
+    QualitySettings: the command line is built from it), and notes; None (and a note saying how the run was
+    produced) for a run another tool made."""
+    from pydantic import ValidationError
+
+    from live.settings import QualitySettings, to_argv
+
+    rid = str(run["run_id"])
+    tool = None if fmt.missing(run.get("tool")) else str(run["tool"])
+    rows = [t for t in card.records("quality") if t.get("run_id") == rid]
+    if not (tool or "").startswith(_LIVE_QUALITY) or not rows:
+        said = run.get("command")
+        how = (f"produced by {tool}" if tool else "how it was produced is not recorded") + (
+            f", with `{said}`" if not fmt.missing(said) else "")
+        source = "" if fmt.missing(run.get("source")) else f" (source: {run['source']})"
+        return None, [f"Quality run {rid}: {how}{source}."]
+    tests, files = _quality_tests(rows)
+    first = rows[0]
+    limits = {str(t["test"]): int(t["token_limit"]) for t in rows if not fmt.missing(t.get("token_limit"))}
+    one = set(limits.values())
+    max_tokens = tuple(str(v) for v in one) if len(one) == 1 else tuple(f"{k}={v}" for k, v in limits.items())
+    sampling = stored_method(first.get("sampling_json"))
+    values: dict = {"tests": tests, "items": tuple(f"{f}.jsonl" for f in files), "max_tokens": max_tokens,
+                    "thinking": None if fmt.missing(first.get("thinking")) else bool(first["thinking"])}
+    for key in ("in_flight", "seed"):
+        if not fmt.missing(first.get(key)):
+            values[key] = int(first[key])
+    if isinstance(sampling.get("temperature"), (int, float)):
+        values["temperature"] = float(sampling["temperature"])
+    notes = [f"Run {rid}: give its item file again with --items (the command names it {f}.jsonl)." for f in files]
+    try:
+        settings = QualitySettings(**values)
+    except ValidationError:
+        return None, [f"Quality run {rid}: a recorded setting is not one `python -m live quality` takes."]
+    args = ["python", "-m", "live", "quality", *_target_argv(card),
+            *to_argv(settings, values, always=["thinking"]), *_setup_argv(card)]
+    return _shell_lines(args), notes
+
+
+def _shell_lines(args: list[str], env: dict[str, str] | None = None) -> str:
+    """A long command, one option per line with backslashes (``env``: variables set for it, first)."""
     head = shlex.join(args[:4])
+    if env:  # the memory test starts the server itself: the server's environment is the command's
+        head = f"{flags.env_words(env)} {head}"
     lines = [head]
     i = 4
     while i < len(args):  # every word quoted: values come from the data and must stay one word each
@@ -291,4 +456,42 @@ def reproduce(card: Card) -> Reproduce:
     else:
         out.steps.append(Step("3. Measure it", "No speed run is recorded for this setup, so there are no settings "
                                                "to repeat: `python -m live measure --help` lists the defaults."))
+    _fit_step(card, out)
+    _quality_step(card, out)
     return out
+
+
+def _fit_step(card: Card, out: Reproduce) -> None:
+    """The memory test's step (``fit_command``), numbered after the others, when the card has one."""
+    if card.fit is None:
+        return
+    cmd, notes = fit_command(card)
+    out.fit = cmd
+    title = f"{len(out.steps) + 1}. Run the memory test"
+    if cmd is None:
+        out.steps.append(Step(title, " ".join(notes)))
+        return
+    out.steps.append(Step(title, "With the settings of this setup's memory test: `python -m live fit` starts the "
+                                 "server itself, once per context size (stop the server of step 2 first: it holds "
+                                 "memory)." + "".join(f" {n}" for n in notes), [("", cmd)]))
+
+
+def _quality_step(card: Card, out: Reproduce) -> None:
+    """The quality runs' step: the ``python -m live quality`` command of each live run, and for a run another
+    tool made a line saying how it was produced (``quality_command``)."""
+    runs = card.runs_of_kind("quality")
+    if not runs:
+        return
+    said: list[str] = []
+    for r in runs:
+        cmd, notes = quality_command(card, r)
+        if cmd is not None:
+            out.quality[str(r["run_id"])] = cmd
+        said += notes
+    many = len(out.quality) > 1
+    detail = (f"With the settings of this setup's live quality run{'s' if many else ''}"
+              + (", one command per run." if many else ".") if out.quality else
+              "Not made with `python -m live quality` (which asks its own generated tests and your item files), so "
+              "there is no command to repeat them:")
+    out.steps.append(Step(f"{len(out.steps) + 1}. Ask the quality tests", " ".join([detail, *said]),
+                          [(f"Run {rid}", cmd) for rid, cmd in out.quality.items()]))
