@@ -30,8 +30,7 @@ st.header("Speed")
 speed = compare.metrics_side_by_side(cards, names)
 common.table(speed.table, "compare-speed", empty="None of these setups has speed figures in common.",
              classes=speed.verdicts, numeric=names)
-st.caption("Better or worse in the sense of each figure: more tokens per second is better, a shorter time is "
-           "better. Green: better than the first setup; orange: worse.")
+st.caption(compare.SPEED_NOTE)
 
 said = reported.compare_lines(store, list(ids), names)
 if said:  # reported figures stay out of the side-by-side table: they are not measured (docs/definitions.md#reported)

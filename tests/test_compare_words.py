@@ -45,13 +45,18 @@ def test_all_gpu_layers_read_the_same_however_written():
 class _Card:
     """The two things metrics_side_by_side reads of a card."""
 
-    def __init__(self, values: dict[str, float]):
+    def __init__(self, values: dict[str, float], runs: int | None = None):
         self._values = values
+        self._runs = runs
         self.metrics = pd.DataFrame({"metric": list(values), "prompt": [None] * len(values),
                                      "level": [None] * len(values)})
 
     def value(self, metric, prompt=None, level=None):
         return self._values.get(metric) if prompt is None and level is None else None
+
+    def point(self, metric, prompt=None, level=None):
+        v = self.value(metric, prompt, level)
+        return None if v is None else (v, self._runs, "raw")
 
 
 @pytest.mark.parametrize(("tokens", "wall", "said"), [
@@ -66,3 +71,20 @@ def test_long_answer_wall_time_compares_when_the_lengths_are_close(tokens, wall,
     row = t[t.Figure == "Long answer, wall time (s)"].iloc[0]
     assert row["B, vs the first"] == said
     assert "not comparable" not in " ".join(t.astype(str).to_numpy().ravel())
+
+
+@pytest.mark.parametrize(("other", "runs", "said", "verdict"), [
+    (101.5, 8, "+1.5 %, within noise (± 2.5 %)", "same"),  # CV 2.6 % over 8 runs each: ±2.5 %
+    (103.0, 8, "+3.0 %, better", "better"),
+    (99.0, 8, "−1.0 %, within noise (± 2.5 %)", "same"),
+    (101.5, 1, "+1.5 %, better", "better"),  # one run: no spread measured, plain words
+])
+def test_a_decode_difference_inside_both_setups_spread_is_within_noise(other, runs, said, verdict):
+    first = _Card({"decode": 100.0, "decode_cv": 2.6}, runs)
+    second = _Card({"decode": other, "decode_cv": 2.6}, runs)
+    styled = compare.metrics_side_by_side([first, second], ["A", "B"])
+    t = styled.table
+    i = t.index[t.Figure == "Decode (tok/s)"][0]
+    assert t.loc[i, "B, vs the first"] == said
+    assert styled.verdicts["B, vs the first"][list(t.index).index(i)] == verdict
+    assert "within noise" in compare.SPEED_NOTE

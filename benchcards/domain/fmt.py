@@ -283,13 +283,19 @@ def mean_sd(key: str, mean: object, sd: object) -> str:
     return text if missing(sd) else f"{text} ± {value(key, sd)}"
 
 
-def change(key: str, new: object, base: object) -> tuple[str, str | None]:
+def change(key: str, new: object, base: object, noise_pct: float | None = None) -> tuple[str, str | None]:
     """How ``new`` compares with ``base`` for a registered figure, in words.
 
     Returns (text, verdict) where verdict is 'better', 'worse', 'same' or None (no
     direction known or a value missing): ('+12.3 %, better', 'better'). A figure that is itself a
     percentage (a spread) differs in points, of the values as shown: 1.4 % -> 0.8 % is ('−0.6 pts, better',
-    'better').
+    'better'). ``noise_pct``: the half-width of the difference's ~95 % band from the runs' own spread; a
+    difference inside it is within noise ('same'), never better or worse.
+
+    >>> change("decode", 101.2, 100.0)
+    ('+1.2 %, better', 'better')
+    >>> change("decode", 101.2, 100.0, noise_pct=2.9)
+    ('+1.2 %, within noise (± 2.9 %)', 'same')
     """
     if missing(new) or missing(base):
         return DASH, None
@@ -306,6 +312,8 @@ def change(key: str, new: object, base: object) -> tuple[str, str | None]:
         d = (float(new) / float(base) - 1.0) * 100.0  # type: ignore[arg-type]
         text = f"{number(d, 1, sign=True)} %"
         zero = number(d, 1) == "0.0"
+        if noise_pct is not None and not zero and abs(d) <= noise_pct:
+            return f"{text}, within noise (± {number(noise_pct, 1)} %)", "same"
     better = d_.better
     if zero:
         return f"{text}, same", "same"

@@ -4,6 +4,7 @@ each difference said in words relative to the first setup. Pure functions, no St
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -171,6 +172,31 @@ SAME_LENGTH: dict[str, str] = {"l1_wall": "l1_tokens"}
 SAME_LENGTH_WITHIN = 0.02
 
 
+#: figures whose runs' own spread is measured: figure -> its spread figure (a CV in %, of the same prompt)
+SPREAD_OF: dict[str, str] = {"decode": "decode_cv"}
+#: the ~95 % two-sided normal quantile of the band of a difference
+Z95 = 1.96
+
+
+def noise_pct(first: Card, other: Card, metric: str, prompt: str | None) -> float | None:
+    """Half-width (in %) of the ~95 % band of the relative difference of ``metric`` between two setups, from
+    each one's spread of runs (CV) and number of runs: 1.96 · √(CV₁²/n₁ + CV₂²/n₂). None when either has no
+    spread measured (a summary-only setup, a single run, a figure without a spread)."""
+    spread = SPREAD_OF.get(metric)
+    a = first.point(spread, prompt) if spread else None
+    b = other.point(spread, prompt) if spread else None
+    if a is None or b is None or not a[1] or not b[1] or a[1] < 2 or b[1] < 2:
+        return None
+    return Z95 * math.sqrt(a[0] ** 2 / a[1] + b[0] ** 2 / b[1])
+
+
+#: what the speed table's words and colours mean (the Compare page shows it under the table)
+SPEED_NOTE = ("Better or worse in the sense of each figure: more tokens per second is better, a shorter time is "
+              "better. Green: better than the first setup; orange: worse. A decode difference inside the ~95 % band "
+              "of both setups' run-to-run spread (1.96 · √(CV₁²/n₁ + CV₂²/n₂)) is within noise, neither better nor "
+              "worse (docs/definitions.md#compare-noise).")
+
+
 def vs_first(name: str) -> str:
     """Header of the column that compares setup ``name`` with the first setup."""
     return f"{name}, vs the first"
@@ -217,7 +243,8 @@ def metrics_side_by_side(cards: list[Card], shown: list[str] | None = None) -> S
         length = SAME_LENGTH.get(metric)
         lengths = [c.value(length) for c in cards] if length else []
         for i, (name, v) in enumerate(zip(cols[1:], vals[1:]), start=1):
-            text, verdict = fmt.change(metric, v, vals[0])
+            noise = noise_pct(cards[0], cards[i], metric, prompt) if lv is None else None
+            text, verdict = fmt.change(metric, v, vals[0], noise)
             if length and v is not None and vals[0] is not None and not _same_length(lengths[i], lengths[0]):
                 # a much longer answer takes longer: that is not a speed difference; the rate row compares
                 text, verdict = "other answer length: see the rate", None
