@@ -99,3 +99,19 @@ def test_an_integer_of_31_digits_is_refused_as_written_not_as_a_float(tmp_path):
     said = run.stdout + run.stderr
     assert "$.sampling.top_k: integer 12345678901234567890… has more than 30 digits" in said
     assert "e+32" not in said and "not of type 'integer'" not in said
+
+
+def test_a_card_without_raw_records_does_not_say_its_figures_agree_with_them(demo_db):
+    """A reported or summary-only setup has no raw records: its warnings section says nothing was checked against
+    them, where it said every stated figure agreed with the raw records."""
+    store = Store(demo_db)
+    said = {}
+    for sid, _title in card_data.setup_ids(store):
+        c = card_data.card(store, sid)
+        kind = "none" if card_data.is_reported(c) or c.row.get("summary_only") is True else "raw"
+        section = next(s for s in cardview.sections(c) if s.anchor == "warnings")
+        if section.blocks and section.blocks[0].tone == "note":
+            said.setdefault(kind, set()).add(section.blocks[0].text)
+    assert said["none"] == {cardview.NO_WARNINGS_NO_RAW}
+    assert all("agrees with the raw records" in text for text in said["raw"])
+    assert "nothing was checked" in cardview.NO_WARNINGS_NO_RAW

@@ -278,8 +278,8 @@ TESTS: dict[str, QualityTestDef] = {t.test: t for t in (
     QualityTestDef("gpqa_diamond", "GPQA Diamond", "198 questions, letter answer"),
     QualityTestDef("ifeval", "IFEval", "200 prompts, strict"),
     QualityTestDef("livecodebench", "LiveCodeBench", "40 newest tasks, the code is run"),
-    QualityTestDef("ruler_8k", "Long text 8K (RULER)", "4 tasks x 10 at 8,192 tokens"),
-    QualityTestDef("ruler_32k", "Long text 32K (RULER)", "4 tasks x 10 at 32,768 tokens"),
+    QualityTestDef("ruler_8k", "Long text 8K (RULER)", "4 tasks × 10 at 8,192 tokens"),
+    QualityTestDef("ruler_32k", "Long text 32K (RULER)", "4 tasks × 10 at 32,768 tokens"),
     QualityTestDef("gpqa_30_thinking", "GPQA 30, thinking on", "30 questions, thinking on"),
 )}
 

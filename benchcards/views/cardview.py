@@ -163,6 +163,8 @@ CONC = ("Total = all output tokens / wall time of a round; per request = its tok
 NO_WARNINGS = "No warnings: every stated figure agrees with the raw records and the server command parses."
 NO_WARNINGS_NO_COMMAND = ("No warnings: every stated figure agrees with the raw records (no server command was "
                           "given, so none was checked).")
+NO_WARNINGS_NO_RAW = ("No warnings, but nothing was checked against raw records: this setup has none (its figures "
+                      "are as published).")
 FILES = "Each file downloads under its own name; none is opened in the browser."
 
 
@@ -417,7 +419,8 @@ def warnings(c: Card) -> Section:
     """Every warning, labelled in words (card.WARNING_KINDS), with the run it belongs to."""
     found = card_tables.warnings_list(c)
     if not found:
-        said = NO_WARNINGS if flags.command_given(c.setup.server.argv) else NO_WARNINGS_NO_COMMAND
+        said = NO_WARNINGS_NO_RAW if card_data.is_reported(c) or c.row.get("summary_only") is True else \
+            NO_WARNINGS if flags.command_given(c.setup.server.argv) else NO_WARNINGS_NO_COMMAND
         return Section("warnings", "Warnings", [Text(said, "note")])
     return Section("warnings", "Warnings", [Text(message, "warning", f"{what} ({run})")
                                             for what, run, message in found])
