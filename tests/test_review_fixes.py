@@ -115,3 +115,35 @@ def test_a_card_without_raw_records_does_not_say_its_figures_agree_with_them(dem
     assert said["none"] == {cardview.NO_WARNINGS_NO_RAW}
     assert all("agrees with the raw records" in text for text in said["raw"])
     assert "nothing was checked" in cardview.NO_WARNINGS_NO_RAW
+
+
+def _texts(blocks) -> list[str]:
+    out = []
+    for b in blocks:
+        if isinstance(b, cardview.Text):
+            out.append(b.text)
+        elif isinstance(b, cardview.Details):
+            out += [b.summary, *_texts(b.blocks)]
+    return out
+
+
+def test_card_words_are_plain_text_and_a_benchmark_card_names_its_own_command(demo_db):
+    """Both renderers show a card's text as written, so no text holds Markdown backticks (they showed as
+    `python -m ingest FILE.json`); a llama-bench card gives the import as a command of its own and explains a
+    benchmark command, not a server command."""
+    store = Store(demo_db)
+    benches = 0
+    for sid, _title in card_data.setup_ids(store):
+        c = card_data.card(store, sid)
+        sections = cardview.sections(c)
+        for s in sections:
+            for text in _texts(s.blocks):
+                assert "`" not in text, (sid, s.anchor, text)
+        if not cardview.reproduce_steps.is_engine_bench(c):
+            continue
+        benches += 1
+        blocks = next(s for s in sections if s.anchor == "reproduce").blocks
+        assert cardview.Code("python -m ingest FILE.json", "Import its output") in blocks
+        summaries = [b.summary for b in blocks if isinstance(b, cardview.Details)]
+        assert summaries == ["What each part of the benchmark command means"]
+    assert benches >= 1

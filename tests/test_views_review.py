@@ -116,7 +116,7 @@ def test_reproduce_gives_the_live_fit_command_and_says_how_quality_was_made(site
     text, exported = (_words(t) for t in (page_text(at), visible(_card_html(site, SEED), only="card-section")))
     for said in ("4. Run the memory test — With the settings of this setup's memory test",
                  "The memory test's command template is not recorded",
-                 "5. Ask the quality tests — Not made with python -m live quality",
+                 "5. Ask the quality tests — Not made with “python -m live quality”",
                  "Quality run qwen38-35b-distill-0911-inst-r1: produced by quality2 measure_all.sh (source: A "
                  "published results page"):
         assert said in text and said in exported, said

@@ -473,7 +473,7 @@ def explain_env(name: str, value: str | None = None) -> str | None:
     placeholder such as '<GPU1-UUID>'), a note to put one's own there."""
     text = _ENV_EXPLAIN.get(name)
     if name in DEVICE_ENV and value and re.search(r"(?i)uuid|<|GPU-[0-9a-f]|MIG-", value):
-        note = ("replace it with your own GPU's UUID (`nvidia-smi -L` lists them) or its number, e.g. 0: the "
+        note = ("replace it with your own GPU's UUID (“nvidia-smi -L” lists them) or its number, e.g. 0: the "
                 "value names a device of the machine that measured")
         return f"{text}; {note}" if text else note
     return text

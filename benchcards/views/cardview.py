@@ -382,7 +382,8 @@ def reproduce(c: Card) -> Section:
         blocks.append(Text(step.detail, label=step.title, sep=" — "))
         blocks += [Code(cmd, caption) for caption, cmd in step.commands]
         if step.title.startswith("2.") and step.commands:
-            blocks.append(Details("What each part of the server command means", [
+            what = "benchmark" if reproduce_steps.is_engine_bench(c) else "server"
+            blocks.append(Details(f"What each part of the {what} command means", [
                 Text(f"For {reproduce_steps.engine_build(c).text}.", "note"), Table(reproduce_steps.flags_table(c), "flags")]))
             blocks += [Text(value, "note", label, ": ") for label, value in
                        (("Slots", s.server.slots_source), ("Context", s.server.ctx_source)) if value]

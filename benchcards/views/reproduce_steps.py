@@ -289,13 +289,13 @@ def fit_command(card: Card) -> tuple[str | None, list[str]]:
     method = stored_method(r.get("method_json")) if r is not None else {}
     template = fit_template(card, method, notes)
     if template is None:
-        return None, ["The memory test's server command is not recorded, so there is no `python -m live fit` "
+        return None, ["The memory test's server command is not recorded, so there is no “python -m live fit” "
                       "command to give: write yours with {ctx} where the context goes."]
     values = {"server_cmd": _template_text(template), **_fit_values(card, method)}
     try:
         fit = FitSettings(**values)
     except ValidationError:  # a recorded value the live test refuses: its defaults, said
-        notes.append("A recorded setting of the memory test is not one `python -m live fit` takes; the command "
+        notes.append("A recorded setting of the memory test is not one “python -m live fit” takes; the command "
                      "leaves its settings at their defaults.")
         values = {"server_cmd": values["server_cmd"]}
         fit = FitSettings(**values)
@@ -340,7 +340,7 @@ def quality_command(card: Card, run: dict) -> tuple[str | None, list[str]]:
     if not (tool or "").startswith(_LIVE_QUALITY) or not rows:
         said = run.get("command")
         how = (f"produced by {tool}" if tool else "how it was produced is not recorded") + (
-            f", with `{said}`" if not fmt.missing(said) else "")
+            f", with “{said}”" if not fmt.missing(said) else "")
         source = "" if fmt.missing(run.get("source")) else f" (source: {run['source']})"
         return None, [f"Quality run {rid}: {how}{source}."]
     tests, files = _quality_tests(rows)
@@ -360,7 +360,7 @@ def quality_command(card: Card, run: dict) -> tuple[str | None, list[str]]:
     try:
         settings = QualitySettings(**values)
     except ValidationError:
-        return None, [f"Quality run {rid}: a recorded setting is not one `python -m live quality` takes."]
+        return None, [f"Quality run {rid}: a recorded setting is not one “python -m live quality” takes."]
     args = ["python", "-m", "live", "quality", *_target_argv(card),
             *to_argv(settings, values, always=["thinking"]), *_setup_argv(card)]
     return _shell_lines(args), notes
@@ -413,13 +413,13 @@ def _bench_reproduce(card: Card, out: Reproduce) -> Reproduce:
     argv, was = (local_model_argv(s.server.argv, s.model.file) if out.download and s.model.file
                  else (s.server.argv, None))
     out.server = flags.shell_join(argv, s.server.env)
-    detail = ("llama-bench times the engine itself (no server, no HTTP); this is the command as it was run"
+    detail = ("llama-bench times the engine itself (no server, no HTTP); this is its command as recorded"
               + (f", with the model path at {MODEL_DIR}/{s.model.file}, where step 1 puts the file (the run read "
                  f"{was})" if was is not None else ""))
-    out.steps.append(Step("2. Run the benchmark", detail + ". Its output (-o json) can be imported with "
-                                                           "`python -m ingest FILE.json`.",
-                          [("", out.server)]))
-    out.notes.append("A llama-bench run is not repeated with `python -m live measure`: that measures a running "
+    out.steps.append(Step("2. Run the benchmark", detail + ". Its output (-o json) imports with the second "
+                                                           "command.",
+                          [("", out.server), ("Import its output", "python -m ingest FILE.json")]))
+    out.notes.append("A llama-bench run is not repeated with “python -m live measure”: that measures a running "
                      "server over HTTP, which llama-bench never started.")
     return out
 
@@ -455,7 +455,7 @@ def reproduce(card: Card) -> Reproduce:
                               [(f"Run {rid}", cmd) for rid, cmd in out.measure.items()]))
     else:
         out.steps.append(Step("3. Measure it", "No speed run is recorded for this setup, so there are no settings "
-                                               "to repeat: `python -m live measure --help` lists the defaults."))
+                                               "to repeat: “python -m live measure --help” lists the defaults."))
     _fit_step(card, out)
     _quality_step(card, out)
     return out
@@ -471,7 +471,7 @@ def _fit_step(card: Card, out: Reproduce) -> None:
     if cmd is None:
         out.steps.append(Step(title, " ".join(notes)))
         return
-    out.steps.append(Step(title, "With the settings of this setup's memory test: `python -m live fit` starts the "
+    out.steps.append(Step(title, "With the settings of this setup's memory test: “python -m live fit” starts the "
                                  "server itself, once per context size (stop the server of step 2 first: it holds "
                                  "memory)." + "".join(f" {n}" for n in notes), [("", cmd)]))
 
@@ -491,7 +491,7 @@ def _quality_step(card: Card, out: Reproduce) -> None:
     many = len(out.quality) > 1
     detail = (f"With the settings of this setup's live quality run{'s' if many else ''}"
               + (", one command per run." if many else ".") if out.quality else
-              "Not made with `python -m live quality` (which asks its own generated tests and your item files), so "
+              "Not made with “python -m live quality” (which asks its own generated tests and your item files), so "
               "there is no command to repeat them:")
     out.steps.append(Step(f"{len(out.steps) + 1}. Ask the quality tests", " ".join([detail, *said]),
                           [(f"Run {rid}", cmd) for rid, cmd in out.quality.items()]))
