@@ -333,7 +333,11 @@ def ingest_paths(paths: list[Path], db_path: Path, *, rebuild: bool = False, lim
                                 "(SELECT unnest(?::VARCHAR[]))", [to_load])
                 con.unregister("frame")
 
+        # the worker processes have the cores while batches come in: DuckDB inserts them on one thread, which
+        # costs about half the CPU of its threads contending with the workers; the commit has them all again
+        con.execute("SET threads = 1")
         valid = validate_paths(paths, limits=limits, sink=load)
+        con.execute("RESET threads")
         if log:
             raise log.error()
         report.skipped = valid.skipped
