@@ -138,14 +138,32 @@ def _prepare_chunk(args: tuple[list[Path], datetime, Limits]) -> tuple[list[Prep
     folders, now, limits = args
     out = Validated(setups=[])
     log = ErrorLog(limits)
-    with collector_paused():
+    with collector_paused():  # collects once the records are Arrow tables: far fewer objects to look at
         for f in folders:
             prep, errs = prepare_folder(f, now, limits)
             log.merge(errs)
             if prep is not None:
                 out.add(prep)
-    blobs = {name: _to_ipc(pa.concat_tables(parts)) for name, parts in out.finish().tables.items()}
+        blobs = {name: _to_ipc(pa.concat_tables(parts)) for name, parts in out.finish().tables.items()}
+        out.tables = {}
     return out.setups, blobs, log
+
+
+#: the smallest batch of folders a worker is given (each batch costs an Arrow stream per table and an insert)
+CHUNK_MIN = 16
+
+
+def _chunks(folders: list[Path], workers: int) -> list[list[Path]]:
+    """The folders in batches for ``workers`` processes, each batch a share of those left (large ones first,
+    then smaller ones): the workers end at nearly the same time, and the last batch, which this process
+    loads while the workers are done, is small."""
+    out = []
+    rest = folders
+    while rest:
+        n = max(CHUNK_MIN, len(rest) // (2 * workers))
+        out.append(rest[:n])
+        rest = rest[n:]
+    return out
 
 
 #: receives each batch of validated setups with their rows, as the batches come in
@@ -185,11 +203,17 @@ def prepare_all(folders: list[Path], now: datetime, limits: Limits = LIMITS,
         return out, log
     for table in column_types():  # once here, not once per worker
         arrow_schema(table)
-    chunks = [folders[i::workers * 4] for i in range(workers * 4)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-        for preps, blobs, errs in pool.map(_prepare_chunk, [(c, now, limits) for c in chunks]):
-            log.merge(errs)
-            take(preps, {name: pa.ipc.open_stream(blob).read_all() for name, blob in blobs.items()})
+    pa.array([0])  # pyarrow imports pandas on its first conversion of Python values: here once, not in each worker
+    chunks = _chunks(folders, workers)
+    # what this process holds is the workers' too: frozen, their collector never walks it (nor copies its pages)
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+            for preps, blobs, errs in pool.map(_prepare_chunk, [(c, now, limits) for c in chunks]):
+                log.merge(errs)
+                take(preps, {name: pa.ipc.open_stream(blob).read_all() for name, blob in blobs.items()})
+    finally:
+        gc.unfreeze()
     return out, log
 
 
@@ -309,7 +333,11 @@ def ingest_paths(paths: list[Path], db_path: Path, *, rebuild: bool = False, lim
                                 "(SELECT unnest(?::VARCHAR[]))", [to_load])
                 con.unregister("frame")
 
+        # the worker processes have the cores while batches come in: DuckDB inserts them on one thread, which
+        # costs about half the CPU of its threads contending with the workers; the commit has them all again
+        con.execute("SET threads = 1")
         valid = validate_paths(paths, limits=limits, sink=load)
+        con.execute("RESET threads")
         if log:
             raise log.error()
         report.skipped = valid.skipped

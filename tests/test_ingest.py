@@ -286,6 +286,27 @@ def test_parallel_and_in_process_validation_load_the_same_rows(tmp_path, synth_r
         assert con.execute("SELECT count(*) FROM requests WHERE decode_tps IS NOT NULL").fetchone()[0] > 100
 
 
+def test_a_parallel_ingest_reports_problems_in_folder_order_as_an_in_process_one(tmp_path, monkeypatch):
+    """The rejection lists the files in folder order however the folders were shared out among workers (when
+    the batches were interleaved, the order depended on the number of CPUs)."""
+    import ingest.load as load
+
+    root = tmp_path / "raw"
+    for i in range(10):
+        make_setup(root, setup={**SETUP, "setup_id": f"s{i:02d}", "colour": "red"}, name=f"s{i:02d}")
+
+    def report() -> list[str]:
+        with pytest.raises(IngestError) as exc:
+            ingest_paths([root], tmp_path / "bc.duckdb")
+        return exc.value.errors
+
+    in_process = report()
+    monkeypatch.setattr(load, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(load, "CHUNK_MIN", 1)
+    assert report() == in_process
+    assert [e.split("/")[-2] for e in in_process] == [f"s{i:02d}" for i in range(10)]
+
+
 def test_request_and_item_records_are_stored_as_validated(loaded):
     """The bulk records come from the validated documents: defaults filled, rates per request as defined."""
     with db.reading(loaded) as con:
