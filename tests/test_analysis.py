@@ -254,7 +254,7 @@ def test_time_to_answer_matches_hand_computed_values():
     assert "no run spread known" in said(b) and pd.isna(b.low_s)
 
     c = t.loc["C"]
-    assert pd.isna(c.total_s) and pd.isna(c["rank"]) and "no prefill measurement" in said(c)
+    assert pd.isna(c.total_s) and pd.isna(c["rank"]) and "no server prefill measurement" in said(c)
     # D: 6000 tokens at its deepest prefill rate (held, flagged), 390 tokens at 50 tok/s: 6 + 7.78 s
     assert t.loc["D"].total_s == pytest.approx(6.0 + 389 / 50) and not t.loc["D"].in_range
     # measured first (A), then those held beyond their measured depths, fastest first (D is faster than A but
@@ -534,7 +534,7 @@ def test_setups_with_few_or_no_figures():
     assert sorted(pts[pts.kind == "prefill"].value) == [512.0, 1024.0]
     t = analysis.time_to_answer(data, 8192, 100).set_index("setup_id")
     assert t.loc["ttft-only"].ttft_s == pytest.approx(16.0)
-    assert "no prefill measurement" in said(t.loc["bare"]) and "no decode measurement" in said(t.loc["bare"])
+    assert "no server prefill measurement" in said(t.loc["bare"]) and "no server decode measurement" in said(t.loc["bare"])
     assert analysis.throughput(data).empty
     assert set(analysis.knees(data).setup_id) == {"ttft-only"}
     empty = make_data([{"setup_id": "bare"}], [])

@@ -66,7 +66,7 @@ def _caveat_text(c: Sequence) -> str:
         only = " (decode measured at one depth only)" if n_depths == 1 else ""
         return (f"answer runs deeper ({depth_text(end)}) than the deepest measured decode depth "
                 f"({depth_text(deepest)}): its rate held, likely optimistic{only}")
-    return {"no prefill": "no prefill measurement", "no decode": "no decode measurement",
+    return {"no prefill": "no server prefill measurement", "no decode": "no server decode measurement",
             "no spread": "no run spread known", "no prefill spread": "prefill spread unknown",
             "no decode spread": "decode spread unknown"}[kind]
 
