@@ -70,3 +70,14 @@ def test_a_raw_file_of_another_size_and_a_removed_one_are_told_apart(hand_db):
     log.unlink()
     said = _warnings(_card_with_log_picked())
     assert "client.log is no longer there" in said and "since it was ingested" not in said, said
+
+
+def test_a_long_path_in_a_table_may_break_only_after_its_slashes_and_stays_escaped():
+    from benchcards.site.render import environment
+    from ui import html
+
+    words = environment().filters["words"]
+    assert str(words("parquet/reported.parquet")) == "parquet/<wbr>reported.parquet"
+    assert str(words("setups/<b>&/" + "f" * 30)) == 'setups/<wbr>&lt;b&gt;&amp;/<wbr><span class="lw">' + "f" * 30 + "</span>"
+    assert html.words("parquet/reported.parquet a") == "parquet/<wbr>reported.parquet a"
+    assert str(words("a/b")) == "a/b"  # a short word breaks at spaces only, as before

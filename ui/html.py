@@ -118,10 +118,12 @@ def cell_text(value: object) -> str:
 
 
 def words(text: str) -> str:
-    """Escaped ``text`` whose long words (``fmt.LONG_TOKEN``) may break inside; the others only at spaces."""
+    """Escaped ``text`` whose long words (``fmt.LONG_TOKEN``) may break inside, a long path only after its
+    slashes; the others only at spaces."""
     from benchcards.domain import fmt
 
-    return "".join(f'<span class="bc-lw">{esc(p)}</span>' if long else esc(p) for p, long in fmt.long_tokens(text))
+    drawn = {"text": "{}", "long": '<span class="bc-lw">{}</span>', "break": "<wbr>"}
+    return "".join(drawn[kind].format(esc(run)) for kind, run in fmt.word_runs(text))
 
 
 def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None = None,
