@@ -380,6 +380,23 @@ def long_tokens(text: str, limit: int = LONG_TOKEN) -> list[tuple[str, bool]]:
     return out
 
 
+def command_runs(text: str, limit: int = LONG_TOKEN) -> list[tuple[str, str]]:
+    """``text`` (a command) as runs to draw in lines that wrap at spaces only: ('space', run) and ('text', a
+    word shorter than ``limit``, never broken: a flag such as --local-dir broke after its hyphen), then a long
+    word's runs of ``word_runs`` (a hash may break anywhere, a path after its '/').
+
+    >>> command_runs("hf --local-dir m")
+    [('text', 'hf'), ('space', ' '), ('text', '--local-dir'), ('space', ' '), ('text', 'm')]
+    """
+    out: list[tuple[str, str]] = []
+    for part in re.split(r"(\s+)", text):
+        if part.isspace():
+            out.append(("space", part))
+        elif part:
+            out.extend([("text", part)] if len(part) < limit else word_runs(part, limit))
+    return out
+
+
 def word_runs(text: str, limit: int = LONG_TOKEN) -> list[tuple[str, str]]:
     """``long_tokens`` as runs to draw: ('text', run), ('long', a word that may break inside: a hash) or
     ('break', '') where a line may break though there is no space: after each '/' of a long path, which then
