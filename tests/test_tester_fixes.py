@@ -1,5 +1,6 @@
 """What a hostile tester and a newcomer found, as a person sees it: a raw file replaced after ingest is said to have
-changed on the card (never offered as the verified file), and paths in the export's tables break only after a '/'."""
+changed on the card (never offered as the verified file), paths in tables break only after a '/', a command's
+flags stay whole on a phone, and the Analysis page's time-to-answer table is not squeezed at 1440 px."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ingest import ingest_paths
-from tests.helpers import make_setup
+from tests.helpers import CHROMIUM, make_setup
+from tests.test_browser import check_no_sideways_scroll, open_page, server  # noqa: F401  (server: a fixture)
+from tests.test_export_readable import LINES_JS
 
 pytestmark = pytest.mark.integration
 
@@ -81,3 +84,47 @@ def test_a_long_path_in_a_table_may_break_only_after_its_slashes_and_stays_escap
     assert str(words("setups/<b>&/" + "f" * 30)) == 'setups/<wbr>&lt;b&gt;&amp;/<wbr><span class="lw">' + "f" * 30 + "</span>"
     assert html.words("parquet/reported.parquet a") == "parquet/<wbr>reported.parquet a"
     assert str(words("a/b")) == "a/b"  # a short word breaks at spaces only, as before
+
+SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_a_command_on_the_card_wraps_at_spaces_never_inside_a_flag(server, browser, size):  # noqa: F811
+    page = open_page(browser, f"{server}/Setup_card?setup={SEED}", size)
+    try:
+        box = page.locator("pre.bc-code", has_text="hf download").first
+        box.scroll_into_view_if_needed()
+        lines = box.evaluate(LINES_JS)
+        assert "".join(lines).replace(" ", "") == box.inner_text().replace(" ", "").replace("\n", "")
+        words = " ".join(lines).split()
+        assert "--local-dir" in words and "--revision" in words, lines  # each flag whole on one line
+        assert box.evaluate("b => b.scrollWidth <= b.clientWidth + 1")  # wraps: no sideways scroll in the box
+        check_no_sideways_scroll(page)
+    finally:
+        page.context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_time_to_answer_at_1440_has_rows_of_a_few_lines_and_its_notes_across_the_table(server, browser):  # noqa: F811
+    page = open_page(browser, f"{server}/Analysis", "desktop")
+    try:
+        table = page.locator("table.bc-table[aria-label=time-to-answer]")
+        table.scroll_into_view_if_needed()
+        rows = table.evaluate("""t => [...t.querySelectorAll('tbody tr')].map(r => [r.className,
+            Math.round(r.getBoundingClientRect().height), Math.round(r.getBoundingClientRect().width),
+            r.innerText])""")
+        width = table.evaluate("t => Math.round(t.getBoundingClientRect().width)")
+        ranked = [r for r in rows if r[0] != "bc-below"]
+        notes = [r for r in rows if r[0] == "bc-below"]
+        assert ranked and notes
+        assert max(h for _c, h, _w, _t in ranked) <= 90, ranked  # a setup name in three lines at most
+        assert all(t.startswith("Notes:") and w >= width - 2 for _c, _h, w, t in notes), notes
+        assert any("tokens per word not measured" in t for *_x, t in notes)
+        heads = table.evaluate("t => [...t.querySelectorAll('th')].map(h => h.innerText)")
+        assert "Notes" not in heads and "Setup" in heads
+        assert table.evaluate("t => t.closest('.bc-scroll').scrollWidth <= t.closest('.bc-scroll').clientWidth + 1")
+    finally:
+        page.context.close()
