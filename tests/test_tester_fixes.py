@@ -128,3 +128,21 @@ def test_time_to_answer_at_1440_has_rows_of_a_few_lines_and_its_notes_across_the
         assert table.evaluate("t => t.closest('.bc-scroll').scrollWidth <= t.closest('.bc-scroll').clientWidth + 1")
     finally:
         page.context.close()
+
+
+def test_the_exported_card_says_which_raw_file_changed_since_it_was_ingested_and_links_it_not(hand_db, tmp_path):
+    import html
+
+    from benchcards.site.exporter import export
+
+    db, folder = hand_db
+    (folder / "speed" / "hand-speed" / "client.log").write_bytes(b"tampered\n")
+    result = export(db, tmp_path / "site")
+    card = (tmp_path / "site" / "setups" / "hand-3090.html").read_text()
+    row = next(r for r in card.split("<tr>") if "client.log" in r)
+    shown = html.unescape(re.sub(r"<[^>]+>", "", row.replace("<br>", " ")))
+    assert "Not in this site: it changed since it was ingested: its bytes no longer match the recorded SHA-256." in shown
+    assert "<a " not in row and len(result.raw_missing) == 1
+    assert not list((tmp_path / "site" / "raw").glob(f"{result.raw_missing[0]}.bin"))  # the changed bytes: not copied
+    setup_row = next(r for r in card.split("<tr>") if "contract.json" in r)
+    assert "<a " in setup_row and "Not in this site" not in setup_row

@@ -13,7 +13,7 @@ from benchcards.domain.errors import BenchcardsError
 if TYPE_CHECKING:
     from benchcards.read.store import Store
 
-__all__ = ["RawFileError", "find_raw", "raw_sources", "read_raw"]
+__all__ = ["RawFileError", "find_raw", "raw_sources"]
 
 
 class RawFileError(BenchcardsError, LookupError):
@@ -29,14 +29,9 @@ def raw_sources(store: Store) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-def read_raw(sha256: str, sources: list[tuple[str, int]]) -> bytes | None:
-    """The bytes of the first of ``sources`` that is still a regular file of its size with the hash
-    ``sha256`` (no link is followed), or None."""
-    return find_raw(sha256, sources)[0]
-
-
 def find_raw(sha256: str, sources: list[tuple[str, int]]) -> tuple[bytes | None, str]:
-    """(the bytes, '') of the first of ``sources`` that is still the file that was ingested (``read_raw``), or
+    """(the bytes, '') of the first of ``sources`` that is still the file that was ingested (a regular file of its
+    size with the hash ``sha256``; no link is followed), or
     (None, why not, in words, for the first source: 'changed since it was ingested …', 'is no longer there', …).
     Changed bytes are never returned."""
     import hashlib
