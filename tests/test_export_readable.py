@@ -147,3 +147,17 @@ def test_downloads_table_breaks_a_file_path_only_after_a_slash(site, browser, wi
         assert all(line.endswith("/") for line in lines[:-1]), (name, lines)  # never inside a word
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width
     page.close()
+
+
+def test_a_command_on_a_card_wraps_at_spaces_on_a_phone_never_inside_a_flag(site, browser):
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto((site / "setups" / "qwen38-35b-a3b-distill-q4km-5060ti.html").as_uri())
+    box = page.locator("pre", has_text="hf download").first
+    lines = box.evaluate(LINES_JS)
+    assert len(lines) > 2  # it wraps (it scrolled sideways inside its box before)
+    words = " ".join(lines).split()
+    assert "--local-dir" in words and "--revision" in words, lines
+    assert box.inner_text().startswith("hf download empero-ai/Qwen3.8-35B-A3B-Distill-GGUF ")  # copies as written
+    assert box.evaluate("b => b.scrollWidth <= b.clientWidth + 1")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    page.close()
