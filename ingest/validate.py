@@ -40,7 +40,16 @@ from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup
 from ingest.limits import LIMITS, Limits
 from ingest.records import QUALITY_CONTRACT
 from schemas import load_schema
-from schemas.models import ONE_LINE, FitContract, QualityContract, ReportedContract, Setup, SpeedContract, SpeedPart
+from schemas.models import (
+    FREE_TEXT,
+    ONE_LINE,
+    FitContract,
+    QualityContract,
+    ReportedContract,
+    Setup,
+    SpeedContract,
+    SpeedPart,
+)
 
 KINDS = ("speed", "quality", "fit", "reported")
 json_path = jsonread.json_path
@@ -138,11 +147,16 @@ def _message(err: jsonschema.exceptions.ValidationError) -> str:
         return f"{len(err.instance):,} characters is too long (at most {err.validator_value:,})"
     if err.validator == "maxItems" and isinstance(err.instance, list):
         return f"{len(err.instance):,} entries are too many (at most {err.validator_value:,})"
-    if err.validator == "pattern" and err.validator_value == ONE_LINE and isinstance(err.instance, str):
-        i, ch = next((i, c) for i, c in enumerate(err.instance) if not re.fullmatch(ONE_LINE, c))
-        return (f"must be one line of text; character {i + 1:,} is U+{ord(ch):04X} (control characters, "
-                "line or paragraph separators and text-direction marks are not allowed in names and reasons; "
-                "write them escaped, e.g. \\x1b)")
+    if err.validator == "pattern" and err.validator_value in (ONE_LINE, FREE_TEXT) and isinstance(err.instance, str):
+        rule = err.validator_value
+        i, ch = next((i, c) for i, c in enumerate(err.instance) if not re.fullmatch(rule, c))
+        if rule == ONE_LINE:
+            return (f"must be one line of text; character {i + 1:,} is U+{ord(ch):04X} (control characters, "
+                    "line or paragraph separators and text-direction marks are not allowed in names and reasons; "
+                    "write them escaped, e.g. \\x1b)")
+        return (f"character {i + 1:,} is U+{ord(ch):04X} (control characters other than tab and line breaks, "
+                "line or paragraph separators and text-direction marks are not allowed in text; write them "
+                "escaped, e.g. \\x1b)")
     return err.message
 
 

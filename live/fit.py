@@ -37,7 +37,7 @@ from live import engine_log, launcher, memsample
 from live.client import STOPPED, get_json
 from live.engine_log import EngineLog
 from live.launcher import NotReady, ServerTemplate
-from live.measure import MeasureConfig, Runner, ServerInfo, SetupInput, build_setup, probe, slug
+from live.measure import MeasureConfig, Runner, ServerInfo, SetupInput, build_setup, probe, reason_text, slug
 from live.settings import FIT_MAX_SIZE as MAX_SIZE
 from live.settings import FIT_MEMORY, FitSettings
 from live.settings import FIT_MIN_SIZE as MIN_SIZE
@@ -165,16 +165,6 @@ def prompt_target(served: int, ctx: int, fill_pct: float, max_tokens: int) -> in
     """
     usable = min(served, ctx)
     return max(1, min(int(usable * fill_pct / 100), usable - max_tokens - 1))
-
-
-def reason_text(why: object) -> str:
-    """A failure reason as it is recorded (contract, events, CLI, card, export): the engine's words with every
-    control character, line break and text-direction mark escaped (``ingest.errors.safe``: ``\\x1b``,
-    ``\\u202e``), so its last line can neither recolour or retitle a terminal nor turn a card's text around;
-    at most 2,000 characters. What it returns is one line (``schemas.models.ONE_LINE``), as ingest requires."""
-    from ingest.errors import safe
-
-    return safe(str(why))[:2000]
 
 
 class FitRunner:

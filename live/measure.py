@@ -263,6 +263,17 @@ def probe(client: httpx.Client, base: str) -> ServerInfo:
                       tok_path is not None, tokenize_path=tok_path, demo=demo, engine=engine, warnings=warnings)
 
 
+
+def reason_text(why: object) -> str:
+    """A failure reason as it is recorded (contract, events, CLI, card, export): the engine's words with every
+    control character, line break and text-direction mark escaped (``ingest.errors.safe``: ``\\x1b``,
+    ``\\u202e``), so its last line can neither recolour or retitle a terminal nor turn a card's text around;
+    at most 2,000 characters. What it returns is one line (``schemas.models.ONE_LINE``), as ingest requires."""
+    from ingest.errors import safe
+
+    return safe(str(why))[:2000]
+
+
 class Runner:
     """One measurement run against one server."""
 
@@ -436,7 +447,7 @@ class Runner:
             skipped = [(key, label, r or "") for key, label, (st, r) in mine if st == "skipped"]
             ran = [key for key, _, _ in mine if key in self.ran]
             if failed:
-                self.parts.append({"part": p, "status": "failed", "reason": "; ".join(failed)[:2000]})
+                self.parts.append({"part": p, "status": "failed", "reason": reason_text("; ".join(failed))})
             elif stopped and not ran:
                 self.parts.append({"part": p, "status": "skipped", "reason": "stopped by the user before it started"})
             elif stopped:
@@ -445,11 +456,11 @@ class Runner:
                     f"not finished: {', '.join(stopped)}")[:2000]})
             elif skipped and not ran:
                 self.parts.append({"part": p, "status": "skipped",
-                                   "reason": "; ".join(f"{label}: {r}" for _, label, r in skipped)[:2000]})
+                                   "reason": reason_text("; ".join(f"{label}: {r}" for _, label, r in skipped))})
             else:
                 self.parts.append({"part": p, "status": "ok"})
             # each skipped step on its own line, under the key the card and summaries use ("prefill/32768")
-            self.parts.extend({"part": key, "status": "skipped", "reason": r[:2000]} for key, _, r in skipped
+            self.parts.extend({"part": key, "status": "skipped", "reason": reason_text(r)} for key, _, r in skipped
                               if ran)
         self.info.template_tokens = self.builder.overhead
         self.client.close()

@@ -25,7 +25,7 @@ from typing import Literal, cast
 from live import generators as gen
 from live.client import STOPPED, StreamResult, body_pieces, parse_stream, sse_events, stream_chat
 from live.items import ItemFile, UserItem, readable_test_id
-from live.measure import MeasureConfig, Runner, ServerInfo, ServerLocked, probe, server_lock, slug
+from live.measure import MeasureConfig, Runner, ServerInfo, ServerLocked, probe, reason_text, server_lock, slug
 from live.scoring import score, split_thinking
 from live.settings import QUALITY_MAX_TOKENS, QUALITY_MAX_TOKENS_MAX, QualitySettings, TargetSettings, parse_max_tokens
 from live.setups import place_setup
@@ -408,7 +408,7 @@ class QualityRunner:
                 test=test, label=spec.label if spec else ids.one_line(f"{f.name} (item file {f.sha256[:8]})") if f else test,
                 description=gen.DESCRIPTIONS.get(spec.kind) if spec else "the user's own items",
                 status=cast(TestStatus, status),
-                reason=reason[:2000] if reason else None,
+                reason=reason_text(reason) if reason else None,
                 token_limit=cfg.limit_for(test, spec.kind if spec else "items"), thinking=cfg.thinking,
                 sampling=sampling, seed=cfg.seed, in_flight=cfg.in_flight, items=items,
                 generator=f"benchcards {spec.kind}" if spec else "item file",

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from schemas.models import NOT_TEXT
+
 __all__ = ["one_line", "slug"]
 
 _OUTSIDE = re.compile(r"[^a-z0-9._-]+")
@@ -31,7 +33,7 @@ def slug(text: str, limit: int = 128, *, fallback: str = "x") -> str:
 
 #: what a name may not hold (``schemas.models.ONE_LINE``): control characters, line and paragraph separators,
 #: text-direction marks and overrides
-_NOT_ONE_LINE = re.compile(r"[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NOT_ONE_LINE = re.compile(rf"[\t\n\r{NOT_TEXT}]")
 
 
 def one_line(text: str, limit: int = 200) -> str:

@@ -47,19 +47,27 @@ Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
 Positive = Annotated[int, Field(ge=1, le=INT32_MAX)]
 ByteCount = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Seed = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
-Text = Annotated[str, Field(min_length=1)]
 # Names and titles are shown in headings, legends and table cells: long enough for any real
 # name, short enough that one cannot stall a browser's layout (a 100,000-character word did).
 NAME_MAX = 200
 # They are one line of text: no control characters and no line or paragraph separator
 # (Vega copies legend sort orders into expressions, whose parser refuses U+2028/U+2029, so
 # one such name blanked every chart it appeared in).
-ONE_LINE = r"^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$"
+#: what no text a person writes may hold (one definition: both patterns below are made of it): control characters
+#: but tab and line breaks, line and paragraph separators, and text-direction marks (a NUL or an escape sequence
+#: kept in a database reaches every page and terminal that shows it)
+NOT_TEXT = r"\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+ONE_LINE = rf"^[^\t\n\r{NOT_TEXT}]*$"
+#: free text (notes, commands, reasons): several lines and tabs allowed, no other character ONE_LINE refuses
+FREE_TEXT = rf"^[^{NOT_TEXT}]*$"
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=ONE_LINE)]
 # Every other string (notes, reasons, commands) is bounded too.
 STR_MAX = 65_536
 #: a text shown in one line (a failure reason): any length up to STR_MAX, but no character ONE_LINE refuses
 OneLineText = Annotated[str, Field(max_length=STR_MAX, pattern=ONE_LINE)]
+#: text a person writes: notes, sources, commands, reasons (``FREE_TEXT``); ``Text`` must not be empty
+FreeText = Annotated[str, Field(max_length=STR_MAX, pattern=FREE_TEXT)]
+Text = Annotated[str, Field(min_length=1, max_length=STR_MAX, pattern=FREE_TEXT)]
 #: characters of an answer kept in a quality record (its end, where the result is stated)
 ANSWER_MAX = 2_000
 
@@ -84,7 +92,7 @@ class Sampling(Strict):
     frequency_penalty: Real | None = Field(None, description="Frequency penalty.")
     repeat_penalty: Real | None = Field(None, description="Repetition penalty (llama.cpp).")
     seed: Seed | None = Field(None, description="Random seed sent with the requests or set on the server.")
-    source: str | None = Field(None, description="Where the values come from (model card, own choice, ...).")
+    source: FreeText | None = Field(None, description="Where the values come from (model card, own choice, ...).")
 
 
 class Attachment(Strict):
@@ -93,7 +101,7 @@ class Attachment(Strict):
     path: Text = Field(description="Path relative to the contract's folder, '/'-separated.")
     sha256: Sha256 | None = Field(None, description="Expected SHA-256; ingest refuses a file that differs.")
     bytes: ByteCount | None = Field(None, description="Expected size in bytes; ingest refuses a file that differs.")
-    description: str | None = Field(None, description="What the file holds.")
+    description: FreeText | None = Field(None, description="What the file holds.")
 
 
 class PartOk(Strict):
@@ -101,7 +109,7 @@ class PartOk(Strict):
 
     part: Text = Field(description="Part or test name, e.g. 'decode', 'prefill', 'mmlu_pro'.")
     status: Literal["ok"] = Field(description="The part ran and its results are valid.")
-    reason: str | None = Field(None, description="Optional remark.")
+    reason: FreeText | None = Field(None, description="Optional remark.")
 
 
 class PartFailed(Strict):
@@ -163,7 +171,7 @@ class ImportInfo(Strict):
     """Provenance of a contract converted from another tool's output by ``ingest.importers``."""
 
     format: Text = Field(description="Importer and format, e.g. 'llama-bench/json', 'vllm-bench-serve'.")
-    tool: str | None = Field(None, description="Tool that wrote the file and its version when the file says.")
+    tool: FreeText | None = Field(None, description="Tool that wrote the file and its version when the file says.")
     file: Text = Field(description="Name of the original file; it is kept as an attachment of this run.")
     sha256: Sha256 = Field(description="SHA-256 of the original file.")
     importer: Text = Field(description="benchcards importer and its version, e.g. 'llama-bench 1'.")
@@ -183,12 +191,12 @@ class RunBase(Strict):
     )
     started_at: Timestamp | None = Field(None, description="When the run started.")
     finished_at: Timestamp | None = Field(None, description="When the run finished.")
-    tool: str | None = Field(None, description="Tool and version that measured, e.g. 'benchcards-live 0.1.0'.")
-    command: str | None = Field(None, description="Exact command line of the measuring tool.")
-    engine_version: str | None = Field(None, description="Engine build reported at run time (e.g. b12223-0c6dca2fa).")
+    tool: FreeText | None = Field(None, description="Tool and version that measured, e.g. 'benchcards-live 0.1.0'.")
+    command: FreeText | None = Field(None, description="Exact command line of the measuring tool.")
+    engine_version: FreeText | None = Field(None, description="Engine build reported at run time (e.g. b12223-0c6dca2fa).")
     supplement_of: Slug | None = Field(None, description="Run this one repeats or extends.")
-    notes: str | None = Field(None, description="Free-text remarks of the person who measured.")
-    source: str | None = Field(None, description="Provenance of the figures (e.g. a published page).")
+    notes: FreeText | None = Field(None, description="Free-text remarks of the person who measured.")
+    source: FreeText | None = Field(None, description="Provenance of the figures (e.g. a published page).")
     attachments: list[Attachment] = Field(
         default_factory=list, description="Raw files kept beside the contract, with expected hashes."
     )
@@ -205,7 +213,7 @@ class Gpu(Strict):
     name: Name = Field(description="Marketing name, e.g. 'NVIDIA GeForce RTX 5060 Ti 16 GB'.")
     count: int = Field(1, ge=1, le=1024, description="How many of this GPU the setup uses.")
     vram_gib: NonNeg = Field(description="Video memory of one GPU in GiB (unified memory for SoCs).")
-    backend: str | None = Field(None, description="Compute backend, e.g. CUDA 13.5, Vulkan, ROCm, Metal.")
+    backend: FreeText | None = Field(None, description="Compute backend, e.g. CUDA 13.5, Vulkan, ROCm, Metal.")
     unified_memory: bool | None = Field(
         None, description="True when the GPU shares system memory (DGX Spark, Apple silicon, Strix Halo, ...).")
 
@@ -214,11 +222,11 @@ class Hardware(Strict):
     """The machine that ran the engine."""
 
     gpus: list[Gpu] = Field(default_factory=list, max_length=64, description="GPUs used; empty for CPU-only setups.")
-    cpu: str | None = Field(None, description="CPU model.")
+    cpu: FreeText | None = Field(None, description="CPU model.")
     ram_gib: NonNeg | None = Field(None, description="System RAM in GiB.")
-    driver: str | None = Field(None, description="GPU driver version.")
-    os: str | None = Field(None, description="Operating system and kernel.")
-    notes: str | None = Field(None, description="Anything else about the machine (offload, power limit, ...).")
+    driver: FreeText | None = Field(None, description="GPU driver version.")
+    os: FreeText | None = Field(None, description="Operating system and kernel.")
+    notes: FreeText | None = Field(None, description="Anything else about the machine (offload, power limit, ...).")
 
 
 class Engine(Strict):
@@ -229,26 +237,26 @@ class Engine(Strict):
                                                    "setup's short name, so one line like a name).")
     build_number: Count | None = Field(None, description="llama.cpp build number.")
     commit: Name | None = Field(None, description="Source commit of the build.")
-    package: str | None = Field(None, description="Release package name, when an official build was used.")
+    package: FreeText | None = Field(None, description="Release package name, when an official build was used.")
     own_build: bool | None = Field(None, description="True when the engine was compiled by the person measuring.")
-    speculative: str | None = Field(None, description="Draft model / MTP setting; null for plain autoregressive.")
+    speculative: FreeText | None = Field(None, description="Draft model / MTP setting; null for plain autoregressive.")
 
 
 class Model(Strict):
     """The model weights."""
 
     name: Name = Field(description="Model name, e.g. 'Qwen3.5-35B-A3B'.")
-    maker: str | None = Field(None, description="Who published the weights.")
-    repo: str | None = Field(None, description="Repository of the file (e.g. a Hugging Face repo id).")
-    revision: str | None = Field(None, description="Repository revision (commit).")
-    file: str | None = Field(None, description="Weights file name.")
+    maker: FreeText | None = Field(None, description="Who published the weights.")
+    repo: FreeText | None = Field(None, description="Repository of the file (e.g. a Hugging Face repo id).")
+    revision: FreeText | None = Field(None, description="Repository revision (commit).")
+    file: FreeText | None = Field(None, description="Weights file name.")
     quant: Name | None = Field(None, description="Quantisation, e.g. Q4_K_M, UD-Q4_K_XL, FP8.")
     file_bytes: ByteCount | None = Field(None, description="File size in bytes.")
     sha256: Sha256 | None = Field(None, description="SHA-256 of the weights file.")
     params_total_b: NonNeg | None = Field(None, description="Total parameters, billions.")
     params_active_b: NonNeg | None = Field(None, description="Active parameters per token, billions (MoE).")
-    architecture: str | None = Field(None, description="Architecture, e.g. 'qwen35moe'.")
-    base_model: str | None = Field(None, description="Model it was derived from.")
+    architecture: FreeText | None = Field(None, description="Architecture, e.g. 'qwen35moe'.")
+    base_model: FreeText | None = Field(None, description="Model it was derived from.")
     layers: Count | None = Field(None, description="Repeating layers (blocks) of the model, e.g. the GGUF's "
                                                    "block_count; a server's -ngl below it keeps the other layers "
                                                    "in system RAM.")
@@ -257,10 +265,10 @@ class Model(Strict):
 class Server(Strict):
     """How the server was started."""
 
-    argv: list[str] = Field(min_length=1, description="Exact argv of the server, program first.")
-    env: dict[str, str] = Field(default_factory=dict, description="Environment variables set for the server.")
-    slots_source: str | None = Field(None, description="Why this slot count (maker's recipe, own choice, ...).")
-    ctx_source: str | None = Field(None, description="Why this context size.")
+    argv: list[FreeText] = Field(min_length=1, description="Exact argv of the server, program first.")
+    env: dict[str, FreeText] = Field(default_factory=dict, description="Environment variables set for the server.")
+    slots_source: FreeText | None = Field(None, description="Why this slot count (maker's recipe, own choice, ...).")
+    ctx_source: FreeText | None = Field(None, description="Why this context size.")
 
 
 class Deviation(Strict):
@@ -282,7 +290,7 @@ class Setup(Strict):
         description="True for a real measurement that tests the measuring method rather than a model (a tiny "
                     "random-weight model, a test engine): shown with a 'method test' badge and left out of default "
                     "selections and ranking charts unless picked.")
-    provenance: str | None = Field(None, description="Where the data comes from (own run, a published page, ...).")
+    provenance: FreeText | None = Field(None, description="Where the data comes from (own run, a published page, ...).")
     hardware: Hardware = Field(description="The machine.")
     engine: Engine = Field(description="Engine that served the model.")
     model: Model = Field(description="Weights that were served.")
@@ -290,8 +298,8 @@ class Setup(Strict):
     sampling: Sampling = Field(default_factory=Sampling, description="Default sampling of the setup.")
     thinking: bool | None = Field(None, description="Thinking (reasoning) on in the speed runs; null if n/a.")
     deviations: list[Deviation] = Field(default_factory=list, description="Departures from the maker's recipe.")
-    notes: str | None = Field(None, description="Free-text notes.")
-    measured_by: str | None = Field(None, description="Who measured.")
+    notes: FreeText | None = Field(None, description="Free-text notes.")
+    measured_by: FreeText | None = Field(None, description="Who measured.")
     measured_at: list[Timestamp] = Field(default_factory=list, description="Dates of the measurements.")
 
 
@@ -316,7 +324,7 @@ class RequestRecord(Strict):
     """One request of a speed run, with client clock stamps in seconds."""
 
     part: SpeedPart = Field(description="Part the request belongs to.")
-    prompt_id: str | None = Field(None, description="Prompt used (e.g. 'code', 'prose').")
+    prompt_id: FreeText | None = Field(None, description="Prompt used (e.g. 'code', 'prose').")
     depth: Count | None = Field(None, description="Target prompt length in tokens (prefill and ctx parts).")
     concurrency: Positive | None = Field(None, description="Requests in flight together (conc part).")
     round: Count = Field(0, description="Round or repetition index within its step.")
@@ -475,7 +483,7 @@ class SpeedSummary(Strict):
     tasks: list[TaskPoint] = Field(default_factory=list, description="Named-task figures (other tools).")
     long_answer: LongAnswer | None = Field(None, description="The long-answer part.")
     slots: Positive | None = Field(None, description="Server slots during the run.")
-    method_note: str | None = Field(None, description="How the published figures were defined, if not ours.")
+    method_note: FreeText | None = Field(None, description="How the published figures were defined, if not ours.")
 
 
 class SpeedMethod(Strict):
@@ -588,11 +596,11 @@ class QualityTest(Strict):
 
     test: Slug = Field(description="Test id, e.g. 'mmlu_pro', 'gpqa_diamond', 'ruler_32k'.")
     label: Name | None = Field(None, description="Display name, e.g. 'MMLU-Pro'.")
-    description: str | None = Field(None, description="What the test is, e.g. '400 fixed questions, letter only'.")
+    description: FreeText | None = Field(None, description="What the test is, e.g. '400 fixed questions, letter only'.")
     status: Literal["ok", "failed", "repeated", "skipped", "stopped"] = Field(
         "ok", description="Status of the test ('stopped': the person measuring stopped the run; the items that "
                           "finished are kept).")
-    reason: str | None = Field(None, description="Why it failed / was repeated / skipped.")
+    reason: FreeText | None = Field(None, description="Why it failed / was repeated / skipped.")
     token_limit: Count | None = Field(None, description="Answer token limit.")
     thinking: bool | None = Field(None, description="Thinking on.")
     sampling: Sampling | None = Field(None, description="Sampling sent.")
@@ -758,7 +766,7 @@ class SweepRecord(Strict):
     variants: list[SweepVariant] = Field(min_length=1, description="The variants, baseline first.")
     boots: list[SweepBoot] = Field(default_factory=list, description="Every boot, in the order they ran.")
     stopped: bool = Field(False, description="True when the person measuring stopped the sweep.")
-    notes: str | None = Field(None, description="Free-text remarks.")
+    notes: FreeText | None = Field(None, description="Free-text remarks.")
 
 
 # --------------------------------------------------------------------------- reported
@@ -777,7 +785,7 @@ class Citation(Strict):
     title: Name = Field(description="Title of the post, page, thread or paper.")
     author: Name | None = Field(None, description="Who wrote it (a name or handle), as the source gives it.")
     url: WebAddress | None = Field(None, description="Address of the source.")
-    reference: str | None = Field(None, description="A citation in words when there is no address (forum, "
+    reference: FreeText | None = Field(None, description="A citation in words when there is no address (forum, "
                                                     "issue number, talk, ...).")
     published_at: Timestamp | None = Field(None, description="When the source was published, if known.")
     accessed_at: Timestamp | None = Field(None, description="When the person adding the figures read it.")
@@ -798,7 +806,7 @@ class ReportedFigure(Strict):
     as_written: Name | None = Field(None, description="The figure as the source wrote it, e.g. '~110 t/s'; ingest "
                                                       "checks that it says the same as value/low/high and approx.")
     depth: Count | None = Field(None, description="Prompt tokens the figure was taken at, when the source says.")
-    note: str | None = Field(None, description="Conditions the source gives (context, flags, ...).")
+    note: FreeText | None = Field(None, description="Conditions the source gives (context, flags, ...).")
 
 
 class ReportedClaim(Strict):
@@ -816,7 +824,7 @@ class ReportedClaim(Strict):
     high_pct: Real | None = Field(None, description="High end of the change's range, %.")
     approx: bool = Field(False, description="True when the source marks it approximate.")
     as_written: Name | None = Field(None, description="The effect as the source wrote it, e.g. '+12-38 %'.")
-    note: str | None = Field(None, description="Conditions the source gives.")
+    note: FreeText | None = Field(None, description="Conditions the source gives.")
 
 
 class ReportedContract(RunBase):

@@ -80,6 +80,13 @@ def html_bodies(at) -> list[str]:
     return [h.proto.body for h in at.get("html")]
 
 
+def commands(at) -> list[str]:
+    """The commands the page shows in boxes (``ui.html.code``), as they copy."""
+    import html
+
+    return [html.unescape(re.sub(r"<[^>]+>", "", b)) for b in html_bodies(at) if b.startswith('<pre class="bc-code">')]
+
+
 def tables(at) -> list[pd.DataFrame]:
     """Every HTML table on the page as a DataFrame of the texts shown (attributes in ``.attrs['cells']``)."""
     out = []
@@ -343,7 +350,7 @@ def test_card_reproduce_section_gives_download_server_and_measure_commands(monke
     import live.__main__ as cli
 
     at = run("pages/1_Setup_card.py", setup=SEED)
-    code = [c.value for c in at.code]
+    code = commands(at)
     download = next(c for c in code if c.startswith("hf download"))
     assert "empero-ai/Qwen3.8-35B-A3B-Distill-GGUF Qwen3.8-35B-A3B-Q4_K_M.gguf" in download
     assert "--revision b1f9d1dcc3de8aa867669b0ab919384aeeb9b8d5" in download
@@ -796,7 +803,7 @@ def test_reproduce_steps_say_what_is_missing_and_paths_agree():
     at = run("pages/1_Setup_card.py", setup=SEED)
     steps = _steps(at)
     assert steps["1"].startswith("Get the model file — Into models/: at the exact revision b1f9d1dcc3de; then check")
-    code = [c.value for c in at.code]
+    code = commands(at)
     download = next(c for c in code if c.startswith("hf download"))
     assert "--local-dir models" in download and "models/Qwen3.8-35B-A3B-Q4_K_M.gguf' | sha256sum" in download
     server = next(c for c in code if "llama-server" in c)

@@ -120,3 +120,44 @@ def test_every_exported_series_colour_is_the_palette_s(site):
             found |= {c.lower() for c in re.findall(r'"(#[0-9a-fA-F]{6})"', json.dumps(spec))}
     assert found and found - allowed == set()
     assert "#f0e442" not in found
+
+
+#: each line of an element's text as drawn (characters grouped by the top of their box)
+LINES_JS = """(el) => { const lines = []; let top = null;
+  const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    for (let i = 0; i < n.length; i++) {
+      const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+      const box = r.getClientRects()[0]; if (!box) continue;
+      if (top === null || Math.abs(box.top - top) > 2) { lines.push(''); top = box.top; }
+      lines[lines.length - 1] += n.data[i];
+    } }
+  return lines.map(s => s.trim()); }"""
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_downloads_table_breaks_a_file_path_only_after_a_slash(site, browser, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto((site / "downloads.html").as_uri())
+    cells = page.locator("table").first.locator("tbody tr td:first-child")
+    shown = {c.inner_text(): c.evaluate(LINES_JS) for c in cells.all()}
+    assert "parquet/reported.parquet" in shown
+    for name, lines in shown.items():
+        assert "".join(lines) == name, (name, lines)
+        assert all(line.endswith("/") for line in lines[:-1]), (name, lines)  # never inside a word
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    page.close()
+
+
+def test_a_command_on_a_card_wraps_at_spaces_on_a_phone_never_inside_a_flag(site, browser):
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto((site / "setups" / "qwen38-35b-a3b-distill-q4km-5060ti.html").as_uri())
+    box = page.locator("pre", has_text="hf download").first
+    lines = box.evaluate(LINES_JS)
+    assert len(lines) > 2  # it wraps (it scrolled sideways inside its box before)
+    words = " ".join(lines).split()
+    assert "--local-dir" in words and "--revision" in words, lines
+    assert box.inner_text().startswith("hf download empero-ai/Qwen3.8-35B-A3B-Distill-GGUF ")  # copies as written
+    assert box.evaluate("b => b.scrollWidth <= b.clientWidth + 1")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    page.close()

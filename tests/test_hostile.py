@@ -447,6 +447,18 @@ for _name, _rel, _old, _new, _msg in (
      "$.requests[1].t_send: number 1e400 is out of range (not a finite 64-bit number)"),
     ("-1e400 as a float", SP, '"t_send": 1.0', '"t_send": -1e400',
      "$.requests[1].t_send: number -1e400 is out of range (not a finite 64-bit number)"),
+    # a nonzero number below the smallest 64-bit float would be stored as 0; a document its model accepts (read
+    # without the full walk, ``jsonread.parse_unchecked``) and one it refuses (read by ``jsonread.parse``) alike
+    ("1e-400 as a float", SP, '"t_send": 1.0', '"t_send": 1e-400',
+     "$.requests[1].t_send: number 1e-400 is too small for a 64-bit number (it is not zero but would be stored as 0)"),
+    ("1e-400 beside another error", SP, '"t_send": 1.0,', '"t_send": 1e-400, "no_such_field": 1,',
+     "$.requests[1].t_send: number 1e-400 is too small for a 64-bit number (it is not zero but would be stored as 0)"),
+    ("-0.5e-330 in a setup", "setup.json", '"temperature": 0.0', '"temperature": -0.5e-330',
+     "$.sampling.temperature: number -0.5e-330 is too small for a 64-bit number (it is not zero but would be "
+     "stored as 0)"),
+    ("1 after 400 zeros", SP, '"t_send": 1.0', '"t_send": 0.' + "0" * 400 + "1",
+     "$.requests[1].t_send: number 0." + "0" * 38 + " is too small for a 64-bit number (it is not zero but would "
+     "be stored as 0)"),
     ("1e16 seconds", SP, '"t_send": 1.0', '"t_send": 1e16',
      "$.requests[1].t_send: 1e+16 is greater than the maximum of 1000000000000000.0"),
     ("5,000 GPUs of one kind", "setup.json", '"count": 1', '"count": 5000',
@@ -474,6 +486,31 @@ def _(ctx):
 @case("a NUL character in a title", expect=("{bad}/setup.json: $.title: must be one line of text; character 4 is U+0000",))
 def _(ctx):
     ctx.edit("setup.json", lambda o: o.__setitem__("title", "Nul\x00here"))
+
+
+_TEXT_RULE = ("(control characters other than tab and line breaks, line or paragraph separators and text-direction "
+              "marks are not allowed in text; write them escaped, e.g. \\x1b)")
+# every text a person writes refuses what a title refuses (line breaks and tabs allowed), naming file and field
+for _name, _rel, _edit, _msg in (
+    ("a NUL character in the provenance", "setup.json", lambda o: o.__setitem__("provenance", "own\x00run"),
+     "$.provenance: character 4 is U+0000 "),
+    ("a terminal escape in the notes", "setup.json", lambda o: o.__setitem__("notes", "line one\n\x1b]0;x\x07"),
+     "$.notes: character 10 is U+001B "),
+    ("a text-direction override in who measured", "setup.json", lambda o: o.__setitem__("measured_by", "a\u202eb"),
+     "$.measured_by: character 2 is U+202E "),
+    ("a NUL character in the CPU", "setup.json", lambda o: o["hardware"].__setitem__("cpu", "\x00"),
+     "$.hardware.cpu: character 1 is U+0000 "),
+    ("a NUL character in a deviation's reason", "setup.json",
+     lambda o: o.__setitem__("deviations", [{"what": "ctx", "why": "fits\x00"}]), "$.deviations[0].why: character 5 is U+0000 "),
+    ("a bell in a run's notes", SP, lambda o: o.__setitem__("notes", "\x07"), "$.notes: character 1 is U+0007 "),
+):
+    case(_name, expect=("{bad}/" + _rel + ": " + _msg + _TEXT_RULE,))(
+        lambda ctx, _rel=_rel, _edit=_edit: ctx.edit(_rel, _edit))
+
+
+@case("tabs and line breaks in notes are kept", code=0, changes_db=True, expect=("1 new",))
+def _(ctx):
+    ctx.edit("setup.json", lambda o: o.__setitem__("notes", "one\tcolumn\r\ntwo lines\n"))
 
 
 for _name, _data, _msg in (

@@ -96,10 +96,20 @@ def test_a_model_whose_reach_can_not_be_read_claims_no_bound(model):
     b'{"a": "\\u003A"}',
     b'\xef\xbb\xbf{"a": 1}',
     b'{"a": NaN}',
+    b'{"a": 1e-400}',  # not zero, but the fast parser reads 0.0: the exact parser must decide
+    b'{"a": [0.' + b"0" * 400 + b'1]}',
     b'',
 ])
 def test_parse_unchecked_gives_nothing_it_is_not_sure_of(text):
     assert jsonread.parse_unchecked(text) is None
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_number_read_as_zero_though_it_is_not_is_refused_by_either_parser(exact):
+    text = b'{"x": [1, {"t": 2.5e-400}], "zero": 0.0e-500, "s": "9e-999"}'
+    assert jsonread.parse(text, exact=exact) == (None, "$.x[1].t: number 2.5e-400 is too small for a 64-bit number "
+                                                       "(it is not zero but would be stored as 0)")
+    assert jsonread.parse(text.replace(b"2.5e-400", b"2.5e-300"), exact=exact)[0]["zero"] == 0.0
 
 
 def test_parse_unchecked_takes_strings_that_hold_colons_and_quotes():
@@ -129,6 +139,10 @@ def _documents() -> list[tuple[str | None, str, bytes]]:
                                                               "0" * 30 + ', "error": ":"', 1)),
         ("2**64", speed.replace('"output_tokens": 301', '"output_tokens": 18446744073709551616', 1)),
         ("1e400", speed.replace('"t_send": 1.0', '"t_send": 1e400', 1)),
+        ("1e-400", speed.replace('"t_send": 1.0', '"t_send": 1e-400', 1)),
+        ("-1E-0400 and a field too many", speed.replace('"t_send": 1.0', '"t_send": -1E-0400, "x": 1', 1)),
+        ("good, 1e-400 in a string and 0e-400", fit.replace('"kind": "fit"', '"notes": "1e-400 0.0e-999", '
+                                                                            '"kind": "fit"')),
         ("a surrogate", fit.replace('"kind": "fit"', '"notes": "\\ud800", "kind": "fit"')),
         ("an unknown field", fit.replace('"kind": "fit"', '"colour": [[[]]], "kind": "fit"')),
         ("an unknown kind", fit.replace('"kind": "fit"', '"kind": "warp"')),

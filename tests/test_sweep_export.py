@@ -89,7 +89,8 @@ def test_sweep_variant_names_are_text_on_the_export_and_the_app_shows_the_same_v
     for rel in ("sweeps.html", *(str(p.relative_to(out)) for p in (out / "sweeps").iterdir())):
         html = (out / rel).read_text()
         assert "<script>alert" not in html and "<img src=x" not in html and "<b>base" not in html, rel
-        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html or "\\u003cscript" in html, rel
+        shown = html.replace("<wbr>", "")  # a long word may break after its '/' (fmt.word_runs): the same text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in shown or "\\u003cscript" in html, rel
         # only the bundled scripts and JSON data blocks
         assert all(s in ('<script src="../assets/vega.js" defer>', '<script src="../assets/site.js" defer>',
                          '<script src="assets/site.js" defer>') or s.startswith('<script type="application/json"')

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import schemas
-from schemas.models import ONE_LINE
+from schemas.models import FREE_TEXT, ONE_LINE
 from tests.helpers import SETUP, fit_contract, quality_contract, speed_contract, write
 
 SID = "xss-setup"
@@ -28,6 +28,12 @@ def payload(field: str) -> str:
             f"![i](http://{TRAP}/{f}.png) [link](javascript:alert(1)) http://{TRAP}/{f} www.example.com "
             f"<b>bold</b> **md** :red[red] $\\href{{javascript:alert(1)}}{{x}}$ {{{{7*7}}}} ${{7*7}} "
             f"&amp; \u2028\u2029 \x1b]0;title\x07 end")
+
+
+def text_payload(field: str) -> str:
+    """The payload for a text a person writes (``FREE_TEXT``): every markup payload, on several lines, without the
+    control characters and separators such texts refuse."""
+    return payload(field).replace(" \u2028\u2029 \x1b]0;title\x07", "\n\t")
 
 
 def one_line_payload(field: str, limit: int) -> str:
@@ -48,7 +54,7 @@ def _resolve(node: dict, defs: dict) -> dict:
 def _free_text(node: dict) -> bool:
     t = node.get("type")
     kinds = set(t) if isinstance(t, list) else {t}
-    if node.get("pattern") == ONE_LINE:  # names: markup allowed, only one line
+    if node.get("pattern") in (ONE_LINE, FREE_TEXT):  # names and texts: markup allowed, no control characters
         return "string" in kinds and not {"enum", "const", "format"} & set(node)
     return "string" in kinds and not {"pattern", "enum", "const", "format"} & set(node)
 
@@ -56,6 +62,8 @@ def _free_text(node: dict) -> bool:
 def _text_for(node: dict, path: str) -> str:
     if node.get("pattern") == ONE_LINE:
         return one_line_payload(path, node.get("maxLength", 10_000))
+    if node.get("pattern") == FREE_TEXT:
+        return text_payload(path)
     return payload(path)
 
 
@@ -84,17 +92,17 @@ def fill(obj: Any, node: dict, defs: dict, where: str, skip: set[str]) -> int:
                 count += fill(obj[name], p, defs, path, skip)
         extra = node.get("additionalProperties")
         if isinstance(extra, dict) and not node.get("properties"):
-            value = "v" if _free_text(_resolve(extra, defs)) else 1.0
-            obj[payload(where + "{key}")] = payload(where + "{value}") if value == "v" else value
+            value = _resolve(extra, defs)
+            obj[payload(where + "{key}")] = _text_for(value, where + "{value}") if _free_text(value) else 1.0
             count += 1
     elif isinstance(obj, dict) and isinstance(node.get("additionalProperties"), dict):
         extra = _resolve(node["additionalProperties"], defs)
-        obj[payload(where + "{key}")] = payload(where + "{value}") if _free_text(extra) else 1.0
+        obj[payload(where + "{key}")] = _text_for(extra, where + "{value}") if _free_text(extra) else 1.0
         count += 1
     elif isinstance(obj, list) and "items" in node:
         items = _resolve(node["items"], defs)
         if _free_text(items):
-            obj.append(payload(where + "[]"))
+            obj.append(_text_for(items, where + "[]"))
             count += 1
         for i, x in enumerate(obj):
             count += fill(x, items, defs, f"{where}[{i}]", skip)

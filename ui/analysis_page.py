@@ -39,6 +39,8 @@ def draw(b: object, key: str) -> None:
             st.caption(md(b.caption))
     elif isinstance(b, av.Table):
         if not b.df.empty:
-            common.table(b.df, b.key, numeric=b.numeric)
+            # notes under their row, across the table: a Notes column beside a dozen figures was squeezed to
+            # a word a line at 1440 px (a row 450 px tall)
+            common.table(b.df, b.key, numeric=b.numeric, below=("Notes",))
     elif isinstance(b, av.Anchors):
         st.markdown("\n".join(f"- [{md(text)}](#{urls.tier_slug(anchor)}) ({n:,})" for text, anchor, n in b.items))

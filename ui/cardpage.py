@@ -14,7 +14,7 @@ from benchcards.read import card_data, rawfiles, reported
 from benchcards.read.card_data import Card
 from benchcards.read.store import Store
 from benchcards.views import cardview as cv
-from ui import common
+from ui import common, html
 from ui.common import md
 
 BADGE_COLOURS = {"synthetic": "orange", "summary only": "blue", "method test": "violet", "reported": "gray"}
@@ -90,7 +90,7 @@ def draw(store: Store, c: Card, b: object) -> None:
     elif isinstance(b, cv.Code):
         if b.caption:
             st.caption(md(b.caption))
-        st.code(b.text, language="bash", wrap_lines=True)
+        st.html(html.code(b.text))
     elif isinstance(b, cv.Facts):
         st.markdown("\n".join(f"- **{md(k)}**: {md(v)}" for k, v in b.rows))
     elif isinstance(b, cv.Details):
@@ -120,19 +120,29 @@ def files(store: Store, c: Card, b: cv.Files) -> None:
     choice = st.selectbox("Download a raw file", table.index, format_func=lambda i: f"{table.Run[i]} / "
                           f"{table.File[i]} ({table.Bytes[i]} bytes)", key="rawfile")
     try:
-        data = raw_file(store, c, table["SHA-256"][choice])
-        st.download_button("Download", data, file_name=table.File[choice].split("/")[-1], key="rawdl",
-                           icon=":material/download:")
+        data, note = raw_file(store, c, table["SHA-256"][choice])
     except rawfiles.RawFileError as exc:
-        st.warning(f"Not available: {md(exc)}")
+        st.warning(f"Not available: {md(exc)}. Only the bytes that were ingested are offered.")
+        return
+    if note:
+        st.warning(md(note))
+    st.download_button("Download", data, file_name=table.File[choice].split("/")[-1], key="rawdl",
+                       icon=":material/download:")
 
 
-def raw_file(store: Store, c: Card, sha: str) -> bytes:
-    """``Store.raw_file`` from where this card's rows say the file is (no query); from every setup's record of
-    the same file when those are gone."""
+def raw_file(store: Store, c: Card, sha: str) -> tuple[bytes, str]:
+    """``Store.raw_file`` from where this card's rows say the file is (no query), and ''; from every setup's
+    record of the same file when those are gone or changed, and a note saying so (never silently). Raises
+    RawFileError, saying why, when no copy is the file that was ingested."""
     mine = list(dict.fromkeys((str(src), int(n)) for src, n, h in zip(c.files.source, c.files.bytes, c.files.sha256)
                               if h == sha))
     try:
-        return store.raw_file(sha, mine)
+        return store.raw_file(sha, mine), ""
+    except rawfiles.RawFileError as exc:
+        mine_failed = exc
+    try:
+        data = store.raw_file(sha)
     except rawfiles.RawFileError:
-        return store.raw_file(sha)
+        raise mine_failed from None
+    return data, (f"This card's copy: {mine_failed}. The download is the file as it was ingested, from another "
+                  "setup's copy with the same SHA-256.")

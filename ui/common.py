@@ -238,11 +238,12 @@ def downloads(df: pd.DataFrame | Callable[[], pd.DataFrame], name: str) -> None:
 
 def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *, download: bool = True,
           links: dict | None = None, titles: dict | None = None, classes: dict | None = None,
-          numeric: tuple[str, ...] | list[str] = (), grid: bool = False, **grid_options) -> None:
+          numeric: tuple[str, ...] | list[str] = (), below: tuple[str, ...] = (), grid: bool = False,
+          **grid_options) -> None:
     """A table shown whole (no inner scroll box), with CSV and JSON downloads; or an explanation when empty.
 
     A table of text (cells made by ``benchcards.domain.fmt``) is escaped HTML that wraps to the page, see
-    ``ui.html.table`` for ``links``, ``titles``, ``classes`` and ``numeric``. A table that still holds raw
+    ``ui.html.table`` for ``links``, ``titles``, ``classes``, ``numeric`` and ``below``. A table that still holds raw
     numbers, or is asked to be one (``grid=True``, or ``column_config`` and the like in ``grid_options``),
     stays a sortable data grid, tall enough for all its rows.
     """
@@ -254,7 +255,8 @@ def table(df: pd.DataFrame | None, name: str, empty: str = "Nothing to show.", *
     text_only = all(pd.api.types.is_object_dtype(t) or pd.api.types.is_string_dtype(t) for t in df.dtypes)
     if text_only and not grid and not grid_options:
         with st.container(key=f"table-{name}"):
-            st.html(html.table(df, links=links, titles=titles, classes=classes, numeric=numeric, label=name))
+            st.html(html.table(df, links=links, titles=titles, classes=classes, numeric=numeric, label=name,
+                               below=below))
     else:
         st.dataframe(df, hide_index=True, width="stretch", height=min(38 + 35 * len(df), 1800), **grid_options)
     if download:

@@ -44,6 +44,13 @@ table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; l
    may break inside instead of widening its column past the screen */
 .bc-table td:not(.num), .bc-card a {{ overflow-wrap: break-word; word-break: normal; }}
 .bc-lw {{ overflow-wrap: anywhere; }}
+/* a command (``code``): lines wrap at spaces, never inside a flag; no sideways scroll */
+.bc-code {{ white-space: pre-wrap; margin: 0 0 1rem; padding: 0.75rem 1rem; border-radius: 0.5rem;
+  background: rgba(128, 128, 128, 0.1); font-size: 0.85rem; line-height: 1.5; }}
+.bc-code code {{ background: none; padding: 0; font-size: inherit; white-space: inherit; }}
+/* a row's notes, drawn under it across the table (``table(below=...)``) */
+.bc-table tr.bc-above td {{ border-bottom: 0; }}
+.bc-table tr.bc-below td {{ padding-top: 0; font-size: 0.8rem; }}
 .bc-table .better, .bc-card .better {{ color: #009E73; font-weight: 600; }}
 .bc-table .worse, .bc-card .worse {{ color: #D55E00; font-weight: 600; }}
 .bc-nw {{ white-space: nowrap; }}
@@ -118,29 +125,36 @@ def cell_text(value: object) -> str:
 
 
 def words(text: str) -> str:
-    """Escaped ``text`` whose long words (``fmt.LONG_TOKEN``) may break inside; the others only at spaces."""
+    """Escaped ``text`` whose long words (``fmt.LONG_TOKEN``) may break inside, a long path only after its
+    slashes; the others only at spaces."""
     from benchcards.domain import fmt
 
-    return "".join(f'<span class="bc-lw">{esc(p)}</span>' if long else esc(p) for p, long in fmt.long_tokens(text))
+    drawn = {"text": "{}", "long": '<span class="bc-lw">{}</span>', "break": "<wbr>"}
+    return "".join(drawn[kind].format(esc(run)) for kind, run in fmt.word_runs(text))
 
 
 def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None = None,
           titles: Mapping[str, Sequence[str | None]] | None = None,
           classes: Mapping[str, Sequence[str | None]] | None = None, numeric: Iterable[str] = (),
-          label: str | None = None) -> str:
+          label: str | None = None, below: Iterable[str] = ()) -> str:
     """An HTML table of ``df`` (every value escaped).
 
     ``links`` (column -> address per row) makes cells same-tab links, ``titles`` adds a hover
     text, ``classes`` a CSS class per cell (e.g. 'better' / 'worse'), ``numeric`` right-aligns
-    columns. ``label`` names the table for screen readers.
+    columns. ``label`` names the table for screen readers. ``below``: columns of long texts (notes) drawn
+    under their row across the whole table, named, instead of as a column squeezed beside many figures.
     """
     links, titles, classes = links or {}, titles or {}, classes or {}
     nums = set(numeric)
-    head = "".join(f'<th scope="col"{" class=num" if c in nums else ""}>{esc(c)}</th>' for c in df.columns)
+    under = [c for c in below if c in df.columns]
+    shown = [c for c in df.columns if c not in under]
+    head = "".join(f'<th scope="col"{" class=num" if c in nums else ""}>{esc(c)}</th>' for c in shown)
     body = []
     for i, row in enumerate(df.itertuples(index=False, name=None)):
         cells = []
         for col, value in zip(df.columns, row):
+            if col in under:
+                continue
             inner = cell_text(value)
             href = links[col][i] if col in links else None
             if href:
@@ -152,13 +166,34 @@ def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None 
             if col in titles and titles[col][i]:
                 attrs.append(f'title="{esc(titles[col][i])}"')
             cells.append(f"<td{' ' + ' '.join(attrs) if attrs else ''}>{inner}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        lines = _below_lines(df, i, under, len(shown))
+        body.append(f"<tr{' class=bc-above' if lines else ''}>" + "".join(cells) + "</tr>" + lines)
     aria = f' aria-label="{esc(label)}"' if label else ""
     # on a phone a table of more than three columns may be wider than the screen: say it scrolls
     hint = ('<div class="bc-scroll-hint" aria-hidden="true">Swipe sideways for more columns →</div>'
             if len(df.columns) > 3 else "")
     return (f'{hint}<div class="bc-scroll"><table class="bc-table"{aria}><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def code(text: str) -> str:
+    """A command in a box, its lines wrapping at spaces only (``fmt.command_runs``): a flag such as --local-dir is
+    never split at its hyphen, a long word (a hash) may break anywhere, a path after its '/'. The text copies as
+    written."""
+    from benchcards.domain import fmt
+
+    drawn = {"space": "{}", "text": '<span class="bc-nw">{}</span>', "long": '<span class="bc-lw">{}</span>',
+             "break": "<wbr>"}
+    return f'<pre class="bc-code"><code>{"".join(drawn[k].format(esc(r)) for k, r in fmt.command_runs(text))}</code></pre>'
+
+
+def _below_lines(df: pd.DataFrame, i: int, columns: Sequence[str], span: int) -> str:
+    """Row ``i``'s texts of ``columns`` as lines under it across ``span`` columns ('' when none is given)."""
+    from benchcards.domain import fmt
+
+    given = [(c, df[c].iloc[i]) for c in columns if fmt.text(df[c].iloc[i]) != fmt.DASH]
+    return "".join(f'<tr class="bc-below"><td colspan="{span}"><span class="bc-muted">{esc(c)}:</span> '
+                   f"{words(fmt.text(v))}</td></tr>" for c, v in given)
 
 
 def tiles(items: Sequence[tuple[str, str, str]]) -> str:

@@ -386,3 +386,45 @@ def long_tokens(text: str, limit: int = LONG_TOKEN) -> list[tuple[str, bool]]:
         else:
             out.append((part, long))
     return out
+
+
+def command_runs(text: str, limit: int = LONG_TOKEN) -> list[tuple[str, str]]:
+    """``text`` (a command) as runs to draw in lines that wrap at spaces only: ('space', run) and ('text', a
+    word shorter than ``limit``, never broken: a flag such as --local-dir broke after its hyphen), then a long
+    word's runs of ``word_runs`` (a hash may break anywhere, a path after its '/').
+
+    >>> command_runs("hf --local-dir m")
+    [('text', 'hf'), ('space', ' '), ('text', '--local-dir'), ('space', ' '), ('text', 'm')]
+    """
+    out: list[tuple[str, str]] = []
+    for part in re.split(r"(\s+)", text):
+        if part.isspace():
+            out.append(("space", part))
+        elif part:
+            out.extend([("text", part)] if len(part) < limit else word_runs(part, limit))
+    return out
+
+
+def word_runs(text: str, limit: int = LONG_TOKEN) -> list[tuple[str, str]]:
+    """``long_tokens`` as runs to draw: ('text', run), ('long', a word that may break inside: a hash) or
+    ('break', '') where a line may break though there is no space: after each '/' of a long path, which then
+    breaks only there (a file path in a wide table broke inside a word).
+
+    >>> word_runs("parquet/reported.parquet")
+    [('text', 'parquet/'), ('break', ''), ('text', 'reported.parquet')]
+    >>> word_runs("a " + "f" * 30)
+    [('text', 'a '), ('long', 'ffffffffffffffffffffffffffffff')]
+    """
+    out: list[tuple[str, str]] = []
+    for run, long in long_tokens(text, limit):
+        pieces = run.split("/")
+        if not long or len(pieces) < 2 or "//" in run:
+            out.append(("long" if long else "text", run))
+            continue
+        for k, piece in enumerate(pieces):
+            last = k == len(pieces) - 1
+            if piece or not last:
+                out.append(("long" if len(piece) >= limit else "text", piece if last else piece + "/"))
+            if not last:
+                out.append(("break", ""))
+    return out

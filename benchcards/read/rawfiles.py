@@ -13,7 +13,7 @@ from benchcards.domain.errors import BenchcardsError
 if TYPE_CHECKING:
     from benchcards.read.store import Store
 
-__all__ = ["RawFileError", "raw_sources", "read_raw"]
+__all__ = ["RawFileError", "find_raw", "raw_sources"]
 
 
 class RawFileError(BenchcardsError, LookupError):
@@ -29,30 +29,43 @@ def raw_sources(store: Store) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-def read_raw(sha256: str, sources: list[tuple[str, int]]) -> bytes | None:
-    """The bytes of the first of ``sources`` that is still a regular file of its size with the hash
-    ``sha256`` (no link is followed), or None."""
+def find_raw(sha256: str, sources: list[tuple[str, int]]) -> tuple[bytes | None, str]:
+    """(the bytes, '') of the first of ``sources`` that is still the file that was ingested (a regular file of its
+    size with the hash ``sha256``; no link is followed), or
+    (None, why not, in words, for the first source: 'changed since it was ingested …', 'is no longer there', …).
+    Changed bytes are never returned."""
     import hashlib
 
-    for source, size in sources:
-        data = _read_regular(Path(source), int(size))
-        if data is not None and hashlib.sha256(data).hexdigest() == sha256:
-            return data
-    return None
+    why = "is not recorded anywhere"
+    for i, (source, size) in enumerate(sources):
+        data, problem = _read_regular(Path(source), int(size))
+        if data is not None and hashlib.sha256(data).hexdigest() != sha256:
+            data, problem = None, "changed since it was ingested: its bytes no longer match the recorded SHA-256"
+        if data is not None:
+            return data, ""
+        if i == 0:
+            why = problem
+    return None, why
 
 
-def _read_regular(path: Path, size: int) -> bytes | None:
-    """The bytes of the regular file ``path`` when it holds exactly ``size`` bytes (None otherwise)."""
+def _read_regular(path: Path, size: int) -> tuple[bytes | None, str]:
+    """(the bytes of the regular file ``path``, '') when it holds exactly ``size`` bytes; else (None, why not)."""
     import os
     import stat
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, "is no longer there"
     except OSError:
-        return None
+        return None, "can no longer be read as it was ingested (it is a link or cannot be opened)"
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
-            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None, "is no longer a regular file"
+        if st.st_size != size:
+            return None, f"changed since it was ingested: it holds {st.st_size:,} bytes, not {size:,}"
         data = fh.read(size + 1)
-    return data if len(data) == size else None
+    if len(data) != size:
+        return None, "changed since it was ingested: it changed while it was read"
+    return data, ""

@@ -14,7 +14,7 @@ import pandas as pd
 
 from benchcards.read import db
 from benchcards.read.paths import DEFAULT_DB
-from benchcards.read.rawfiles import RawFileError, read_raw
+from benchcards.read.rawfiles import RawFileError, find_raw
 
 __all__ = ["TRACE", "Store", "fetch", "trace"]
 
@@ -51,7 +51,8 @@ class Store:
 
     def raw_file(self, sha256: str, where: list[tuple[str, int]] | None = None) -> bytes:
         """Content of an ingested raw file, read from where it was ingested and checked
-        against its recorded SHA-256. Raises RawFileError when it is gone or changed.
+        against its recorded SHA-256. Raises RawFileError, saying whether it is gone or changed since it
+        was ingested (changed bytes are never returned).
 
         Only a regular file is read (a link put in its place is not followed), and no
         more bytes than were recorded. ``where``: the (source, bytes) rows of that file the
@@ -62,9 +63,9 @@ class Store:
             where = list(zip(rows.source, rows.bytes))
         if not where:
             raise RawFileError(f"no raw file with sha256 {sha256}")
-        data = read_raw(sha256, where)
+        data, why = find_raw(sha256, where)
         if data is None:
-            raise RawFileError(f"the raw file is no longer at {where[0][0]} (or it changed since ingest)")
+            raise RawFileError(f"the raw file at {where[0][0]} {why}")
         return data
 
 

@@ -37,6 +37,8 @@ class CardJob:
     knees: pd.DataFrame
     #: the build timeline a card shows (setups that are builds of one another share their group's)
     timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: raw files not in the site, and why (their source is gone, or changed since it was ingested)
+    gone: dict[str, str] = field(default_factory=dict)
 
 
 def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
@@ -83,7 +85,7 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
         html = card_page(env, c, path, inputs, depth={k: v.get(c.setup_id) for k, v in depth.items()},
                          conc=conc.get(c.setup_id),
                          knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
-                         raw=job.raw)
+                         raw=job.raw, gone=job.gone)
         writer.write(path, html)
     db.forget(job.db_path)
     return writer.entries, writer.written
@@ -116,7 +118,8 @@ def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, pd.DataFrame 
     return out
 
 
-def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str) -> dict | None:
+def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str,
+           gone: dict[str, str] | None = None) -> dict | None:
     """One ``cardview`` block as the template's ``block`` macro reads it (None: nothing to draw here)."""
     if isinstance(b, cardview.Table):
         return {"kind": "table", "t": table(b.df), "empty": b.empty} if not (b.df.empty and b.empty is None) else None
@@ -124,29 +127,31 @@ def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str) -> d
         files = b.df.copy()
         files["href"] = [f"raw/{h}.bin" if h in raw else None for h in files["SHA-256"]]
         files["name"] = [p.rsplit("/", 1)[-1] for p in files["File"]]
+        files["why"] = [f"Not in this site: it {gone[h]}." if gone and h in gone else None for h in files["SHA-256"]]
         return {"kind": "files", "note": b.note,
-                "t": table(files, links={"File": "href"}, downloads={"File": "name"}, up=up)}
+                "t": table(files, links={"File": "href"}, downloads={"File": "name"}, up=up, notes={"File": "why"})}
     if isinstance(b, cardview.Chart):
         return {"kind": "chart", "c": drawn[b.id]} if b.id in drawn else None
     if isinstance(b, cardview.Link):
         return {"kind": "link", "b": b} if b.site else None
     if isinstance(b, cardview.Details):
-        inner = [x for x in (_block(i, drawn, raw, up) for i in b.blocks) if x is not None]
+        inner = [x for x in (_block(i, drawn, raw, up, gone) for i in b.blocks) if x is not None]
         return {"kind": "details", "summary": b.summary, "blocks": inner}
     return {"kind": type(b).__name__.lower(), "b": b}
 
 
 def card_page(env: jinja2.Environment, c: card_data.Card, path: str, inputs: cardview.Inputs, *,
               depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
-              knee_points: dict[str, pd.DataFrame], raw: frozenset[str]) -> str:
+              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], gone: dict[str, str] | None = None) -> str:
     """The card of one setup: the sections of ``cardview.sections`` (the app's), in their order, with its charts
-    (their points and knee marks computed for many setups at once) and links to its raw files."""
+    (their points and knee marks computed for many setups at once) and links to its raw files (``gone``: those
+    not in the site, and why, said under their names)."""
     s = c.setup
     page = Charts()
     up = site.up(path)
     drawn = _card_charts(c, page, depth, conc, knee_points)
     inputs.charts = set(drawn)
-    shown = [{"s": sec, "blocks": [x for x in (_block(b, drawn, raw, up) for b in sec.blocks) if x is not None]}
+    shown = [{"s": sec, "blocks": [x for x in (_block(b, drawn, raw, up, gone) for b in sec.blocks) if x is not None]}
              for sec in cardview.sections(c, inputs)]
     tier = tier_of(c.row)
     model = site.model_key(c.row.get("model"))

@@ -136,18 +136,19 @@ def _vega_js(stamp: str, vl: str) -> str:
     return bundle
 
 
-def _raw_files(store: Store, writer: sitewrite.Writer) -> tuple[frozenset[str], list[str]]:
+def _raw_files(store: Store, writer: sitewrite.Writer) -> tuple[frozenset[str], dict[str, str]]:
     """Copy every raw file into raw/<sha256>.bin (files already there as written are kept without reading
-    their source). Returns the hashes present and those whose source is gone or changed."""
-    present, missing = set(), []
+    their source). Returns the hashes present, and those whose source is gone or changed with why, in words."""
+    present: set[str] = set()
+    missing: dict[str, str] = {}
     for sha, sources in rawfiles.raw_sources(store).items():
         rel = f"raw/{sha}.bin"
         if writer.keep_if_present(rel, sha):
             present.add(sha)
             continue
-        data = rawfiles.read_raw(sha, sources)
+        data, why = rawfiles.find_raw(sha, sources)
         if data is None:
-            missing.append(sha)
+            missing[sha] = why
             continue
         # named by content hash with a neutral extension: never served as HTML/SVG/JS
         writer.write_hashed(rel, data, sha)
@@ -194,7 +195,8 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         renderer = pool.CardPool(n_workers)
         try:
             renderer.warm(n_workers)
-            raw, raw_missing = _raw_files(store, writer) if with_raw else (frozenset(), [])
+            raw, gone = _raw_files(store, writer) if with_raw else (frozenset(), {})
+            raw_missing = list(gone)
             data = analysis_inputs.analysis_data(store)
             kn = analysis.knees(data)
             extras = _card_extras(store, kn, raw)
@@ -206,7 +208,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             for chunk in chunks:
                 prev = {p: e for p in (site.setup_path(s) for s in chunk) if (e := previous.get(p)) is not None}
                 job = CardJob(db_path, out, chunk, prev, raw, kn[kn.setup_id.isin(set(chunk))],
-                              {s: timelines[s] for s in chunk if s in timelines})
+                              {s: timelines[s] for s in chunk if s in timelines}, gone)
                 renderer.render(job, writer)
             _assets(writer, stamps, previous_stamps)
             pages = aggregate_pages(env, writer, store, ov, data, kn, base, build_groups)

@@ -27,6 +27,13 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "form-action 'none'")
 
 
+#: how each kind of ``fmt.word_runs`` run is drawn (its text escaped first)
+_RUN_HTML = {"text": "{}", "long": '<span class="lw">{}</span>', "break": "<wbr>"}
+#: and of ``fmt.command_runs``: a command's words never break (a flag such as --local-dir), long ones may
+_COMMAND_HTML = {"space": "{}", "text": '<span class="nw">{}</span>', "long": '<span class="lw">{}</span>',
+                 "break": "<wbr>"}
+
+
 def environment() -> jinja2.Environment:
     """The Jinja2 environment of the export: templates from benchcards/site/templates, autoescape always on."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
@@ -34,10 +41,11 @@ def environment() -> jinja2.Environment:
     # safe: script_json leaves no character that could end the <script> element or open markup
     env.filters["script_json"] = lambda v: markupsafe.Markup(script_json(v))  # noqa: S704
     env.filters["count"] = fmt.count
-    # safe: every run of the text is escaped; only the span around a long word is markup
+    # safe (both filters): every run of the text is escaped; only the spans around words and <wbr> are markup
     env.filters["words"] = lambda v: markupsafe.Markup("".join(  # noqa: S704
-        f'<span class="lw">{markupsafe.escape(p)}</span>' if long else str(markupsafe.escape(p))
-        for p, long in fmt.long_tokens(str(v))))
+        _RUN_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.word_runs(str(v))))
+    env.filters["command"] = lambda v: markupsafe.Markup("".join(  # noqa: S704
+        _COMMAND_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.command_runs(str(v))))
     return env
 
 
