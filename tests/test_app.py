@@ -81,10 +81,8 @@ def html_bodies(at) -> list[str]:
 
 
 def commands(at) -> list[str]:
-    """The commands the page shows in boxes (``ui.html.code``), as they copy."""
-    import html
-
-    return [html.unescape(re.sub(r"<[^>]+>", "", b)) for b in html_bodies(at) if b.startswith('<pre class="bc-code">')]
+    """The commands the page shows in code boxes, as they copy."""
+    return [c.value for c in at.code]
 
 
 def tables(at) -> list[pd.DataFrame]:

@@ -91,16 +91,20 @@ SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 @pytest.mark.parametrize("size", ["phone", "desktop"])
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
-def test_a_command_on_the_card_wraps_at_spaces_never_inside_a_flag(server, browser, size):  # noqa: F811
+def test_a_command_on_the_card_is_never_split_inside_a_flag_and_copies(server, browser, size):  # noqa: F811
+    """The app's command boxes do not wrap (a wrapped line split --local-dir after its hyphen on a phone): a long
+    command scrolls inside its box, never the page, and the box keeps its copy button."""
     page = open_page(browser, f"{server}/Setup_card?setup={SEED}", size)
     try:
-        box = page.locator("pre.bc-code", has_text="hf download").first
+        box = page.locator("[data-testid=stCode]", has_text="hf download").first
         box.scroll_into_view_if_needed()
-        lines = box.evaluate(LINES_JS)
-        assert "".join(lines).replace(" ", "") == box.inner_text().replace(" ", "").replace("\n", "")
+        pre = box.locator("pre").first
+        lines = pre.evaluate(LINES_JS)
         words = " ".join(lines).split()
         assert "--local-dir" in words and "--revision" in words, lines  # each flag whole on one line
-        assert box.evaluate("b => b.scrollWidth <= b.clientWidth + 1")  # wraps: no sideways scroll in the box
+        assert len(lines) == len(pre.inner_text().strip().splitlines()), lines  # the command's own lines, unwrapped
+        box.hover()
+        assert box.locator('button[aria-label="Copy to clipboard"]').count() == 1
         check_no_sideways_scroll(page)
     finally:
         page.context.close()

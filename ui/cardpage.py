@@ -14,7 +14,7 @@ from benchcards.read import card_data, rawfiles, reported
 from benchcards.read.card_data import Card
 from benchcards.read.store import Store
 from benchcards.views import cardview as cv
-from ui import common, html
+from ui import common
 from ui.common import md
 
 BADGE_COLOURS = {"synthetic": "orange", "summary only": "blue", "method test": "violet", "reported": "gray"}
@@ -90,7 +90,8 @@ def draw(store: Store, c: Card, b: object) -> None:
     elif isinstance(b, cv.Code):
         if b.caption:
             st.caption(md(b.caption))
-        st.html(html.code(b.text))
+        # st.code keeps its copy button; unwrapped, a long command scrolls inside its box and no flag is split
+        st.code(b.text, language="bash", wrap_lines=False)
     elif isinstance(b, cv.Facts):
         st.markdown("\n".join(f"- **{md(k)}**: {md(v)}" for k, v in b.rows))
     elif isinstance(b, cv.Details):

@@ -44,10 +44,6 @@ table.bc-table {{ border-collapse: collapse; width: 100%; font-size: 0.875rem; l
    may break inside instead of widening its column past the screen */
 .bc-table td:not(.num), .bc-card a {{ overflow-wrap: break-word; word-break: normal; }}
 .bc-lw {{ overflow-wrap: anywhere; }}
-/* a command (``code``): lines wrap at spaces, never inside a flag; no sideways scroll */
-.bc-code {{ white-space: pre-wrap; margin: 0 0 1rem; padding: 0.75rem 1rem; border-radius: 0.5rem;
-  background: rgba(128, 128, 128, 0.1); font-size: 0.85rem; line-height: 1.5; }}
-.bc-code code {{ background: none; padding: 0; font-size: inherit; white-space: inherit; }}
 /* a row's notes, drawn under it across the table (``table(below=...)``) */
 .bc-table tr.bc-above td {{ border-bottom: 0; }}
 .bc-table tr.bc-below td {{ padding-top: 0; font-size: 0.8rem; }}
@@ -174,17 +170,6 @@ def table(df: pd.DataFrame, *, links: Mapping[str, Sequence[str | None]] | None 
             if len(df.columns) > 3 else "")
     return (f'{hint}<div class="bc-scroll"><table class="bc-table"{aria}><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
-
-
-def code(text: str) -> str:
-    """A command in a box, its lines wrapping at spaces only (``fmt.command_runs``): a flag such as --local-dir is
-    never split at its hyphen, a long word (a hash) may break anywhere, a path after its '/'. The text copies as
-    written."""
-    from benchcards.domain import fmt
-
-    drawn = {"space": "{}", "text": '<span class="bc-nw">{}</span>', "long": '<span class="bc-lw">{}</span>',
-             "break": "<wbr>"}
-    return f'<pre class="bc-code"><code>{"".join(drawn[k].format(esc(r)) for k, r in fmt.command_runs(text))}</code></pre>'
 
 
 def _below_lines(df: pd.DataFrame, i: int, columns: Sequence[str], span: int) -> str:
