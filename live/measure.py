@@ -885,7 +885,7 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     title = given or f"{model_name} {user.quant or ''} on {gpu_name}, {engine} {version or ''}".replace("  ", " ")
     if not given:  # built from what the server said: keep it within the contract's limit
         title = _LINE_BREAKING.sub(" ", title)[:NAME_MAX].strip()
-    if info.demo and "demo" not in title.lower():
+    if info.demo and DEMO_SUFFIX.strip() not in title:  # "demo-model …, demo b9999-demo" is no label
         title = title[:NAME_MAX - len(DEMO_SUFFIX)].rstrip() + DEMO_SUFFIX
     argv = (shlex.split(user.server_cmd) if user.server_cmd and not server_cmd_problem(user.server_cmd, "")
             else []) or [f"{engine} (command not given)"]
