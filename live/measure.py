@@ -651,7 +651,7 @@ class Runner:
                 cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
                 sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
                 server_slots=info.slots if info else None,
-                server_ctx_per_slot=info.n_ctx if info else None,
+                server_ctx_per_slot=info.n_ctx if info else None, base_url=cfg.base_url,
                 **self._agent_method()),
             parts=TypeAdapter(list[PartStatus]).validate_python(self.parts), requests=self.records,
             notes=self.notes(),
