@@ -257,7 +257,7 @@ def _speed_method(prefill_depths: list[int], depths: list[int], slots: int, ctx:
     return {"parts": ["decode", "prefill", "conc", "l1", "ctx"], "prompt_ids": list(PROMPTS), "runs": 5,
             "warmups": 1, "max_tokens": 512, "min_decode_tokens": 256,
             "prefill_depths": prefill_depths, "prefill_runs": 3, "conc_levels": [1, 2, 4, 8],
-            "conc_rounds": 3, "conc_max_tokens": 512, "ctx_depths": depths, "ctx_runs": 2,
+            "conc_rounds": 3, "conc_max_tokens": 512, "l1_max_tokens": 8192, "ctx_depths": depths, "ctx_runs": 2,
             "cache_prompt": False, "thinking": False, "server_slots": slots, "server_ctx": ctx,
             "server_ctx_per_slot": ctx // slots}
 

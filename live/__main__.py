@@ -348,7 +348,7 @@ def add_demo_parser(sub: argparse._SubParsersAction) -> None:
                    help="every Nth token shares its event with the next, as llama-server does for a token "
                    "that ends in incomplete UTF-8 (0 = never)")
     s.add_argument("--fault", choices=["http500", "http429", "cut", "stall", "malformed", "no_done", "short", "die",
-                            "miscount"],
+                            "miscount", "buffer"],
                    help="misbehave (for tests)")
     s.add_argument("--fault-after", type=int, default=0, help="requests before the fault starts")
     s.add_argument("--quality-right", type=float, default=dd.quality_right,

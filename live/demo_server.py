@@ -26,7 +26,9 @@ Faults for tests can be set at start (``--fault``) or at run time with
 ``POST /_demo/faults {"fault": "http500", "after": 0, "count": 1}``: http500,
 http429, cut (close mid-stream), stall (stop sending mid-stream), malformed
 (a broken JSON event), no_done (no ``data: [DONE]``), short (23 tokens then stop),
-die (the process exits mid-stream), miscount (the prompt is counted 5 % longer than ``/tokenize`` says).
+die (the process exits mid-stream), miscount (the prompt is counted 5 % longer than ``/tokenize`` says),
+buffer (every token is held back and all of them leave in one write at the end, as a buffering proxy or a
+busy client would see them: the time to first token then includes the generation).
 
 Usage: python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --slots N ...]
 """
@@ -508,8 +510,14 @@ class DemoServer:
         cut_at = n // 2 if fault in ("cut", "stall", "die") else n
         job = _Job(writer=writer, events=framed, n=n, rate=rate, cut_at=cut_at,
                    done=asyncio.get_running_loop().create_future())
-        self.pacer.add(job)
-        await job.done
+        if fault == "buffer":  # generated at the configured rate, held back, then sent at once
+            await asyncio.sleep(gen_s)
+            writer.write(b"".join(ev for _, ev in framed))
+            job.writes, job.first_write = 1, time.perf_counter()
+            job.last_write = job.first_write
+        else:
+            self.pacer.add(job)
+            await job.done
         if cut_at < n:
             if fault == "stall":
                 await asyncio.sleep(3600)

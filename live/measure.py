@@ -662,7 +662,7 @@ class Runner:
                 cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
                 sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
                 server_slots=info.slots if info else None,
-                server_ctx_per_slot=info.n_ctx if info else None,
+                server_ctx_per_slot=info.n_ctx if info else None, base_url=cfg.base_url,
                 **self._agent_method()),
             parts=TypeAdapter(list[PartStatus]).validate_python(self.parts), requests=self.records,
             notes=self.notes(),
@@ -896,7 +896,7 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     title = given or f"{model_name} {user.quant or ''} on {gpu_name}, {engine} {version or ''}".replace("  ", " ")
     if not given:  # built from what the server said: keep it within the contract's limit
         title = _LINE_BREAKING.sub(" ", title)[:NAME_MAX].strip()
-    if info.demo and "demo" not in title.lower():
+    if info.demo and DEMO_SUFFIX.strip() not in title:  # "demo-model …, demo b9999-demo" is no label
         title = title[:NAME_MAX - len(DEMO_SUFFIX)].rstrip() + DEMO_SUFFIX
     argv = (shlex.split(user.server_cmd) if user.server_cmd and not server_cmd_problem(user.server_cmd, "")
             else []) or [f"{engine} (command not given)"]

@@ -524,6 +524,9 @@ class SpeedMethod(Strict):
                                           "messages = /v1/messages.")
     bench_settings: dict[str, str] = Field(
         default_factory=dict, description="Settings of the engine benchmark tool, column -> value as printed.")
+    base_url: Annotated[str, Field(max_length=2048, pattern=r"^https?://[^\s<>\"]+$")] | None = Field(
+        None, description="Address of the server the live client measured (its --base-url), so that the card's "
+                          "command measures the same one again.")
 
 
 class SpeedContract(RunBase):

@@ -485,3 +485,34 @@ def test_llama_cpp_python_depths_are_exact_and_counts_marked_estimated(llama_py,
     assert all(r.tokens_estimated and r.finish_reason == "length" and 48 <= r.output_tokens <= 56 for r in dec)
     card, _ = ingest_run(tmp_path, contract, info, cfg, log, gpu="CPU only", model_name="tiny llama-bpe")
     assert card.row["engine"] == "llama-cpp-python" and card.value("measured_depth", "prefill", 4096) == 4096
+
+
+@pytest.mark.integration
+def test_a_buffered_stream_fails_its_prefill_step_and_gives_no_headline(tmp_path):
+    """A stream held back and sent at once (a buffering proxy, a busy client): the TTFT includes the time the
+    server spent generating, so prefill from it is no prompt timing. Every request of the step is refused
+    with a reason that names the buffering (not a decode rate: a prefill step has no decode figure), the
+    step fails, and the card, its tiles and the overview give no prefill figure for it."""
+    s = demo_server(decode_tps=80, prefill_tps=20000, fault="buffer")
+    try:
+        cfg = small(s.url, parts=("prefill",), prefill_depths=(2048, 8192), prefill_runs=3)
+        contract, info, log = measure(cfg)
+    finally:
+        s.stop()
+    pre = step(contract, "prefill")
+    assert pre.status == "failed" and "the stream was buffered" in pre.reason, pre.reason
+    assert "decode rate" not in pre.reason and "before the end of the response" in pre.reason
+    card, _ = ingest_run(tmp_path, contract, info, cfg, log, gpu="Demo GPU", vram_gib=24)
+    db = tmp_path / "live.duckdb"
+    assert all(card.value(m, level=d) is None for m in ("prefill", "ttft") for d in (2048, 8192))
+    computed = card.parts[card.parts.origin == "computed"]
+    assert set(computed.part) == {"prefill/prose/2048", "prefill/prose/8192"} and len(computed) == 6
+    # 15 tokens after the first at the demo's 80 tok/s (a little less at depth) hide in each TTFT
+    hidden = {"prefill/prose/2048": "about 0.19 s of generation", "prefill/prose/8192": "about 0.20 s of generation"}
+    assert all(hidden[p] in r for p, r in zip(computed.part, computed.reason)), computed.reason.tolist()
+    tiles = {t.label: t.value for t in card_tables.headline_tiles(card)}
+    assert tiles["First token at 2K"] == tiles["Prefill at 8K"] == "—"
+    row = overview_rows.overview(Store(db)).iloc[0]
+    assert row["prefill_8k_tps"] is None or row["prefill_8k_tps"] != row["prefill_8k_tps"]  # missing, not ranked
+    runs = card_tables.runs_table(card)
+    assert "the stream was buffered" in runs["Failed / repeated / skipped"].iloc[0]

@@ -16,7 +16,7 @@ from live.__main__ import main
 from live.client import RawStream
 from live.job import LiveJob
 from live.measure import MeasureConfig, SetupInput
-from schemas.models import RequestRecord, ServerTimings, Setup, SpeedContract
+from schemas.models import RequestRecord, ServerTimings, Setup, SpeedContract, SpeedMethod
 from tests.hostile_servers import RAW, HostileServer
 
 pytestmark = pytest.mark.integration
@@ -374,3 +374,44 @@ def test_server_info_nested_without_end_is_not_given(capsys, tmp_path):
     assert rc == 0 and "Traceback" not in err and "RecursionError" not in err, err
     [(setup, [contract])] = stored(tmp_path / "out")
     assert contract.method.server_slots is None and setup.model.name == "unknown model"
+
+
+@pytest.mark.unit
+def test_a_prefill_request_is_judged_by_its_prompt_timing_not_by_a_decode_rate():
+    """The newcomer's three 2K prefill requests: 16 answer tokens the server generated over 190 ms. Two
+    reached the client within 32 µs (a 'decode rate' of 4.6e5 tok/s), one within 2 ms at the end of the
+    response: all three are one buffered stream, each refused for its time to first token, none for a decode
+    rate (a prefill step has no decode figure), and the step gives no prefill figure."""
+    timed = ServerTimings(prompt_n=2048, prompt_ms=682.7, predicted_n=16, predicted_ms=190.0)
+    def pre(t_first, t_last, rnd):
+        return _record(part="prefill", prompt_id="prose", depth=2048, prompt_tokens=2048, output_tokens=16,
+                       events=16, text_bytes=64, t_send=0.0, t_first=t_first, t_last=t_last, t_end=t_last + 0.0001,
+                       timings=timed, round=rnd)
+    recs = [pre(0.896, 0.896032, 0), pre(0.896, 0.896032, 1), pre(0.894, 0.896, 2)]
+    for r in recs:
+        why = record_problem(r, 16) or ""
+        assert "the stream was buffered" in why and "decode rate" not in why, why
+    contract = SpeedContract.model_construct(
+        schema_version="1", kind="speed", run_id="r", setup_id="s", requests=recs, parts=[],
+        method=SpeedMethod(parts=["prefill"], prompt_ids=["prose"], prefill_depths=[2048], prefill_max_tokens=16))
+    result = speed_from_records(contract)
+    assert not [m for m in result.metrics if m.metric in ("prefill", "ttft")]
+    assert [s for s, _ in result.failed_steps] == ["prefill/prose/2048"] * 3
+    # the same answer streamed as it was generated is a prompt timing: it passes
+    live = pre(0.706, 0.896, 0)
+    assert record_problem(live, 16) is None
+
+
+@pytest.mark.unit
+def test_one_refused_request_fails_its_step_and_the_step_gives_no_figure():
+    """Prefill at 2K with one of three requests refused: the step fails, and no figure rests on the two left
+    (a 'Prefill at 2K · Runs 2' beside a failed step would be a headline from a failed step)."""
+    ok = {"part": "prefill", "prompt_id": "prose", "depth": 2048, "prompt_tokens": 2048, "output_tokens": 16,
+          "events": 16, "text_bytes": 64, "t_first": 0.7, "t_last": 0.9, "t_end": 0.9}
+    recs = [_record(**ok, round=0), _record(**ok, round=1), _record(**{**ok, "output_tokens": 40}, round=2)]
+    contract = SpeedContract.model_construct(
+        schema_version="1", kind="speed", run_id="r", setup_id="s", requests=recs, parts=[],
+        method=SpeedMethod(parts=["prefill"], prompt_ids=["prose"], prefill_depths=[2048], prefill_max_tokens=16))
+    result = speed_from_records(contract)
+    assert not [m for m in result.metrics if m.metric in ("prefill", "ttft")]
+    assert [s for s, _ in result.failed_steps] == ["prefill/prose/2048"]

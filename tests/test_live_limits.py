@@ -226,7 +226,8 @@ def test_an_honest_server_passes():
 
 def test_ingest_leaves_out_implausible_records(tmp_path):
     """Any contract (not only live ones): a decode record claiming more tokens than its max_tokens, or than
-    the text it received, is left out with the reason; the headline comes from the plausible runs only."""
+    the text it received, is left out with the reason, and its step fails: the step gives no figure (not one
+    from the runs that are left) and the run no headline."""
     sp = speed_contract()
     sp["method"]["max_tokens"] = 512
     reqs = [r for r in sp["requests"] if r["part"] != "decode" or r["prompt_id"] != "code" or r.get("warmup")]
@@ -245,7 +246,10 @@ def test_ingest_leaves_out_implausible_records(tmp_path):
         "asked for; the request is left out",
         "decode/code round 3: the server counted 600 completion tokens for max_tokens 512: more than it was asked "
         "for; the request is left out"]
-    assert card.value("decode", "code") == pytest.approx(25.0)  # median of 30 and 20 tok/s, the liar left out
+    assert card.value("decode", "code") is None and card.value("decode") is None
+    assert card.value("decode", "prose") is not None  # the other prompt's step passed
+    failed = card.parts[(card.parts.status == "failed") & (card.parts.origin == "computed")]
+    assert failed.part.tolist() == ["decode/code", "decode/code"]
 
 
 # --------------------------------------------------------------------------- 4-6: arguments and exit codes

@@ -86,7 +86,9 @@ def test_a_title_at_the_limit_against_the_demo_server_is_written_as_a_method_tes
     assert long["title"] == "T" * (NAME_MAX - len(" (demo server)")) + " (demo server)"
     assert long["method_test"] is True and long["synthetic"] is True
     [blank] = setups.values()
-    assert blank["title"] == "demo-model on CPU only, demo b9999-demo" and blank["method_test"] is True
+    # the title built from what the server said ends with the label too (it has "demo" in it, but says no more
+    # than the model's and the build's names: README, "title ending in (demo server)")
+    assert blank["title"] == "demo-model on CPU only, demo b9999-demo (demo server)" and blank["method_test"] is True
     card = card_data.card(Store(tmp_path / "db.duckdb"), long_id)
     assert "1 run per prompt after 1 warm-up," in (decode_context(card) or "")  # was "1 runs per prompt"
     # Reproduce repeats the stored title as it is (it added " (repeat)": 214 characters, refused by its own

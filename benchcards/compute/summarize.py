@@ -57,6 +57,14 @@ PER_TOKEN_PARTS = frozenset({"decode", "conc", "l1", "ctx"})
 #: tokens counted beyond what the events carry: the end-of-generation token and one control token stream
 #: no text
 TOKENS_WITHOUT_EVENT = 2
+#: parts whose figures time the first token (prefill from the TTFT at a depth): there a stream whose tokens
+#: were held back and arrived together puts generation time into the TTFT (docs/definitions.md#buffered)
+TTFT_PARTS = frozenset({"prefill", "ctx"})
+#: a stream is buffered when its first token reached the client less than this share of the server's own
+#: generation time (timings.predicted_ms) before the response ended ...
+BUFFERED_SHARE = 0.5
+#: ... and the generation time that hides in its TTFT is at least this long (a fast engine's jitter is not)
+BUFFERED_MIN_S = 0.01
 
 # Names, units and decimals of every metric live in ``benchcards.domain.metrics`` (the registry).
 
@@ -250,14 +258,52 @@ def timings_problem(t: ServerTimings) -> str | None:
     return None
 
 
+def _span_text(seconds: float) -> str:
+    return f"{seconds * 1000:.3g} ms"
+
+
+def buffered_problem(r: RequestRecord) -> str | None:
+    """Why a request's stream was buffered, so that its TTFT holds generation time, or None
+    (docs/definitions.md#buffered).
+
+    With the server's ``timings``: its first token reached the client less than ``BUFFERED_SHARE`` of the
+    server's generation time before the response ended, hiding at least ``BUFFERED_MIN_S``. Without them:
+    its tokens arrived faster than any hardware generates (``plausible.rate_problem``).
+    """
+    n = r.output_tokens or 0
+    if n < 2 or r.t_first is None:
+        return None
+    end = r.t_end if r.t_end is not None else r.t_last
+    t = r.timings
+    if t is not None and t.predicted_ms and (t.predicted_n or 0) > 1:
+        gen = t.predicted_ms / 1000
+        tail = max(0.0, (end or r.t_first) - r.t_first)
+        if tail >= BUFFERED_SHARE * gen or gen - tail < BUFFERED_MIN_S:
+            return None
+        return (f"its first token reached the client {_span_text(tail)} before the end of the response, but the "
+                f"server spent {_span_text(gen)} generating its {n:,} tokens: the stream was buffered (held "
+                f"back on the way, or read late by a busy client), so its time to first token includes about "
+                f"{gen - tail:.2f} s of generation")
+    if r.t_last is not None and (why := plausible.rate_problem(stats.decode_rate(n, r.t_first, r.t_last), "decode")):
+        return (f"its {n:,} tokens reached the client within {_span_text(r.t_last - r.t_first)} ({why}): the "
+                "stream was buffered, so its time to first token includes generation time")
+    return None
+
+
 def client_rates_problem(r: RequestRecord) -> str | None:
     """Why the rates a request's own clock gives (decode from first to last token, prefill from its TTFT)
-    cannot be real, or None."""
+    cannot be real, or None. In a part that times the first token (``TTFT_PARTS``) a buffered stream
+    (``buffered_problem``) is named first; a prefill step's few answer tokens are no decode figure, so
+    there the decode rate is not checked on its own."""
     n = r.output_tokens or 0
-    if n > 1 and r.t_first is not None and r.t_last is not None and r.t_last > r.t_first:
+    if r.part in TTFT_PARTS and (why := buffered_problem(r)):
+        return f"the client's prompt timing: {why}"
+    if (r.part != "prefill" and n > 1 and r.t_first is not None and r.t_last is not None
+            and r.t_last > r.t_first):
         why = plausible.rate_problem(stats.decode_rate(n, r.t_first, r.t_last), "decode")
         if why:
-            return f"the client's decode timing: {why}"
+            return (f"the client's decode timing: {why}; its {n:,} tokens reached the client within "
+                    f"{_span_text(r.t_last - r.t_first)}, so the stream was buffered")
     ttft = _ttft(r)
     if ttft is not None and r.prompt_tokens:
         why = plausible.rate_problem(r.prompt_tokens / ttft, "prefill")
@@ -316,7 +362,11 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
     for i, r in enumerate(contract.requests):
         if r.error is None and (why := record_problem(r, max_tokens.get(r.part))):
             implausible[i] = why
-    recs = [r for i, r in enumerate(contract.requests) if _usable(r) and i not in implausible]
+    # a refused request fails its step, and a failed step gives no figure: the rest of its requests are left
+    # out too (as for a short decode run or a prompt of another depth), so no headline rests on what is left
+    refused = {_step(contract.requests[i]) for i in implausible if not contract.requests[i].warmup}
+    recs = [r for i, r in enumerate(contract.requests) if _usable(r) and i not in implausible
+            and _step(r) not in refused]
 
     _record_warnings(contract, implausible, warns, failed)
     _decode_metrics(contract, recs, metrics, warns, failed)
@@ -327,6 +377,11 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
     if method.server_slots is not None:
         metrics.append(Metric("slots", float(method.server_slots), None, None, None))
     return SpeedResult(metrics=metrics, warnings=warns, failed_steps=failed)
+
+
+def _step(r: RequestRecord) -> tuple[str, str | None, int | None]:
+    """The step a request belongs to: its part, prompt and depth or concurrency (as ``_label`` names it)."""
+    return (r.part, r.prompt_id, r.depth or r.concurrency)
 
 
 def _record_warnings(contract: SpeedContract, implausible: dict[int, str], warns: list[Warn],
@@ -491,7 +546,7 @@ def _depth_metrics(recs: list[RequestRecord], min_tokens: int, metrics: list[Met
             else:
                 rates2 = [x for r in rows if r.t_first is not None and r.t_last is not None
                           and (x := stats.decode_rate(r.output_tokens or 0, r.t_first, r.t_last)) is not None
-                          and (r.output_tokens or 0) >= min_tokens]
+                          and (r.output_tokens or 0) >= min_tokens and not plausible.rate_problem(x, "decode")]
                 if rates2:
                     metrics.append(Metric(dec_name, stats.median(rates2) or 0.0, None, depth, len(rates2)))
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from benchcards.domain import flags, fmt
+from benchcards.domain import flags, fmt, metrics
 from benchcards.domain.wrappers import split_command
 from benchcards.read.card_data import Card
 from benchcards.views.method_text import relevant_fields, sampling_words, stored_method
@@ -181,25 +181,46 @@ def _setup_argv(card: Card, server_cmd: bool = True) -> list[str]:
     else:
         values["gpu"] = "cpu"  # the live client needs it said: no GPU is never assumed
     if server_cmd and not s.server.argv[0].endswith("(command not given)"):
-        values["server_cmd"] = shlex.join(s.server.argv)
+        values["server_cmd"] = shlex.join(shown_argv(card))  # the command step 2 starts, model path and all
     given = {k: v for k, v in values.items() if v is not None}
     return to_argv(SetupSettings(**given), given) + to_argv(OutputSettings(ingest=True), ["ingest"])
 
 
-def _target_argv(card: Card) -> list[str]:
-    """``--base-url`` of the server step 2 starts (live.settings.TargetSettings): its --port, else 8080."""
+def _target_argv(card: Card, recorded: object = None) -> list[str]:
+    """``--base-url`` of the server to measure (live.settings.TargetSettings): where step 2's server command
+    listens (its --port, else the client's default address, llama-server's own port); without a command, the
+    address the run ``recorded`` (its method's ``base_url``), else the client's default."""
     from live.settings import TargetSettings, to_argv
 
-    port = flags.settings(card.setup.server.argv).get("port")
-    port_text = str(port) if isinstance(port, str) and port.isdigit() else "8080"
-    return to_argv(TargetSettings.model_construct(base_url=f"http://127.0.0.1:{port_text}"), ["base_url"])
+    argv = card.setup.server.argv
+    url = TargetSettings().base_url
+    if flags.command_given(argv):
+        port = flags.settings(argv).get("port")
+        if isinstance(port, str) and port.isdigit():
+            url = f"http://127.0.0.1:{port}"
+    elif isinstance(recorded, str) and recorded:
+        url = recorded
+    return to_argv(TargetSettings.model_construct(base_url=url), ["base_url"])
+
+
+def parts_caption(card: Card) -> str:
+    """' --parts names the parts by their codes: decode (Decode), l1 (One long answer), …' for the parts the
+    speed runs' commands name, in the card's words (benchcards.domain.metrics.PARTS); '' when there are none."""
+    from live.settings import PARTS
+
+    codes = dict.fromkeys(p for r in card.runs_of_kind("speed")
+                          for p in stored_method(r.get("method_json")).get("parts") or [] if p in PARTS)
+    if not codes:
+        return ""
+    return " --parts names the parts by their codes: " + ", ".join(
+        f"{p} ({metrics.part_label(p)})" for p in codes) + "."
 
 
 def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
     """The ``python -m live measure`` command that repeats a speed run with its settings, and notes on what
     it cannot repeat. Its options are live.settings' (the command line of ``python -m live measure`` is built
     from the same models), so it parses back to the settings the run recorded."""
-    from live.settings import LIVE_SAMPLING, PARTS, to_argv
+    from live.settings import LIVE_SAMPLING, PARTS, SpeedSettings, flag_of, to_argv
 
     notes: list[str] = []
     parts = list(dict.fromkeys(p for p in method.get("parts", []) if p in PARTS))
@@ -208,8 +229,13 @@ def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
                      "the benchcards way (decode, prefill at depth, requests at once) instead.")
         parts = ["decode", "prefill", "conc"]
     speed, names = _recorded_speed(method, parts, notes)
+    if "l1" in parts and "l1_max_tokens" not in names:
+        notes.append(f"The token limit of the long answer is not recorded; the command leaves "
+                     f"{flag_of(SpeedSettings, 'l1_max_tokens')} at the live client's default "
+                     f"({fmt.number(speed.l1_max_tokens, 0)}).")
     args = ["python", "-m", "live", "measure",
-            *_target_argv(card), *to_argv(speed, names, always=["thinking"]), *_setup_argv(card)]
+            *_target_argv(card, method.get("base_url")), *to_argv(speed, names, always=["thinking"]),
+            *_setup_argv(card)]
     sent = method.get("sampling") or {}
     if any(k in LIVE_SAMPLING and v != LIVE_SAMPLING[k] for k, v in sent.items()):
         notes.append(f"The live client sends {sampling_words(LIVE_SAMPLING)}; this run sent {sampling_words(sent)}.")
@@ -451,7 +477,8 @@ def reproduce(card: Card) -> Reproduce:
     if out.measure:
         many = len(out.measure) > 1
         out.steps.append(Step("3. Measure it", f"With the settings of this setup's speed run{'s' if many else ''}"
-                                               + (", one command per run." if many else "."),
+                                               + (", one command per run." if many else ".")
+                                               + parts_caption(card),
                               [(f"Run {rid}", cmd) for rid, cmd in out.measure.items()]))
     else:
         out.steps.append(Step("3. Measure it", "No speed run is recorded for this setup, so there are no settings "
