@@ -45,6 +45,8 @@ class _Visible(HTMLParser):
         self.only, self.parts, self._stack = only, [], []
 
     def handle_starttag(self, tag, attrs):
+        if tag == "wbr":  # a place a line may break, not a space: the text copies without one
+            return
         if tag in self.VOID:
             self.parts.append(" ")
             return
