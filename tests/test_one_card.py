@@ -76,7 +76,7 @@ def test_measure_quality_and_fit_of_one_server_make_one_card(tmp_path, sampling)
 
 
 def test_a_fit_of_another_command_is_its_own_setup_and_says_how_to_join(tmp_path):
-    out, db = tmp_path / "out", tmp_path / "db.duckdb"
+    out = tmp_path / "out"
     port = free_port()
     given = [*DEMO, "-c", "16384"]
     server = Server([*given, "--port", str(port)], port)
