@@ -73,23 +73,27 @@ def _fit_templates(folder: Path) -> list[list[str]]:
     return out
 
 
-def _one_server(stored: Setup, new: Setup, templates: list[list[str]]) -> bool:
-    """Whether one of the two setups is a memory test's and the other's command is its template filled in."""
-    fit, other = (new, stored) if new.server.ctx_source == FIT_CTX_SOURCE else (stored, new)
-    if fit.server.ctx_source != FIT_CTX_SOURCE:
-        return False
-    return fit.server.argv == other.server.argv or any(same_server(other.server.argv, t) for t in templates)
+def _one_server(stored: Setup, new: Setup, stored_templates: list[list[str]], new_template: list[str] | None) -> bool:
+    """Whether one of the two setups is a memory test's and the other's command is its template filled in
+    (a new memory test's template, else a template of the memory tests stored with ``stored``)."""
+    if new_template is not None and new.server.ctx_source == FIT_CTX_SOURCE:
+        return same_server(stored.server.argv, new_template)
+    if stored.server.ctx_source == FIT_CTX_SOURCE:
+        return any(same_server(new.server.argv, t) for t in stored_templates)
+    return False
 
 
-def setup_differences(stored: Setup, new: Setup, templates: list[list[str]] | None = None) -> list[str]:
+def setup_differences(stored: Setup, new: Setup, stored_templates: list[list[str]] | None = None,
+                      new_template: list[str] | None = None) -> list[str]:
     """The fields in which ``new`` describes another setup than ``stored`` ('server.argv', 'notes', ...);
     empty when they are the same setup. The dates of the measurements are not compared (they are merged).
-    ``templates``: the memory tests' command templates of the two; a memory test's setup and another of the
-    same server (its command is a template filled in) differ only where they differ besides ``_FIT_OWN``."""
+    ``stored_templates``: the command templates of the memory tests stored with ``stored``; ``new_template``:
+    the new run's, when it is a memory test. A memory test's setup and another of the same server (its
+    command is the template filled in) differ only where they differ besides ``_FIT_OWN``."""
     a = stored.model_dump(exclude={"measured_at", "setup_id"})
     b = new.model_dump(exclude={"measured_at", "setup_id"})
     out = _field_differences(a, b)
-    if templates is not None and _one_server(stored, new, templates):
+    if _one_server(stored, new, stored_templates or [], new_template):
         out = [d for d in out if d not in _FIT_OWN]
     return out
 
@@ -130,7 +134,7 @@ def place_setup(out: Path, setup: Setup, template: list[str] | None = None) -> t
             stored = Setup.model_validate_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # not a setup this run can join; it is left as it is
-        diffs = setup_differences(stored, candidate, _fit_templates(folder) + ([template] if template else []))
+        diffs = setup_differences(stored, candidate, _fit_templates(folder), template)
         if not diffs:
             dates = sorted(set(stored.measured_at) | set(candidate.measured_at))
             fits = [x.server.ctx_source == FIT_CTX_SOURCE for x in (stored, candidate)]

@@ -93,3 +93,25 @@ def test_a_fit_of_another_command_is_its_own_setup_and_says_how_to_join(tmp_path
     note = fit.stderr.split("note: stored as setup", 1)[1]
     assert "sampling.top_p" in note and "server.argv" in note
     assert "give the same ones" in note and "the same command with {ctx}" in note
+
+
+def test_a_measurement_after_the_memory_test_joins_it_and_gives_the_setup_its_command(tmp_path):
+    """The other order: the memory test first (its setup names the command of its largest size), then the
+    server measured at another size of the same command: one setup, now with the command measured."""
+    out = tmp_path / "out"
+    fit = live("fit", "--server-cmd", shlex.join([*DEMO, "-c", "{ctx}"]), "--sizes", "4K", "--memory", "none",
+               "--gpu", "cpu", "--title", "Fit first", "--out", str(out))
+    assert fit.returncode == 0, fit.stderr
+    given = [*DEMO, "-c", "16384"]
+    port = free_port()
+    server = Server([*given, "--port", str(port)], port)
+    try:
+        r = live("measure", "--base-url", server.url, "--parts", "decode", "--runs", "1", "--warmups", "0",
+                 "--max-tokens", "64", "--min-decode-tokens", "16", "--server-cmd", shlex.join(given), "--gpu", "cpu",
+                 "--title", "Fit first", "--out", str(out))
+    finally:
+        server.stop()
+    assert r.returncode == 0 and "stored as setup" not in r.stderr, r.stderr
+    (path,) = out.glob("*/setup.json")
+    assert Setup.model_validate_json(path.read_text()).server.argv == given
+    assert sorted(p.parent.parent.name for p in path.parent.glob("*/*/contract.json")) == ["fit", "speed"]
