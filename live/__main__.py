@@ -132,13 +132,14 @@ def ingest_folder(run_dir: Path, db: str) -> int:
 def speed_config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
     """(the MeasureConfig of the target and speed options, problems one line each)."""
     from live.measure import MeasureConfig
-    from live.settings import SpeedSettings, TargetSettings, build, from_args
+    from live.settings import SpeedSettings, TargetSettings, build, from_args, sampling_from_args
 
     target, problems = from_args(TargetSettings, args)
     speed, more = from_args(SpeedSettings, args)
-    if problems or more:
-        return None, problems + more
-    return build(MeasureConfig, {**target, **speed})
+    sampling, bad = sampling_from_args(args)
+    if problems or more or sampling is None:
+        return None, problems + more + bad
+    return build(MeasureConfig, {**target, **speed, "sampling": sampling.sent(), "sampling_source": sampling.source})
 
 
 def _measure_inputs(args: argparse.Namespace) -> tuple[object | None, object | None, list[str]]:
@@ -304,7 +305,14 @@ def cmd_tiny(args: argparse.Namespace) -> int:
 
 def add_measure_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The ``measure`` subcommand: every option from the settings models (live.settings)."""
-    from live.settings import OutputSettings, SetupSettings, SpeedSettings, TargetSettings, add_options
+    from live.settings import (
+        OutputSettings,
+        SetupSettings,
+        SpeedSettings,
+        TargetSettings,
+        add_options,
+        add_sampling_options,
+    )
 
     m = sub.add_parser("measure", help="measure a running server and write a raw setup folder",
                        description="Measure decode, prefill at depth, requests at once, a long answer and long "
@@ -314,6 +322,7 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     add_options(m, SpeedSettings)
     add_options(m, TargetSettings, only=("allow_remote",))
     add_options(m, OutputSettings, defaults=OutputSettings.defaults())
+    add_sampling_options(m)
     add_options(m.add_argument_group("the setup (what the server cannot tell)"), SetupSettings)
     m.set_defaults(func=cmd_measure)
     return m

@@ -39,9 +39,9 @@ from live.engine_log import EngineLog
 from live.launcher import NotReady, ServerTemplate
 from live.measure import MeasureConfig, Runner, ServerInfo, SetupInput, build_setup, probe, reason_text, slug
 from live.settings import FIT_MAX_SIZE as MAX_SIZE
-from live.settings import FIT_MEMORY, FitSettings
+from live.settings import FIT_MEMORY, FitSettings, SamplingSettings
 from live.settings import FIT_MIN_SIZE as MIN_SIZE
-from live.setups import place_setup
+from live.setups import FIT_CTX_SOURCE, place_setup
 from schemas.models import (
     SCHEMA_VERSION,
     Attachment,
@@ -67,6 +67,7 @@ class FitConfig(FitSettings):
     sample_interval_s: float = memsample.INTERVAL_S
     thinking: bool | None = False
     env: dict[str, str] = Field(default_factory=dict)
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)  # what the request sends (and the setup)
 
     @field_validator("sizes")
     @classmethod
@@ -150,6 +151,7 @@ class FitRun:
     template: ServerTemplate
     memory: list[memsample.StepMemory]
     answered_argv: list[str] | None
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
 
 
 def prompt_target(served: int, ctx: int, fill_pct: float, max_tokens: int) -> int:
@@ -217,7 +219,8 @@ class FitRunner:
         self.not_tried()
         return FitRun(self.contract(started), self.info or ServerInfo(False, "unknown", None, None, None, None,
                                                                         None, False, error="no size loaded"),
-                      self.folder, self.log, self.stopped, self.template, self.memory, self.answered_argv)
+                      self.folder, self.log, self.stopped, self.template, self.memory, self.answered_argv,
+                      self.cfg.sampling)
 
     # ------------------------------------------------------------------ one size
     def one_size(self, i: int, ctx: int) -> FitStep | None:
@@ -268,7 +271,8 @@ class FitRunner:
         self.say(f"size {ctx}: ready after {load_s:.2f} s")
         sampler.phase("answer")
         mcfg = MeasureConfig(base_url=server.base_url, parts=("ctx",), max_tokens=self.cfg.max_tokens,
-                             read_timeout=self.cfg.read_timeout_s, allow_remote=True, thinking=self.cfg.thinking)
+                             read_timeout=self.cfg.read_timeout_s, allow_remote=True, thinking=self.cfg.thinking,
+                             sampling=self.cfg.sampling.sent())
         runner = Runner(mcfg, None, self.stop)
         runner.watch_stop()
         try:
@@ -423,6 +427,13 @@ def run_fit(cfg: FitConfig, on_event: Callable[[FitEvent], None] | None = None,
         launcher.stop_all("the memory test ended")
 
 
+def given_template(run: FitRun) -> list[str]:
+    """The memory test's command template as the user gave it (less what benchcards added): how
+    ``live.setups.place_setup`` knows the setup of the same server measured at one of its sizes."""
+    items, added = list(run.template.items), list(run.template.added)
+    return items[:len(items) - len(added)] if added and items[-len(added):] == added else items
+
+
 def fit_setup(run: FitRun, user: SetupInput, base: Setup | None = None) -> Setup:
     """The setup of a memory test: the user's answers plus what the server said; its argv is the command of
     the largest size that answered (else the first size's), without the port benchcards picked."""
@@ -438,9 +449,9 @@ def fit_setup(run: FitRun, user: SetupInput, base: Setup | None = None) -> Setup
     if not info.model_path:
         model = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-m", "--model")), None)
         info.model_path = model
-    setup = build_setup(user, info, MeasureConfig(base_url="http://127.0.0.1:1"))
-    server = setup.server.model_copy(update={"argv": shown, "ctx_source": "the largest context that answered "
-                                             "benchcards' memory test (the server was restarted per size)"})
+    setup = build_setup(user, info, MeasureConfig(base_url="http://127.0.0.1:1", sampling=run.sampling.sent(),
+                                                  sampling_source=run.sampling.source))
+    server = setup.server.model_copy(update={"argv": shown, "ctx_source": FIT_CTX_SOURCE})
     return setup.model_copy(update={"server": server, "provenance": (setup.provenance or "").replace(
         "measured live with benchcards against http://127.0.0.1:1",
         "memory test measured live with benchcards (it started the server itself)")})
@@ -452,7 +463,7 @@ def write_fit_folder(out: Path, setup: Setup, run: FitRun) -> Path:
 
     The run joins ``out/<setup_id>`` only when its setup.json describes the same setup, else a separate one
     (``live.setups.place_setup``, the rule of every live kind; call it first to learn where and why)."""
-    setup, _ = place_setup(out, setup)  # never into a stored setup that describes another one
+    setup, _ = place_setup(out, setup, given_template(run))  # never into a stored setup that describes another one
     folder = out / setup.setup_id
     run_dir = folder / "fit" / run.contract.run_id
     run_dir.mkdir(parents=True, exist_ok=True)

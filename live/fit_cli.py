@@ -39,7 +39,7 @@ exit status:
 
 def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFormatter]) -> None:
     """The ``fit`` subcommand: its options from live.settings (FitSettings and the setup options)."""
-    from live.settings import FitSettings, OutputSettings, SetupSettings, add_options
+    from live.settings import FitSettings, OutputSettings, SetupSettings, add_options, add_sampling_options
 
     f = sub.add_parser("fit", help="the memory test: restart the server per context size, fill it, ask",
                        description="Start the server once per context size from a command template, fill about "
@@ -47,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFor
                        "contract that `python -m ingest` accepts.", epilog=FIT_EPILOG, formatter_class=formatter)
     add_options(f, FitSettings)
     add_options(f, OutputSettings, defaults=OutputSettings.defaults())
+    add_sampling_options(f)
     add_options(f.add_argument_group("the setup (what the server cannot tell)"), SetupSettings,
                 skip=("server_cmd", "server_log", "attach"))
     f.set_defaults(func=cmd_fit)
@@ -55,11 +56,15 @@ def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFor
 def _config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
     from live.fit import FitConfig
     from live.measure import hardware_problems, name_problem
-    from live.settings import FitSettings, build, from_args
+    from live.settings import FitSettings, build, from_args, sampling_from_args
 
     problems = [] if args.setup_file else hardware_problems(args.gpu, args.vram_gib)
     problems += [p for p in (name_problem(args.title, "--title"),) if p]
     values, more = from_args(FitSettings, args)
+    sampling, bad_sampling = sampling_from_args(args)
+    if sampling is None:
+        return None, problems + more + bad_sampling
+    values["sampling"] = sampling
     problems += more
     if more:
         values.pop("sizes", None)
@@ -97,7 +102,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from ingest.errors import safe
     from live import launcher
     from live.__main__ import ingest_folder, refuse, setup_input, setup_problems
-    from live.fit import FitConfig, fit_setup, headline, run_fit, write_fit_folder
+    from live.fit import FitConfig, fit_setup, given_template, headline, run_fit, write_fit_folder
     from live.measure import SetupInput
     from live.setups import place_setup
     from live.stopping import stop_on_signals
@@ -136,7 +141,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                                                if sys.argv[1:2] == ["fit"] else None})
     run.contract = contract
     try:
-        setup, placed = place_setup(Path(args.out), setup)  # the rule of every live kind (live.setups)
+        setup, placed = place_setup(Path(args.out), setup, given_template(run))  # every live kind's rule (live.setups)
         run_dir = write_fit_folder(Path(args.out), setup, run)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from live.background import BackgroundRun
-from live.fit import FitConfig, FitEvent, fit_setup, headline, run_fit, write_fit_folder
+from live.fit import FitConfig, FitEvent, fit_setup, given_template, headline, run_fit, write_fit_folder
 from live.measure import SetupInput, hardware_problems
 from live.setups import place_setup
 
@@ -75,7 +75,7 @@ class FitJob(BackgroundRun):
             if not any(s.argv for s in run.contract.steps):
                 self.error = "stopped before any size finished: nothing to save"
                 return
-            setup, self.placed = place_setup(self.out, fit_setup(run, self.setup))  # the rule of every live kind
+            setup, self.placed = place_setup(self.out, fit_setup(run, self.setup), given_template(run))  # every kind's rule
             self.setup_id = setup.setup_id
             self.run_dir = write_fit_folder(self.out, setup, run)
             self.summary = headline(run.contract)

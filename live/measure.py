@@ -83,7 +83,8 @@ class MeasureConfig(TargetSettings, SpeedSettings):
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), arbitrary_types_allowed=True)
 
-    sampling: dict = Field(default_factory=lambda: dict(LIVE_SAMPLING))
+    sampling: dict = Field(default_factory=lambda: dict(LIVE_SAMPLING))  # SamplingSettings.sent()
+    sampling_source: str | None = None  # SamplingSettings.source: recorded, not sent
     ignore_eos: bool | None = None  # None: send it when the server is llama-server
     connect_timeout: Rate = 5.0
 
@@ -660,7 +661,7 @@ class Runner:
                 ctx_depths=[d for d in cfg.ctx_depths if f"ctx/{d}" in self.ran], ctx_runs=cfg.ctx_runs,
                 ctx_max_tokens=cfg.ctx_max_tokens,
                 cache_prompt=False if info and info.kind == "llama-server" else None, thinking=cfg.thinking,
-                sampling=Sampling(**{k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields}),
+                sampling=contract_sampling(cfg),
                 server_slots=info.slots if info else None,
                 server_ctx_per_slot=info.n_ctx if info else None, base_url=cfg.base_url,
                 **self._agent_method()),
@@ -869,6 +870,12 @@ def parse_build(build: str | None) -> tuple[int | None, str | None]:
 DEMO_SUFFIX = " (demo server)"
 
 
+def contract_sampling(cfg: MeasureConfig) -> Sampling:
+    """The sampling a run sent, as the contract and setup.json record it (with where it came from)."""
+    sent = {k: v for k, v in cfg.sampling.items() if k in Sampling.model_fields and k != "source"}
+    return Sampling(**sent, source=cfg.sampling_source)
+
+
 def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Setup | None = None) -> Setup:
     """The Setup of a live run: a given setup file, or the user's answers plus what the server said.
 
@@ -912,8 +919,7 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
         engine=Engine(name=engine, version=version, build_number=number, commit=commit),
         model=Model(name=model_name, quant=user.quant, repo=user.model_repo, file=info.model_path and
                     Path(info.model_path).name),
-        server=Server(argv=argv), sampling=Sampling(**{k: v for k, v in cfg.sampling.items()
-                                                        if k in Sampling.model_fields}),
+        server=Server(argv=argv), sampling=contract_sampling(cfg),
         thinking=cfg.thinking, notes=user.notes, measured_by=user.measured_by,
         measured_at=[datetime.now(UTC).strftime("%Y-%m-%d")])
 

@@ -25,9 +25,27 @@ from typing import Literal, cast
 from live import generators as gen
 from live.client import STOPPED, StreamResult, body_pieces, parse_stream, sse_events, stream_chat
 from live.items import ItemFile, UserItem, readable_test_id
-from live.measure import MeasureConfig, Runner, ServerInfo, ServerLocked, probe, reason_text, server_lock, slug
+from live.measure import (
+    MeasureConfig,
+    Runner,
+    ServerInfo,
+    ServerLocked,
+    contract_sampling,
+    probe,
+    reason_text,
+    server_lock,
+    slug,
+)
 from live.scoring import score, split_thinking
-from live.settings import QUALITY_MAX_TOKENS, QUALITY_MAX_TOKENS_MAX, QualitySettings, TargetSettings, parse_max_tokens
+from live.settings import (
+    LIVE_SAMPLING,
+    QUALITY_MAX_TOKENS,
+    QUALITY_MAX_TOKENS_MAX,
+    QualitySettings,
+    SamplingSettings,
+    TargetSettings,
+    parse_max_tokens,
+)
 from live.setups import place_setup
 from schemas import ids
 from schemas.models import (
@@ -37,7 +55,6 @@ from schemas.models import (
     QualityContract,
     QualityItem,
     QualityTest,
-    Sampling,
     Setup,
 )
 
@@ -56,6 +73,7 @@ __all__ = [
 
 DEFAULT_MAX_TOKENS = QUALITY_MAX_TOKENS
 _DEFAULTS = QualitySettings()
+_SAMPLING = SamplingSettings()
 TestStatus = Literal["ok", "failed", "repeated", "skipped", "stopped"]
 TOOL = "benchcards live quality 0.1.0"
 
@@ -73,10 +91,18 @@ class QualityConfig:
     max_tokens: dict[str, int] = field(default_factory=dict)  # test id or kind -> answer limit
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     in_flight: int = _DEFAULTS.in_flight
-    seed: int = _DEFAULTS.seed
+    seed: int = _SAMPLING.seed  # of the generated items and of sampling (SamplingSettings.seed)
     read_timeout: float = _DEFAULTS.read_timeout
     allow_remote: bool = False
-    sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "top_k": 1})
+    # what every request sends besides the seed: measure's and fit's (live.settings.SamplingSettings)
+    sampling: dict = field(default_factory=lambda: dict(LIVE_SAMPLING))
+    sampling_source: str | None = None
+
+    def measure_config(self, **more: object) -> MeasureConfig:
+        """The request settings of this run (and of its setup.json, ``live.measure.build_setup``)."""
+        return MeasureConfig(base_url=self.base_url, thinking=self.thinking, allow_remote=self.allow_remote,
+                             sampling={**self.sampling, "seed": self.seed}, sampling_source=self.sampling_source,
+                             **more)
 
     def limit_for(self, test_id: str, kind: str) -> int:
         """The answer limit of a test: by its id, an item file's also by its readable id (items-mmlu for
@@ -112,9 +138,11 @@ class QualityConfig:
             raise ValueError(f"test {', '.join(dup)} asked twice (the same item file given twice?)")
 
 
-def quality_config(settings: QualitySettings, target: TargetSettings) -> tuple[QualityConfig | None, list[str]]:
-    """The run's configuration from the settings as typed (tests parsed, item files read), or None and every
-    problem, one line each (naming the option)."""
+def quality_config(settings: QualitySettings, target: TargetSettings,
+                   sampling: SamplingSettings | None = None) -> tuple[QualityConfig | None, list[str]]:
+    """The run's configuration from the settings as typed (tests parsed, item files read; ``sampling``: the
+    sampling options, default measure's), or None and every problem, one line each (naming the option)."""
+    sampling = sampling or SamplingSettings()
     from live.generators import SpecError, parse_tests
     from live.items import ItemFileError, read_item_file
 
@@ -138,8 +166,9 @@ def quality_config(settings: QualitySettings, target: TargetSettings) -> tuple[Q
             return None, problems
         return QualityConfig(base_url=target.base_url, model=target.model, tests=tuple(specs), item_files=tuple(files),
                              thinking=settings.thinking, max_tokens=per, default_max_tokens=DEFAULT_MAX_TOKENS if default is None else default,
-                             in_flight=settings.in_flight, seed=settings.seed, read_timeout=settings.read_timeout,
-                             allow_remote=target.allow_remote, sampling={"temperature": settings.temperature}), []
+                             in_flight=settings.in_flight, seed=sampling.seed, read_timeout=settings.read_timeout,
+                             allow_remote=target.allow_remote, sampling=sampling.sent(),
+                             sampling_source=sampling.source), []
     except ValueError as exc:
         return None, [*problems, str(exc)]
 
@@ -248,9 +277,7 @@ class QualityRunner:
     def __init__(self, cfg: QualityConfig, on_event: Callable[[QualityEvent], None] | None = None,
                  stop: threading.Event | None = None):
         self.cfg = cfg
-        self.mcfg = MeasureConfig(base_url=cfg.base_url, model=cfg.model, thinking=cfg.thinking,
-                                  read_timeout=cfg.read_timeout, allow_remote=cfg.allow_remote,
-                                  sampling={**cfg.sampling, "seed": cfg.seed}, ignore_eos=False)
+        self.mcfg = cfg.measure_config(model=cfg.model, read_timeout=cfg.read_timeout, ignore_eos=False)
         self.runner = Runner(self.mcfg, None, stop)
         self.on_event = on_event or (lambda e: None)
         self.stop = self.runner.stop
@@ -395,7 +422,7 @@ class QualityRunner:
         tests = []
         specs = {s.test_id: s for s in cfg.tests}
         files = {f.test: f for f in cfg.item_files}
-        sampling = Sampling(**{k: v for k, v in self.mcfg.sampling.items() if k in Sampling.model_fields})
+        sampling = contract_sampling(self.mcfg)
         for test in [s.test_id for s in cfg.tests] + [f.test for f in cfg.item_files]:
             status, reason = self.status.get(test, ("ok", None))
             order = {q.id: i for i, q in enumerate(questions.get(test, []))}

@@ -31,7 +31,14 @@ exit status:
 
 def add_quality_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFormatter]) -> None:
     """The ``quality`` subcommand: its options from live.settings (the setup options are ``measure``'s)."""
-    from live.settings import OutputSettings, QualitySettings, SetupSettings, TargetSettings, add_options
+    from live.settings import (
+        OutputSettings,
+        QualitySettings,
+        SetupSettings,
+        TargetSettings,
+        add_options,
+        add_sampling_options,
+    )
 
     q = sub.add_parser("quality", help="ask a running server generated tests and your item files; write a "
                        "quality contract", description="Long-context retrieval at an exact depth, short reasoning "
@@ -42,6 +49,7 @@ def add_quality_parser(sub: argparse._SubParsersAction, formatter: type[argparse
     add_options(q, QualitySettings)
     add_options(q, TargetSettings, only=("allow_remote",))
     add_options(q, OutputSettings, defaults=OutputSettings.defaults())
+    add_sampling_options(q)
     add_options(q.add_argument_group("the setup (what the server cannot tell)"), SetupSettings,
                 skip=("server_log", "attach"))
     q.set_defaults(func=cmd_quality)
@@ -49,16 +57,17 @@ def add_quality_parser(sub: argparse._SubParsersAction, formatter: type[argparse
 
 def _config(args: argparse.Namespace) -> tuple[object | None, list[str]]:
     from live.quality import quality_config
-    from live.settings import QualitySettings, TargetSettings, build, from_args
+    from live.settings import QualitySettings, TargetSettings, build, from_args, sampling_from_args
 
     values, problems = from_args(QualitySettings, args)
     target_values, more = from_args(TargetSettings, args)
     settings, bad = build(QualitySettings, values)
     target, bad_target = build(TargetSettings, target_values)
-    problems += more + bad + bad_target
-    if settings is None or target is None:
+    sampling, bad_sampling = sampling_from_args(args)
+    problems += more + bad + bad_target + bad_sampling
+    if settings is None or target is None or sampling is None:
         return None, problems
-    cfg, more = quality_config(settings, target)
+    cfg, more = quality_config(settings, target, sampling)
     return cfg, problems + more
 
 
@@ -109,11 +118,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
         print("stopped before any item was answered: nothing written" if stop.is_set() else
               "error: nothing answered, nothing written", file=sys.stderr)
         return 130 if stop.is_set() else 1
-    from live.measure import MeasureConfig
-
-    mcfg = MeasureConfig(base_url=cfg.base_url, thinking=cfg.thinking, allow_remote=cfg.allow_remote,
-                         sampling={**cfg.sampling, "seed": cfg.seed})
-    setup = build_setup(cast(SetupInput, setup_input(args)), info, mcfg, cast("Setup | None", base))
+    setup = build_setup(cast(SetupInput, setup_input(args)), info, cfg.measure_config(), cast("Setup | None", base))
     try:
         setup, placed = place_setup(Path(args.out), setup)  # the rule of every live kind (live.setups)
         run_dir = write_quality_folder(Path(args.out), setup, contract, log)

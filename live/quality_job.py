@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from live.background import BackgroundRun
-from live.measure import MeasureConfig, ServerLocked, SetupInput, build_setup, hardware_problems
+from live.measure import ServerLocked, SetupInput, build_setup, hardware_problems
 from live.quality import QualityConfig, QualityEvent, demo_items_note, run_quality, write_quality_folder
 from live.setups import place_setup
 
@@ -58,10 +58,7 @@ class QualityJob(BackgroundRun):
 
         try:
             contract, info, log = run_quality(self.cfg, self.events.append, self._stop)
-            mcfg = MeasureConfig(base_url=self.cfg.base_url, thinking=self.cfg.thinking,
-                                 allow_remote=self.cfg.allow_remote, sampling={**self.cfg.sampling,
-                                                                               "seed": self.cfg.seed})
-            setup = build_setup(self.setup, info, mcfg)
+            setup = build_setup(self.setup, info, self.cfg.measure_config())
             if any(t.items for t in contract.tests):  # where it is stored, and why when not under its own id
                 setup, self.placed = place_setup(self.out, setup)
             self.setup_id = setup.setup_id

@@ -38,12 +38,14 @@ __all__ = [
     "FitSettings",
     "OutputSettings",
     "QualitySettings",
+    "SamplingSettings",
     "Settings",
     "SetupSettings",
     "SpeedSettings",
     "SweepSettings",
     "TargetSettings",
     "add_options",
+    "add_sampling_options",
     "build",
     "error_lines",
     "flag_of",
@@ -53,12 +55,11 @@ __all__ = [
     "page_default",
     "page_limits",
     "parse_max_tokens",
+    "sampling_from_args",
     "to_argv",
     "tokens_text",
 ]
 
-#: what ``python -m live measure`` sends with every request (MeasureConfig.sampling)
-LIVE_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42}
 #: the slowest rates a request is allowed by default (live.client.Limits; --min-decode-tps, --min-prefill-tps)
 MIN_DECODE_TPS = 1.0
 MIN_PREFILL_TPS = 20.0
@@ -173,6 +174,61 @@ class OutputSettings(Settings):
         from benchcards.read.paths import DEFAULT_DB, LOCAL
 
         return {"out": str(LOCAL), "db": str(DEFAULT_DB)}
+
+
+# --------------------------------------------------------------------------- sampling (measure, quality, fit)
+
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # a probability threshold: 0 to 1
+Penalty = Annotated[float, Field(allow_inf_nan=False)]  # a finite penalty
+
+
+class SamplingSettings(Settings):
+    """What every request of ``python -m live measure``, ``quality`` and ``fit`` sends to sample with: one
+    definition, so that the three commands with the same options describe the same setup (a setup's sampling
+    is part of what it is, ``live.setups``). The names are the contract's (``schemas.models.Sampling``) and
+    llama-server's request fields; None is not sent (the server's own default applies). The defaults are what
+    the live client always sent (the Qwen3 recipe), so stored runs keep their meaning."""
+
+    temperature: Temperature = option(0.6, "sampling temperature sent (0: always the likeliest token)", kind="float")
+    top_p: Share | None = option(0.95, "top-p (nucleus) threshold sent, 0-1", kind="float")
+    top_k: Zero | None = option(20, "top-k cut-off sent (0 = off)", kind="int")
+    min_p: Share | None = option(None, "min-p threshold sent, 0-1 (default: not sent, the server's own)", kind="float")
+    presence_penalty: Penalty | None = option(None, "presence penalty sent (default: not sent)", kind="float")
+    frequency_penalty: Penalty | None = option(None, "frequency penalty sent (default: not sent)", kind="float")
+    repeat_penalty: Penalty | None = option(None, "repetition penalty sent (llama.cpp; default: not sent)",
+                                            kind="float")
+    seed: Annotated[Zero, Field(le=_BIGGEST)] = option(
+        42, "sampling seed sent (quality: also the seed of its generated items)", kind="int", form=(0, _BIGGEST))
+    source: str | None = option(None, "where these values come from, e.g. \"model card\" (recorded, not sent)",
+                                kind="str", flag="--sampling-source")
+
+    def sent(self) -> dict[str, Any]:
+        """The request fields (``live.measure.MeasureConfig.sampling``): every value given except the source."""
+        return {k: v for k, v in self.model_dump().items() if v is not None and k != "source"}
+
+    @classmethod
+    def of(cls, stored: dict[str, Any]) -> SamplingSettings:
+        """The settings that send ``stored`` (a contract's ``Sampling`` as a dict; what it does not hold is
+        left at its default)."""
+        return cls(**{k: v for k, v in stored.items() if k in cls.model_fields and v is not None})
+
+
+#: what ``python -m live measure`` sends with every request unless told otherwise (MeasureConfig.sampling)
+LIVE_SAMPLING = SamplingSettings().sent()
+#: the heading of the sampling options in the help of measure, quality and fit
+SAMPLING_GROUP = "sampling (sent with every request; the same options and defaults in measure, quality and fit)"
+
+
+def add_sampling_options(parser: argparse.ArgumentParser) -> None:
+    """The sampling options (``SamplingSettings``) of measure, quality and fit, under one heading."""
+    add_options(parser.add_argument_group(SAMPLING_GROUP), SamplingSettings)
+
+
+def sampling_from_args(args: argparse.Namespace) -> tuple[SamplingSettings | None, list[str]]:
+    """(the sampling options given, typed and checked; problems, one line each naming the option)."""
+    values, problems = from_args(SamplingSettings, args)
+    settings, bad = build(SamplingSettings, values)
+    return (settings if not problems else None), problems + bad
 
 
 # --------------------------------------------------------------------------- speed (python -m live measure)
@@ -348,8 +404,6 @@ class QualitySettings(Settings):
                                          f"items-mmlu=2048); repeatable (default {QUALITY_MAX_TOKENS})",
                                          kind="append", metavar="N|TEST=N", page=(str(QUALITY_MAX_TOKENS),))
     in_flight: int = option(4, "requests at once", kind="int", form=(1, 64))
-    seed: Zero = option(0, "seed of the generated items and of sampling", kind="int", form=(0, _BIGGEST))
-    temperature: Temperature = option(0.0, "sampling temperature sent", kind="float")
     read_timeout: Rate = option(120.0, "longest silence inside a response, s", kind="float", flag="--timeout")
 
     @field_validator("max_tokens")

@@ -115,7 +115,7 @@ def test_thinking_on_against_a_model_that_never_thinks_is_a_warning(tmp_path):
                for what, _, msg in shown), shown
     row = card_tables.quality_table(card).iloc[0]
     assert row["Thinking"] == "on" and row["Median answer"].endswith("(thinking included)")
-    assert row["From"] == "generated (seed 0, generator bc-gen-1)"
+    assert row["From"] == "generated (seed 42, generator bc-gen-1)"  # the sampling seed's default: one for all kinds
 
 
 def test_thinking_that_happened_is_no_warning(tmp_path):

@@ -20,6 +20,7 @@ from live.settings import (
     FitSettings,
     OutputSettings,
     QualitySettings,
+    SamplingSettings,
     SetupSettings,
     SpeedSettings,
     SweepSettings,
@@ -40,15 +41,17 @@ pytestmark = pytest.mark.unit
 #: a command whose program exists (a missing one is its own usage error, checked before anything starts)
 REQUIRED = {"fit": ["--server-cmd", "true -c {ctx}"], "sweep": ["--server-cmd", "true -c {ctx}"]}
 SETUP_ALL = [f for f in SetupSettings.model_fields]
+#: the sampling options: one model, the same in measure, quality and fit
+SAMPLING = (SamplingSettings, list(SamplingSettings.model_fields))
 #: every subcommand: the models (and the fields of each) its options come from
 COMMANDS: dict[str, list[tuple[type, list[str]]]] = {
     "measure": [(TargetSettings, list(TargetSettings.model_fields)), (SpeedSettings, list(SpeedSettings.model_fields)),
-                (OutputSettings, list(OutputSettings.model_fields)), (SetupSettings, SETUP_ALL)],
+                (OutputSettings, list(OutputSettings.model_fields)), (SetupSettings, SETUP_ALL), SAMPLING],
     "quality": [(TargetSettings, list(TargetSettings.model_fields)),
                 (QualitySettings, list(QualitySettings.model_fields)), (OutputSettings, list(OutputSettings.model_fields)),
-                (SetupSettings, [f for f in SETUP_ALL if f not in ("server_log", "attach")])],
+                (SetupSettings, [f for f in SETUP_ALL if f not in ("server_log", "attach")]), SAMPLING],
     "fit": [(FitSettings, list(FitSettings.model_fields)), (OutputSettings, list(OutputSettings.model_fields)),
-            (SetupSettings, [f for f in SETUP_ALL if f not in ("server_cmd", "server_log", "attach")])],
+            (SetupSettings, [f for f in SETUP_ALL if f not in ("server_cmd", "server_log", "attach")]), SAMPLING],
     "sweep": [(SweepSettings, list(SweepSettings.model_fields)), (SpeedSettings, list(SWEEP_SPEED_FIELDS)),
               (OutputSettings, ["out"]),
               (SetupSettings, ["setup_id", "title", "gpu", "vram_gib", "cpu", "model_name", "quant", "measured_by"])],
@@ -106,8 +109,8 @@ def test_fit_quality_and_sweep_defaults_on_the_command_line_are_their_runners():
     cli, problems = _config(parsed("quality", "--tests", "arith:5"))
     assert not problems and isinstance(cli, QualityConfig)
     library = QualityConfig(tests=cli.tests)
-    assert cli == QualityConfig(tests=cli.tests, sampling={"temperature": QualitySettings().temperature})
-    assert (library.in_flight, library.seed, library.read_timeout, library.default_max_tokens) == (4, 0, 120.0, 1024)
+    assert cli == library
+    assert (library.in_flight, library.seed, library.read_timeout, library.default_max_tokens) == (4, 42, 120.0, 1024)
     args = parsed("sweep")
     sweep = SweepSettings(**from_args(SweepSettings, args)[0])
     speed = SpeedSettings(**from_args(SpeedSettings, args, only=SWEEP_SPEED_FIELDS)[0])
@@ -116,6 +119,27 @@ def test_fit_quality_and_sweep_defaults_on_the_command_line_are_their_runners():
     assert speed == SpeedSettings(**SWEEP_SPEED)
     assert library.measure == MeasureConfig(**SWEEP_SPEED)
     assert speed.parts == ("decode",) and speed.conc_max_tokens == 128
+
+
+@pytest.mark.parametrize("name", ["measure", "quality", "fit"])
+def test_measure_quality_and_fit_take_the_same_sampling_options_with_the_same_defaults_and_help(name):
+    """One definition (SamplingSettings): the same flags, defaults and help in the three commands, the defaults
+    are what every runner sends, and a value given reads back to the model's."""
+    from live.settings import LIVE_SAMPLING, sampling_from_args
+
+    helps = {a.dest: a.help for a in subparser("measure")._actions if a.dest in SamplingSettings.model_fields}
+    assert helps == {a.dest: a.help for a in subparser(name)._actions if a.dest in SamplingSettings.model_fields}
+    assert sampling_from_args(parsed(name)) == (SamplingSettings(), [])
+    assert LIVE_SAMPLING == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 42}  # stored runs keep meaning
+    from live.generators import parse_tests
+
+    quality = QualityConfig(tests=tuple(parse_tests("arith:5")))
+    assert MeasureConfig().sampling == quality.measure_config().sampling == LIVE_SAMPLING
+    assert FitConfig(server_cmd="x").sampling.sent() == LIVE_SAMPLING
+    odd = SamplingSettings(temperature=0, top_p=1, top_k=0, min_p=0.05, repeat_penalty=1.1, seed=7, source="mine")
+    assert sampling_from_args(parsed(name, *to_argv(odd))) == (odd, [])
+    assert "--top-p: 2.0 — input should be less than or equal to 1" in sampling_from_args(parsed(name, "--top-p",
+                                                                                                 "2"))[1]
 
 
 def test_bad_values_are_refused_naming_the_flag(capsys):
@@ -263,7 +287,7 @@ def test_a_live_quality_runs_reproduce_command_parses_back_to_its_settings(tmp_p
     from live.__main__ import main
 
     given = ["--tests", "needle:1K:2,arith:3", "--max-tokens", "64", "--max-tokens", "arith=16", "--in-flight", "2",
-             "--seed", "7", "--temperature", "0.5", "--thinking", "off"]
+             "--seed", "7", "--temperature", "0.5", "--top-k", "5", "--thinking", "off"]
     setup = ["--gpu", "cpu", "--title", "quality round trip", "--setup-id", "quality-round-trip"]
     db = tmp_path / "db.duckdb"
     server = demo_server(**{"decode-tps": 2000, "prefill-tps": 200000})
@@ -287,6 +311,7 @@ def test_a_live_quality_runs_reproduce_command_parses_back_to_its_settings(tmp_p
     # the same tests (the card lists them by id, not in the order they were typed)
     assert set(got.pop("tests").split(",")) == set(expected.pop("tests").split(","))
     assert got == expected, command
+    assert from_args(SamplingSettings, back)[0] == from_args(SamplingSettings, want)[0], command
 
 
 # --------------------------------------------------------------------------- the Run live page
@@ -318,7 +343,7 @@ def test_the_run_live_forms_start_from_the_model_defaults(demo_db, monkeypatch):
     quality = QualitySettings()
     assert at.number_input(key="lq_in_flight").value == quality.in_flight
     assert (at.number_input(key="lq_in_flight").min, at.number_input(key="lq_in_flight").max) == (1, 64)
-    assert at.number_input(key="lq_seed").value == quality.seed
+    assert at.number_input(key="lq_seed").value == SamplingSettings().seed
     assert at.text_input(key="lq_max_tokens").value == "1024"
     at.radio(key="live_mode").set_value("Sweep").run()
     assert at.number_input(key="sweep_repeats").value == SweepSettings().repeats

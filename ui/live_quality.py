@@ -17,7 +17,7 @@ from live.items import ItemFileError, parse_item_file
 from live.measure import SetupInput, hardware_problems, is_cpu_only, name_problem
 from live.quality import DEFAULT_MAX_TOKENS, QualityConfig, parse_max_tokens
 from live.quality_job import QualityJob
-from live.settings import QualitySettings, TargetSettings, page_default, page_limits
+from live.settings import QualitySettings, SamplingSettings, TargetSettings, page_default, page_limits
 from ui import common, live_panel
 from ui.common import md
 
@@ -48,8 +48,8 @@ def _form() -> tuple[bool, dict]:
                                     index=[False, True, None].index(page_default(QualitySettings, "thinking")))
         v["in_flight"] = c.number_input("Requests at once", *page_limits(QualitySettings, "in_flight"),
                                         page_default(QualitySettings, "in_flight"), key="lq_in_flight")
-        v["seed"] = d.number_input("Seed", *page_limits(QualitySettings, "seed"), page_default(QualitySettings, "seed"),
-                                   key="lq_seed")
+        v["seed"] = d.number_input("Seed", *page_limits(SamplingSettings, "seed"),
+                                   page_default(SamplingSettings, "seed"), key="lq_seed")
         st.markdown("**The setup** (what the server cannot tell)")
         a, b, c, d = st.columns(4)
         v["title"] = a.text_input("Title (optional)", key="lq_title")

@@ -216,11 +216,28 @@ def parts_caption(card: Card) -> str:
         f"{p} ({metrics.part_label(p)})" for p in codes) + "."
 
 
+def sampling_argv(sent: dict, notes: list[str]) -> list[str]:
+    """The sampling options (live.settings.SamplingSettings, the same in measure, quality and fit) that send
+    what a run recorded, where it differs from their defaults: the repeat then describes the same setup and
+    joins its card (live.setups). A value the options do not take is said in ``notes`` and left out."""
+    from pydantic import ValidationError
+
+    from live.settings import SamplingSettings, to_argv
+
+    try:
+        settings = SamplingSettings.of(sent)
+    except ValidationError:
+        notes.append(f"The run sent {sampling_words(sent)}, which the sampling options do not all take; the "
+                     "command leaves them at their defaults.")
+        return []
+    return to_argv(settings)
+
+
 def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
     """The ``python -m live measure`` command that repeats a speed run with its settings, and notes on what
     it cannot repeat. Its options are live.settings' (the command line of ``python -m live measure`` is built
     from the same models), so it parses back to the settings the run recorded."""
-    from live.settings import LIVE_SAMPLING, PARTS, SpeedSettings, flag_of, to_argv
+    from live.settings import PARTS, SpeedSettings, flag_of, to_argv
 
     notes: list[str] = []
     parts = list(dict.fromkeys(p for p in method.get("parts", []) if p in PARTS))
@@ -233,12 +250,9 @@ def measure_command(card: Card, method: dict) -> tuple[str, list[str]]:
         notes.append(f"The token limit of the long answer is not recorded; the command leaves "
                      f"{flag_of(SpeedSettings, 'l1_max_tokens')} at the live client's default "
                      f"({fmt.number(speed.l1_max_tokens, 0)}).")
-    args = ["python", "-m", "live", "measure",
-            *_target_argv(card, method.get("base_url")), *to_argv(speed, names, always=["thinking"]),
-            *_setup_argv(card)]
-    sent = method.get("sampling") or {}
-    if any(k in LIVE_SAMPLING and v != LIVE_SAMPLING[k] for k, v in sent.items()):
-        notes.append(f"The live client sends {sampling_words(LIVE_SAMPLING)}; this run sent {sampling_words(sent)}.")
+    sent = method.get("sampling") or card.setup.sampling.model_dump(exclude_none=True)
+    args = ["python", "-m", "live", "measure", *_target_argv(card, method.get("base_url")),
+            *to_argv(speed, names, always=["thinking"]), *sampling_argv(sent, notes), *_setup_argv(card)]
     return _shell_lines(args), notes
 
 
@@ -327,7 +341,8 @@ def fit_command(card: Card) -> tuple[str | None, list[str]]:
         fit = FitSettings(**values)
     if "max_tokens" not in values:
         notes.append(f"The memory test's answer limit is not recorded; the command asks {fit.max_tokens} tokens.")
-    args = ["python", "-m", "live", "fit", *to_argv(fit, values), *_setup_argv(card, server_cmd=False)]
+    args = ["python", "-m", "live", "fit", *to_argv(fit, values),
+            *sampling_argv(card.setup.sampling.model_dump(exclude_none=True), notes), *_setup_argv(card, server_cmd=False)]
     return _shell_lines(args, card.setup.server.env), notes
 
 
@@ -377,18 +392,17 @@ def quality_command(card: Card, run: dict) -> tuple[str | None, list[str]]:
     sampling = stored_method(first.get("sampling_json"))
     values: dict = {"tests": tests, "items": tuple(f"{f}.jsonl" for f in files), "max_tokens": max_tokens,
                     "thinking": None if fmt.missing(first.get("thinking")) else bool(first["thinking"])}
-    for key in ("in_flight", "seed"):
-        if not fmt.missing(first.get(key)):
-            values[key] = int(first[key])
-    if isinstance(sampling.get("temperature"), (int, float)):
-        values["temperature"] = float(sampling["temperature"])
+    if not fmt.missing(first.get("in_flight")):
+        values["in_flight"] = int(first["in_flight"])
+    if not fmt.missing(first.get("seed")):
+        sampling["seed"] = int(first["seed"])  # of its items and of sampling: one --seed
     notes = [f"Run {rid}: give its item file again with --items (the command names it {f}.jsonl)." for f in files]
     try:
         settings = QualitySettings(**values)
     except ValidationError:
         return None, [f"Quality run {rid}: a recorded setting is not one “python -m live quality” takes."]
-    args = ["python", "-m", "live", "quality", *_target_argv(card),
-            *to_argv(settings, values, always=["thinking"]), *_setup_argv(card)]
+    args = ["python", "-m", "live", "quality", *_target_argv(card), *to_argv(settings, values, always=["thinking"]),
+            *sampling_argv(sampling, notes), *_setup_argv(card)]
     return _shell_lines(args), notes
 
 
