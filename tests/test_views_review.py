@@ -93,7 +93,8 @@ def test_a_demo_memory_test_without_a_source_is_not_called_gpu_memory(site):
 
 
 def _code_blocks(html: str) -> list[str]:
-    return [unescape(c) for c in re.findall(r"<pre>(.*?)</pre>", html, re.S)]
+    """The commands of an exported page's boxes as they copy (their line-break hints and spans left out)."""
+    return [unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<pre[^>]*>(.*?)</pre>", html, re.S)]
 
 
 def test_reproduce_gives_the_live_fit_command_and_says_how_quality_was_made(site, monkeypatch):
@@ -194,13 +195,12 @@ def test_the_sweeps_intro_says_what_delta_pct_is_and_which_way_is_better(demo_db
 
 def test_the_analysis_page_opens_on_a_size_the_export_publishes(demo_db, site, monkeypatch):
     assert av.ANSWER_DEFAULT in av.ANSWER_SIZES and (av.ANSWER_PROMPT, av.ANSWER_WORDS) == av.ANSWER_DEFAULT
-    from tests.test_analysis_views_once import app_view, exported
-    from tests.test_views_once import _same
+    from tests.test_analysis_views_once import app_view, exported, same_but_notes
 
     prompt, words = av.ANSWER_DEFAULT
     rel = f"analysis/time-to-answer-{prompt // 1024}k-{words}-words.html"
     default = app_view(demo_db, monkeypatch, "time-to-answer")  # no size in the URL: the page's default
     assert f"Expected seconds from sending a {prompt:,}-token prompt to the end of a {words:,}-word answer." in default
-    _same(default, exported(site, rel), rel)
+    same_but_notes(default, exported(site, rel), rel)
     links = (site / "analysis.html").read_text(encoding="utf-8")
     assert all(f"time-to-answer-{p // 1024}k-{w}-words.html" in links for p, w in av.ANSWER_SIZES)
