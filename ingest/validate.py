@@ -34,6 +34,7 @@ import jsonschema
 import jsonschema_rs
 import pydantic
 
+from benchcards.domain.plausible import bench_problems
 from ingest import jsonread, nesting, schemacount
 from ingest.errors import ErrorLog, IngestError, clip, safe
 from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
@@ -347,6 +348,10 @@ def _bench_rules(c: SpeedContract) -> Iterator[str]:
             yield f"{where}.samples_ts: {len(b.samples_ts)} rates for {len(b.samples_ns)} timed repetitions"
         if not b.samples_ns and b.avg_ts is None:
             yield f"{where}: needs samples_ns or avg_ts"
+        counts = {"n_prompt": b.n_prompt, "n_gen": b.n_gen, "n_depth": b.n_depth}
+        rates = {"avg_ts": b.avg_ts, "samples_ts": b.samples_ts}
+        for key, j, problem in bench_problems(b.test, counts, b.samples_ns, rates):
+            yield f"{where}.{key}{'' if j is None else f'[{j}]'}: {problem}; the test is not ingested"
 
 
 def contract_rules(c: SpeedContract | QualityContract | FitContract | ReportedContract) -> Iterator[str]:

@@ -26,7 +26,7 @@ from datetime import datetime
 from itertools import chain
 from typing import Any
 
-from benchcards.domain.plausible import count_problem, duration_problem, rate_problem
+from benchcards.domain.plausible import bench_problems
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     BIG_MAX,
@@ -674,24 +674,15 @@ def valid_time(t: Any) -> bool:
 
 
 def _plausible(src: Source, row: Row, rec: dict[str, Any]) -> None:
-    """Refuse a test whose figures no measurement can give (``benchcards.domain.plausible``): token counts beyond any
-    context, a repetition shorter than a clock tick, a rate beyond any hardware."""
-    kind = "decode" if rec["test"] == "tg" else "prefill"
-    for key in ("n_prompt", "n_gen", "n_depth"):
-        problem = count_problem(rec[key], key)
-        if problem:
+    """Refuse a test whose figures no measurement can give (``benchcards.domain.plausible.bench_problems``): token
+    counts beyond any context, a repetition shorter than a clock tick, a rate beyond any hardware."""
+    counts = {key: rec[key] for key in ("n_prompt", "n_gen", "n_depth")}
+    rates = {key: rec.get(key) for key in ("avg_ts", "samples_ts")}
+    for key, i, problem in bench_problems(rec["test"], counts, rec.get("samples_ns", []), rates):
+        if key in counts:
             raise src.fail(f"{row.where}: {key}", problem)
-    n = rec["n_prompt"] + rec["n_gen"]
-    for i, ns in enumerate(rec.get("samples_ns", [])):
-        problem = duration_problem(ns / 1e9, f"repetition {i + 1}") or rate_problem(1e9 * n / ns, kind)
-        if problem:
-            raise src.fail(f"{row.where}: samples_ns[{i}]", f"{problem}; the test is not imported")
-    for key in ("avg_ts", "samples_ts"):
-        values = rec.get(key)
-        for x in values if isinstance(values, list) else [values]:
-            problem = rate_problem(x, kind)
-            if problem:
-                raise src.fail(f"{row.where}: {key}", f"{problem}; the test is not imported")
+        field_name = f"{key}[{i}]" if key == "samples_ns" else key
+        raise src.fail(f"{row.where}: {field_name}", f"{problem}; the test is not imported")
 
 
 def _record(src: Source, row: Row) -> dict[str, Any]:
