@@ -116,7 +116,7 @@ def bench_problems(test: str, counts: Mapping[str, int], samples_ns: Sequence[in
     """Why one engine-benchmark test (llama-bench's ``pp``/``tg``/``pg``) cannot be real, as (field, index or
     None, problem): ``counts`` n_prompt/n_gen/n_depth beyond any context, a repetition of ``samples_ns``
     shorter than a clock tick or whose rate (n_prompt + n_gen) / time is beyond any hardware, a stated rate
-    in ``rates`` (avg_ts, samples_ts) beyond any hardware. One rule for the importer and contract ingest.
+    in ``rates`` (avg_ts, samples_ts) beyond any hardware or not above 0. One rule for the importer and contract ingest.
 
     >>> next(bench_problems("tg", {"n_prompt": 0, "n_gen": 128, "n_depth": 0}, [1000], {}))
     ('samples_ns', 0, 'a decode rate of 1.28e+08 tok/s is beyond any hardware (at most 1e+05 tok/s for one stream)')
@@ -133,7 +133,9 @@ def bench_problems(test: str, counts: Mapping[str, int], samples_ns: Sequence[in
             yield "samples_ns", i, problem
     for key, values in rates.items():
         for i, x in enumerate(values if isinstance(values, Sequence) else [values]):
-            problem = rate_problem(x, kind)
+            problem = rate_problem(x, kind) or (f"a {kind} rate of {x!r} tok/s for {n:,} timed tokens is not a "
+                                                "measurement (a rate of tokens that took time is positive)"
+                                                if x is not None and x <= 0 and n > 0 else None)
             if problem:
                 yield key, i if isinstance(values, Sequence) else None, problem
 
