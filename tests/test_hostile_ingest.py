@@ -9,7 +9,8 @@ import pytest
 from benchcards.read import card_data
 from benchcards.read.store import Store
 from ingest import IngestError, ingest_paths
-from tests.helpers import make_setup, speed_contract
+from live.measure import hardware_problems
+from tests.helpers import SETUP, make_setup, speed_contract
 
 pytestmark = pytest.mark.integration
 
@@ -60,3 +61,27 @@ def test_agreeing_stated_rates_give_no_warning(tmp_path):
     ingest_paths([make_setup(tmp_path / "raw", speed=_bench_contract())], path)
     c = card_data.card(Store(path), "hand-3090")
     assert not [m for m in c.warnings.message if m.startswith("tg8")]
+
+
+@pytest.mark.parametrize("date", ["9999-99-99", "2026-02-30", "2026-11-10T25:61:00Z", "2026-11-10T10:00+24:00"])
+def test_a_date_that_is_no_real_day_is_refused(tmp_path, date):
+    text = _refused(tmp_path, setup={**SETUP, "measured_at": [date]})
+    assert (f"setup.json: $.measured_at[0]: {date!r} is not a real date or time (months 01-12, days of that "
+            "month, hours 00-23, minutes 00-59)") in text, text
+
+
+@pytest.mark.parametrize("vram", [0, 0.0, 1e-300, 0.1])
+def test_a_gpu_memory_that_no_gpu_has_is_refused(tmp_path, vram):
+    setup = copy.deepcopy(SETUP)
+    setup["hardware"]["gpus"][0]["vram_gib"] = vram
+    text = _refused(tmp_path, setup=setup)
+    assert (f"setup.json: $.hardware.gpus[0].vram_gib: {vram:g} GiB is not the memory of a GPU (at least 0.25 GiB; "
+            "a machine without a GPU lists no GPU)") in text, text
+
+
+def test_the_run_live_page_and_the_cli_refuse_the_same_gpu_memory():
+    page = hardware_problems("RTX 4090", 0.00001, gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    assert page == ["VRAM per GPU (GiB): 1e-05 GiB is not the memory of a GPU (at least 0.25 GiB; a machine without "
+                    "a GPU lists no GPU)"]
+    assert hardware_problems("RTX 4090", 0.00001) == ["--vram-gib: " + page[0].split(": ", 1)[1]]
+    assert hardware_problems("RTX 4090", 24.0) == []

@@ -22,7 +22,6 @@ import io
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from itertools import chain
 from typing import Any
 
@@ -48,7 +47,7 @@ from ingest.importers.base import (
     typed_command,
     whole,
 )
-from schemas.models import REAL_MAX, SCHEMA_VERSION
+from schemas.models import REAL_MAX, SCHEMA_VERSION, is_real_moment
 
 NAME = "llama-bench"
 #: what ``python -m ingest --help`` lists beside the name
@@ -664,13 +663,7 @@ _TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9}
 
 def valid_time(t: Any) -> bool:
     """True for an ISO 8601 date or date-time that is a real moment (2025-02-30 or 25:61 is not)."""
-    if not isinstance(t, str) or not _TIME_RE.fullmatch(t):
-        return False
-    try:
-        datetime.fromisoformat(t.replace("Z", "+00:00").replace(" ", "T"))
-    except ValueError:
-        return False
-    return True
+    return isinstance(t, str) and bool(_TIME_RE.fullmatch(t)) and is_real_moment(t)
 
 
 def _plausible(src: Source, row: Row, rec: dict[str, Any]) -> None:
