@@ -252,6 +252,11 @@ def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limit
     return None, None, None
 
 
+#: why a setup folder with no run is refused: its card would show nothing
+NO_RUNS = (f"no runs: a setup folder needs at least one run (speed/<run>/{CONTRACT_NAME}, quality/..., fit/... or "
+           f"reported/...); with only {SETUP_NAME} its card would be empty (a stopped or failed live run writes none)")
+
+
 def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolder | None, ErrorLog]:
     """Read and validate one setup folder; (folder, empty log) or (None, log of every error).
 
@@ -273,6 +278,8 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
     _, setup, _ = _parse(setup_raw, "setup", log, limits)
 
     contract_rels = [rel for rel in files if rel.endswith("/" + CONTRACT_NAME)]
+    if setup is not None and not contract_rels and not listing.problems:  # (a broken setup.json says enough)
+        log.add(str(folder), NO_RUNS)
     run_dirs = {rel[: -len(CONTRACT_NAME)] for rel in contract_rels}  # 'speed/run-1/'
     owner: dict[str, str] = {}  # file -> the innermost run folder holding it
     for rel in files:

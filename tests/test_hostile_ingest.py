@@ -9,6 +9,7 @@ import pytest
 from benchcards.read import card_data
 from benchcards.read.store import Store
 from ingest import IngestError, ingest_paths
+from ingest.validate import NO_RUNS
 from live.measure import hardware_problems
 from tests.helpers import SETUP, make_setup, speed_contract
 
@@ -85,3 +86,12 @@ def test_the_run_live_page_and_the_cli_refuse_the_same_gpu_memory():
                     "a GPU lists no GPU)"]
     assert hardware_problems("RTX 4090", 0.00001) == ["--vram-gib: " + page[0].split(": ", 1)[1]]
     assert hardware_problems("RTX 4090", 24.0) == []
+
+
+def test_a_setup_folder_without_runs_is_refused_rather_than_shown_as_an_empty_card(tmp_path):
+    folder = make_setup(tmp_path / "raw", speed={}, quality={}, fit={})
+    with pytest.raises(IngestError) as exc:
+        ingest_paths([folder], tmp_path / "bc.duckdb")
+    assert exc.value.errors == [f"{folder}: {NO_RUNS}"]
+    assert NO_RUNS.startswith("no runs: a setup folder needs at least one run (speed/<run>/contract.json")
+    assert not (tmp_path / "bc.duckdb").exists()
