@@ -259,9 +259,7 @@ NO_RUNS = (f"no runs: a setup folder needs at least one run (speed/<run>/{CONTRA
 
 def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolder | None, ErrorLog]:
     """Read and validate one setup folder; (folder, empty log) or (None, log of every error).
-
-    Side effects: none (reads only; links, pipes and devices are refused, not opened).
-    """
+    Side effects: none (reads only; links, pipes and devices are refused, not opened)."""
     log = ErrorLog(limits)
     listing: Listing = list_setup_folder(folder, limits)
     for where, why in listing.problems:
