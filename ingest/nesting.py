@@ -100,7 +100,7 @@ def _reach(node: dict, refs: dict[str, dict], open_refs: frozenset[str], config:
         if not all(v is None or isinstance(v, (str, int, float)) for v in values):
             return None
         return Reach(0, max((abs(v) for v in values if isinstance(v, (int, float))), default=0.0))
-    if kind in ("default", "nullable", "definitions"):
+    if kind in ("default", "nullable", "definitions", "function-after"):  # an after-validator only refuses more
         return _reach(node["schema"], refs, open_refs, config)
     if kind == "definition-ref":
         target = refs.get(node["schema_ref"])

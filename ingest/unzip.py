@@ -23,7 +23,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ingest.errors import IngestError
+from ingest.errors import IngestError, safe
 from ingest.limits import LIMITS, Limits
 
 _EOCD = b"PK\x05\x06"
@@ -62,6 +62,10 @@ def _name_checks(raw: str, limits: Limits) -> tuple[str | None, str | None, str 
     """(normalised path, reason to skip, error) for an entry name."""
     if "\x00" in raw:
         return None, None, "its name holds a NUL character"
+    if not raw.isprintable():  # a terminal escape, a newline, a bidi override: shown raw on the card and page
+        odd = next(c for c in raw if not c.isprintable())
+        return None, None, (f"its name holds the control character {safe(odd)} (U+{ord(odd):04X}); rename the file "
+                            "with printable characters only")
     name = raw.replace("\\", "/")
     if name.startswith("/") or _DRIVE.match(name):
         return None, "an absolute path, outside the archive's folder: not extracted", None
@@ -115,7 +119,7 @@ def check_archive(data: bytes, limits: Limits = LIMITS) -> tuple[list[Entry], li
         shown = info.orig_filename  # zipfile cuts a name at a NUL; the check must see all of it
         rel, skip, err = _name_checks(info.orig_filename, limits)
         if err is not None:
-            errors.append(f"{shown}: {err}")
+            errors.append(f"{safe(shown)}: {err}")
             continue
         if skip is not None:
             skipped.append(f"{shown}: {skip}")
@@ -260,7 +264,7 @@ def write_files(files: list[tuple[str, bytes]], dest: Path, limits: Limits = LIM
     for name, content in files:
         rel, skip, err = _name_checks(name, limits)
         if err is not None:
-            errors.append(f"{name}: {err}")
+            errors.append(f"{safe(name)}: {err}")
         elif skip is not None:
             skipped.append(f"{name}: {skip}")
         elif rel in taken:

@@ -34,6 +34,7 @@ import jsonschema
 import jsonschema_rs
 import pydantic
 
+from benchcards.domain.plausible import bench_problems
 from ingest import jsonread, nesting, schemacount
 from ingest.errors import ErrorLog, IngestError, clip, safe
 from ingest.files import CONTRACT_NAME, SETUP_NAME, Listing, RawFile, list_setup_folder
@@ -265,11 +266,14 @@ def _parse(raw: RawFile, expected_kind: str | None, log: ErrorLog, limits: Limit
     return None, None, None
 
 
+#: why a setup folder with no run is refused: its card would show nothing
+NO_RUNS = (f"no runs: a setup folder needs at least one run (speed/<run>/{CONTRACT_NAME}, quality/..., fit/... or "
+           f"reported/...); with only {SETUP_NAME} its card would be empty (a stopped or failed live run writes none)")
+
+
 def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolder | None, ErrorLog]:
     """Read and validate one setup folder; (folder, empty log) or (None, log of every error).
-
-    Side effects: none (reads only; links, pipes and devices are refused, not opened).
-    """
+    Side effects: none (reads only; links, pipes and devices are refused, not opened)."""
     log = ErrorLog(limits)
     listing: Listing = list_setup_folder(folder, limits)
     for where, why in listing.problems:
@@ -286,6 +290,8 @@ def read_setup_folder(folder: Path, limits: Limits = LIMITS) -> tuple[SetupFolde
     _, setup, _ = _parse(setup_raw, "setup", log, limits)
 
     contract_rels = [rel for rel in files if rel.endswith("/" + CONTRACT_NAME)]
+    if setup is not None and not contract_rels and not listing.problems:  # (a broken setup.json says enough)
+        log.add(str(folder), NO_RUNS)
     run_dirs = {rel[: -len(CONTRACT_NAME)] for rel in contract_rels}  # 'speed/run-1/'
     owner: dict[str, str] = {}  # file -> the innermost run folder holding it
     for rel in files:
@@ -361,6 +367,10 @@ def _bench_rules(c: SpeedContract) -> Iterator[str]:
             yield f"{where}.samples_ts: {len(b.samples_ts)} rates for {len(b.samples_ns)} timed repetitions"
         if not b.samples_ns and b.avg_ts is None:
             yield f"{where}: needs samples_ns or avg_ts"
+        counts = {"n_prompt": b.n_prompt, "n_gen": b.n_gen, "n_depth": b.n_depth}
+        rates = {"avg_ts": b.avg_ts, "samples_ts": b.samples_ts}
+        for key, j, problem in bench_problems(b.test, counts, b.samples_ns, rates):
+            yield f"{where}.{key}{'' if j is None else f'[{j}]'}: {problem}; the test is not ingested"
 
 
 def contract_rules(c: SpeedContract | QualityContract | FitContract | ReportedContract) -> Iterator[str]:

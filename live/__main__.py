@@ -267,25 +267,41 @@ def _measure_and_write(args: argparse.Namespace, stop: threading.Event) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from ingest.errors import safe
     from live.demo_server import DemoConfig, known_items, run
     from live.items import ItemFileError
+    from live.settings import error_lines
 
-    cfg = DemoConfig(host=args.host, port=args.port, model=args.model, prefill_tps=args.prefill_tps,
-                     decode_tps=args.decode_tps, depth_scale=args.depth_scale, batch_efficiency=args.batch_efficiency,
-                     slots=args.slots, ctx=args.ctx, overhead_ms=args.overhead_ms, tick_ms=args.tick_ms,
-                     cache_save_ms_per_1k=args.cache_save_ms_per_1k, merge_every=args.merge_every,
-                     answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after,
-                     quality_right=args.quality_right, quality_cutoff=args.quality_cutoff, items=tuple(args.items),
-                     load_s=args.load_s, kv_mib_per_1k=args.kv_mib_per_1k, refuse_above=args.refuse_above,
-                     thinks=not args.never_thinks)
+    try:
+        cfg = DemoConfig(host=args.host, port=args.port, model=args.model, prefill_tps=args.prefill_tps,
+                         decode_tps=args.decode_tps, depth_scale=args.depth_scale,
+                         batch_efficiency=args.batch_efficiency, slots=args.slots, ctx=args.ctx,
+                         overhead_ms=args.overhead_ms, tick_ms=args.tick_ms,
+                         cache_save_ms_per_1k=args.cache_save_ms_per_1k, merge_every=args.merge_every,
+                         answer_tokens=args.answer_tokens, fault=args.fault, fault_after=args.fault_after,
+                         quality_right=args.quality_right, quality_cutoff=args.quality_cutoff,
+                         items=tuple(args.items), load_s=args.load_s, kv_mib_per_1k=args.kv_mib_per_1k,
+                         refuse_above=args.refuse_above, thinks=not args.never_thinks)
+    except ValidationError as exc:  # a usage error: one line per bad value, as argparse gives
+        print("\n".join(safe(f"error: {e}") for e in error_lines(exc)), file=sys.stderr)
+        return 2
     try:
         known_items(cfg.items)  # a bad item file is refused before the server listens
     except ItemFileError as exc:
         print("\n".join(f"error: {e}" for e in exc.errors), file=sys.stderr)
         return 2
-    print(f"demo server on http://{cfg.host}:{cfg.port} (decode {cfg.decode_tps} tok/s, prefill {cfg.prefill_tps} "
-          f"tok/s, {cfg.slots} slots, context {cfg.ctx})", flush=True)
-    run(cfg)
+
+    def listening() -> None:
+        print(f"demo server on http://{cfg.host}:{cfg.port} (decode {cfg.decode_tps} tok/s, prefill "
+              f"{cfg.prefill_tps} tok/s, {cfg.slots} slots, context {cfg.ctx})", flush=True)
+
+    try:
+        run(cfg, listening)
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        print(safe(f"error: cannot listen on {cfg.host}:{cfg.port}: {exc.strerror or exc}"), file=sys.stderr)
+        return 1
     return 0
 
 

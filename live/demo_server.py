@@ -44,8 +44,13 @@ import re
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 WORDS = ["the", "model", "reads", "every", "token", "of", "the", "prompt", "once", "then", "writes", "its", "answer", "one", "token", "at", "a", "time", "while", "the", "cache", "grows", "café", "naïve", "déjà", "vu", "—", "résumé", "über", "Straße"]
 TEMPLATE_TOKENS = 9  # tokens the demo chat template adds around the messages
@@ -54,36 +59,50 @@ ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
 SLOT_SIMILARITY = 0.1  # share of a prompt a slot's cached prompt must have in common to be reused
 
 
-@dataclass
+_Positive = Annotated[float, Field(gt=0)]  # a rate or a time that is above 0
+_NonNeg = Annotated[float, Field(ge=0)]
+_Share = Annotated[float, Field(ge=0, le=1)]
+_Whole = Annotated[int, Field(ge=1)]
+_Zero = Annotated[int, Field(ge=0)]
+
+
+@pydantic_dataclass(config=ConfigDict(allow_inf_nan=False, extra="forbid"))
 class DemoConfig:
-    """Behaviour of the demo server."""
+    """Behaviour of the demo server, validated when made (a rate of 0 or nan, 0 slots, a port beyond 65535
+    raise ``pydantic.ValidationError``: the command line's usage errors)."""
 
     host: str = "127.0.0.1"
-    port: int = 8089
+    port: Annotated[int, Field(ge=1, le=65535)] = 8089
     model: str = "demo-model"
-    prefill_tps: float = 2000.0  # prompt tokens per second
-    decode_tps: float = 60.0  # tokens per second for one request at depth 0
-    depth_scale: float = 100_000.0  # decode(d) = decode_tps / (1 + d / depth_scale)
-    batch_efficiency: float = 0.35  # k requests at once: each at decode / (1 + eff * (k - 1))
-    slots: int = 4
-    ctx: int = 131072  # total context (split over slots, like llama-server's -c)
-    overhead_ms: float = 3.0  # fixed time before prefill (parsing, template)
-    tick_ms: float = 1.0  # pacing interval of the writer
-    answer_tokens: int = 100_000  # natural answer length (max_tokens usually ends it first)
-    merge_every: int = 50  # every Nth token is sent together with the next (UTF-8 split)
-    cache_save_ms_per_1k: float = 0.0  # host-RAM prompt cache: ms to save 1K tokens of the previous request
+    prefill_tps: _Positive = 2000.0  # prompt tokens per second
+    decode_tps: _Positive = 60.0  # tokens per second for one request at depth 0
+    depth_scale: _Positive = 100_000.0  # decode(d) = decode_tps / (1 + d / depth_scale)
+    batch_efficiency: _NonNeg = 0.35  # k requests at once: each at decode / (1 + eff * (k - 1))
+    slots: _Whole = 4
+    ctx: _Whole = 131072  # total context (split over slots, like llama-server's -c)
+    overhead_ms: _NonNeg = 3.0  # fixed time before prefill (parsing, template)
+    tick_ms: _Positive = 1.0  # pacing interval of the writer
+    answer_tokens: _Whole = 100_000  # natural answer length (max_tokens usually ends it first)
+    merge_every: _Zero = 50  # every Nth token is sent together with the next (UTF-8 split)
+    cache_save_ms_per_1k: _NonNeg = 0.0  # host-RAM prompt cache: ms to save 1K tokens of the previous request
     fault: str | None = None
-    fault_after: int = 0  # requests before the fault starts
-    fault_count: int = 1_000_000  # requests the fault applies to
-    quality_right: float = 0.7  # share of generated quality items answered right (live/demo_answers.py)
-    quality_cutoff: float = 0.1  # share that rambles past the token limit (cut off, counted wrong)
+    fault_after: _Zero = 0  # requests before the fault starts
+    fault_count: _Zero = 1_000_000  # requests the fault applies to
+    quality_right: _Share = 0.7  # share of generated quality items answered right (live/demo_answers.py)
+    quality_cutoff: _Share = 0.1  # share that rambles past the token limit (cut off, counted wrong)
     #: item files (live/items.py) whose answers the demo knows: their items get the same shares as generated ones
     items: tuple[str, ...] = ()
     thinks: bool = True  # False: a model without thinking (enable_thinking is ignored)
     # engine start-up like llama-server's (live/demo_engine.py): 503 while loading, memory, refusal
-    load_s: float = 0.0  # seconds the "model load" takes
-    kv_mib_per_1k: float = 0.0  # resident MiB held per 1,024 tokens of context
-    refuse_above: int | None = None  # contexts above this fail to load with llama.cpp's own lines
+    load_s: _NonNeg = 0.0  # seconds the "model load" takes
+    kv_mib_per_1k: _NonNeg = 0.0  # resident MiB held per 1,024 tokens of context
+    refuse_above: _Whole | None = None  # contexts above this fail to load with llama.cpp's own lines
+
+    @model_validator(mode="after")
+    def _slots_fit(self) -> DemoConfig:
+        if self.ctx < self.slots:
+            raise ValueError(f"--ctx: {self.ctx} tokens cannot be split over {self.slots} slots")
+        return self
 
 
 @dataclass
@@ -195,8 +214,11 @@ class DemoServer:
         self.known_items = known_items(cfg.items)  # raises ItemFileError for a bad file: nothing is served
 
     # ------------------------------------------------------------------ plumbing
-    async def serve(self) -> None:
+    async def serve(self, on_listening: Callable[[], None] | None = None) -> None:
+        """Listen (an OSError when the address is taken or not ours), call ``on_listening``, serve."""
         self.server = await asyncio.start_server(self._conn, self.cfg.host, self.cfg.port, limit=2**24)
+        if on_listening is not None:
+            on_listening()
         if self.loading:
             from live.demo_engine import load
 
@@ -622,8 +644,9 @@ class Pacer:
             await asyncio.sleep(max(0.0002, min(self.tick, next_due - time.perf_counter())))
 
 
-def run(cfg: DemoConfig) -> None:
-    """Run the demo server in this process until interrupted."""
+def run(cfg: DemoConfig, on_listening: Callable[[], None] | None = None) -> None:
+    """Run the demo server in this process until interrupted; ``on_listening`` is called once it listens (an
+    address it cannot listen on raises OSError before)."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(DemoServer(cfg).serve())
+        asyncio.run(DemoServer(cfg).serve(on_listening))
 

@@ -73,6 +73,7 @@ from schemas.models import (
     SpeedContract,
     SpeedMethod,
     SpeedPart,
+    vram_problem,
 )
 
 
@@ -842,7 +843,8 @@ def hardware_problems(gpu: str | None, vram_gib: float | None, *, gpu_field: str
     if vram_gib is None or vram_gib <= 0:
         return [f"{vram_field}: give the memory of one {gpu.strip()} in GiB (e.g. 24); the hardware tier comes "
                 "from it"]
-    return []
+    problem = vram_problem(vram_gib)  # the setup's own rule (schemas.models.Gpu)
+    return [f"{vram_field}: {problem}"] if problem else []
 
 
 def slug(text: str) -> str:

@@ -296,9 +296,10 @@ def _started_by_us(setup: Setup, mcfg: MeasureConfig) -> Setup:
 
 def write_sweep(out: Path, result: SweepResult, user: SetupInput, mcfg: MeasureConfig
                 ) -> tuple[SweepRecord, list[Setup]]:
-    """Write every variant as its own setup folder under ``out`` (one speed run per boot, the server's log
-    of the boot attached) and the sweep record as ``sweep-<id>.json`` in the baseline's folder (an
-    attachment of that setup). Returns the record with setup ids filled in, and the setups."""
+    """Write every variant that measured as its own setup folder under ``out`` (one speed run per boot, the
+    server's log of the boot attached) and the sweep record as ``sweep-<id>.json`` in the baseline's folder, else
+    the first measured variant's (an attachment of that setup). Returns the record with setup ids filled in, and
+    the setups written."""
     rec = result.record
     base_title = user.title
     setups: dict[str, Setup] = {}
@@ -321,16 +322,19 @@ def write_sweep(out: Path, result: SweepResult, user: SetupInput, mcfg: MeasureC
             write_folder(out, setup, c, result.logs.get(c.run_id, []),
                          extra=[(result.server_logs[c.run_id], "the server's log of this boot")]
                          if result.server_logs.get(c.run_id, Path("/nonexistent")).is_file() else None)
-        if not runs:
-            write_setup_json(out, setup)
     final = rec.model_copy(update={
         "variants": [v.model_copy(update={"setup_id": setups[v.name].setup_id}) for v in rec.variants],
         "boots": [b.model_copy(update={"setup_id": setups[b.variant].setup_id}) for b in rec.boots]})
     final = SweepRecord.model_validate(final.model_dump())
-    base = setups[rec.baseline]
-    (out / base.setup_id / f"{final.sweep_id}.json").write_text(
+    # a variant that never measured gets no setup folder (its card would be empty; ingest refuses one): the
+    # record, which says why each boot failed, goes with the baseline, else with the first variant that measured
+    measured = [n for n in dict.fromkeys([rec.baseline, *(v.name for v in rec.variants)]) if result.contracts.get(n)]
+    home = setups[measured[0] if measured else rec.baseline]
+    if not measured:
+        write_setup_json(out, home)  # nothing measured at all: the record is still kept, beside its setup.json
+    (out / home.setup_id / f"{final.sweep_id}.json").write_text(
         final.model_dump_json(indent=1, exclude_none=True) + "\n", encoding="utf-8")
-    return final, list(setups.values())
+    return final, [setups[n] for n in measured] or [home]
 
 
 # --------------------------------------------------------------------------- the differences

@@ -15,9 +15,11 @@ summary-only contract has no records, a run id is unique, ...) are checked by
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 SCHEMA_VERSION: Literal["1"] = "1"
 
@@ -28,12 +30,32 @@ Slug = Annotated[
         description="Lower-case identifier: letters, digits, '.', '_' and '-'.",
     ),
 ]
+
+
+def is_real_moment(t: str) -> bool:
+    """True when an ISO 8601 date or date-time written in the Timestamp pattern names a real moment (9999-99-99,
+    2025-02-30 or 25:61 does not)."""
+    try:
+        datetime.fromisoformat(t.replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        return False
+    return True
+
+
+def _real_moment(t: str) -> str:
+    if not is_real_moment(t):
+        raise PydanticCustomError("date", "{t} is not a real date or time (months 01-12, days of that month, hours "
+                                  "00-23, minutes 00-59)", {"t": repr(t[:40])})
+    return t
+
+
 Timestamp = Annotated[
     str,
     Field(
         pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})?)?$",
         description="ISO 8601 date or date-time, e.g. 2026-11-10 or 2026-11-10T02:09:00Z.",
     ),
+    AfterValidator(_real_moment),
 ]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="Lower-case hex SHA-256.")]
 #: every number is bounded so that each value the schema admits fits its database column
@@ -207,12 +229,33 @@ class RunBase(Strict):
 # --------------------------------------------------------------------------- setup
 
 
+#: the least memory one GPU can have, GiB (256 MiB): less is no GPU's memory; a GPU with 0 GiB would land in the
+#: smallest hardware tier with a false "needs system RAM" warning (a machine without a GPU lists no gpus)
+MIN_VRAM_GIB = 0.25
+
+
+def vram_problem(value: float) -> str | None:
+    """Why ``value`` GiB cannot be one GPU's memory, or None (the one rule of setup.json, the live CLI and pages)."""
+    if value < MIN_VRAM_GIB:  # (nan is refused as not finite by the field itself)
+        return (f"{value:g} GiB is not the memory of a GPU (at least {MIN_VRAM_GIB:g} GiB; a machine without a GPU "
+                "lists no GPU)")
+    return None
+
+
+def _gpu_memory(value: float) -> float:
+    problem = vram_problem(value)
+    if problem:
+        raise PydanticCustomError("vram", problem)
+    return value
+
+
 class Gpu(Strict):
     """One kind of GPU in the machine."""
 
     name: Name = Field(description="Marketing name, e.g. 'NVIDIA GeForce RTX 5060 Ti 16 GB'.")
     count: int = Field(1, ge=1, le=1024, description="How many of this GPU the setup uses.")
-    vram_gib: NonNeg = Field(description="Video memory of one GPU in GiB (unified memory for SoCs).")
+    vram_gib: Annotated[NonNeg, AfterValidator(_gpu_memory)] = Field(
+        description="Video memory of one GPU in GiB (unified memory for SoCs); at least MIN_VRAM_GIB.")
     backend: FreeText | None = Field(None, description="Compute backend, e.g. CUDA 13.5, Vulkan, ROCm, Metal.")
     unified_memory: bool | None = Field(
         None, description="True when the GPU shares system memory (DGX Spark, Apple silicon, Strix Halo, ...).")

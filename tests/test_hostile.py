@@ -1010,12 +1010,26 @@ def _(u):
     return zipcraft.build([*(zipcraft.Raw(n, d) for n, d in u.good.items()), zipcraft.Raw(b"hand-3090/a\x00b", b"x")])
 
 
-@up_case("a terminal escape in an entry name",
-         errors=("mine.zip/hand-3090/e\\x1b]0;x\\x07/setup.json: $.title",))
+@up_case("a terminal escape in an entry name",  # refused by its name now, before its setup.json is read
+         errors=("mine.zip: hand-3090/e\\x1b]0;x\\x07/setup.json: its name holds the control character \\x1b "
+                 "(U+001B); rename the file with printable characters only",))
 def _(u):
     s = json.loads(u.good["hand-3090/setup.json"])
     s["title"] = ""
     return zip_of({"hand-3090/e\x1b]0;x\x07/setup.json": json.dumps(s).encode()})
+
+
+for _name, _entry, _shown, _char in (
+    ("a terminal title escape in a raw file's name", "hand-3090/z-ctl/\x1b]0;pwned\x07.txt",
+     "hand-3090/z-ctl/\\x1b]0;pwned\\x07.txt", "\\x1b (U+001B)"),
+    ("a newline in a raw file's name", "hand-3090/new\nline.txt", "hand-3090/new\\nline.txt", "\\n (U+000A)"),
+    ("a bidi override in a raw file's name", "hand-3090/a\u202etxt.exe", "hand-3090/a\\u202etxt.exe",
+     "\\u202e (U+202E)"),
+):
+    @up_case(_name, errors=(f"mine.zip: {_shown}: its name holds the control character {_char}; rename the file "
+                            "with printable characters only",))
+    def _(u, _entry=_entry):
+        return zip_of({**u.good, _entry: b"x"})
 
 
 @up_case("an archive larger than the upload limit", limits=Limits(upload_bytes=1000),

@@ -149,3 +149,12 @@ def test_one_file_that_converts_into_too_much_is_refused_naming_it():
     with pytest.raises(ImportFailed) as err:
         all_files(results, limits=Limits(zip_entries=2))
     assert err.value.errors[0].startswith("lb-real-t1.json: converted into 1 setup folder(s) with 1 run(s): 3 files")
+
+
+@pytest.mark.parametrize("rate", ["0.0", "1e-400", "0.00"])
+def test_a_markdown_decode_rate_of_zero_is_refused(rate):
+    md = (FIX / "lb-real-t1.md").read_text().replace("14944.48 ± 12399.04", f"{rate} ± 0.98")
+    errors = refused("zero.md", md.encode())
+    assert any(e.startswith("zero.md: ") and "avg_ts: a decode rate of" in e and "tok/s for 8 timed tokens is not "
+               "a measurement (a rate of tokens that took time is positive); the test is not imported" in e
+               for e in errors), errors

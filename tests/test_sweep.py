@@ -18,7 +18,8 @@ import pytest
 from benchcards.compute import sweeps
 from benchcards.domain import fmt
 from benchcards.read.store import Store
-from ingest import ingest_paths
+from ingest import IngestError, ingest_paths
+from ingest.validate import NO_RUNS
 from live.measure import MeasureConfig, SetupInput
 from live.sweep import SweepConfig, Variant, differences, grid, parse_variant, run_sweep, write_sweep
 from schemas.models import SweepRecord
@@ -78,8 +79,10 @@ def demo_sweep(tmp_path):
     assert "unrecognized arguments: --no-such-flag" in (broken.reason or ""), broken.reason  # the program's words
     assert all(gone(b.pid) for b in rec.boots if b.pid)  # every boot's server is stopped
     record, setups = write_sweep(tmp_path / "out", result, SetupInput(gpu="cpu", title="demo sweep"), cfg.measure)
-    assert [s.setup_id for s in setups] == [v.setup_id for v in record.variants]
-    assert len({s.setup_id for s in setups}) == 3
+    # a variant that never measured has no setup folder (its card would be empty), only its line in the record
+    assert [s.setup_id for s in setups] == [v.setup_id for v in record.variants][:2]
+    assert len({s.setup_id for s in setups}) == 2 and len({v.setup_id for v in record.variants}) == 3
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir()) == sorted(s.setup_id for s in setups)
     assert setups[1].server.argv[-2:] == ["--decode-tps", "200"] and "--port" not in setups[1].server.argv
     # the provenance names no address that no boot used (each boot had its own free port)
     assert all(cfg.measure.base_url not in (s.provenance or "") and "free port of 127.0.0.1" in (s.provenance or "")
@@ -106,6 +109,7 @@ def demo_sweep(tmp_path):
     assert set(table["Variant"]) == {"slow"} and "Decode, code prompt" in set(table["Figure"])
     assert all(v != fmt.DASH for v in table["95 % interval of Δ %"][table["Figure"] == "Decode, code prompt"])
     assert list(sweeps.boots_table(found)["Outcome"]) == ["ok", "ok", "no load", "ok", "ok", "no load"]
+    assert list(sweeps.variants_table(found)["_setup"]) == [setups[0].setup_id, setups[1].setup_id, ""]
     return tmp_path / "s.duckdb", record, setups
 
 
@@ -229,6 +233,12 @@ def test_a_sweep_where_no_boot_measured_exits_1_and_still_writes_its_record(tmp_
     assert "no boot measured: all 2 failed (the sweep record says why)" in err
     record = SweepRecord.model_validate_json(next((tmp_path / "out").rglob("sweep-*.json")).read_text())
     assert [b.status for b in record.boots] == ["no_load", "no_load"] and "no such model" in record.boots[0].reason
+    # the record is kept beside the baseline's setup.json; no other variant gets a folder, and ingest says why
+    # it loads nothing rather than showing an empty card
+    (folder,) = [p for p in (tmp_path / "out").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    with pytest.raises(IngestError) as exc:
+        ingest_paths([folder], tmp_path / "s.duckdb")
+    assert exc.value.errors == [f"{folder}: {NO_RUNS}"]
     with pytest.raises(SystemExit):
         main(["sweep", "--help"])
     assert "1    no boot measured" in capsys.readouterr().out

@@ -70,10 +70,11 @@ def test_sweep_page_of_the_export_has_the_library_rows_chart_and_card_links(swep
         assert (v["lo"] is None) == (row[5] == fmt.DASH), row
         assert v["lo"] is None or v["lo"] <= v["pct"] <= v["hi"]
     assert any(v["lo"] is not None for v in data)
-    # every variant links to its card, and every link of the page resolves to a file of the site
+    # every variant that measured links to its card (the broken one has none), and every link of the page
+    # resolves to a file of the site
     hrefs = re.findall(r'href="([^"]+)"', html)
     cards = {h for h in hrefs if "setups/" in h}
-    assert len(cards) == 3 and {f"../setups/{v.setup_id}.html" for v in rec.variants} == cards
+    assert len(cards) == 2 and {f"../setups/{v.setup_id}.html" for v in rec.variants[:2]} == cards
     for h in hrefs:
         assert (page.parent / h).resolve().is_file(), h
     # linked from the navigation of every page, and the list links the sweep

@@ -660,12 +660,36 @@ def bench_agrees(b: BenchRecord, stated: float, computed: float) -> bool:
             if any(x > 0 for x in b.samples_ns) else 1
         tol = max(tol, computed * grain / max(1.0, float(min(x for x in b.samples_ns if x > 0))) if grain > 1 else 0.0)
     ts = getattr(b, "samples_ts", None) or []
-    if ts:
+    if ts and bench_ts_disagree(b) is None:
         tol = max(tol, 0.5 * 10 ** (-max(stats.decimals_of(x) for x in ts)))
         shown = sum(ts) / len(ts)
         if abs(shown - stated) <= 0.5 * 10 ** (-max(stats.decimals_of(x) for x in ts)) + 1e-9 * abs(stated):
             return True
     return abs(stated - computed) <= tol + 1e-9 * abs(stated)
+
+
+def bench_ts_disagree(b: BenchRecord) -> tuple[int, float, float] | None:
+    """The first repetition whose stated rate (``samples_ts``) does not round to the one computed from its time
+    (``samples_ns``) at the precision both were written with, as (index, stated, computed); None when all agree
+    or either list is missing."""
+    n = b.n_prompt + b.n_gen
+    for j, (ts, ns) in enumerate(zip(b.samples_ts, b.samples_ns, strict=False)):
+        computed = 1e9 * n / ns
+        grain = 10 ** (len(str(int(ns))) - len(str(int(ns)).rstrip("0")))
+        if not stats.agrees(ts, computed) and abs(ts - computed) > computed * grain / ns + 1e-9 * abs(ts):
+            return j, ts, computed
+    return None
+
+
+def _bench_ts_warn(b: BenchRecord, where: str) -> list[Warn]:
+    """A warning when a test's stated per-repetition rates disagree with its repetition times."""
+    bad = bench_ts_disagree(b)
+    if bad is None:
+        return []
+    j, ts, computed = bad
+    return [Warn("summary_mismatch", f"{where}: stated rate of repetition {j + 1} (samples_ts) {ts:g} tok/s, "
+                                     f"computed from its time (samples_ns) {computed:.6g}; the computed value "
+                                     "is shown", ts, computed)]
 
 
 def bench_metrics(records: Sequence[BenchRecord]) -> tuple[list[Metric], list[Warn]]:
@@ -687,6 +711,7 @@ def bench_metrics(records: Sequence[BenchRecord]) -> tuple[list[Metric], list[Wa
         if b.samples_ns:
             mean, sd = bench_mean_sd(bench_rates(b))
             n = len(b.samples_ns)
+            warns.extend(_bench_ts_warn(b, where))
             if b.avg_ts is not None and not bench_agrees(b, b.avg_ts, mean):
                 warns.append(Warn("summary_mismatch", f"{where}: stated mean {b.avg_ts:g} tok/s, computed from "
                                                       f"the {n} samples {mean:.6g}; the computed value is shown",

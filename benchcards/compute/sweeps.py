@@ -173,12 +173,14 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def variants_table(rec: SweepRecord) -> pd.DataFrame:
     """Variant | Server arguments | Boots measured | ``_setup`` — every variant, baseline first (its card is
-    ``_setup``); the differences table has no row for the baseline."""
+    ``_setup``, empty for a variant that never measured: it has no card); the differences table has no row for the
+    baseline."""
     measured = {v.name: 0 for v in rec.variants}
     for b in rec.boots:
         if b.status == "ok" and b.variant in measured:
             measured[b.variant] += 1
     return pd.DataFrame([{"Variant": v.name + (" (baseline)" if v.name == rec.baseline else ""),
                           "Server arguments": shlex.join(v.args) if v.args else "(the template as it is)",
-                          "Boots measured": f"{measured[v.name]} of {rec.repeats}", "_setup": v.setup_id}
+                          "Boots measured": f"{measured[v.name]} of {rec.repeats}",
+                          "_setup": v.setup_id if measured[v.name] else ""}
                          for v in rec.variants])

@@ -24,11 +24,13 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = [
     "MAX_RATE",
     "MAX_TOKENS_PER_REQUEST",
     "MIN_SECONDS",
+    "bench_problems",
     "count_problem",
     "duration_problem",
     "lists_problem",
@@ -107,6 +109,35 @@ def lists_problem(n_items: int, n_tokens: int | float | None, items: str, tokens
                 + ("there is one gap between each two tokens" if per_token_extra == -1 else
                    f"there is one per token{'' if per_token_extra == 0 else f' {per_token_extra:+d}'}"))
     return None
+
+
+def bench_problems(test: str, counts: Mapping[str, int], samples_ns: Sequence[int],
+                   rates: Mapping[str, float | Sequence[float] | None]) -> Iterator[tuple[str, int | None, str]]:
+    """Why one engine-benchmark test (llama-bench's ``pp``/``tg``/``pg``) cannot be real, as (field, index or
+    None, problem): ``counts`` n_prompt/n_gen/n_depth beyond any context, a repetition of ``samples_ns``
+    shorter than a clock tick or whose rate (n_prompt + n_gen) / time is beyond any hardware, a stated rate
+    in ``rates`` (avg_ts, samples_ts) beyond any hardware or not above 0. One rule for the importer and contract ingest.
+
+    >>> next(bench_problems("tg", {"n_prompt": 0, "n_gen": 128, "n_depth": 0}, [1000], {}))
+    ('samples_ns', 0, 'a decode rate of 1.28e+08 tok/s is beyond any hardware (at most 1e+05 tok/s for one stream)')
+    """
+    kind = "decode" if test == "tg" else "prefill"
+    for key, value in counts.items():
+        problem = count_problem(value, key)
+        if problem:
+            yield key, None, problem
+    n = counts.get("n_prompt", 0) + counts.get("n_gen", 0)
+    for i, ns in enumerate(samples_ns):
+        problem = duration_problem(ns / 1e9, f"repetition {i + 1}") or rate_problem(1e9 * n / ns, kind)
+        if problem:
+            yield "samples_ns", i, problem
+    for key, values in rates.items():
+        for i, x in enumerate(values if isinstance(values, Sequence) else [values]):
+            problem = rate_problem(x, kind) or (f"a {kind} rate of {x!r} tok/s for {n:,} timed tokens is not a "
+                                                "measurement (a rate of tokens that took time is positive)"
+                                                if x is not None and x <= 0 and n > 0 else None)
+            if problem:
+                yield key, i if isinstance(values, Sequence) else None, problem
 
 
 def _superscript(n: int) -> str:

@@ -22,11 +22,10 @@ import io
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from itertools import chain
 from typing import Any
 
-from benchcards.domain.plausible import count_problem, duration_problem, rate_problem
+from benchcards.domain.plausible import bench_problems
 from ingest.importers import hardware as hw
 from ingest.importers.base import (
     BIG_MAX,
@@ -48,7 +47,7 @@ from ingest.importers.base import (
     typed_command,
     whole,
 )
-from schemas.models import REAL_MAX, SCHEMA_VERSION
+from schemas.models import REAL_MAX, SCHEMA_VERSION, is_real_moment
 
 NAME = "llama-bench"
 #: what ``python -m ingest --help`` lists beside the name
@@ -664,34 +663,19 @@ _TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9}
 
 def valid_time(t: Any) -> bool:
     """True for an ISO 8601 date or date-time that is a real moment (2025-02-30 or 25:61 is not)."""
-    if not isinstance(t, str) or not _TIME_RE.fullmatch(t):
-        return False
-    try:
-        datetime.fromisoformat(t.replace("Z", "+00:00").replace(" ", "T"))
-    except ValueError:
-        return False
-    return True
+    return isinstance(t, str) and bool(_TIME_RE.fullmatch(t)) and is_real_moment(t)
 
 
 def _plausible(src: Source, row: Row, rec: dict[str, Any]) -> None:
-    """Refuse a test whose figures no measurement can give (``benchcards.domain.plausible``): token counts beyond any
-    context, a repetition shorter than a clock tick, a rate beyond any hardware."""
-    kind = "decode" if rec["test"] == "tg" else "prefill"
-    for key in ("n_prompt", "n_gen", "n_depth"):
-        problem = count_problem(rec[key], key)
-        if problem:
+    """Refuse a test whose figures no measurement can give (``benchcards.domain.plausible.bench_problems``): token
+    counts beyond any context, a repetition shorter than a clock tick, a rate beyond any hardware."""
+    counts = {key: rec[key] for key in ("n_prompt", "n_gen", "n_depth")}
+    rates = {key: rec.get(key) for key in ("avg_ts", "samples_ts")}
+    for key, i, problem in bench_problems(rec["test"], counts, rec.get("samples_ns", []), rates):
+        if key in counts:
             raise src.fail(f"{row.where}: {key}", problem)
-    n = rec["n_prompt"] + rec["n_gen"]
-    for i, ns in enumerate(rec.get("samples_ns", [])):
-        problem = duration_problem(ns / 1e9, f"repetition {i + 1}") or rate_problem(1e9 * n / ns, kind)
-        if problem:
-            raise src.fail(f"{row.where}: samples_ns[{i}]", f"{problem}; the test is not imported")
-    for key in ("avg_ts", "samples_ts"):
-        values = rec.get(key)
-        for x in values if isinstance(values, list) else [values]:
-            problem = rate_problem(x, kind)
-            if problem:
-                raise src.fail(f"{row.where}: {key}", f"{problem}; the test is not imported")
+        field_name = f"{key}[{i}]" if key == "samples_ns" else key
+        raise src.fail(f"{row.where}: {field_name}", f"{problem}; the test is not imported")
 
 
 def _record(src: Source, row: Row) -> dict[str, Any]:
