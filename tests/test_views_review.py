@@ -20,7 +20,7 @@ from benchcards.site.exporter import export
 from benchcards.views import analysisview as av
 from ingest import ingest_paths
 from tests.helpers import SETUP, fit_contract, make_setup
-from tests.test_app import page_text, run, specs
+from tests.test_app import page_text, run, site_db, specs  # noqa: F401  (site_db: the demo database, autouse)
 from tests.test_views_once import plain, visible
 
 pytestmark = pytest.mark.integration
@@ -28,12 +28,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
 SWEPT = "real-sweep-cpu-tiny-random-ubatch-micro-batch-64"
-
-
-@pytest.fixture(autouse=True)
-def site_db(demo_db, monkeypatch):
-    monkeypatch.setenv("BENCHCARDS_DB", str(demo_db))
-    return demo_db
 
 
 @pytest.fixture(scope="module")
