@@ -165,6 +165,8 @@ NO_WARNINGS_NO_COMMAND = ("No warnings: every stated figure agrees with the raw 
                           "given, so none was checked).")
 NO_WARNINGS_NO_RAW = ("No warnings, but nothing was checked against raw records: this setup has none (its figures "
                       "are as published).")
+NO_WARNINGS_NO_RAW_NO_COMMAND = ("No warnings, but nothing was checked: this setup has no raw records (its figures "
+                                 "are as published), and no server command was given.")
 FILES = "Each file downloads under its own name; none is opened in the browser."
 
 
@@ -420,8 +422,11 @@ def warnings(c: Card) -> Section:
     """Every warning, labelled in words (card.WARNING_KINDS), with the run it belongs to."""
     found = card_tables.warnings_list(c)
     if not found:
-        said = NO_WARNINGS_NO_RAW if card_data.is_reported(c) or c.row.get("summary_only") is True else \
-            NO_WARNINGS if flags.command_given(c.setup.server.argv) else NO_WARNINGS_NO_COMMAND
+        command = flags.command_given(c.setup.server.argv)
+        if card_data.is_reported(c) or c.row.get("summary_only") is True:
+            said = NO_WARNINGS_NO_RAW if command else NO_WARNINGS_NO_RAW_NO_COMMAND
+        else:
+            said = NO_WARNINGS if command else NO_WARNINGS_NO_COMMAND
         return Section("warnings", "Warnings", [Text(said, "note")])
     return Section("warnings", "Warnings", [Text(message, "warning", f"{what} ({run})")
                                             for what, run, message in found])
