@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from benchcards.domain import flags, fmt, metrics
+from benchcards.domain import flags, fmt, metrics, stats
 from benchcards.domain.names import short_gpu, unique_names
 from benchcards.read.card_data import Card
 from benchcards.read.quality import QualityComparison
@@ -174,10 +174,6 @@ SAME_LENGTH_WITHIN = 0.02
 
 #: figures whose runs' own spread is measured: figure -> its spread figure (a CV in %, of the same prompt)
 SPREAD_OF: dict[str, str] = {"decode": "decode_cv"}
-#: the ~95 % two-sided normal quantile of the band of a difference
-Z95 = 1.96
-
-
 def noise_pct(first: Card, other: Card, metric: str, prompt: str | None) -> float | None:
     """Half-width (in %) of the ~95 % band of the relative difference of ``metric`` between two setups, from
     each one's spread of runs (CV) and number of runs: 1.96 · √(CV₁²/n₁ + CV₂²/n₂). None when either has no
@@ -187,7 +183,7 @@ def noise_pct(first: Card, other: Card, metric: str, prompt: str | None) -> floa
     b = other.point(spread, prompt) if spread else None
     if a is None or b is None or not a[1] or not b[1] or a[1] < 2 or b[1] < 2:
         return None
-    return Z95 * math.sqrt(a[0] ** 2 / a[1] + b[0] ** 2 / b[1])
+    return stats.Z95 * math.sqrt(a[0] ** 2 / a[1] + b[0] ** 2 / b[1])
 
 
 #: what the speed table's words and colours mean (the Compare page shows it under the table)
