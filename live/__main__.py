@@ -345,7 +345,7 @@ def add_measure_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def add_demo_parser(sub: argparse._SubParsersAction) -> None:
-    from live.demo_server import DemoConfig
+    from live.demo_server import FAULTS, DemoConfig
 
     dd = DemoConfig()
     s = sub.add_parser("demo-server", help="run a llama-server look-alike with configurable timing",
@@ -372,8 +372,7 @@ def add_demo_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--merge-every", type=int, default=dd.merge_every,
                    help="every Nth token shares its event with the next, as llama-server does for a token "
                    "that ends in incomplete UTF-8 (0 = never)")
-    s.add_argument("--fault", choices=["http500", "http429", "cut", "stall", "malformed", "no_done", "short", "die",
-                            "miscount", "buffer"],
+    s.add_argument("--fault", choices=FAULTS,
                    help="misbehave (for tests)")
     s.add_argument("--fault-after", type=int, default=0, help="requests before the fault starts")
     s.add_argument("--quality-right", type=float, default=dd.quality_right,

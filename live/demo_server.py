@@ -28,7 +28,9 @@ http429, cut (close mid-stream), stall (stop sending mid-stream), malformed
 (a broken JSON event), no_done (no ``data: [DONE]``), short (23 tokens then stop),
 die (the process exits mid-stream), miscount (the prompt is counted 5 % longer than ``/tokenize`` says),
 buffer (every token is held back and all of them leave in one write at the end, as a buffering proxy or a
-busy client would see them: the time to first token then includes the generation).
+busy client would see them: the time to first token then includes the generation), split_first (the first
+token ends in incomplete UTF-8 and leaves with the second; like llama-server 0c1e570, /v1/messages then sends
+no ``message_start``, so no prompt count, and /v1/chat/completions no role chunk).
 
 Usage: python -m live demo-server --port 8089 [--prefill-tps X --decode-tps Y --slots N ...]
 """
@@ -47,7 +49,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -64,6 +66,11 @@ _NonNeg = Annotated[float, Field(ge=0)]
 _Share = Annotated[float, Field(ge=0, le=1)]
 _Whole = Annotated[int, Field(ge=1)]
 _Zero = Annotated[int, Field(ge=0)]
+
+
+#: the faults a test can ask for (``--fault``, ``POST /_demo/faults``); the module docstring says what each does
+FAULTS = ("http500", "http429", "cut", "stall", "malformed", "no_done", "short", "die", "miscount", "buffer",
+          "split_first")
 
 
 @pydantic_dataclass(config=ConfigDict(allow_inf_nan=False, extra="forbid"))
@@ -85,7 +92,7 @@ class DemoConfig:
     answer_tokens: _Whole = 100_000  # natural answer length (max_tokens usually ends it first)
     merge_every: _Zero = 50  # every Nth token is sent together with the next (UTF-8 split)
     cache_save_ms_per_1k: _NonNeg = 0.0  # host-RAM prompt cache: ms to save 1K tokens of the previous request
-    fault: str | None = None
+    fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
     fault_after: _Zero = 0  # requests before the fault starts
     fault_count: _Zero = 1_000_000  # requests the fault applies to
     quality_right: _Share = 0.7  # share of generated quality items answered right (live/demo_answers.py)
@@ -293,6 +300,9 @@ class DemoServer:
             return await self._send(writer, 200, text.encode(), "text/plain; version=0.0.4")
         if path == "/_demo/faults" and method == "POST":
             req = json.loads(body or b"{}")
+            if req.get("fault") not in (None, *FAULTS):
+                return await self._send(writer, 400, {"error": {"code": 400, "message": (
+                    f"fault: {str(req.get('fault'))[:40]!r} is none of {', '.join(FAULTS)}")}})
             self.state.fault = _Fault(req.get("fault"), self.state.requests + int(req.get("after", 0)),
                                       int(req.get("count", 1)) if req.get("fault") else 0)
             return await self._send(writer, 200, {"fault": asdict(self.state.fault)})
@@ -452,7 +462,7 @@ class DemoServer:
                       t_ready: float, api: str = "chat") -> bool:
         cfg = self.cfg
         if api == "messages":
-            deltas, opening, closing = self._anthropic_events(req, pieces, prompt_tokens, cache_n, finish)
+            deltas, opening, closing = self._anthropic_events(req, pieces, prompt_tokens, cache_n, finish, fault)
             return await self._pace(writer, deltas, opening, closing, len(pieces), rate, prefill_s, fault, t_ready,
                                     prompt_tokens, cache_n, done=False)
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
@@ -466,14 +476,17 @@ class DemoServer:
         events: list[tuple[int, bytes]] = []  # (index of the last token in the event, SSE bytes)
         i = 0
         while i < n:
-            j = i + 1 if (cfg.merge_every and (i + 1) % cfg.merge_every == 0 and i + 1 < n) else i
+            j = self._merged_with_next(i, n, fault)
             text = "".join(pieces[i:j + 1])
             events.append((j, b"data: " + head + json.dumps(text).encode() + tail))
             i = j + 1
             if i % 4096 == 0:
                 await asyncio.sleep(0)  # long bodies: let the pacer keep other streams on time
-        role = (b'data: {"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],'
-                + f'"created":{created},"id":"{cid}","model":"{model}","object":"chat.completion.chunk"}}\n\n'.encode())
+        # llama-server sends the role chunk with the partial result of the first token only: none when that
+        # token's text is held back for an incomplete UTF-8 character
+        role = b"" if fault == "split_first" and n > 1 else (
+            b'data: {"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],'
+            + f'"created":{created},"id":"{cid}","model":"{model}","object":"chat.completion.chunk"}}\n\n'.encode())
         timings = self._timings(cache_n, prompt_tokens - cache_n, prefill_s, n, rate)
         final = {"choices": [{"finish_reason": finish, "index": 0, "delta": {}}], "created": created, "id": cid,
                  "model": model, "object": "chat.completion.chunk", "timings": timings}
@@ -488,25 +501,40 @@ class DemoServer:
         return await self._pace(writer, events, role, closing, n, rate, prefill_s, fault, t_ready, prompt_tokens,
                                 cache_n, done=fault != "no_done")
 
+    def _merged_with_next(self, i: int, n: int, fault: str | None) -> int:
+        """Index of the last token sent in the event that starts at token i: i, or i + 1 when token i ends in
+        incomplete UTF-8 (every ``merge_every``-th token, and the first one under the ``split_first`` fault)."""
+        every = self.cfg.merge_every
+        split = (every and (i + 1) % every == 0) or (i == 0 and fault == "split_first")
+        return i + 1 if split and i + 1 < n else i
+
     def _anthropic_events(self, req: dict, pieces: list[str], prompt_tokens: int, cache_n: int,
-                          finish: str) -> tuple[list[tuple[int, bytes]], bytes, bytes]:
-        """/v1/messages: (one content_block_delta event per token, message_start + content_block_start,
-        content_block_stop + message_delta + message_stop), as llama-server names them."""
+                          finish: str, fault: str | None = None) -> tuple[list[tuple[int, bytes]], bytes, bytes]:
+        """/v1/messages: (one content_block_delta event per token, merged pairs as on chat; message_start +
+        content_block_start; content_block_stop + message_delta + message_stop), as llama-server names them.
+
+        Like llama-server, ``message_start`` (the only event with the prompt counts) goes with the partial
+        result of the first token: when that token is held back (``split_first``) there is none."""
         cfg = self.cfg
 
         def ev(name: str, obj: dict) -> bytes:
             return f"event: {name}\ndata: ".encode() + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
         events: list[tuple[int, bytes]] = []
-        for i, p in enumerate(pieces):  # no merged pairs here: each delta is one token's text
-            events.append((i, ev("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                         "delta": {"type": "text_delta", "text": p}})))
-        opening = ev("message_start", {"type": "message_start", "message": {
+        i, n = 0, len(pieces)
+        while i < n:
+            j = self._merged_with_next(i, n, fault)
+            events.append((j, ev("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                         "delta": {"type": "text_delta",
+                                                                   "text": "".join(pieces[i:j + 1])}})))
+            i = j + 1
+        start = ev("message_start", {"type": "message_start", "message": {
             "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "content": [],
             "model": req.get("model") or cfg.model, "stop_reason": None, "stop_sequence": None,
             "usage": {"cache_read_input_tokens": cache_n, "input_tokens": prompt_tokens - cache_n,
-                      "output_tokens": 0}}}) + ev("content_block_start", {
-                "type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+                      "output_tokens": 0}}})
+        opening = (b"" if fault == "split_first" and n > 1 else start) + ev("content_block_start", {
+            "type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
         closing = (ev("content_block_stop", {"type": "content_block_stop", "index": 0})
                    + ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": ANTHROPIC_STOP[finish],
                                                                              "stop_sequence": None},

@@ -13,6 +13,7 @@ from benchcards.compute.summarize import speed_from_records
 from benchcards.domain import fmt
 from benchcards.read import card_data
 from benchcards.read.store import Store
+from benchcards.views.card_tables import warnings_list
 from ingest import ingest_paths
 from live.agent import conversation
 from live.client import RawStream, stream_chat
@@ -212,6 +213,42 @@ def test_agent_part_on_the_demo_server(demo, tmp_path, monkeypatch):
 
 
 @pytest.mark.integration
+def test_a_turn_without_message_start_keeps_its_time_and_says_its_count_is_missing(tmp_path):
+    """llama-server sends no message_start when the first answer token ends in incomplete UTF-8 (seen in CI on
+    the real engine): the turn is timed, has no prompt count, is left out of the share, and the card says so."""
+    server = demo_server(decode_tps=400, prefill_tps=4000, slots=2, ctx=32768, fault="split_first")
+    try:
+        contract, info, log = measure(agent_cfg(server.url))
+    finally:
+        server.stop()
+    assert [p.status for p in contract.parts] == ["ok"], contract.parts
+    cases = by_case(contract)
+    for case in ("cold", "warm", "busted"):
+        msgs, chats = cases[("messages", case)], cases[("chat", case)]
+        assert all(r.error is None and r.prompt_tokens is None and r.cached_tokens is None and r.t_first
+                   and r.output_tokens == 8 for r in msgs), msgs
+        # chat has its counts in the usage chunk at the end, so the missing role chunk costs nothing
+        assert all(r.error is None and r.prompt_tokens for r in chats), chats
+    result = speed_from_records(contract)
+    figures = {(m.metric, m.prompt, m.level) for m in result.metrics}
+    assert ("agent_ttft", "messages/warm", 3) in figures and ("agent_cached_share", "chat/warm", None) in figures
+    assert not {f for f in figures if f[0] == "agent_cached_share" and f[1].startswith("messages/")}
+    said = sorted(w.message for w in result.warnings if w.kind == "uncounted_turn")
+    assert len(said) == 3 and all("4 of 4 turns through /v1/messages came without a prompt token count" in m
+                                  for m in said), said
+
+    setup = build_setup(SetupInput(gpu="cpu"), info, agent_cfg(server.url))
+    run_dir = write_folder(tmp_path / "out", setup, contract, log)
+    report = ingest_paths([run_dir.parent.parent], tmp_path / "a.duckdb")
+    assert report.new == [setup.setup_id], report.text()
+    card = card_data.card(Store(tmp_path / "a.duckdb"), setup.setup_id)
+    table = agentic.agent_table(card)
+    assert set(table["From cache, warm (same prefix), /v1/messages (%)"]) == {fmt.DASH}
+    labelled = [w for w in warnings_list(card) if w[0] == "Agentic turn without a prompt count"]
+    assert len(labelled) == 3, warnings_list(card)
+
+
+@pytest.mark.integration
 def test_agent_part_is_skipped_when_the_conversation_does_not_fit(demo):
     contract, _, _ = measure(agent_cfg(demo.url, agent_tokens=65536, agent_endpoints=("chat",)))
     assert (contract.parts[0].part, contract.parts[0].status) == ("agent", "skipped")
@@ -246,7 +283,7 @@ def test_agent_part_on_real_llama_server(tmp_path):
     for (endpoint, case), recs in cases.items():
         assert [r.turn for r in recs] == [1, 2, 3, 4] and all(r.error is None for r in recs), recs
         later = recs[1:]
-        shares = [(r.cached_tokens or 0) / (r.prompt_tokens or 1) for r in later]
+        shares = [(r.cached_tokens or 0) / r.prompt_tokens for r in later if r.prompt_tokens]  # counted turns
         if case == "warm":
             # the engine may drop its cache for one turn on a loaded machine (seen once in CI: /v1/messages,
             # turn 3 of 4 came back with no cached tokens, turns 2 and 4 with 52 % and 76 %); the warm case
@@ -257,7 +294,11 @@ def test_agent_part_on_real_llama_server(tmp_path):
             assert all(s < 0.05 for s in shares), (endpoint, case, shares)
     msgs = cases[("messages", "warm")]
     assert all(r.finish_reason in ("length", "stop") and r.output_tokens for r in msgs)
-    # the server's counts agree between its two APIs: the same conversation, the same prompt size
+    # the server's counts agree between its two APIs: the same conversation, the same prompt size. A turn
+    # whose first token ended in incomplete UTF-8 has no message_start and so no count (seen once in CI:
+    # docs/definitions.md#agent); the rest must agree, and at least half of the turns have a count
     chat_p = [r.prompt_tokens for r in cases[("chat", "warm")]]
     msg_p = [r.prompt_tokens for r in msgs]
-    assert all(abs(a - b) <= 0.02 * a for a, b in zip(chat_p, msg_p)), (chat_p, msg_p)
+    both = [(a, b) for a, b in zip(chat_p, msg_p) if b is not None]
+    assert all(chat_p) and len(both) >= len(msg_p) // 2, (chat_p, msg_p)
+    assert all(abs(a - b) <= 0.02 * a for a, b in both), (chat_p, msg_p)

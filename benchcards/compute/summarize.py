@@ -96,7 +96,7 @@ class Warn:
 
     kind: str  # summary_mismatch | short_decode | high_cv | cut_off_right | prompt_cache | failed_request
     #            | depth_mismatch | depth_unchecked | ttft_gap | imported | implausible | served_below_size
-    #            | thinking_not_seen
+    #            | thinking_not_seen | uncounted_turn
     message: str
     stated: float | None = None
     computed: float | None = None
@@ -406,6 +406,24 @@ def _record_warnings(contract: SpeedContract, implausible: dict[int, str], warns
             warns.append(Warn("prompt_cache", f"{_label(r.part, r.prompt_id, r.depth or r.concurrency)} "
                                               f"round {r.round}: {r.timings.cache_n} prompt tokens came from "
                                               "the server's cache; its prefill reads high"))
+    _uncounted_turn_warnings(contract, warns)
+
+
+def _uncounted_turn_warnings(contract: SpeedContract, warns: list[Warn]) -> None:
+    """One warning per agentic case with turns the server gave no prompt count for (docs#agent): their share
+    from the cache is left out, so the case's share rests on fewer turns than it ran."""
+    turns: dict[tuple[str | None, str | None], list[int]] = {}
+    for r in contract.requests:
+        if r.part == "agent" and not r.warmup and r.error is None:
+            turns.setdefault((r.endpoint, r.prompt_id), []).append(0 if r.prompt_tokens is None else 1)
+    for (endpoint, case), counted in turns.items():
+        missing = counted.count(0)
+        if missing:
+            where = "/v1/messages" if endpoint == "messages" else "/v1/chat/completions"
+            warns.append(Warn("uncounted_turn", (
+                f"agent/{endpoint}/{case}: {missing:,} of {len(counted):,} turns through {where} came without a "
+                "prompt token count (llama-server sends its counts with the first token's event, and none when "
+                "that token ends in an incomplete UTF-8 character); their share from the cache is left out")))
 
 
 def _decode_group(part: str, prompt: str | None, depth: int | None, rows: list[RequestRecord], min_tokens: int,

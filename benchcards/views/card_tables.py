@@ -614,6 +614,7 @@ WARNING_KINDS = {
     "imported": "Imported from another tool",
     "served_below_size": "A request could use less context than the size",
     "thinking_not_seen": "Thinking asked for, none seen",
+    "uncounted_turn": "Agentic turn without a prompt count",
 }
 
 
