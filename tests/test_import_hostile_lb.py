@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ingest.__main__ import main
 from ingest.errors import IngestError
 from ingest.importers import ImportFailed, Options, Source, convert, detect
 from ingest.importers.store import all_files, check
@@ -84,6 +85,29 @@ def test_impossible_server_log_figures_are_refused():
     assert "a measured time is positive" in refused("x.log", text.encode())[0]
     text = LOG.replace("4100.00 ms /   900 tokens", "0.001 ms / 900000000 tokens", 1)
     assert refused("x.log", text.encode())[0].startswith("x.log: line ")
+
+
+#: one request as current llama-server builds log it (written here, not copied from a real log)
+ONE_REQUEST = """\
+slot print_timing: id  0 | task 5 |
+prompt eval time =      84.62 ms /     8 tokens (   10.58 ms per token,    94.54 tokens per second)
+       eval time =     643.61 ms /    32 tokens (   20.11 ms per token,    49.72 tokens per second)
+      total time =     728.23 ms /    40 tokens
+"""
+
+
+@pytest.mark.parametrize("old,new,line,problem", [
+    ("643.61 ms /    32", "  0.00 ms /    32", 3, "eval time of 0 ms: a measured time is positive"),
+    ("84.62 ms /     8", " 0.00 ms /     8", 2, "prompt eval time of 0 ms: a measured time is positive"),
+])
+def test_an_impossible_timing_is_refused_naming_its_own_line(tmp_path, capsys, old, new, line, problem):
+    """The tester's 'eval time = 0.00 ms' was reported at the prompt-eval line before it."""
+    log = tmp_path / "server.log"
+    log.write_text(ONE_REQUEST.replace(old, new, 1))
+    assert main([str(log), "--gpu", "none", "--check"]) == 1
+    err = capsys.readouterr().err
+    assert f"{log}: line {line}: {problem}; the log is not imported" in err, err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("field", ["cpu_info", "gpu_info", "model_type", "model_filename", "build_commit"])

@@ -321,7 +321,7 @@ def _timing(src: Source, n: int, line: str, slot: tuple[int, int] | None, st: _S
     task = rec.get("task")
     if isinstance(task, int) and task in st.cache_by_task:
         rec["cache_n"] = st.cache_by_task.pop(task)
-    _plausible(src, rec)
+    _plausible(src, rec, n)
     seg = st.segments[-1]
     if len(seg.records) >= MAX_RECORDS:
         raise src.fail(f"line {n}", f"more than {MAX_RECORDS:,} requests in one server start, more than one "
@@ -338,23 +338,25 @@ def _count(src: Source, n: int, what: str, text: str) -> int:
     return value
 
 
-def _plausible(src: Source, rec: dict[str, Any]) -> None:
-    """Refuse a request whose figures no server can log (``benchcards.domain.plausible``)."""
-    where = f"line {rec['source_line']}"
-    problems = [count_problem(rec["prompt_n"], "prompt tokens"), count_problem(rec["predicted_n"], "generated tokens")]
+def _plausible(src: Source, rec: dict[str, Any], eval_line: int) -> None:
+    """Refuse a request whose figures no server can log (``benchcards.domain.plausible``), naming the line
+    that holds the figure: the prompt-eval line (``rec['source_line']``) or the eval line after it."""
+    prompt = [count_problem(rec["prompt_n"], "prompt tokens")]
     if rec["prompt_n"] > 0:
-        problems += [duration_problem(rec["prompt_ms"], "prompt eval time", unit="ms")]
+        prompt.append(duration_problem(rec["prompt_ms"], "prompt eval time", unit="ms"))
         if rec["prompt_ms"] > 0:
-            problems.append(rate_problem(rec["prompt_n"] / rec["prompt_ms"] * 1000, "prefill"))
+            prompt.append(rate_problem(rec["prompt_n"] / rec["prompt_ms"] * 1000, "prefill"))
+    prompt.append(rate_problem(rec.get("prompt_per_second"), "prefill"))
+    decode = [count_problem(rec["predicted_n"], "generated tokens")]
     if rec["predicted_n"] > 1:
-        problems += [duration_problem(rec["predicted_ms"], "eval time", unit="ms")]
+        decode.append(duration_problem(rec["predicted_ms"], "eval time", unit="ms"))
         if rec["predicted_ms"] > 0:
-            problems.append(rate_problem((rec["predicted_n"] - 1) / rec["predicted_ms"] * 1000, "decode"))
-        problems.append(rate_problem(rec.get("predicted_per_second"), "decode"))
-    problems.append(rate_problem(rec.get("prompt_per_second"), "prefill"))
-    problem = next((p for p in problems if p), None)
-    if problem:
-        raise src.fail(where, f"{problem}; the log is not imported")
+            decode.append(rate_problem((rec["predicted_n"] - 1) / rec["predicted_ms"] * 1000, "decode"))
+        decode.append(rate_problem(rec.get("predicted_per_second"), "decode"))
+    found = [(rec["source_line"], p) for p in prompt if p] + [(eval_line, p) for p in decode if p]
+    if found:
+        line, problem = found[0]  # the prompt-eval line comes first in the log
+        raise src.fail(f"line {line}", f"{problem}; the log is not imported")
 
 
 def parse(src: Source) -> tuple[list[Segment], list[str]]:
