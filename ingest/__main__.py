@@ -108,10 +108,12 @@ def build_parser(prog: str = "python -m ingest") -> argparse.ArgumentParser:
 
 def is_setup_input(path: Path) -> bool:
     """True when ``path`` names benchcards setup folders (setup.json, a setup folder, or a folder holding
-    setup folders); False for anything else (result files of other tools, a missing path)."""
+    setup folders); False for anything else (result files of other tools, a missing path). A link is
+    taken for what it leads to, so that it is refused (never read) by the reader of that kind of input."""
     try:
         mode = path.stat().st_mode
-    except OSError:
+        path = path.resolve(strict=True)
+    except (OSError, RuntimeError):
         return False
     if stat.S_ISREG(mode):
         return path.name == SETUP_NAME

@@ -19,6 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingest.errors import safe
 from ingest.limits import LIMITS, Limits
 
 SETUP_NAME = "setup.json"
@@ -75,10 +76,28 @@ def _utf8(name: str) -> bool:
     return True
 
 
+def unprintable_problem(name: str) -> str | None:
+    """Why a name holding a non-printable character (a terminal escape, a newline, a bidi override: shown raw
+    on a card or a page) is refused, naming the first such character escaped, or None.
+
+    >>> unprintable_problem("a\\x1bb")
+    'its name holds the control character \\\\x1b (U+001B); rename the file with printable characters only'
+    """
+    if name.isprintable():
+        return None
+    odd = next(c for c in name if not c.isprintable())
+    return (f"its name holds the control character {safe(odd)} (U+{ord(odd):04X}); rename the file with printable "
+            "characters only")
+
+
 def name_problem(name: str, limits: Limits = LIMITS) -> str | None:
-    """Why a file or folder name can not be stored, or None."""
+    """Why a file or folder name found in an input can not be stored, or None (the rule of an uploaded
+    archive's names too: not UTF-8, a non-printable character, too long)."""
     if not _utf8(name):
         return "its name is not valid UTF-8"
+    unprintable = unprintable_problem(name)
+    if unprintable is not None:
+        return unprintable
     if len(name.encode("utf-8")) > limits.name_bytes:
         return f"its name is longer than {limits.name_bytes} bytes"
     return None
@@ -248,14 +267,19 @@ def find_setup_folders(paths: list[Path], limits: Limits = LIMITS) -> tuple[list
                                                                             list[str]]:
     """Setup folders named by ``paths`` (a setup folder, or a folder of them, at any depth).
 
-    Returns (folders, problems as (path, why), skipped 'path: why'). The paths given are
-    resolved (a link given on the command line is what the user asked for); below them
-    no link is followed: a linked folder is a problem, not a silent gap.
+    Returns (folders, problems as (path, why), skipped 'path: why'). A path given that is
+    itself a link is refused like a link inside a folder (never followed: it may lead out of
+    what was meant to be read); the folders above it are resolved. Below the paths given no
+    link is followed either: a linked folder is a problem, not a silent gap. Names below them
+    follow ``name_problem``; the name of a path given is the user's own, shown escaped.
     """
     folders: list[Path] = []
     problems: list[tuple[str, str]] = []
     skipped: list[str] = []
     for given in paths:
+        if given.is_symlink():
+            problems.append((str(given), LINK))
+            continue
         try:
             p = given.resolve(strict=True)
         except (OSError, RuntimeError):
@@ -301,8 +325,9 @@ def _scan_for_setups(root: Path, limits: Limits, problems: list[tuple[str, str]]
             if e.name.startswith("."):
                 skipped.append(f"{path}: hidden, skipped")
                 continue
-            if not _utf8(e.name):
-                problems.append((str(path), "its name is not valid UTF-8"))
+            bad = name_problem(e.name, limits)
+            if bad is not None:
+                problems.append((str(path), bad))
                 continue
             try:
                 mode = e.stat(follow_symlinks=False).st_mode

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ingest.errors import IngestError, safe
+from ingest.files import unprintable_problem
 from ingest.limits import LIMITS, Limits
 
 _EOCD = b"PK\x05\x06"
@@ -62,10 +63,9 @@ def _name_checks(raw: str, limits: Limits) -> tuple[str | None, str | None, str 
     """(normalised path, reason to skip, error) for an entry name."""
     if "\x00" in raw:
         return None, None, "its name holds a NUL character"
-    if not raw.isprintable():  # a terminal escape, a newline, a bidi override: shown raw on the card and page
-        odd = next(c for c in raw if not c.isprintable())
-        return None, None, (f"its name holds the control character {safe(odd)} (U+{ord(odd):04X}); rename the file "
-                            "with printable characters only")
+    unprintable = unprintable_problem(raw)  # the rule of a local folder's names too
+    if unprintable is not None:
+        return None, None, unprintable
     name = raw.replace("\\", "/")
     if name.startswith("/") or _DRIVE.match(name):
         return None, "an absolute path, outside the archive's folder: not extracted", None

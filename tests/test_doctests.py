@@ -9,7 +9,7 @@ pytestmark = pytest.mark.unit
 
 MODULES = ["benchcards.domain.fmt", "benchcards.domain.metrics", "benchcards.domain.plausible", "benchcards.read.reported",
            "benchcards.domain.stats", "benchcards.domain.wrappers", "benchcards.read.overview_rows", "benchcards.compute.sweepstats", "ingest.importers.base",
-           "ingest.importers.hardware", "live.engine_log", "live.settings", "schemas.ids"]
+           "ingest.importers.hardware", "ingest.files", "live.engine_log", "live.settings", "schemas.ids"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -24,7 +24,7 @@ import pytest
 from benchcards.read import db as read_db
 from ingest import ingest_paths
 from ingest.__main__ import main as ingest_main
-from ingest.errors import IngestError
+from ingest.errors import IngestError, safe
 from ingest.limits import LIMITS, Limits
 from tests import zipcraft
 from tests.helpers import SETUP, fit_contract, make_setup, quality_contract, speed_contract, write
@@ -183,22 +183,57 @@ def _no_raw_control(out: str) -> None:
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
 
 
-@case("terminal escape in a folder name", expect=("{root}/evil\\x1b]0;pwned\\x07/" + SP + ": $.requests[1].output_tokens",))
+# the name of a path given is the user's own: shown escaped; a name found inside an input is refused (below)
+@case("terminal escape in the name of the folder given",
+      expect=("{root}/evil\\x1b]0;pwned\\x07/" + SP + ": $.requests[1].output_tokens",))
 def _(ctx):
-    _rename(ctx, "evil\x1b]0;pwned\x07")
     ctx.edit(SP, lambda o: o["requests"][1].__setitem__("output_tokens", "301"))
+    return [str(_rename(ctx, "evil\x1b]0;pwned\x07"))]
 
 
-@case("line break in a folder name", expect=("{root}/two\\nlines/" + SP + ": $.requests[1].output_tokens",))
+@case("line break in the name of the folder given", expect=("{root}/two\\nlines/" + SP + ": $.requests[1].output_tokens",))
 def _(ctx):
-    _rename(ctx, "two\nlines")
     ctx.edit(SP, lambda o: o["requests"][1].__setitem__("output_tokens", "301"))
+    return [str(_rename(ctx, "two\nlines"))]
 
 
-@case("right-to-left override in a folder name", expect=("{root}/\\u202egnp.exe/setup.json: $.title",))
+@case("right-to-left override in the name of the folder given", expect=("{root}/\\u202egnp.exe/setup.json: $.title",))
 def _(ctx):
-    _rename(ctx, "\u202egnp.exe")
     ctx.edit("setup.json", lambda o: o.__setitem__("title", ""))
+    return [str(_rename(ctx, "\u202egnp.exe"))]
+
+
+#: what an uploaded archive's entry with such a name gets too (ingest.files.unprintable_problem)
+RENAME = "; rename the file with printable characters only"
+
+for _name, _odd, _char in (("a terminal title escape", "evil\x1b]0;pwned\x07", "\\x1b (U+001B)"),
+                           ("a line break", "two\nlines", "\\n (U+000A)"),
+                           ("a right-to-left override", "\u202egnp.exe", "\\u202e (U+202E)")):
+    _shown = safe(_odd)
+
+    @case(f"{_name} in a setup folder's name, among good ones",
+          expect=("{root}/" + _shown + ": its name holds the control character " + _char + RENAME,))
+    def _(ctx, odd=_odd):
+        _sibling(ctx, "good-sibling", "sibling")
+        _rename(ctx, odd)
+
+    @case(f"{_name} in a setup folder's name, alone in the folder given",
+          expect=("{root}/" + _shown + ": its name holds the control character " + _char + RENAME,))
+    def _(ctx, odd=_odd):
+        _rename(ctx, odd)
+
+    @case(f"{_name} in an attachment's name",
+          expect=("{bad}/speed/hand-speed/" + _shown + ".txt: its name holds the control character " + _char
+                  + RENAME,))
+    def _(ctx, odd=_odd):
+        ctx.raw(f"speed/hand-speed/{odd}.txt", b"x")
+
+    @case(f"{_name} in the name of a folder of setup folders",
+          expect=("{root}/" + _shown + ": its name holds the control character " + _char + RENAME,))
+    def _(ctx, odd=_odd):
+        _sibling(ctx, "good-sibling", "sibling")
+        (ctx.root / odd).mkdir()
+        ctx.bad.rename(ctx.root / odd / ctx.bad.name)
 
 
 @case("terminal escape in an unknown key", expect=("{bad}/setup.json: $: Additional properties are not allowed "
@@ -288,6 +323,30 @@ def _(ctx):
                        speed=speed_contract("l-s", "linked-one"), quality=quality_contract("l-q", "linked-one"),
                        fit=fit_contract("l-f", "linked-one"))
     os.symlink(other, ctx.root / "linked")
+
+
+@case("the setup folder given is a link", expect=("{tmp}/linked-setup: " + LINK,))
+def _(ctx):
+    os.symlink(ctx.bad, ctx.tmp / "linked-setup")
+    return [str(ctx.tmp / "linked-setup")]
+
+
+@case("the folder of setup folders given is a link, next to a real one", expect=("{tmp}/linked-root: " + LINK,))
+def _(ctx):
+    os.symlink(ctx.root, ctx.tmp / "linked-root")
+    return [str(ctx.tmp / "good"), str(ctx.tmp / "linked-root")]
+
+
+@case("the setup.json given is a link", expect=("{tmp}/setup.json: " + LINK,))
+def _(ctx):
+    os.symlink(ctx.bad / "setup.json", ctx.tmp / "setup.json")
+    return [str(ctx.tmp / "setup.json")]
+
+
+@case("a link given that leads nowhere", expect=("{tmp}/gone: " + LINK,))
+def _(ctx):
+    os.symlink(ctx.tmp / "nothing-here", ctx.tmp / "gone")
+    return [str(ctx.tmp / "gone")]
 
 
 @case("a linked run folder", expect=("{bad}/speed/linked-run: " + LINK,))
@@ -783,13 +842,18 @@ def test_bad_usage_exits_2_with_the_usage_line(argv, code, text):
 def test_a_real_process_prints_escaped_names_and_exits_1(tmp_path):
     bad = make_setup(tmp_path / "in", name="evil\x1b]0;pwned\x07")
     (bad / SP).write_text(json.dumps(speed_contract()).replace('"output_tokens": 301', '"output_tokens": 1e400', 1))
-    r = subprocess.run([sys.executable, "-m", "ingest", str(tmp_path / "in"), "--db", str(tmp_path / "x.duckdb")],
-                       cwd=ROOT, capture_output=True, timeout=120)
-    assert r.returncode == 1
-    err = r.stderr.decode()
-    assert b"\x1b" not in r.stderr + r.stdout and "Traceback" not in err
-    assert f"{tmp_path}/in/evil\\x1b]0;pwned\\x07/{SP}: $.requests[1].output_tokens: number 1e400 is out of range" in err
-    assert not (tmp_path / "x.duckdb").exists()
+    for given, line in (
+            (bad, f"{tmp_path}/in/evil\\x1b]0;pwned\\x07/{SP}: $.requests[1].output_tokens: number 1e400 is out of "
+                  "range"),  # the folder given: its name is the user's own, shown escaped
+            (tmp_path / "in", f"{tmp_path}/in/evil\\x1b]0;pwned\\x07: its name holds the control character \\x1b "
+                              "(U+001B); rename the file with printable characters only")):  # found inside: refused
+        r = subprocess.run([sys.executable, "-m", "ingest", str(given), "--db", str(tmp_path / "x.duckdb")],
+                           cwd=ROOT, capture_output=True, timeout=120)
+        assert r.returncode == 1
+        err = r.stderr.decode()
+        assert b"\x1b" not in r.stderr + r.stdout and "Traceback" not in err
+        assert line in err, err
+        assert not (tmp_path / "x.duckdb").exists()
 
 
 def test_a_real_process_never_shows_a_traceback_for_a_broken_database(tmp_path):
