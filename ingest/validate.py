@@ -135,8 +135,9 @@ def schema_errors(kind: str, obj: Any, limit: int | None = None) -> list[str]:
         return []
     out = []
     for err in itertools.islice(reference_validator(kind).iter_errors(obj), limit):
-        deepest = jsonschema.exceptions.best_match([err]) if not err.context else \
-            jsonschema.exceptions.best_match(err.context)
+        # an optional object's other branch ('is not of type null') never says what is wrong with the object
+        context = [e for e in err.context if e.validator != "type" or e.validator_value != "null"] or err.context
+        deepest = jsonschema.exceptions.best_match([err]) if not context else jsonschema.exceptions.best_match(context)
         out.append(f"{json_path(deepest.absolute_path)}: {_message(deepest)}")
     return out
 

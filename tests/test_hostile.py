@@ -542,6 +542,17 @@ def _(ctx):
     ctx.edit("setup.json", lambda o: o["server"].__setitem__("argv", ["llama-server", "-c", "1e400", "-np", "1e99"]))
 
 
+# an optional object's error names its field, not the other branch ('... is not of type null')
+for _name, _stated, _line in (
+        ("a stated score of 0 items", {"n": 0, "right": 0}, "$.tests[0].stated.n: 0 is less than the minimum of 1"),
+        ("a stated sub-task score of 0 items", {"n": 4, "right": 2, "by_task": [{"task": "a", "n": 0, "right": 0}]},
+         "$.tests[0].stated.by_task[0].n: 0 is less than the minimum of 1"),
+        ("a stated score that is text", "4 of 4", "$.tests[0].stated: '4 of 4' is not of type 'object'")):
+    @case(_name, expect=("{bad}/" + QU + ": " + _line,))
+    def _(ctx, stated=_stated):
+        ctx.edit(QU, lambda o: o["tests"][0].__setitem__("stated", stated))
+
+
 @case("a NUL character in a title", expect=("{bad}/setup.json: $.title: must be one line of text; character 4 is U+0000",))
 def _(ctx):
     ctx.edit("setup.json", lambda o: o.__setitem__("title", "Nul\x00here"))
