@@ -24,8 +24,8 @@ from pathlib import Path
 
 from benchcards.domain.errors import UsageError
 from benchcards.read.paths import DEFAULT_DB, LOCAL, shown
-from ingest.errors import print_failure, safe
-from ingest.files import SETUP_NAME, find_setup_folders, has_setup_file
+from ingest.errors import IngestError, print_failure, safe
+from ingest.files import LINK, SETUP_NAME, find_setup_folders, has_setup_file
 from ingest.load import ingest_paths, validate_paths
 
 EPILOG = f"""\
@@ -108,12 +108,10 @@ def build_parser(prog: str = "python -m ingest") -> argparse.ArgumentParser:
 
 def is_setup_input(path: Path) -> bool:
     """True when ``path`` names benchcards setup folders (setup.json, a setup folder, or a folder holding
-    setup folders); False for anything else (result files of other tools, a missing path). A link is
-    taken for what it leads to, so that it is refused (never read) by the reader of that kind of input."""
+    setup folders); False for anything else (result files of other tools, a missing path)."""
     try:
         mode = path.stat().st_mode
-        path = path.resolve(strict=True)
-    except (OSError, RuntimeError):
+    except OSError:
         return False
     if stat.S_ISREG(mode):
         return path.name == SETUP_NAME
@@ -126,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
     """Carry out parsed arguments; returns the exit status. Raises UsageError for a command line that
     mixes setup folders and files to import (or gives import options for setup folders)."""
     start = time.perf_counter()
+    links = [p for p in args.paths if p.is_symlink()]
+    if links:  # never followed, as a link inside a folder is not: it may lead out of what was meant
+        raise IngestError([f"{p}: {LINK}" for p in links])
     setups = [p for p in args.paths if is_setup_input(p)]
     others = [p for p in args.paths if p not in setups and (p.exists() or p.is_symlink())]
     given = [o for o in IMPORT_OPTIONS if getattr(args, o) is not None]

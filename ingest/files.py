@@ -267,19 +267,16 @@ def find_setup_folders(paths: list[Path], limits: Limits = LIMITS) -> tuple[list
                                                                             list[str]]:
     """Setup folders named by ``paths`` (a setup folder, or a folder of them, at any depth).
 
-    Returns (folders, problems as (path, why), skipped 'path: why'). A path given that is
-    itself a link is refused like a link inside a folder (never followed: it may lead out of
-    what was meant to be read); the folders above it are resolved. Below the paths given no
-    link is followed either: a linked folder is a problem, not a silent gap. Names below them
-    follow ``name_problem``; the name of a path given is the user's own, shown escaped.
+    Returns (folders, problems as (path, why), skipped 'path: why'). The paths given are
+    resolved (a site's own folders, data/local, may be links; ``python -m ingest`` refuses a
+    link given on its command line before this); below them no link is followed: a linked
+    folder is a problem, not a silent gap. Names below them follow ``name_problem``; the name
+    of a path given is the user's own, shown escaped.
     """
     folders: list[Path] = []
     problems: list[tuple[str, str]] = []
     skipped: list[str] = []
     for given in paths:
-        if given.is_symlink():
-            problems.append((str(given), LINK))
-            continue
         try:
             p = given.resolve(strict=True)
         except (OSError, RuntimeError):

@@ -343,6 +343,13 @@ def _(ctx):
     return [str(ctx.tmp / "setup.json")]
 
 
+@case("a linked setup folder given with an import option (refused as a link, not as a usage error)",
+      argv=("--gpu", "none"), expect=("{tmp}/linked-setup: " + LINK,))
+def _(ctx):
+    os.symlink(ctx.bad, ctx.tmp / "linked-setup")
+    return [str(ctx.tmp / "linked-setup")]
+
+
 @case("a link given that leads nowhere", expect=("{tmp}/gone: " + LINK,))
 def _(ctx):
     os.symlink(ctx.tmp / "nothing-here", ctx.tmp / "gone")
