@@ -47,10 +47,10 @@ from urllib.parse import urlparse
 
 import httpx
 
+from schemas.models import STOPPED  # the error of a stream cut because the run was stopped
+
 clock = time.perf_counter  # monotonic, highest resolution
 
-#: the error of a stream cut because the person measuring stopped the run
-STOPPED = "stopped by the user"
 
 READ_SIZE = 1 << 18  # bytes asked of one recv_into
 _START_BUFFER = 1 << 20

@@ -363,6 +363,10 @@ class ServerTimings(Strict):
     predicted_per_second: NonNeg | None = Field(None, description="Server decode rate, tokens/s.")
 
 
+#: the error of a request cut because the person measuring stopped the run (its step is stopped, not failed)
+STOPPED = "stopped by the user"
+
+
 class RequestRecord(Strict):
     """One request of a speed run, with client clock stamps in seconds."""
 

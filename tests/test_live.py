@@ -253,6 +253,25 @@ def test_a_fault_fails_its_step_with_the_reason_and_keeps_the_others(demo, fault
 
 
 @pytest.mark.integration
+def test_a_step_with_an_http_500_gives_no_figure_and_the_card_lists_it(demo, tmp_path):
+    """One of the two measured runs of "prose" answers HTTP 500: like a refused request, it fails its step, and
+    no figure rests on the run that is left (a 'decode prose' and a decode headline beside a failed step)."""
+    demo.fault("http500", after=4, count=1)  # warm-up + 2 runs of "code", the warm-up of "prose", then run 1
+    cfg = small(demo.url, parts=("decode",))
+    contract, info, log = measure(cfg)
+    demo.fault(None)
+    assert [r.error is not None for r in contract.requests if r.prompt_id == "prose"] == [False, True, False]
+    card, _ = ingest_run(tmp_path, contract, info, cfg, log, gpu="Demo GPU", vram_gib=24,
+                         server_cmd="llama-server -m m.gguf -c 65536")
+    decode = card.metrics[card.metrics.metric == "decode"]
+    assert decode.prompt.dropna().tolist() == ["code"]  # no prose figure and no headline over both prompts
+    assert decode.prompt.isna().sum() == 0 and len(decode) == 1
+    runs = card_tables.runs_table(card)["Failed / repeated / skipped"].iloc[0]
+    assert ('Decode, prose prompt: failed — decode/prose round 0: HTTP 500: {"error": {"code": 500, "message": '
+            '"demo: internal error"}}; the step gives no figure') in runs, runs
+
+
+@pytest.mark.integration
 def test_server_dying_mid_step_keeps_finished_steps(tmp_path):
     s = demo_server(decode_tps=2000, prefill_tps=50000, fault="die", fault_after=5)
     try:

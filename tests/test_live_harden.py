@@ -402,6 +402,40 @@ def test_a_prefill_request_is_judged_by_its_prompt_timing_not_by_a_decode_rate()
     assert record_problem(live, 16) is None
 
 
+def _decode_contract(error: str, **kw) -> SpeedContract:
+    """Two measured runs of the "code" prompt, the second ending in ``error``."""
+    ok = {"part": "decode", "prompt_id": "code", "output_tokens": 32, "events": 32, "text_bytes": 128,
+          "t_first": 0.1, "t_last": 1.1, "t_end": 1.1}
+    recs = [_record(**ok, round=0), _record(part="decode", prompt_id="code", error=error, round=1)]
+    return SpeedContract.model_construct(schema_version="1", kind="speed", run_id="r", setup_id="s", requests=recs,
+                                         parts=[], method=_method(), imported=kw.get("imported"))
+
+
+@pytest.mark.unit
+def test_a_request_that_failed_fails_its_step_as_a_refused_one_does():
+    """The hostile tester's HTTP 500 in a step that still showed a figure from the run left."""
+    result = speed_from_records(_decode_contract("HTTP 500: internal error"))
+    assert not [m for m in result.metrics if m.metric == "decode"]
+    assert result.failed_steps == [("decode/code", "decode/code round 1: HTTP 500: internal error; the step gives "
+                                                   "no figure")]
+    assert [w.message for w in result.warnings if w.kind == "failed_request"] == [
+        "decode/code round 1: HTTP 500: internal error"]
+
+
+@pytest.mark.unit
+def test_a_request_cut_by_a_stop_or_failed_in_another_tool_keeps_the_figure_of_the_rest():
+    """A stopped request stops its step (kept, not failed: 'stopped after 1 of 2 runs'); an imported tool
+    (vLLM, GuideLLM) states its figures over the requests it finished, and its errors stay warnings."""
+    from live.client import STOPPED
+    from schemas.models import ImportInfo
+
+    imported = ImportInfo(format="vllm-bench-serve", file="r.json", sha256="0" * 64, importer="vllm-bench 1")
+    for contract in (_decode_contract(STOPPED), _decode_contract("HTTP 500", imported=imported)):
+        result = speed_from_records(contract)
+        assert [m.prompt for m in result.metrics if m.metric == "decode"] == ["code", None]
+        assert result.failed_steps == []
+
+
 @pytest.mark.unit
 def test_one_refused_request_fails_its_step_and_the_step_gives_no_figure():
     """Prefill at 2K with one of three requests refused: the step fails, and no figure rests on the two left

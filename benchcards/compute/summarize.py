@@ -17,6 +17,7 @@ from benchcards.compute.agentic import agent_metrics
 from benchcards.domain import fmt, metrics, plausible, stats
 from benchcards.domain.metrics import REGISTRY, sd_key
 from schemas.models import (
+    STOPPED,
     BenchRecord,
     FitContract,
     FitStep,
@@ -371,6 +372,7 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
     # a refused request fails its step, and a failed step gives no figure: the rest of its requests are left
     # out too (as for a short decode run or a prompt of another depth), so no headline rests on what is left
     refused = {_step(contract.requests[i]) for i in implausible if not contract.requests[i].warmup}
+    refused |= {_step(r) for r in contract.requests if _fails_its_step(contract, r)}
     recs = [r for i, r in enumerate(contract.requests) if _usable(r) and i not in implausible
             and _step(r) not in refused]
 
@@ -383,6 +385,14 @@ def speed_from_records(contract: SpeedContract) -> SpeedResult:
     if method.server_slots is not None:
         metrics.append(Metric("slots", float(method.server_slots), None, None, None))
     return SpeedResult(metrics=metrics, warnings=warns, failed_steps=failed)
+
+
+def _fails_its_step(contract: SpeedContract, r: RequestRecord) -> bool:
+    """True for a measured request that ended in an error: it fails its step, as a refused one does (the
+    measuring client fails the step too). Not a warm-up, not one cut because the person measuring stopped the
+    run (the step is stopped, not failed), and not one of an imported run, whose tool states its figures over
+    the requests it finished (its errors are listed as warnings)."""
+    return r.error is not None and not r.warmup and r.error != STOPPED and contract.imported is None
 
 
 def _step(r: RequestRecord) -> tuple[str, str | None, int | None]:
@@ -400,8 +410,10 @@ def _record_warnings(contract: SpeedContract, implausible: dict[int, str], warns
             warns.append(Warn("implausible", reason))
             failed.append((label, reason))
         if r.error is not None and not r.warmup:
-            warns.append(Warn("failed_request", f"{_label(r.part, r.prompt_id, r.depth or r.concurrency)} "
-                                                f"round {r.round}: {r.error}"))
+            label = _label(r.part, r.prompt_id, r.depth or r.concurrency)
+            warns.append(Warn("failed_request", f"{label} round {r.round}: {r.error}"))
+            if _fails_its_step(contract, r):
+                failed.append((label, f"{label} round {r.round}: {r.error}; the step gives no figure"))
         if r.timings and r.timings.cache_n and r.part != "agent":  # the agent part measures the cache
             warns.append(Warn("prompt_cache", f"{_label(r.part, r.prompt_id, r.depth or r.concurrency)} "
                                               f"round {r.round}: {r.timings.cache_n} prompt tokens came from "
