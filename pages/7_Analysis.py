@@ -70,7 +70,7 @@ with quality_tab:
         test = by_label.get(label or "", tests[0][0])
         sq = analysis.speed_quality(data, test, speed)
         # one tier at a time, as the export's page per tier (the URL keeps the tier's label, as the test's)
-        in_tiers = [t for t, _ in av.speed_quality_tiers(sq, analysis.tiers_present(data))]
+        in_tiers = [t for t, _ in av.speed_quality_tiers(sq)]
         tier = q3.selectbox("Hardware tier", in_tiers, key="quality_tier", bind="query-params") if in_tiers else None
         analysis_page.show(av.speed_quality_sections(data, test, label or tests[0][1], speed, tier=tier, rows=sq))
 

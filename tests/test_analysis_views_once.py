@@ -107,7 +107,7 @@ def _links(site: Path, rel: str) -> list[str]:
     html = (site / rel).read_text(encoding="utf-8")
     view = html[html.index('<div class="analysis-view">'):]
     out = [(site / rel).parent.joinpath(h).resolve().relative_to(site.resolve()).as_posix()
-           for h in re.findall(r'<a href="([^"#]+)"', view[:view.index("</div>")])]
+           for h in re.findall(r'<a href="([^"#]+)"', view[:view.index("<footer")])]
     assert all((site / r).is_file() for r in out), (rel, out)
     return [r for r in out if r.startswith("analysis/")]
 
@@ -115,7 +115,7 @@ def _links(site: Path, rel: str) -> list[str]:
 def _sq_pages(data, test: str) -> tuple[str, list[tuple[str, int]], str]:
     """Where the speed-vs-quality pages of ``test`` are, and the tiers (with their setups) it has pages for."""
     stem = f"analysis/speed-quality-{urls.quality_path(test)[len('quality/'):-5]}"
-    return stem, av.speed_quality_tiers(analysis.speed_quality(data, test), analysis.tiers_present(data)), \
+    return stem, av.speed_quality_tiers(analysis.speed_quality(data, test)), \
         f"{stem}.html"
 
 

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from benchcards.compute import analysis
-from benchcards.domain import fmt
+from benchcards.domain import fmt, tiers
 from benchcards.read.analysis_inputs import AnalysisData
 from benchcards.views import analysis_tables
 from benchcards.views.cardview import Section, Text
@@ -270,11 +270,11 @@ def throughput_sections(data: AnalysisData, scope: str = "", limit: int = CHART_
     return [Section(view.key, _titled(view, scope), blocks)]
 
 
-def speed_quality_tiers(sq: pd.DataFrame, tiers: Sequence[str]) -> list[tuple[str, int]]:
-    """The tiers of ``sq`` (rows of ``analysis.speed_quality``) in the order of ``tiers``, each with how many
-    setups it has: the speed-vs-quality view shows one of them at a time (the app's tier picker, the export's
-    page per tier)."""
-    return [(t, int((sq.tier == t).sum())) for t in tiers if (sq.tier == t).any()]
+def speed_quality_tiers(sq: pd.DataFrame) -> list[tuple[str, int]]:
+    """The tiers of ``sq`` (rows of ``analysis.speed_quality``), smallest first, each with how many setups it
+    has: the speed-vs-quality view shows one of them at a time (the app's tier picker, the export's page per
+    tier)."""
+    return sorted(((str(t), int(n)) for t, n in sq.groupby("tier").size().items()), key=lambda x: tiers.tier_rank(x[0]))
 
 
 def _speed_quality_tier(rows: pd.DataFrame, tier: str, speed_label: str, limit: int) -> list:
@@ -311,13 +311,13 @@ def speed_quality_sections(data: AnalysisData, test: str, label: str, speed: str
     title = f"{label} vs speed per hardware tier"
     if sq.empty:
         return [Section(view.key, title, [*top, Text(view.empty, "info")])]
-    tiers = speed_quality_tiers(sq, analysis.tiers_present(data))
+    in_tiers = speed_quality_tiers(sq)
     if tier is None:
-        return [Section(view.key, title, [*top, TierLinks(tiers)])]
-    if tier not in {t for t, _ in tiers}:
+        return [Section(view.key, title, [*top, TierLinks(in_tiers)])]
+    if tier not in {t for t, _ in in_tiers}:
         raise ValueError(f"no {label} result with a speed in the {tier} tier")
     blocks = _speed_quality_tier(sq[sq.tier == tier], tier, speed_label, limit)
-    return [Section(view.key, f"{label} vs speed: {tier} tier", [*top, TierLinks(tiers, tier), *blocks])]
+    return [Section(view.key, f"{label} vs speed: {tier} tier", [*top, TierLinks(in_tiers, tier), *blocks])]
 
 
 def knee_chart_setups(data: AnalysisData, ids: Sequence[str], limit: int = KNEE_CHART_SETUPS) -> list[str]:
