@@ -3,8 +3,8 @@
 
 The export's inputs are the view's documented defaults: a time-to-answer page per size of
 ``analysisview.ANSWER_SIZES``, a throughput and a knees page per hardware tier, a speed-vs-quality index per
-test (against decode; its address is the one the whole view had as one page a test) linking a page per tier. A view's long table is split into pages of ``site.PAGE_ROWS`` rows (its words on each,
-its charts on the first)."""
+test (against decode; at the address the whole view had as one page a test) linking a page per tier. A view's
+long table is split into pages of ``site.PAGE_ROWS`` rows (its words on each, its charts on the first)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def _block(b: object, page: int, page_charts: Charts, up: str, tiers_at: str) ->
         return {"kind": "chart", "b": b, "c": page_charts.add(charts.analysis_chart(b), caption=b.caption)} \
             if page == 1 else None
     if isinstance(b, av.TierLinks):
-        return {"kind": "tiers", "b": b, "targets": [(t, f"{tiers_at}-{site.tier_slug(t)}.html", n) for t, n in b.items]}
+        return {"kind": "tiers", "b": b,
+                "targets": [(t, f"{tiers_at}-{site.tier_slug(t)}.html", n) for t, n in b.items]}
     if isinstance(b, av.Table):
         rows = slice((page - 1) * site.PAGE_ROWS, page * site.PAGE_ROWS) if b.paged else slice(None)
         df = b.df.iloc[rows]
@@ -92,7 +93,8 @@ def write_view(s: _Site, stem: str, sections: list[Section], tiers_at: str = "")
         up = site.up(path)
         page_charts = Charts()
         shown = [{"s": sec, "id": site.tier_slug(sec.anchor),
-                  "blocks": [x for x in (_block(b, page, page_charts, up, tiers_at) for b in sec.blocks) if x is not None]}
+                  "blocks": [x for x in (_block(b, page, page_charts, up, tiers_at) for b in sec.blocks)
+                             if x is not None]}
                  for sec in sections]
         s.write(path, render(s.env, "analysis_view.html", path, title=title + (f" (page {page} of {n})" if n > 1 else ""),
                              crumbs=crumbs, charts=page_charts, heading=title, sections=shown,

@@ -274,7 +274,8 @@ def speed_quality_tiers(sq: pd.DataFrame) -> list[tuple[str, int]]:
     """The tiers of ``sq`` (rows of ``analysis.speed_quality``), smallest first, each with how many setups it
     has: the speed-vs-quality view shows one of them at a time (the app's tier picker, the export's page per
     tier)."""
-    return sorted(((str(t), int(n)) for t, n in sq.groupby("tier").size().items()), key=lambda x: tiers.tier_rank(x[0]))
+    counts = sq.groupby("tier").size()
+    return sorted(((str(t), int(n)) for t, n in counts.items()), key=lambda tn: tiers.tier_rank(tn[0]))
 
 
 def _speed_quality_tier(rows: pd.DataFrame, tier: str, speed_label: str, limit: int) -> list:
