@@ -64,11 +64,15 @@ with quality_tab:
         by_label: dict[str, str] = {}  # labels (not ids) in the URL; the most widely run test wins a tie
         for t, lab in tests:
             by_label.setdefault(lab, t)
-        q1, q2 = st.columns(2)
+        q1, q2, q3 = st.columns(3)
         label = q1.selectbox("Quality test", list(by_label), key="test", bind="query-params")
         speed = q2.selectbox("Speed", list(analysis.SPEED_MEASURES), key="speed", bind="query-params") or "decode"
         test = by_label.get(label or "", tests[0][0])
-        analysis_page.show(av.speed_quality_sections(data, test, label or tests[0][1], speed))
+        sq = analysis.speed_quality(data, test, speed)
+        # one tier at a time, as the export's page per tier (the URL keeps the tier's label, as the test's)
+        in_tiers = [t for t, _ in av.speed_quality_tiers(sq)]
+        tier = q3.selectbox("Hardware tier", in_tiers, key="quality_tier", bind="query-params") if in_tiers else None
+        analysis_page.show(av.speed_quality_sections(data, test, label or tests[0][1], speed, tier=tier, rows=sq))
 
 with knee_tab:
     ids = data.setups.sort_values(["synthetic", "setup_id"], kind="stable").setup_id.tolist()  # real ones first

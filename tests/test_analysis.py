@@ -18,6 +18,7 @@ from benchcards.read import analysis_inputs, overview_rows
 from benchcards.read.analysis_inputs import AnalysisData
 from benchcards.read.store import Store
 from benchcards.views import analysis_tables as tables
+from benchcards.views import analysisview as av
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "qwen38-35b-a3b-distill-q4km-5060ti"
@@ -510,6 +511,25 @@ def test_analysis_page_tokens_per_word_and_quality_choice(site):
     sq = table_with(at, "Best trade-off in tier")
     assert "Prefill at 8K (tok/s)" in sq.columns
     assert all(r.startswith(("7", "8")) for r in sq["Result (95 % margin)"])  # IFEval results are 76-84 %
+
+
+@pytest.mark.integration
+def test_analysis_page_shows_speed_vs_quality_one_tier_at_a_time(site):
+    """As the export's page per test and tier: the tab's tier picker offers the tiers the test has speeds in, its
+    choice in the URL; a tier the sidebar's filter leaves out is not offered (the filter's first tier shown)."""
+    data, _ = analysis.without_method_tests(analysis_inputs.analysis_data(Store(site)))
+    sq = analysis.speed_quality(data, "mmlu_pro")
+    offered = [t for t, _ in av.speed_quality_tiers(sq)]
+    assert len(offered) >= 2
+    for tier in (offered[-1], offered[0]):
+        at = run_page(test="MMLU-Pro", quality_tier=tier)
+        assert at.selectbox(key="quality_tier").options == offered and at.selectbox(key="quality_tier").value == tier
+        assert [t for t in chart_titles(at) if " vs speed: " in t] == \
+            [f"MMLU-Pro vs speed: {tier} tier (bars: Wilson 95 % intervals)"]
+        assert set(table_with(at, "Best trade-off in tier").Tier) == {tier}
+    at = run_page(test="MMLU-Pro", tier=offered[0], quality_tier=offered[-1])
+    assert at.selectbox(key="quality_tier").options == [offered[0]]
+    assert set(table_with(at, "Best trade-off in tier").Tier) == {offered[0]}
 
 
 @pytest.mark.integration

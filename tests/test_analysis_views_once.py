@@ -101,20 +101,71 @@ def test_throughput_and_knees_of_every_tier_read_the_same(demo_db, site, monkeyp
     assert compared >= 4
 
 
-def test_speed_vs_quality_of_every_test_reads_the_same(demo_db, site, monkeypatch):
+def _links(site: Path, rel: str) -> list[str]:
+    """The analysis pages (from the site root) that the links inside the view of the exported page ``rel`` lead
+    to, in order; each must exist."""
+    html = (site / rel).read_text(encoding="utf-8")
+    view = html[html.index('<div class="analysis-view">'):]
+    out = [(site / rel).parent.joinpath(h).resolve().relative_to(site.resolve()).as_posix()
+           for h in re.findall(r'<a href="([^"#]+)"', view[:view.index("<footer")])]
+    assert all((site / r).is_file() for r in out), (rel, out)
+    return [r for r in out if r.startswith("analysis/")]
+
+
+def _sq_pages(data, test: str) -> tuple[str, list[tuple[str, int]], str]:
+    """Where the speed-vs-quality pages of ``test`` are, and the tiers (with their setups) it has pages for."""
+    stem = f"analysis/speed-quality-{urls.quality_path(test)[len('quality/'):-5]}"
+    return stem, av.speed_quality_tiers(analysis.speed_quality(data, test)), \
+        f"{stem}.html"
+
+
+def test_speed_vs_quality_of_every_test_and_tier_reads_the_same(demo_db, site, monkeypatch):
+    """A page per test and tier, each the app's tab with that test and tier picked (its tier picker and the
+    page's tier links are navigation, left out of the comparison)."""
     data = _data(demo_db)
     compared = 0
     for test, label in analysis.quality_tests(data):
-        rel = f"analysis/speed-quality-{urls.quality_path(test)[len('quality/'):-5]}.html"
-        if analysis.speed_quality(data, test).empty:
-            assert not (site / rel).exists(), rel
+        stem, tiers, index = _sq_pages(data, test)
+        if not tiers:
+            assert not (site / index).exists(), index
             continue
-        app = app_view(demo_db, monkeypatch, "speed-quality", test=label)
-        page = exported(site, rel)
-        assert f"{label} vs speed per hardware tier" in page and "Best trade-offs" in page, rel
-        _same(app, page, rel)
-        compared += 1
-    assert compared >= 5
+        for tier, _ in tiers:
+            rel = f"{stem}-{urls.tier_slug(tier)}.html"
+            app = app_view(demo_db, monkeypatch, "speed-quality", test=label, quality_tier=tier)
+            page = exported(site, rel)
+            assert f"{label} vs speed: {tier} tier" in page and "Best trade-offs" in page, rel
+            _same(app, page, rel)
+            compared += 1
+    assert compared >= 10
+
+
+def test_every_speed_vs_quality_tier_is_reached_from_the_old_address(demo_db, site):
+    """analysis/speed-quality-<test>.html, the whole view when it was one page a test, is now the test's index: a
+    small page without charts that links each tier's page (with its setups), and every tier page links the
+    others and leads back to it."""
+    data = _data(demo_db)
+    home = (site / "analysis.html").read_text(encoding="utf-8")
+    checked = 0
+    for test, label in analysis.quality_tests(data):
+        stem, tiers, index = _sq_pages(data, test)
+        if not tiers:
+            continue
+        pages = [f"{stem}-{urls.tier_slug(t)}.html" for t, _ in tiers]
+        html = (site / index).read_text(encoding="utf-8")
+        assert 'data-chart="' not in html and len(html.encode()) < 20_000, index
+        assert f'href="{index}"' in home, index
+        assert _links(site, index) == pages, index
+        text = exported(site, index)
+        assert f"{label} vs speed per hardware tier" in text, index
+        for tier, n in tiers:
+            assert f"{tier} tier ({n:,} setup{'s' if n > 1 else ''})" in text, (index, tier)
+        for page in pages:
+            there = (site / page).read_text(encoding="utf-8")
+            assert f'href="../{index}"' in there, page  # the breadcrumb back to the index
+            assert 'data-chart="' in there, page
+            assert _links(site, page) == [p for p in pages if p != page], page
+        checked += 1
+    assert checked >= 5
 
 
 def test_the_comparison_sees_a_dropped_column_row_or_sentence(demo_db, site, monkeypatch):

@@ -286,6 +286,7 @@ def test_site_search_sort_and_pages_on_a_phone_in_light_and_dark(site, b):
         for rel in ("index.html", f"setups/{SEED}.html", "tiers/16-gb.html", "models/index.html",
                     "quality/mmlu-pro.html", "analysis.html", "analysis/time-to-answer-2k-500-words.html",
                     "analysis/throughput-16-gb.html", "analysis/speed-quality-mmlu-pro.html",
+                    "analysis/speed-quality-mmlu-pro-24-gb.html",
                     "analysis/knees-16-gb.html"):
             page.goto((site / rel).as_uri())
             if 'data-chart="' in (site / rel).read_text():

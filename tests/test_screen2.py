@@ -160,7 +160,7 @@ def test_chart_texts_are_readable_on_a_dark_phone(demo_site, b):
     ctx = b.new_context(viewport={"width": 390, "height": 844}, color_scheme="dark")
     page = ctx.new_page()
     # speed vs quality: tick labels are short numbers, never '111.722'
-    sq = demo_site / "analysis" / "speed-quality-mmlu-pro.html"
+    sq = demo_site / "analysis" / "speed-quality-mmlu-pro-24-gb.html"
     page.goto(sq.as_uri())
     _wait_charts(page, sq)
     ticks = page.locator('g[aria-label^="X-axis"] .role-axis-label text').evaluate_all(

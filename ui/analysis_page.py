@@ -42,5 +42,5 @@ def draw(b: object, key: str) -> None:
             # notes under their row, across the table: a Notes column beside a dozen figures was squeezed to
             # a word a line at 1440 px (a row 450 px tall)
             common.table(b.df, b.key, numeric=b.numeric, below=("Notes",))
-    elif isinstance(b, av.Anchors):
-        st.markdown("\n".join(f"- [{md(text)}](#{urls.tier_slug(anchor)}) ({n:,})" for text, anchor, n in b.items))
+    elif isinstance(b, av.TierLinks):
+        pass  # the tab's tier picker offers these tiers (the export links a page per tier)

@@ -2,14 +2,14 @@
 ``benchcards.views.analysisview`` (the app's Analysis page walks the same lists) rendered as HTML.
 
 The export's inputs are the view's documented defaults: a time-to-answer page per size of
-``analysisview.ANSWER_SIZES``, a throughput and a knees page per hardware tier, a speed-vs-quality page per
-test (against decode). A view's long table is split into pages of ``site.PAGE_ROWS`` rows (its words on each,
-its charts on the first)."""
+``analysisview.ANSWER_SIZES``, a throughput and a knees page per hardware tier, a speed-vs-quality index per
+test (against decode; at the address the whole view had as one page a test) linking a page per tier. A view's
+long table is split into pages of ``site.PAGE_ROWS`` rows (its words on each, its charts on the first)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jinja2
@@ -25,7 +25,7 @@ from benchcards.site.render import HOME, Charts, render
 from benchcards.views import analysisview as av
 from benchcards.views.cardview import Section, Text
 
-__all__ = ["analysis_pages", "answer_links"]
+__all__ = ["analysis_pages", "answer_links", "speed_quality_stem"]
 
 
 def _answer_stem(prompt: int, words: int) -> str:
@@ -52,15 +52,24 @@ def _paged_rows(sections: list[Section]) -> int:
     return max([len(b.df) for s in sections for b in s.blocks if isinstance(b, av.Table) and b.paged], default=0)
 
 
-def _block(b: object, page: int, page_charts: Charts, up: str) -> dict | None:
-    """One view block as the template reads it, on page ``page`` (None: not drawn there)."""
+def speed_quality_stem(test: str, tier: str | None = None) -> str:
+    """Where the speed-vs-quality pages of ``test`` are (without .html): its index (``tier`` None, the address
+    the whole view had when it was one page a test) or one tier's page."""
+    stem = f"analysis/speed-quality-{site.quality_path(test)[len('quality/'):-5]}"
+    return stem if tier is None else f"{stem}-{site.tier_slug(tier)}"
+
+
+def _block(b: object, page: int, page_charts: Charts, up: str, tiers_at: str) -> dict | None:
+    """One view block as the template reads it, on page ``page`` (None: not drawn there; ``tiers_at``: the stem
+    the view's tier pages start with, ``TierLinks``' targets)."""
     if isinstance(b, Text):
         return {"kind": "text", "b": b}
     if isinstance(b, av.Plot):
         return {"kind": "chart", "b": b, "c": page_charts.add(charts.analysis_chart(b), caption=b.caption)} \
             if page == 1 else None
-    if isinstance(b, av.Anchors):
-        return {"kind": "anchors", "b": b, "targets": [(t, site.tier_slug(a), n) for t, a, n in b.items]}
+    if isinstance(b, av.TierLinks):
+        return {"kind": "tiers", "b": b,
+                "targets": [(t, f"{tiers_at}-{site.tier_slug(t)}.html", n) for t, n in b.items]}
     if isinstance(b, av.Table):
         rows = slice((page - 1) * site.PAGE_ROWS, page * site.PAGE_ROWS) if b.paged else slice(None)
         df = b.df.iloc[rows]
@@ -71,8 +80,9 @@ def _block(b: object, page: int, page_charts: Charts, up: str) -> dict | None:
     raise TypeError(f"no export drawing of {type(b).__name__}")
 
 
-def write_view(s: _Site, stem: str, sections: list[Section]) -> list[str]:
-    """The pages of one view at ``stem``(-N).html (the view's title as the page's). Side effects: writes them."""
+def write_view(s: _Site, stem: str, sections: list[Section], tiers_at: str = "") -> list[str]:
+    """The pages of one view at ``stem``(-N).html (the view's title as the page's; ``tiers_at``: as ``_block``'s).
+    Side effects: writes them."""
     title = next(sec.title for sec in sections if sec.level <= 2)
     crumbs = [*s.crumbs, site.Crumb(title)]
     n_rows = _paged_rows(sections)
@@ -83,13 +93,35 @@ def write_view(s: _Site, stem: str, sections: list[Section]) -> list[str]:
         up = site.up(path)
         page_charts = Charts()
         shown = [{"s": sec, "id": site.tier_slug(sec.anchor),
-                  "blocks": [x for x in (_block(b, page, page_charts, up) for b in sec.blocks) if x is not None]}
+                  "blocks": [x for x in (_block(b, page, page_charts, up, tiers_at) for b in sec.blocks)
+                             if x is not None]}
                  for sec in sections]
         s.write(path, render(s.env, "analysis_view.html", path, title=title + (f" (page {page} of {n})" if n > 1 else ""),
                              crumbs=crumbs, charts=page_charts, heading=title, sections=shown,
                              paging=site.pager(stem, page, n_rows)))
         paths.append(path)
     return paths
+
+
+def _speed_quality_pages(s: _Site, data: analysis_inputs.AnalysisData) -> tuple[list[str], list[dict]]:
+    """Per test with results and speeds: its index page (its tiers, each linked) and a page per tier, the index
+    in the tier pages' breadcrumbs. Returns the paths and the analysis index's links. Side effects: writes them."""
+    paths: list[str] = []
+    links: list[dict] = []
+    for test, label in analysis.quality_tests(data):
+        rows = analysis.speed_quality(data, test)
+        index = av.speed_quality_sections(data, test, label, rows=rows)
+        tiers = next((b for b in index[0].blocks if isinstance(b, av.TierLinks)), None)
+        if tiers is None:
+            continue  # no setup has both the test and the speed
+        stem = speed_quality_stem(test)
+        paths += write_view(s, stem, index, tiers_at=stem)
+        in_test = replace(s, crumbs=[*s.crumbs, site.Crumb(index[0].title, f"{stem}.html")])
+        for t, _ in tiers.items:
+            paths += write_view(in_test, speed_quality_stem(test, t),
+                                av.speed_quality_sections(data, test, label, tier=t, rows=rows), tiers_at=stem)
+        links.append({"href": f"{stem}.html", "text": label, "count": sum(n for _, n in tiers.items)})
+    return paths, links
 
 
 def analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], data: analysis_inputs.AnalysisData,
@@ -118,15 +150,8 @@ def analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], da
             paths += write_view(s, stem, av.throughput_sections(data.only(by_tier[t]), f"{t} tier"))
             links[1].append({"href": f"{stem}.html", "text": f"{t} tier",
                              "count": tp_all[tp_all.tier == t].setup_id.nunique()})
-    for test, label in analysis.quality_tests(data):
-        sections = av.speed_quality_sections(data, test, label)
-        if not any(isinstance(b, av.Anchors) for b in sections[0].blocks):
-            continue  # no setup has both the test and the speed
-        stem = f"analysis/speed-quality-{site.quality_path(test)[len('quality/'):-5]}"
-        paths += write_view(s, stem, sections)
-        links[2].append({"href": f"{stem}.html", "text": label,
-                         "count": sum(n for _, _, n in next(b for b in sections[0].blocks
-                                                             if isinstance(b, av.Anchors)).items)})
+    sq_paths, links[2] = _speed_quality_pages(s, data)
+    paths += sq_paths
     for t in tier_order:
         k = kn[kn.setup_id.isin(set(by_tier[t]))]
         if not k.empty:

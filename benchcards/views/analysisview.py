@@ -6,12 +6,12 @@ intro (what it shows), its rules (how its figures are made) and what is said whe
 and a function that returns its ordered list of sections (``cardview.Section``) for given inputs:
 ``time_to_answer_sections``, ``throughput_sections``, ``speed_quality_sections``, ``knee_sections``. Their
 blocks are ``cardview.Text``, ``Table`` (display strings, ``benchcards.views.analysis_tables``), ``Plot`` (which
-chart of ``benchcards.charts.charts`` over which rows: ``charts.analysis_chart`` draws it) and ``Anchors``. The
+chart of ``benchcards.charts.charts`` over which rows: ``charts.analysis_chart`` draws it) and ``TierLinks``. The
 Streamlit Analysis page (pages/7_Analysis.py, ``ui.analysis_page``) and the export's analysis pages
 (``benchcards.site.analysis_pages``) walk the same lists and only decide how a block looks; the page passes its
 inputs (sizes, tiers, test, chosen setups), the export the defaults documented here (``ANSWER_SIZES``, one
-tier or test a page). tests/test_analysis_views_once.py compares their visible text. The overview's lead and
-legend are here too (app.py and the export's index). Plain text and frames: no Streamlit, no HTML.
+tier, or one test in one tier, a page). tests/test_analysis_views_once.py compares their visible text. The
+overview's lead and legend are here too (app.py and the export's index). Plain text and frames: no Streamlit, no HTML.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from benchcards.compute import analysis
-from benchcards.domain import fmt
+from benchcards.domain import fmt, tiers
 from benchcards.read.analysis_inputs import AnalysisData
 from benchcards.views import analysis_tables
 from benchcards.views.cardview import Section, Text
@@ -45,9 +45,9 @@ __all__ = [
     "THROUGHPUT",
     "TIME_TO_ANSWER",
     "VIEWS",
-    "Anchors",
     "Plot",
     "Table",
+    "TierLinks",
     "View",
     "chart_fastest",
     "chart_setups",
@@ -56,6 +56,7 @@ __all__ = [
     "left_out_note",
     "scope_text",
     "speed_quality_sections",
+    "speed_quality_tiers",
     "throughput_sections",
     "time_to_answer_sections",
 ]
@@ -112,7 +113,7 @@ SPEED_QUALITY = View(
     "least as fast and as good, and better in one of them. Overlapping bars mean the difference in quality is not "
     "established.",
     "No setup here has both quality and speed results.",
-    "One page per test.")
+    "One page per test and hardware tier.")
 
 KNEES = View(
     "knees", "Knees",
@@ -194,10 +195,12 @@ class Plot(NamedTuple):
     caption: str | None = None
 
 
-class Anchors(NamedTuple):
-    """Links to the sections further down the same view: (text, the section's anchor, how many setups)."""
+class TierLinks(NamedTuple):
+    """The tiers of a view shown one tier at a time: (tier, how many setups), and the tier shown (None: the
+    view's index). The export links each tier's page; the app's tier picker offers the same tiers."""
 
-    items: list[tuple[str, str, int]]
+    items: list[tuple[str, int]]
+    current: str | None = None
 
 
 def scope_text(tiers: Sequence[str]) -> str:
@@ -267,38 +270,55 @@ def throughput_sections(data: AnalysisData, scope: str = "", limit: int = CHART_
     return [Section(view.key, _titled(view, scope), blocks)]
 
 
+def speed_quality_tiers(sq: pd.DataFrame) -> list[tuple[str, int]]:
+    """The tiers of ``sq`` (rows of ``analysis.speed_quality``), smallest first, each with how many setups it
+    has: the speed-vs-quality view shows one of them at a time (the app's tier picker, the export's page per
+    tier)."""
+    counts = sq.groupby("tier").size()
+    return sorted(((str(t), int(n)) for t, n in counts.items()), key=lambda tn: tiers.tier_rank(tn[0]))
+
+
+def _speed_quality_tier(rows: pd.DataFrame, tier: str, speed_label: str, limit: int) -> list:
+    """The blocks of one tier of speed vs quality: its chart (at most ``limit`` setups), its best trade-offs
+    and its other setups (the long table: the export splits it into pages)."""
+    on_chart = chart_setups(rows, "speed_tps", limit)
+    blocks: list = [Plot("speed-quality", {"rows": rows[rows.setup_id.isin(on_chart)]},
+                         {"speed_label": speed_label, "tier": tier})]
+    if len(rows) > len(on_chart):
+        blocks.append(_note(f"The chart shows {len(on_chart)} of {fmt.count(len(rows), 'setup')}: the best "
+                            "trade-offs first, then the fastest."))
+    for heading, part, which in (("Best trade-offs", rows[rows.frontier], "best"),
+                                 ("Other setups", rows[~rows.frontier], "other")):
+        if not part.empty:
+            blocks += [Text(heading, "heading"),
+                       Table(analysis_tables.speed_quality_table(part, speed_label, "decode"),
+                             f"speed-vs-quality-{which}", (*analysis_tables.NUMERIC_COLUMNS, speed_label),
+                             list(part.setup_id), paged=which == "other")]
+    return blocks
+
+
 def speed_quality_sections(data: AnalysisData, test: str, label: str, speed: str = "decode",
+                           tier: str | None = None, rows: pd.DataFrame | None = None,
                            limit: int = CHART_SETUPS) -> list[Section]:
     """Speed vs quality in ``test`` (shown as ``label``) against the speed measure ``speed``
-    (``analysis.SPEED_MEASURES``): intro and rules, then one section per hardware tier with its chart (at
-    most ``limit`` setups), its best trade-offs and its other setups."""
+    (``analysis.SPEED_MEASURES``), one hardware tier at a time. ``tier`` None: the view's index (intro and
+    rules, then its tiers with their setups: ``TierLinks``); a tier: intro and rules, the tiers, then that
+    tier's chart (at most ``limit`` setups), its best trade-offs and its other setups. ``rows``: the rows of
+    ``analysis.speed_quality(data, test, speed)``, computed when None."""
     view = SPEED_QUALITY
     speed_label = analysis.SPEED_MEASURES[speed][0]
-    sq = analysis.speed_quality(data, test, speed)
+    sq = analysis.speed_quality(data, test, speed) if rows is None else rows
     top: list = [_note(view.intro), _note(f"{label} against {speed_label}. {view.rules}")]
     title = f"{label} vs speed per hardware tier"
     if sq.empty:
         return [Section(view.key, title, [*top, Text(view.empty, "info")])]
-    order = [t for t in analysis.tiers_present(data) if (sq.tier == t).any()]
-    top.append(Anchors([(t, t, int((sq.tier == t).sum())) for t in order]))
-    out = [Section(view.key, title, top)]
-    for t in order:
-        rows = sq[sq.tier == t]
-        on_chart = chart_setups(rows, "speed_tps", limit)
-        blocks: list = [Plot("speed-quality", {"rows": rows[rows.setup_id.isin(on_chart)]},
-                             {"speed_label": speed_label, "tier": t})]
-        if len(rows) > len(on_chart):
-            blocks.append(_note(f"The chart shows {len(on_chart)} of {fmt.count(len(rows), 'setup')}: the best "
-                                "trade-offs first, then the fastest."))
-        for heading, part, which in (("Best trade-offs", rows[rows.frontier], "best"),
-                                     ("Other setups", rows[~rows.frontier], "other")):
-            if not part.empty:
-                blocks += [Text(heading, "heading"),
-                           Table(analysis_tables.speed_quality_table(part, speed_label, "decode"),
-                                 f"speed-vs-quality-{len(out)}-{which}",
-                                 (*analysis_tables.NUMERIC_COLUMNS, speed_label), list(part.setup_id))]
-        out.append(Section(t, f"{t} tier", blocks, level=3))
-    return out
+    in_tiers = speed_quality_tiers(sq)
+    if tier is None:
+        return [Section(view.key, title, [*top, TierLinks(in_tiers)])]
+    if tier not in {t for t, _ in in_tiers}:
+        raise ValueError(f"no {label} result with a speed in the {tier} tier")
+    blocks = _speed_quality_tier(sq[sq.tier == tier], tier, speed_label, limit)
+    return [Section(view.key, f"{label} vs speed: {tier} tier", [*top, TierLinks(in_tiers, tier), *blocks])]
 
 
 def knee_chart_setups(data: AnalysisData, ids: Sequence[str], limit: int = KNEE_CHART_SETUPS) -> list[str]:
