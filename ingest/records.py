@@ -2,7 +2,7 @@
 
 A quality contract holds hundreds of item records per test; building one ``QualityItem`` object for each cost
 about a quarter of an ingest's validation time, while scoring only reads a few fields of each
-(``benchcards.compute.summarize.item_of``) and the database rows are made from the JSON records themselves
+(``benchcards.compute.summarize.item_records``) and the database rows are made from the JSON records themselves
 (``ingest.rows``). So ingest validates a quality contract with ``QUALITY_CONTRACT``: the contract's own model,
 whose item list is checked as ``record_dict(QualityItem)``, a TypedDict derived field by field from the model
 (same types, bounds, patterns and config: unknown fields refused, strict types). Nothing is declared twice;

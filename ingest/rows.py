@@ -15,11 +15,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from itertools import chain, repeat
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -158,10 +159,18 @@ Batch = tuple[str, str, str | None, list[dict]]
 
 
 def _ids(values: list[str], lens: list[int]) -> pa.DictionaryArray:
-    """One id per record, dictionary-encoded: ``values[i]`` repeated ``lens[i]`` times."""
+    """One id per record, dictionary-encoded: ``values[i]`` repeated ``lens[i]`` times (repeated by numpy, not
+    one Python int per record)."""
     codes = {v: i for i, v in enumerate(dict.fromkeys(values))}
-    idx = list(chain.from_iterable(repeat(codes[v], k) for v, k in zip(values, lens)))
+    idx = np.repeat(np.fromiter((codes[v] for v in values), dtype=np.int32, count=len(values)), lens)
     return pa.DictionaryArray.from_arrays(pa.array(idx, type=pa.int32()), pa.array(list(codes), type=pa.string()))
+
+
+def _seq(lens: list[int]) -> pa.Array:
+    """0, 1, ..., ``lens[i]`` - 1 for each ``i`` in turn: each run's (or test's) record numbers."""
+    counts = np.asarray(lens, dtype=np.int64)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    return pa.array((np.arange(int(counts.sum()), dtype=np.int64) - starts).astype(np.int32), type=pa.int32())
 
 
 def _records(table: str, documents: list[dict], fixed: dict[str, Any]) -> dict[str, Any]:
@@ -191,7 +200,7 @@ def bulk_table(table: str, batches: list[Batch]) -> pa.Table:
     lens = [len(b[3]) for b in batches]
     fixed: dict[str, Any] = {
         "setup_id": _ids([b[0] for b in batches], lens), "run_id": _ids([b[1] for b in batches], lens),
-        "seq": pa.array(list(chain.from_iterable(range(k) for k in lens)), type=pa.int32())}
+        "seq": _seq(lens)}
     if table == "quality_items":
         fixed["test"] = _ids([b[2] or "" for b in batches], lens)
     cols = _records(table, list(chain.from_iterable(b[3] for b in batches)), fixed)

@@ -123,7 +123,7 @@ def test_what_the_model_accepts_the_schema_accepts_too():
 
 def _without_words(node):
     """A JSON Schema without its titles, descriptions and defaults (the rules only; an absent field of a record
-    reads as the model's default, ``summarize.item_of``)."""
+    reads as the model's default, ``summarize.item_records``)."""
     if isinstance(node, dict):
         return {k: _without_words(v) for k, v in node.items() if k not in ("title", "description", "default")}
     if isinstance(node, list):

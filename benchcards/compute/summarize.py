@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from benchcards.compute.agentic import agent_metrics
 from benchcards.domain import fmt, metrics, plausible, stats
@@ -890,42 +890,44 @@ def stopped_note(t: QualityTest, n: int) -> str | None:
     return f"stopped after {n:,}{of} item{'s' if n != 1 or of else ''}"
 
 
-class Item(NamedTuple):
-    """What scoring reads of one quality item record."""
-
-    id: str
-    right: bool
-    cut_off: bool
-    error: str | None
-    task: str | None
-    tokens: int | None
-    seconds: float | None
-    thinking_chars: int | None
+#: an absent field of an item record reads as the model's default for it (one definition: ``QualityItem``)
+_ITEM_DEFAULTS = {k: QualityItem.model_fields[k].get_default() for k in
+                  ("cut_off", "error", "task", "tokens", "seconds", "thinking_chars")}
+_CUT_OFF, _ERROR, _TASK, _TOKENS, _SECONDS, _THINKING_CHARS = _ITEM_DEFAULTS.values()
 
 
-#: an absent field of a record reads as the model's default for it (one definition: ``QualityItem``)
-_ITEM_DEFAULTS = {k: QualityItem.model_fields[k].get_default() for k in Item._fields
-                  if not QualityItem.model_fields[k].is_required()}
-_CUT_OFF, _ERROR, _TASK, _TOKENS, _SECONDS, _THINKING_CHARS = (_ITEM_DEFAULTS[k] for k in Item._fields[2:])
-_new_item = tuple.__new__
+def item_records(items: Sequence[QualityItem | Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """A test's item records as scoring reads them: the dicts that ingest validates each record into
+    (``ingest.records``: the same rules, without a model object per record) as they are, a ``QualityItem`` as
+    the dict of its fields. Scoring reads each field by name, an absent one as the model's default: no object
+    is made per record (ingest scores hundreds of thousands)."""
+    return [r if type(r) is dict or isinstance(r, Mapping) else dict(r) for r in items]
 
 
-def item_of(record: QualityItem | Mapping[str, Any]) -> Item:
-    """An item record as scoring reads it: a ``QualityItem``, or the dict that ingest validates each record into
-    (``ingest.validate``: the same rules, without a model object per record)."""
-    if type(record) is dict or isinstance(record, Mapping):
-        # ingest passes hundreds of thousands of dicts: no ABC check first, each field by name (in Item's order)
-        get = record.get
-        return _new_item(Item, (record["id"], record["right"], get("cut_off", _CUT_OFF), get("error", _ERROR),
-                                get("task", _TASK), get("tokens", _TOKENS), get("seconds", _SECONDS),
-                                get("thinking_chars", _THINKING_CHARS)))
-    return Item(*(getattr(record, k) for k in Item._fields))
-
-
-def not_thinking(items: Sequence[Item]) -> bool:
+def not_thinking(items: Sequence[Mapping[str, Any]]) -> bool:
     """True when every answered item records its thinking part's length and none had one (thinking_chars 0)."""
-    answered = [it for it in items if it.error is None]
-    return bool(answered) and all(it.thinking_chars == 0 for it in answered)
+    answered = [it for it in items if it.get("error", _ERROR) is None]
+    return bool(answered) and all(it.get("thinking_chars", _THINKING_CHARS) == 0 for it in answered)
+
+
+def _tally(test: str, items: list[Mapping[str, Any]], warns: list[Warn]) -> tuple[int, int, tuple]:
+    """(right, cut off, by task) of a test's final item records; warns of each cut-off item marked right."""
+    right = 0
+    n_cut = 0
+    for it in items:
+        if it.get("cut_off", _CUT_OFF):
+            n_cut += 1
+            if it["right"]:
+                warns.append(Warn("cut_off_right", f"{test} item {it['id']}: marked right but cut off at the "
+                                                   "token limit; counted wrong"))
+        elif it["right"] and it.get("error", _ERROR) is None:
+            right += 1
+    tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for it in items:
+        if task := it.get("task", _TASK):
+            tasks[task][0] += 1
+            tasks[task][1] += int(it["right"] and not it.get("cut_off", _CUT_OFF) and it.get("error", _ERROR) is None)
+    return right, n_cut, tuple((k, v[0], v[1]) for k, v in sorted(tasks.items()))
 
 
 def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
@@ -935,36 +937,18 @@ def quality_test(t: QualityTest) -> tuple[QualityScore | None, list[Warn]]:
     """
     warns: list[Warn] = []
     if t.items:
-        last: dict[str, Item] = {}  # an item asked again counts with its final record
-        asked_again = 0
-        for it in map(item_of, t.items):
-            if it.id in last:
-                asked_again += 1
-            last[it.id] = it
+        records = item_records(t.items)
+        last = {it["id"]: it for it in records}  # an item asked again counts with its final record
+        asked_again = len(records) - len(last)
         items = list(last.values())
-        errors = sum(1 for it in items if it.error is not None)
+        errors = sum(1 for it in items if it.get("error", _ERROR) is not None)
         if errors:
             warns.append(Warn("failed_request", f"{t.test}: {errors} item(s) ended in an error and count as wrong"))
         n = len(items)
-        right = 0
-        n_cut = 0
-        for it in items:
-            if it.cut_off:
-                n_cut += 1
-                if it.right:
-                    warns.append(Warn("cut_off_right", f"{t.test} item {it.id}: marked right but cut off at the "
-                                                       "token limit; counted wrong"))
-            elif it.right and it.error is None:
-                right += 1
+        right, n_cut, by_task = _tally(t.test, items, warns)
         cut: int | None = n_cut
-        tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for it in items:
-            if it.task:
-                tasks[it.task][0] += 1
-                tasks[it.task][1] += int(it.right and not it.cut_off and it.error is None)
-        by_task = tuple((k, v[0], v[1]) for k, v in sorted(tasks.items()))
-        med_tok = stats.median(it.tokens for it in items if it.tokens is not None)
-        med_s = stats.median(it.seconds for it in items if it.seconds is not None)
+        med_tok = stats.median(v for it in items if (v := it.get("tokens", _TOKENS)) is not None)
+        med_s = stats.median(v for it in items if (v := it.get("seconds", _SECONDS)) is not None)
         from_items = True
         if t.thinking and not_thinking(items):
             warns.append(Warn("thinking_not_seen", f"{t.test}: thinking was asked for but no answer had a thinking "
