@@ -5,10 +5,27 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from pathlib import Path
 
 #: the headless Chromium the browser tests drive ($CHROMIUM, else the system's)
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+#: an inline code span of Markdown (``ui.common.md`` shows a URL or an address as one)
+_CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def md_plain(markdown: str) -> str:
+    """Markdown source as a reader sees it: backslash escapes removed, inline code spans shown without their
+    fences (a code span's text is literal, so its backslashes stay)."""
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(markdown):
+        out.append(re.sub(r"\\(.)", r"\1", markdown[pos:m.start()]))
+        inner = m.group(2)
+        out.append(inner[1:-1] if len(inner) > 2 and inner[0] == inner[-1] == " " else inner)
+        pos = m.end()
+    out.append(re.sub(r"\\(.)", r"\1", markdown[pos:]))
+    return "".join(out)
 
 SETUP = {
     "schema_version": "1",

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import demo_count
+from tests.helpers import demo_count, md_plain
 
 pytestmark = pytest.mark.integration
 
@@ -121,8 +121,8 @@ def table_with(at, column: str) -> pd.DataFrame:
 
 
 def unescape(text: str) -> str:
-    """Markdown source as read: backslash escapes removed."""
-    return re.sub(r"\\(.)", r"\1", text)
+    """Markdown source as read: backslash escapes removed, code spans without their fences."""
+    return md_plain(text)
 
 
 def page_text(at) -> str:

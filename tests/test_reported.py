@@ -5,7 +5,6 @@ model on the card (app and export), in compare, and shipped as seed 001's commun
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from benchcards.read.store import Store
 from benchcards.views import overview_filter
 from benchcards.views import tables as views
 from ingest import IngestError, ingest_paths
-from tests.helpers import SETUP, make_setup, speed_contract, write
+from tests.helpers import SETUP, make_setup, md_plain, speed_contract, write
 from tests.helpers_reported import URL, make_reported, reported_contract, reported_setup
 
 pytestmark = pytest.mark.integration
@@ -33,7 +32,7 @@ DIFFERENT = "different quant (Q8_0 here) in Hand-made setup on an RTX 3090, synt
 
 def plain(elements) -> str:
     """The text of Streamlit Markdown elements as a reader sees it (the escapes of ``ui.common.md`` removed)."""
-    return re.sub(r"\\(.)", r"\1", "\n".join(m.value for m in elements))
+    return md_plain("\n".join(m.value for m in elements))
 
 
 @pytest.fixture()
@@ -234,7 +233,7 @@ def test_the_setup_card_in_the_app_shows_reported_beside_measured(both, monkeypa
     assert any("gray-badge[reported]" in m.value for m in at.markdown)
     assert any("Reported: figures someone else posted" in i.value for i in at.info)
     assert f"Source: Tiny-1B speeds, post your numbers — someone, 2026-05-01 (passing on figures others posted) — " \
-           f"{URL}" in plain(at.markdown).replace("\u2060", "")
+           f"{URL}" in plain(at.markdown)
     assert DIFFERENT in plain(at.markdown) and "measured here 28.5" not in plain(at.markdown)
 
 

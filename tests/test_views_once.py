@@ -21,7 +21,7 @@ from benchcards.read import card_data
 from benchcards.read.store import Store
 from benchcards.site.exporter import export
 from benchcards.views import cardview
-from tests.helpers import demo_count
+from tests.helpers import demo_count, md_plain
 
 pytestmark = pytest.mark.integration
 
@@ -82,8 +82,8 @@ def plain(markdown: str) -> str:
     s = re.sub(r":[a-z]+-badge\[(.*?)\]", r"\1", markdown.replace("&nbsp;", " "))
     s = re.sub(r"(?m)^- ", "", s)
     s = re.sub(r"(?<!\\)\*\*", "", s)
-    s = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", s)
-    return " ".join(s.replace("\u2060", "").split())
+    s = md_plain(s)
+    return " ".join(s.split())
 
 
 def app_text(node) -> list[str]:

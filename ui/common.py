@@ -21,32 +21,42 @@ from ui import background
 
 #: ASCII punctuation: each is backslash-escaped in text from data shown as Markdown
 _PUNCT = frozenset("\\`*_{}[]()<>#+-.!|~:$&=\"'/@%^;,?")
-#: GFM turns bare URLs and e-mail addresses into links even when their punctuation is escaped;
-#: an invisible word joiner (U+2060) inside "://", "www." and after "@" keeps them plain text
+#: GFM turns bare URLs and e-mail addresses into links even when their punctuation is escaped; a word that
+#: holds one of these is shown as inline code instead, which is never a link and copies as it was written
 _AUTOLINK = re.compile(r"(?i)(://|www\.|@)")
-_WJ = "\u2060"
+_WORDS = re.compile(r"(\s+)")
 
 
 def md(text: object) -> str:
     """``text`` from data, safe to show inside Markdown: every ASCII punctuation mark escaped
-    (no links, images, HTML, colours, maths or emphasis can come from data), bare URLs and
-    addresses kept from becoming links, line breaks flattened and control characters shown
-    as escapes."""
-    s = _AUTOLINK.sub(lambda m: {"://": ":" + _WJ + "//", "@": "@" + _WJ}.get(m.group(0), m.group(0)[:3] + _WJ + "."),
-                      "" if text is None else str(text))
-    out = []
-    for c in s:
-        if c in _PUNCT:
-            out.append("\\" + c)
-        elif c in "\r\n\u2028\u2029":
-            out.append(" ")
-        elif c == _WJ:
-            out.append(c)
-        elif not c.isprintable() and c != " ":
-            out.append(f"\\\\u{ord(c):04x}")
-        else:
-            out.append(c)
-    return "".join(out)
+    (no links, images, HTML, colours, maths or emphasis can come from data), a word that GFM would turn
+    into a link (a URL, ``www.``, an address) shown as inline code, line breaks flattened and control
+    characters shown as escapes.
+
+    >>> md("see http://127.0.0.1:8080/v1 *now*")
+    'see `http://127.0.0.1:8080/v1` \\\\*now\\\\*'
+    >>> md("a`b@c")
+    '``a`b@c``'
+    """
+    words = _WORDS.split("" if text is None else str(text))
+    return "".join(" " if w.isspace() else _code_span(w) if _AUTOLINK.search(w) else _escaped(w) for w in words)
+
+
+def _visible(c: str) -> str:
+    return f"\\u{ord(c):04x}" if not c.isprintable() and c != " " else c
+
+
+def _escaped(word: str) -> str:
+    return "".join("\\" + c if c in _PUNCT else "\\" + _visible(c) if _visible(c) != c else c for c in word)
+
+
+def _code_span(word: str) -> str:
+    """``word`` as one inline code span: its fence one backtick longer than any run of backticks inside,
+    padded with a space where the word starts or ends with a backtick (CommonMark strips one each side)."""
+    shown = "".join(_visible(c) for c in word)
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
 
 
 def db_path() -> Path:
