@@ -60,6 +60,8 @@ class _Tables(HTMLParser):
             self._row = []
         elif tag in ("td", "th"):
             self._cell, self._attrs = [], {"head": tag == "th", "title": a.get("title"), "class": a.get("class")}
+        elif tag == "br" and self._cell is not None:  # a line break in a cell reads as one
+            self._cell.append("\n")
         elif tag == "a" and self._cell is not None:
             self._attrs.update(href=a.get("href"), target=a.get("target"), link_title=a.get("title"))
 
@@ -161,19 +163,22 @@ def test_overview_ranks_setups_with_short_names_and_published_seed_figures():
     assert len(t) == demo_count()
     assert list(t.columns[:5]) == ["Setup", "Decode (tok/s)", "Prefill at 8K (tok/s)", "First token at 2K (s)",
                                    "Largest context (tokens)"]
-    assert list(t.columns[5:]) == ["MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Hardware"]
+    assert list(t.columns[5:]) == ["MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Other tests", "Hardware"]
     i = next(i for i, s in enumerate(t.Setup) if s.startswith(SEED_NAME))
     row = t.iloc[i]
     assert row["Decode (tok/s)"] == "63.4" and row["Prefill at 8K (tok/s)"] == "988.4"
     assert row["First token at 2K (s)"] == "2.1" and row["Largest context (tokens)"] == "131,072"
     assert row["MMLU-Pro"] == "57.3 % ± 4.8" and row["GPQA Diamond"] == "42.9 % ± 6.8"
+    # its other published tests are in one column, one a line, never left out
+    assert row["Other tests"].splitlines() == ["Long text 8K (RULER) 70.0 % ± 13.7", "Long text 32K (RULER) 57.5 % ± 14.6",
+                                               "GPQA 30, thinking on 73.3 % ± 15.1"]
     assert "summary only" in row.Setup and "16 GB tier" in row.Hardware
     cell = t.attrs["cells"][i][0]
     assert cell["href"] == f"Setup_card?setup={SEED}" and cell["target"] == "_self"  # same tab
     assert cell["link_title"] == SEED_TITLE  # the full title on hover
     # the seed 000 setup publishes no prefill at 8K: a dash, never "None" or "nan"
     dgx = t[t.Setup.str.contains("UD-Q4_K_XL")].iloc[0]
-    assert dgx["Prefill at 8K (tok/s)"] == "—" and dgx["MMLU-Pro"] == "—"
+    assert dgx["Prefill at 8K (tok/s)"] == "—" and dgx["MMLU-Pro"] == "—" and dgx["Other tests"] == "—"
     assert [b.label for b in at.get("download_button")] == ["CSV", "JSON"]
 
 

@@ -201,7 +201,8 @@ def test_overview_shows_the_headline_columns_without_scrolling_at_1440(server, b
             return [t.scrollWidth, t.parentElement.clientWidth, t.getBoundingClientRect().right]; }""")
         assert fits[0] <= fits[1] + 1 and fits[2] <= 1440, fits
         for name in ("Setup", "Decode (tok/s)", "Prefill at 8K (tok/s)", "First token at 2K (s)",
-                     "Largest context (tokens)", "MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Hardware"):
+                     "Largest context (tokens)", "MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench",
+                     "Other tests", "Hardware"):
             head = table.locator("th", has_text=name).first
             assert head.is_visible(), name
             assert head.bounding_box()["x"] + head.bounding_box()["width"] <= 1440, name

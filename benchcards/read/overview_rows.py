@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from typing import NamedTuple
 
 import pandas as pd
 
 from benchcards.domain import fmt, tiers
-from benchcards.domain.metrics import HEADLINE_TESTS, RSS_SOURCE
+from benchcards.domain.metrics import HEADLINE_TESTS, RSS_SOURCE, TESTS, quality_label
 from benchcards.domain.names import badges, short_name
 from benchcards.read import db
 from benchcards.read.clauses import LATEST_FIT, LATEST_QUALITY, latest_metrics, method_test_sql, reported_sql
 from benchcards.read.store import Store, fetch
 
-__all__ = ["distinct_names", "overview", "title_difference"]
+__all__ = ["OtherTest", "distinct_names", "overview", "title_difference"]
+
+
+class OtherTest(NamedTuple):
+    """A quality result of a setup outside the overview's headline tests: its display name and figures."""
+
+    label: str
+    pct: float
+    margin_pp: float | None
+    right: int | None
+    n: int | None
 
 
 #: the metrics the overview shows; each setup's latest rows of them are aggregated to one row per setup before
@@ -60,7 +71,8 @@ def overview(store: Store) -> pd.DataFrame:
     """One row per setup with the headline figures, derived filter columns and badges, newest first.
 
     Figures stay numbers (formatting is ``benchcards.domain.fmt``'s job, for the rows shown); per
-    headline quality test ``<test>_pct``, ``<test>_margin``, ``<test>_right`` and ``<test>_n``.
+    headline quality test ``<test>_pct``, ``<test>_margin``, ``<test>_right`` and ``<test>_n``; ``other_tests``:
+    the setup's other quality results (``OtherTest`` each, a tuple per setup, empty when none).
     ``bench_tg_test``/``bench_tg_tps`` and ``bench_pp_test``/``bench_pp_tps``: the engine benchmark's
     (llama-bench) first generation and prompt test without context depth, for setups measured that way.
     Derived columns: ``tier`` (``benchcards.domain.tiers``), ``model_gb`` (file size, 10⁹ bytes),
@@ -77,14 +89,15 @@ def overview(store: Store) -> pd.DataFrame:
 def _overview(store: Store) -> pd.DataFrame:
     with db.reading(store.path) as con:
         base = fetch(con, _OVERVIEW_SQL)
-        q = fetch(con, f"SELECT setup_id, test, pct, margin_pp, \"right\", n FROM ({LATEST_QUALITY}) "
-                        f"WHERE test IN ({','.join('?' * len(HEADLINE_TESTS))})", list(HEADLINE_TESTS))
+        q = fetch(con, f"SELECT setup_id, test, label, pct, margin_pp, \"right\", n FROM ({LATEST_QUALITY}) "
+                        "WHERE pct IS NOT NULL")
     for test in HEADLINE_TESTS:
         rows = q[q.test == test].set_index("setup_id")
         base[f"{test}_pct"] = base.setup_id.map(rows.pct).astype(float)
         base[f"{test}_margin"] = base.setup_id.map(rows.margin_pp).astype(float)
         base[f"{test}_right"] = base.setup_id.map(rows["right"]).astype(float)
         base[f"{test}_n"] = base.setup_id.map(rows.n).astype(float)
+    base["other_tests"] = _other_tests(base.setup_id, q)
     base["tier"] = [tiers.vram_tier(None if pd.isna(v) else float(v), bool(u))
                     for v, u in zip(base.vram_gib, base.unified_memory)]
     size = pd.to_numeric(base.model_bytes, errors="coerce").astype(float)
@@ -100,6 +113,21 @@ def _overview(store: Store) -> pd.DataFrame:
     base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
                       for a, b, t, r in zip(base.synthetic, base.summary_only, base.method_test, base.reported)]
     return _with_reported(store, base)
+
+
+def _other_tests(setup_ids: pd.Series, q: pd.DataFrame) -> list[tuple[OtherTest, ...]]:
+    """Per setup, its quality results outside ``HEADLINE_TESTS`` (a live run's generated tests, RULER, item
+    files), registry order first, then by test id."""
+    order = {t: i for i, t in enumerate(TESTS)}
+    rest = q[~q.test.isin(HEADLINE_TESTS)]
+    rest = rest.assign(_o=[order.get(t, len(order)) for t in rest.test]).sort_values(["_o", "test"], kind="stable")
+    found: dict[str, list[OtherTest]] = {}
+    for r in rest.itertuples(index=False):
+        found.setdefault(r.setup_id, []).append(OtherTest(
+            quality_label(r.test, None if fmt.missing(r.label) else str(r.label)), float(r.pct),
+            None if fmt.missing(r.margin_pp) else float(r.margin_pp),
+            None if fmt.missing(r.right) else int(r.right), None if fmt.missing(r.n) else int(r.n)))
+    return [tuple(found.get(s, ())) for s in setup_ids]
 
 
 def distinct_names(base: pd.DataFrame) -> list[str]:
