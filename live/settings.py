@@ -140,11 +140,13 @@ class SetupSettings(Settings):
     setup_file: str | None = option(None, "a setup.json to use as is", kind="str")
     setup_id: str | None = option(None, "setup id (default: from the title)", kind="str")
     title: str | None = option(None, "title of the setup", kind="str")
-    gpu: str | None = option(None, "GPU name, e.g. \"RTX 4090\" (needs --vram-gib); 'cpu' for a machine without a "
-                                   "GPU. Required unless --setup-file is given", kind="str")
+    gpu: str | None = option(None, "GPU name, e.g. \"RTX 4090\" (with --vram-gib unless benchcards knows its "
+                                   "memory); 'cpu' for a machine without a GPU. Required unless --setup-file is given",
+                             kind="str")
     gpu_count: int = option(1, "number of GPUs", kind="int")
-    vram_gib: float | None = option(None, "memory of one GPU, GiB (required with a GPU name: the hardware tier "
-                                          "comes from it)", kind="float")
+    vram_gib: float | None = option(None, "memory of one GPU, GiB (the hardware tier comes from it; default: "
+                                          "known for a GPU sold with one memory size, e.g. 24 for an RTX 4090, "
+                                          "required for others)", kind="float")
     cpu: str | None = option(None, "CPU model", kind="str")
     ram_gib: float | None = option(None, "system RAM, GiB", kind="float")
     engine: str | None = option(None, "engine name (default: llama.cpp for llama-server)", kind="str")

@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFor
     add_options(p.add_argument_group("the setup (what the server cannot tell; shared by every variant)"),
                 SetupSettings, only=("setup_id", "title", "gpu", "vram_gib", "cpu", "model_name", "quant",
                                      "measured_by"),
-                helps={"gpu": "GPU name (needs --vram-gib), or 'cpu'",
+                helps={"gpu": "GPU name (with --vram-gib unless benchcards knows its memory), or 'cpu'",
                        "setup_id": "setup id prefix (each variant's id adds its name)",
                        "title": "title prefix (each variant's title adds its name)"})
     p.set_defaults(func=cmd_sweep)

@@ -129,8 +129,7 @@ with st.form("live", enter_to_submit=False):
     gpu = b.text_input("GPU", key="live_gpu", placeholder="e.g. RTX 4090, or cpu",
                        help="The GPU's name, with its memory in the next field; write cpu for a machine without a "
                        "GPU.")
-    vram = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="live_vram", placeholder="e.g. 24",
-                          help="Memory of one GPU: the hardware tier comes from it. Leave empty for cpu.")
+    vram = live_panel.vram_input(c, "live_vram")
     quant = d.text_input("Quantisation", key="live_quant")
     server_cmd = st.text_input("Exact server command (so the card can explain every flag)", key="live_server_cmd")
     allow_remote = st.checkbox("Allow a server on another machine", key="live_allow_remote")
@@ -150,7 +149,7 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
             problems.append(str(exc))
     if not parts:
         problems.append("Parts: choose at least one part to measure")
-    problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field=live_panel.VRAM_FIELD)
     problems += [p for p in (name_problem(title or None, "Title"), name_problem(quant or None, "Quantisation"),
                              server_cmd_problem(server_cmd, "Exact server command")) if p]
     try:
@@ -231,6 +230,7 @@ def panel(job: LiveJob, mine: bool) -> None:
     box = st.status(label, state=state, expanded=True)
     with box.container():
         st.progress(now.fraction if not job.done else 1.0, text=now.text(now=False) if not job.done else None)
+        live_panel.assumed(job.setup)
         for e in job.events:
             if e.kind == "info" and e.reason:  # server info that did not fit: not given, said so
                 st.warning(f"Server info not given: {md(e.reason)}")

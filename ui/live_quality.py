@@ -54,7 +54,7 @@ def _form() -> tuple[bool, dict]:
         a, b, c, d = st.columns(4)
         v["title"] = a.text_input("Title (optional)", key="lq_title")
         v["gpu"] = b.text_input("GPU", key="lq_gpu", placeholder="e.g. RTX 4090, or cpu")
-        v["vram"] = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="lq_vram", placeholder="e.g. 24")
+        v["vram"] = live_panel.vram_input(c, "lq_vram")
         v["quant"] = d.text_input("Quantisation", key="lq_quant")
         v["server_cmd"] = st.text_input("Exact server command", key="lq_server_cmd")
         v["allow_remote"] = st.checkbox("Allow a server on another machine", key="lq_allow_remote")
@@ -75,7 +75,7 @@ def read_settings(v: dict) -> tuple[QualityConfig | None, list[str]]:
             files.append(parse_item_file(v["file"].getvalue(), v["file"].name))
         except ItemFileError as exc:
             problems += exc.errors
-    problems += hardware_problems(v["gpu"] or None, v["vram"], gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    problems += hardware_problems(v["gpu"] or None, v["vram"], gpu_field="GPU", vram_field=live_panel.VRAM_FIELD)
     problems += [p for p in (name_problem(v["title"] or None, "Title"),) if p]
     try:
         check_target(v["base_url"], v["allow_remote"])

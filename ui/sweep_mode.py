@@ -51,7 +51,7 @@ def _settings() -> tuple[SweepConfig | None, SetupInput | None, bool]:
         a, b, c, d = st.columns(4)
         title = a.text_input("Title (optional)", key="sweep_title")
         gpu = b.text_input("GPU", key="sweep_gpu", placeholder="e.g. RTX 4090, or cpu")
-        vram = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="sweep_vram", placeholder="e.g. 24")
+        vram = live_panel.vram_input(c, "sweep_vram")
         quant = d.text_input("Quantisation", key="sweep_quant")
         job = current_job()
         start = st.form_submit_button("Start the sweep", type="primary", disabled=bool(job and not job.done))
