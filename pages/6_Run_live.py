@@ -35,6 +35,7 @@ from live.progress import (
 from live.settings import SpeedSettings, TargetSettings, page_default, page_limits, tokens_text
 from ui import common, live_panel
 from ui.common import md
+from ui.sampling_form import sampling_fields, sampling_settings
 
 common.page("Run live", "⏱️")
 common.store()
@@ -123,6 +124,7 @@ with st.form("live", enter_to_submit=False):
     ctx_depths = d.text_input("Long-prompt depths", tokens_text(page_default(SpeedSettings, "ctx_depths")),
                               key="live_ctx_depths",
                               help="Prompt lengths in tokens, e.g. 16K, 32K (K = 1,024).")
+    typed_sampling = sampling_fields("live")
     st.markdown("**The setup** (what the server cannot tell)")
     a, b, c, d = st.columns(4)
     title = a.text_input("Title (optional)", key="live_title")
@@ -150,6 +152,8 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
     if not parts:
         problems.append("Parts: choose at least one part to measure")
     problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field=live_panel.VRAM_FIELD)
+    sampling, bad = sampling_settings(typed_sampling)
+    problems += bad
     problems += [p for p in (name_problem(title or None, "Title"), name_problem(quant or None, "Quantisation"),
                              server_cmd_problem(server_cmd, "Exact server command")) if p]
     try:
@@ -158,12 +162,13 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
         problems.append(f"Server address: {exc}. Tick 'Allow a server on another machine' to measure it anyway.")
     except ValueError as exc:
         problems.append(f"Server address: {exc}")
-    if problems:
+    if problems or sampling is None:
         return None, problems
     try:
         cfg = MeasureConfig(base_url=base_url, model=model or None, parts=tuple(parts), runs=int(runs),
                             max_tokens=int(max_tokens), min_decode_tokens=int(min_tokens), conc_rounds=int(rounds),
-                            allow_remote=allow_remote, thinking={"off": False, "on": True}.get(thinking), **values)
+                            allow_remote=allow_remote, thinking={"off": False, "on": True}.get(thinking),
+                            sampling=sampling.sent(), sampling_source=sampling.source, **values)
     except ValueError as exc:
         return None, [f"Settings: {exc}"]
     return cfg, []

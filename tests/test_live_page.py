@@ -162,3 +162,35 @@ def test_a_known_gpu_without_its_memory_runs_and_says_the_size_assumed(site):
             j.stop()
             j.wait(60)
         s.stop()
+
+
+def test_the_sampling_fields_are_sent_and_a_bad_one_is_named(site):
+    """The speed form's sampling fields (live.settings.SamplingSettings): a value typed is what every request
+    sends and the setup records; a value the model refuses is named by its field before anything is sent."""
+    s = demo_server(decode_tps=2000, prefill_tps=200000, slots=2)
+    try:
+        at = run("pages/6_Run_live.py")
+        fill(at, s.url)
+        at.number_input(key="live_temperature").set_value(-1.0)
+        start_button(at).click().run()
+        assert "Temperature: -1.0 — input should be greater than or equal to 0" in unescape(at.error[0].value)
+        assert "live_job" not in at.session_state
+        at.multiselect(key="live_parts").set_value(["decode"])
+        at.number_input(key="live_temperature").set_value(0.2)
+        at.number_input(key="live_min_p").set_value(0.05)
+        at.text_input(key="live_source").set_value("model card")
+        start_button(at).click().run()
+        assert not at.error, [e.value for e in at.error]
+        job: LiveJob = at.session_state["live_job"]
+        assert job.cfg.sampling == {"temperature": 0.2, "top_p": 0.95, "top_k": 20, "min_p": 0.05, "seed": 42}
+        assert job.wait(120)
+        from benchcards.read import card_data
+        from benchcards.read.store import Store
+
+        sampling = card_data.card(Store(site), job.setup_id).setup.sampling
+        assert (sampling.temperature, sampling.min_p, sampling.source) == (0.2, 0.05, "model card")
+    finally:
+        for j in running_jobs():
+            j.stop()
+            j.wait(60)
+        s.stop()

@@ -81,7 +81,8 @@ class Uploaded:
 
 def settings(**v):
     base = {"base_url": "http://127.0.0.1:9", "model": "", "tests": "", "file": None, "max_tokens": "256",
-            "thinking": "off", "in_flight": 2, "seed": 0, "title": "", "gpu": "cpu", "vram": None, "quant": "",
+            "thinking": "off", "in_flight": 2, "sampling": {"seed": 0}, "title": "", "gpu": "cpu", "vram": None,
+            "quant": "",
             "server_cmd": "", "allow_remote": False}
     return read_settings({**base, **v})
 
