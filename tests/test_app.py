@@ -988,3 +988,22 @@ def test_compare_says_the_spread_once_with_its_unit_and_differs_by_the_shown_val
     a, b, diff = (str(row.iloc[0][c]) for c in t.columns[1:4])
     shown = float(b) - float(a)
     assert diff.startswith(fmt.number(shown, 1, sign=True) + " pts"), (a, b, diff)
+
+
+def test_a_setup_has_one_name_on_the_overview_the_analysis_and_the_pickers():
+    """One naming rule (benchcards.domain.names.setup_names over every setup): the overview's name, with the GPU
+    where a page has no GPU column (the analysis, the pickers); two setups of one name on one GPU (a sweep's
+    variants) are told apart by the words their titles differ by, the same way on every page."""
+    with_gpu = f"{SEED_NAME} · RTX 5060 Ti 16 GB"
+    t = table_with(run("app.py"), "Decode (tok/s)")
+    assert any(s.splitlines()[0] == SEED_NAME for s in t.Setup)
+    sweep = [s.splitlines()[0] for s in t.Setup if "micro-batch" in s]
+    assert len(sweep) == 2 and any(s.endswith(" · default micro-batch") for s in sweep) and \
+        any(s.endswith(" · micro-batch 64") for s in sweep), sweep
+    for page in ("pages/4_Compare.py", "pages/2_Scaling_curves.py", "pages/7_Analysis.py"):
+        options = run(page).multiselect(key="setups").options
+        assert with_gpu in options, (page, options)
+        assert f"{sweep[0]} · CPU only" in options or page.endswith("Analysis.py")  # it leaves method tests out
+        assert not any(o == SEED_TITLE for o in options)  # never the title on one page and the name on another
+    assert with_gpu in page_text(run("pages/7_Analysis.py"))
+    assert run("pages/1_Setup_card.py").selectbox(key="setup").options.count(with_gpu) == 1

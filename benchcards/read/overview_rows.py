@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from typing import NamedTuple
 
 import pandas as pd
 
 from benchcards.domain import fmt, tiers
 from benchcards.domain.metrics import HEADLINE_TESTS, RSS_SOURCE, TESTS, quality_label
-from benchcards.domain.names import badges, short_name
+from benchcards.domain.names import badges, setup_names
 from benchcards.read import db
 from benchcards.read.clauses import LATEST_FIT, LATEST_QUALITY, latest_metrics, method_test_sql, reported_sql
 from benchcards.read.store import Store, fetch
 
-__all__ = ["OtherTest", "distinct_names", "overview", "title_difference"]
+__all__ = ["OtherTest", "names", "overview"]
 
 
 class OtherTest(NamedTuple):
@@ -86,6 +85,20 @@ def overview(store: Store) -> pd.DataFrame:
     return db.per_version(store.path, "overview", lambda: _overview(store)).copy()
 
 
+def names(store: Store, with_gpu: bool = False) -> dict[str, str]:
+    """setup id -> the setup's one name (``names.setup_names`` over every setup, so that a name is the same on
+    every page whatever it shows): the overview's ``name``, or with ' · GPU' for a page without a GPU column (the
+    analysis, the setup pickers)."""
+    def made() -> dict[str, str]:
+        ov = overview(store)
+        return dict(zip(ov.setup_id, setup_names(ov, with_gpu=True)))
+
+    if not with_gpu:
+        ov = overview(store)
+        return dict(zip(ov.setup_id, ov.name))
+    return dict(db.per_version(store.path, "names_with_gpu", made))
+
+
 def _overview(store: Store) -> pd.DataFrame:
     with db.reading(store.path) as con:
         base = fetch(con, _OVERVIEW_SQL)
@@ -107,7 +120,7 @@ def _overview(store: Store) -> pd.DataFrame:
     model_gib = size / 2**30
     vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
     base["need_gib"] = gpu_peak(base).fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
-    base["name"] = distinct_names(base)
+    base["name"] = setup_names(base)
     base["offload"] = [_offload(a, n, b, v) for a, n, b, v in
                        zip(base.pop("argv_json"), base.pop("model_layers"), base.model_bytes, base.vram_gib)]
     base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
@@ -128,42 +141,6 @@ def _other_tests(setup_ids: pd.Series, q: pd.DataFrame) -> list[tuple[OtherTest,
             None if fmt.missing(r.margin_pp) else float(r.margin_pp),
             None if fmt.missing(r.right) else int(r.right), None if fmt.missing(r.n) else int(r.n)))
     return [tuple(found.get(s, ())) for s in setup_ids]
-
-
-def distinct_names(base: pd.DataFrame) -> list[str]:
-    """Short names (model · quant · engine build) that tell every setup apart: two setups of one name on one
-    GPU (two live runs with other server flags, a sweep's variants) get their titles, then their ids, after it."""
-    cols = ["model", "quant", "engine", "engine_version", "own_build"]
-    names = [short_name(dict(zip(cols, r))) for r in zip(*(base[c] for c in cols))]
-    keys = list(zip(names, base.gpu))
-    groups: dict[tuple, list[str]] = {}
-    for k, t in zip(keys, base.title):
-        groups.setdefault(k, []).append(str(t))
-    out = [f"{n} · {title_difference(str(t), groups[k])}" if len(groups[k]) > 1 else n
-           for n, k, t in zip(names, keys, base.title)]
-    still = Counter(zip(out, base.gpu))
-    return [f"{n} · {sid}" if still[(n, g)] > 1 else n for n, g, sid in zip(out, base.gpu, base.setup_id)]
-
-
-def title_difference(title: str, titles: list[str]) -> str:
-    """The words of ``title`` that differ from the other ``titles`` of its group (their common first and last
-    words left out): 'micro-batch 64' of '… (shows the method) — micro-batch 64'; the whole title when
-    nothing is left.
-
-    >>> title_difference("Q4 on a 5080, auto-fit, reported",
-    ...                  ["Q4 on a 5080, auto-fit, reported", "Q4 on a 5080, -ncmoe 24, reported"])
-    'auto-fit'
-    """
-    words = [t.split() for t in titles]
-    mine = title.split()
-    head = 0
-    while head < len(mine) and all(len(w) > head and w[head] == mine[head] for w in words):
-        head += 1
-    tail = 0
-    while tail < len(mine) - head and all(len(w) > tail and w[-1 - tail] == mine[-1 - tail] for w in words):
-        tail += 1
-    middle = " ".join(mine[head:len(mine) - tail]).rstrip(",;:").strip("— ")
-    return middle or title
 
 
 def gpu_peak(base: pd.DataFrame) -> pd.Series:
