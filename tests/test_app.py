@@ -737,7 +737,10 @@ def test_analysis_leaves_out_method_tests_unless_asked():
     answer = table_with(at, "Time (s)")
     # the analysis names setups by model · quant · build · GPU; the method tests are the tiny random models
     assert not any("tiny random model" in s for s in answer.Setup)  # 511 tokens per word: not ranked
-    assert "Left out: Tiny random-weight model" in page_text(at)
+    text = page_text(at)
+    assert "Left out as a method test (its card has its figures): Tiny random-weight model" in text
+    assert text.count("Left out") == 1  # named once (the view, as the export's page); the line above the tabs counts
+    assert "3 method tests not ranked on any tab (named under Time to answer)" in text
     spec = specs(at)[0]
     assert all(v < 1000 for v in chart_data(at, 0)[0].total_s.dropna())  # the axis is not stretched
     assert spec
