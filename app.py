@@ -85,7 +85,7 @@ if len(shown) > PAGE_ROWS:
 
 display = views.overview_display(shown)
 figures = [h for h, _, _ in views.OVERVIEW_FIGURES]
-quality = [metrics.quality_label(t) for t in metrics.HEADLINE_TESTS]
+quality = list(views.OVERVIEW_QUALITY)
 units = {h: metrics.get(k).unit for h, k, _ in views.OVERVIEW_FIGURES}
 with st.container(key="overview"):
     st.html(bc_html.overview(display, figures, quality, units, groups=by_tier))

@@ -109,6 +109,19 @@ def setup_input(args: argparse.Namespace) -> object:
     return SetupInput(**{f.name: getattr(args, f.name) for f in fields(SetupInput) if hasattr(args, f.name)})
 
 
+def say_assumed_vram(args: argparse.Namespace) -> None:
+    """A note on stderr when --gpu names a GPU of known memory and --vram-gib was not given: the value the
+    setup will record (``live.measure.assumed_vram``), so nobody files a 48 GB card as 24 GB unawares."""
+    if not hasattr(args, "vram_gib") or getattr(args, "setup_file", None):
+        return
+    from ingest.errors import safe
+    from live.measure import assumed_vram
+
+    note = assumed_vram(getattr(args, "gpu", None), args.vram_gib)[1]
+    if note:
+        print(f"note: {safe(note)}", file=sys.stderr, flush=True)
+
+
 def ingest_folder(run_dir: Path, db: str) -> int:
     """Load the setup folder of ``run_dir`` into ``db``; 0, or 1 with the errors printed."""
     from benchcards.read.db import DatabaseError
@@ -438,6 +451,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m live") -> int:
     command starts) exits 130, nothing sent or written."""
     try:
         args = build_parser(prog).parse_args(argv)
+        say_assumed_vram(args)
         return int(args.func(args))
     except KeyboardInterrupt:
         print(STOPPED_EMPTY, file=sys.stderr)

@@ -826,23 +826,50 @@ def server_cmd_problem(text: str | None, field: str) -> str | None:
     return None
 
 
+#: where an assumed GPU memory comes from (as ``ingest.importers.hardware`` records it for an import)
+KNOWN_GPU_TABLE = "benchcards' table of GPUs sold with one memory size"
+
+
+def assumed_vram(gpu: str | None, vram_gib: float | None, *, vram_field: str = "--vram-gib") -> tuple[
+        float | None, str | None]:
+    """(the memory of one GPU to record, a note saying it was assumed or None): ``vram_gib`` when given, else
+    the importers' known-GPU table (``ingest.importers.hardware.known_vram``: 'RTX 4090' -> 24 GiB, a size in
+    the name wins), else None; nothing for a machine without a GPU.
+
+    >>> assumed_vram("RTX 4090", None)[0], assumed_vram("RTX 4090", 20.0), assumed_vram("cpu", None)
+    (24.0, (20.0, None), (None, None))
+    """
+    if vram_gib is not None or gpu is None or not gpu.strip() or is_cpu_only(gpu):
+        return vram_gib, None
+    from ingest.importers.hardware import known_vram
+
+    known = known_vram(gpu.strip())
+    if known is None:
+        return None, None
+    return known, (f"{vram_field} not given: assumed {known:g} GiB per {gpu.strip()} from {KNOWN_GPU_TABLE}; "
+                   f"give {vram_field} if yours has another size")
+
+
 def hardware_problems(gpu: str | None, vram_gib: float | None, *, gpu_field: str = "--gpu",
                       vram_field: str = "--vram-gib") -> list[str]:
     """What is missing or contradictory in the GPU a person stated; each problem names its option/field.
 
-    A GPU needs its memory (the hardware tier comes from it: a GPU with 0 GiB would be filed as "CPU only"),
-    and a machine without a GPU must be said so explicitly (``cpu``): nothing is assumed.
+    A GPU needs its memory (the hardware tier comes from it: a GPU with 0 GiB would be filed as "CPU only"):
+    given, or known from its name (``assumed_vram``); a machine without a GPU must be said so explicitly
+    (``cpu``): nothing is assumed.
     """
     bad = name_problem(gpu, gpu_field)
     if bad:
         return [bad]
     if gpu is None or not gpu.strip():
-        return [f"{gpu_field}: name the GPU (and give {vram_field}), or say 'cpu' for a machine without a GPU"]
+        return [f"{gpu_field}: name the GPU (and give {vram_field} unless benchcards knows its memory), or say "
+                "'cpu' for a machine without a GPU"]
     if is_cpu_only(gpu):
         return [f"{vram_field}: a CPU-only setup has no GPU memory; leave it out"] if vram_gib else []
+    vram_gib = assumed_vram(gpu, vram_gib)[0]
     if vram_gib is None or vram_gib <= 0:
         return [f"{vram_field}: give the memory of one {gpu.strip()} in GiB (e.g. 24); the hardware tier comes "
-                "from it"]
+                f"from it, and {KNOWN_GPU_TABLE} does not know this one"]
     problem = vram_problem(vram_gib)  # the setup's own rule (schemas.models.Gpu)
     return [f"{vram_field}: {problem}"] if problem else []
 
@@ -912,11 +939,14 @@ def build_setup(user: SetupInput, info: ServerInfo, cfg: MeasureConfig, base: Se
     provenance = (f"measured live with benchcards against the benchcards demo server at {cfg.base_url}: a simulated "
                   "engine, not a real measurement" if info.demo else
                   f"measured live with benchcards against {cfg.base_url}")
+    vram, assumed = assumed_vram(user.gpu, user.vram_gib)
+    if assumed:  # the card says where the GPU memory (and so the tier) came from
+        provenance += f"; GPU memory {vram:g} GiB per {gpu_name} assumed from {KNOWN_GPU_TABLE}"
     return Setup(
         schema_version=SCHEMA_VERSION, setup_id=user.setup_id or slug(f"live-{title}"), title=title.strip(),
         synthetic=info.demo, method_test=info.demo, provenance=provenance,
         hardware=Hardware(gpus=[] if cpu_only else [Gpu(name=gpu_name, count=user.gpu_count,
-                                                         vram_gib=float(user.vram_gib or 0.0))],
+                                                         vram_gib=float(vram or 0.0))],
                           cpu=user.cpu, ram_gib=user.ram_gib),
         engine=Engine(name=engine, version=version, build_number=number, commit=commit),
         model=Model(name=model_name, quant=user.quant, repo=user.model_repo, file=info.model_path and

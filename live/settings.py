@@ -140,11 +140,13 @@ class SetupSettings(Settings):
     setup_file: str | None = option(None, "a setup.json to use as is", kind="str")
     setup_id: str | None = option(None, "setup id (default: from the title)", kind="str")
     title: str | None = option(None, "title of the setup", kind="str")
-    gpu: str | None = option(None, "GPU name, e.g. \"RTX 4090\" (needs --vram-gib); 'cpu' for a machine without a "
-                                   "GPU. Required unless --setup-file is given", kind="str")
+    gpu: str | None = option(None, "GPU name, e.g. \"RTX 4090\" (with --vram-gib unless benchcards knows its "
+                                   "memory); 'cpu' for a machine without a GPU. Required unless --setup-file is given",
+                             kind="str")
     gpu_count: int = option(1, "number of GPUs", kind="int")
-    vram_gib: float | None = option(None, "memory of one GPU, GiB (required with a GPU name: the hardware tier "
-                                          "comes from it)", kind="float")
+    vram_gib: float | None = option(None, "memory of one GPU, GiB (the hardware tier comes from it; default: "
+                                          "known for a GPU sold with one memory size, e.g. 24 for an RTX 4090, "
+                                          "required for others)", kind="float")
     cpu: str | None = option(None, "CPU model", kind="str")
     ram_gib: float | None = option(None, "system RAM, GiB", kind="float")
     engine: str | None = option(None, "engine name (default: llama.cpp for llama-server)", kind="str")
@@ -183,24 +185,31 @@ Penalty = Annotated[float, Field(allow_inf_nan=False)]  # a finite penalty
 
 
 class SamplingSettings(Settings):
-    """What every request of ``python -m live measure``, ``quality`` and ``fit`` sends to sample with: one
-    definition, so that the three commands with the same options describe the same setup (a setup's sampling
+    """What every request of ``python -m live measure``, ``quality``, ``fit`` and ``sweep`` (and every mode of the
+    Run live page) sends to sample with: one definition, so that the commands with the same options describe the
+    same setup (a setup's sampling
     is part of what it is, ``live.setups``). The names are the contract's (``schemas.models.Sampling``) and
     llama-server's request fields; None is not sent (the server's own default applies). The defaults are what
     the live client always sent (the Qwen3 recipe), so stored runs keep their meaning."""
 
-    temperature: Temperature = option(0.6, "sampling temperature sent (0: always the likeliest token)", kind="float")
-    top_p: Share | None = option(0.95, "top-p (nucleus) threshold sent, 0-1", kind="float")
-    top_k: Zero | None = option(20, "top-k cut-off sent (0 = off)", kind="int")
-    min_p: Share | None = option(None, "min-p threshold sent, 0-1 (default: not sent, the server's own)", kind="float")
-    presence_penalty: Penalty | None = option(None, "presence penalty sent (default: not sent)", kind="float")
-    frequency_penalty: Penalty | None = option(None, "frequency penalty sent (default: not sent)", kind="float")
+    temperature: Temperature = option(0.6, "sampling temperature sent (0: always the likeliest token)", kind="float",
+                                      label="Temperature")
+    top_p: Share | None = option(0.95, "top-p (nucleus) threshold sent, 0-1", kind="float", label="Top-p",
+                                 form=(0.0, 1.0))
+    top_k: Zero | None = option(20, "top-k cut-off sent (0 = off)", kind="int", label="Top-k")
+    min_p: Share | None = option(None, "min-p threshold sent, 0-1 (default: not sent, the server's own)", kind="float",
+                                 label="Min-p", form=(0.0, 1.0))
+    presence_penalty: Penalty | None = option(None, "presence penalty sent (default: not sent)", kind="float",
+                                              label="Presence penalty")
+    frequency_penalty: Penalty | None = option(None, "frequency penalty sent (default: not sent)", kind="float",
+                                               label="Frequency penalty")
     repeat_penalty: Penalty | None = option(None, "repetition penalty sent (llama.cpp; default: not sent)",
-                                            kind="float")
+                                            kind="float", label="Repeat penalty")
     seed: Annotated[Zero, Field(le=_BIGGEST)] = option(
-        42, "sampling seed sent (quality: also the seed of its generated items)", kind="int", form=(0, _BIGGEST))
+        42, "sampling seed sent (quality: also the seed of its generated items)", kind="int", form=(0, _BIGGEST),
+        label="Seed")
     source: str | None = option(None, "where these values come from, e.g. \"model card\" (recorded, not sent)",
-                                kind="str", flag="--sampling-source")
+                                kind="str", flag="--sampling-source", label="Where these values come from")
 
     def sent(self) -> dict[str, Any]:
         """The request fields (``live.measure.MeasureConfig.sampling``): every value given except the source."""
@@ -215,12 +224,12 @@ class SamplingSettings(Settings):
 
 #: what ``python -m live measure`` sends with every request unless told otherwise (MeasureConfig.sampling)
 LIVE_SAMPLING = SamplingSettings().sent()
-#: the heading of the sampling options in the help of measure, quality and fit
-SAMPLING_GROUP = "sampling (sent with every request; the same options and defaults in measure, quality and fit)"
+#: the heading of the sampling options in the help of measure, quality, fit and sweep
+SAMPLING_GROUP = "sampling (sent with every request; the same options and defaults in measure, quality, fit and sweep)"
 
 
 def add_sampling_options(parser: argparse.ArgumentParser) -> None:
-    """The sampling options (``SamplingSettings``) of measure, quality and fit, under one heading."""
+    """The sampling options (``SamplingSettings``) of measure, quality, fit and sweep, under one heading."""
     add_options(parser.add_argument_group(SAMPLING_GROUP), SamplingSettings)
 
 

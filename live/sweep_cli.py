@@ -40,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFor
         SpeedSettings,
         SweepSettings,
         add_options,
+        add_sampling_options,
     )
 
     p = sub.add_parser("sweep", help="compare server settings on fresh boots, with a 95 %% interval on each difference",
@@ -50,10 +51,11 @@ def add_parser(sub: argparse._SubParsersAction, formatter: type[argparse.HelpFor
     add_options(p, SweepSettings, only=("allow_remote",))
     add_options(p, OutputSettings, only=("out",), defaults=OutputSettings.defaults(),
                 helps={"out": "folder for the setup folders"})
+    add_sampling_options(p)
     add_options(p.add_argument_group("the setup (what the server cannot tell; shared by every variant)"),
                 SetupSettings, only=("setup_id", "title", "gpu", "vram_gib", "cpu", "model_name", "quant",
                                      "measured_by"),
-                helps={"gpu": "GPU name (needs --vram-gib), or 'cpu'",
+                helps={"gpu": "GPU name (with --vram-gib unless benchcards knows its memory), or 'cpu'",
                        "setup_id": "setup id prefix (each variant's id adds its name)",
                        "title": "title prefix (each variant's title adds its name)"})
     p.set_defaults(func=cmd_sweep)
@@ -80,12 +82,13 @@ def _variants(args: argparse.Namespace) -> list:
 def _measure_config(args: argparse.Namespace):
     from live.measure import MeasureConfig
     from live.progress import InputError
-    from live.settings import SWEEP_SPEED_FIELDS, SpeedSettings, from_args
+    from live.settings import SWEEP_SPEED_FIELDS, SpeedSettings, from_args, sampling_from_args
 
     values, problems = from_args(SpeedSettings, args, only=SWEEP_SPEED_FIELDS)
-    if problems:
-        raise InputError("; ".join(problems))
-    return MeasureConfig(**values)
+    sampling, bad = sampling_from_args(args)  # measure's options and defaults (live.settings.SamplingSettings)
+    if problems or bad or sampling is None:
+        raise InputError("; ".join(problems + bad))
+    return MeasureConfig(**values, sampling=sampling.sent(), sampling_source=sampling.source)
 
 
 def difference_lines(diffs: dict) -> list[str]:

@@ -35,6 +35,7 @@ from live.progress import (
 from live.settings import SpeedSettings, TargetSettings, page_default, page_limits, tokens_text
 from ui import common, live_panel
 from ui.common import md
+from ui.sampling_form import sampling_fields, sampling_settings
 
 common.page("Run live", "⏱️")
 common.store()
@@ -123,14 +124,14 @@ with st.form("live", enter_to_submit=False):
     ctx_depths = d.text_input("Long-prompt depths", tokens_text(page_default(SpeedSettings, "ctx_depths")),
                               key="live_ctx_depths",
                               help="Prompt lengths in tokens, e.g. 16K, 32K (K = 1,024).")
+    typed_sampling = sampling_fields("live")
     st.markdown("**The setup** (what the server cannot tell)")
     a, b, c, d = st.columns(4)
     title = a.text_input("Title (optional)", key="live_title")
     gpu = b.text_input("GPU", key="live_gpu", placeholder="e.g. RTX 4090, or cpu",
                        help="The GPU's name, with its memory in the next field; write cpu for a machine without a "
                        "GPU.")
-    vram = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="live_vram", placeholder="e.g. 24",
-                          help="Memory of one GPU: the hardware tier comes from it. Leave empty for cpu.")
+    vram = live_panel.vram_input(c, "live_vram")
     quant = d.text_input("Quantisation", key="live_quant")
     server_cmd = st.text_input("Exact server command (so the card can explain every flag)", key="live_server_cmd")
     allow_remote = st.checkbox("Allow a server on another machine", key="live_allow_remote")
@@ -150,7 +151,9 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
             problems.append(str(exc))
     if not parts:
         problems.append("Parts: choose at least one part to measure")
-    problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field=live_panel.VRAM_FIELD)
+    sampling, bad = sampling_settings(typed_sampling)
+    problems += bad
     problems += [p for p in (name_problem(title or None, "Title"), name_problem(quant or None, "Quantisation"),
                              server_cmd_problem(server_cmd, "Exact server command")) if p]
     try:
@@ -159,12 +162,13 @@ def read_settings() -> tuple[MeasureConfig | None, list[str]]:
         problems.append(f"Server address: {exc}. Tick 'Allow a server on another machine' to measure it anyway.")
     except ValueError as exc:
         problems.append(f"Server address: {exc}")
-    if problems:
+    if problems or sampling is None:
         return None, problems
     try:
         cfg = MeasureConfig(base_url=base_url, model=model or None, parts=tuple(parts), runs=int(runs),
                             max_tokens=int(max_tokens), min_decode_tokens=int(min_tokens), conc_rounds=int(rounds),
-                            allow_remote=allow_remote, thinking={"off": False, "on": True}.get(thinking), **values)
+                            allow_remote=allow_remote, thinking={"off": False, "on": True}.get(thinking),
+                            sampling=sampling.sent(), sampling_source=sampling.source, **values)
     except ValueError as exc:
         return None, [f"Settings: {exc}"]
     return cfg, []
@@ -231,6 +235,7 @@ def panel(job: LiveJob, mine: bool) -> None:
     box = st.status(label, state=state, expanded=True)
     with box.container():
         st.progress(now.fraction if not job.done else 1.0, text=now.text(now=False) if not job.done else None)
+        live_panel.assumed(job.setup)
         for e in job.events:
             if e.kind == "info" and e.reason:  # server info that did not fit: not given, said so
                 st.warning(f"Server info not given: {md(e.reason)}")

@@ -6,6 +6,7 @@ for the inputs chosen here."""
 import streamlit as st
 
 from benchcards.compute import analysis
+from benchcards.domain import fmt
 from benchcards.read import analysis_inputs
 from benchcards.views import analysisview as av
 from ui import analysis_page, common
@@ -33,9 +34,9 @@ if not include_tests:
     data, left_out = analysis.without_method_tests(data)
 scope = av.scope_text(tiers)
 st.write(f"**{len(data.setups)}** of {len(everything.setups)} setups" + (f" · {', '.join(tiers)}" if tiers else ""))
-if left_out:
-    st.caption("Left out: " + "; ".join(md(t) for t in left_out) + " (method test: shows how benchcards "
-               "measures, not how fast a model runs). Switch on *Include method tests* in the sidebar to rank it too.")
+if left_out:  # counted here for every tab; named once, by the time-to-answer view (as on the export's page)
+    st.caption(f"{fmt.count(len(left_out), 'method test')} not ranked on any tab (named under Time to answer). "
+               "Switch on *Include method tests* in the sidebar to rank them too.")
 
 answer_tab, tp_tab, quality_tab, knee_tab = st.tabs([v.title for v in av.VIEWS])
 

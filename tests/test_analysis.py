@@ -476,7 +476,9 @@ def test_analysis_page_shows_every_view_and_matches_the_library(site):
     at = run_page(prompt="4096", words="300")
     titles = chart_titles(at)
     first = json.loads(at.get("vega_lite_chart")[0].proto.spec)["title"]
-    assert titles[0] == "Time to answer" and first["subtitle"] == "4,096-token prompt, 300-word answer"
+    # the sizes, and what a pale bar means where there is one
+    assert titles[0] == "Time to answer" and first["subtitle"][0] == "4,096-token prompt, 300-word answer"
+    assert first["subtitle"][1] == "pale: curves held beyond their measured depths, ranked last"
     pareto = json.loads(at.get("vega_lite_chart")[titles.index("Throughput vs per-request speed")].proto.spec)
     assert pareto["title"]["subtitle"] == "dashed: the Pareto frontier"
     assert any(re.search(r" vs speed: .+ tier \(bars: Wilson 95 % intervals\)$", t) for t in titles)  # one per tier

@@ -60,6 +60,8 @@ class _Tables(HTMLParser):
             self._row = []
         elif tag in ("td", "th"):
             self._cell, self._attrs = [], {"head": tag == "th", "title": a.get("title"), "class": a.get("class")}
+        elif tag == "br" and self._cell is not None:  # a line break in a cell reads as one
+            self._cell.append("\n")
         elif tag == "a" and self._cell is not None:
             self._attrs.update(href=a.get("href"), target=a.get("target"), link_title=a.get("title"))
 
@@ -161,19 +163,22 @@ def test_overview_ranks_setups_with_short_names_and_published_seed_figures():
     assert len(t) == demo_count()
     assert list(t.columns[:5]) == ["Setup", "Decode (tok/s)", "Prefill at 8K (tok/s)", "First token at 2K (s)",
                                    "Largest context (tokens)"]
-    assert list(t.columns[5:]) == ["MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Hardware"]
+    assert list(t.columns[5:]) == ["MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Other tests", "Hardware"]
     i = next(i for i, s in enumerate(t.Setup) if s.startswith(SEED_NAME))
     row = t.iloc[i]
     assert row["Decode (tok/s)"] == "63.4" and row["Prefill at 8K (tok/s)"] == "988.4"
     assert row["First token at 2K (s)"] == "2.1" and row["Largest context (tokens)"] == "131,072"
     assert row["MMLU-Pro"] == "57.3 % ± 4.8" and row["GPQA Diamond"] == "42.9 % ± 6.8"
+    # its other published tests are in one column, one a line, never left out
+    assert row["Other tests"].splitlines() == ["Long text 8K (RULER) 70.0 % ± 13.7", "Long text 32K (RULER) 57.5 % ± 14.6",
+                                               "GPQA 30, thinking on 73.3 % ± 15.1"]
     assert "summary only" in row.Setup and "16 GB tier" in row.Hardware
     cell = t.attrs["cells"][i][0]
     assert cell["href"] == f"Setup_card?setup={SEED}" and cell["target"] == "_self"  # same tab
     assert cell["link_title"] == SEED_TITLE  # the full title on hover
     # the seed 000 setup publishes no prefill at 8K: a dash, never "None" or "nan"
     dgx = t[t.Setup.str.contains("UD-Q4_K_XL")].iloc[0]
-    assert dgx["Prefill at 8K (tok/s)"] == "—" and dgx["MMLU-Pro"] == "—"
+    assert dgx["Prefill at 8K (tok/s)"] == "—" and dgx["MMLU-Pro"] == "—" and dgx["Other tests"] == "—"
     assert [b.label for b in at.get("download_button")] == ["CSV", "JSON"]
 
 
@@ -732,7 +737,10 @@ def test_analysis_leaves_out_method_tests_unless_asked():
     answer = table_with(at, "Time (s)")
     # the analysis names setups by model · quant · build · GPU; the method tests are the tiny random models
     assert not any("tiny random model" in s for s in answer.Setup)  # 511 tokens per word: not ranked
-    assert "Left out: Tiny random-weight model" in page_text(at)
+    text = page_text(at)
+    assert "Left out as a method test (its card has its figures): Tiny random-weight model" in text
+    assert text.count("Left out") == 1  # named once (the view, as the export's page); the line above the tabs counts
+    assert "3 method tests not ranked on any tab (named under Time to answer)" in text
     spec = specs(at)[0]
     assert all(v < 1000 for v in chart_data(at, 0)[0].total_s.dropna())  # the axis is not stretched
     assert spec
@@ -983,3 +991,22 @@ def test_compare_says_the_spread_once_with_its_unit_and_differs_by_the_shown_val
     a, b, diff = (str(row.iloc[0][c]) for c in t.columns[1:4])
     shown = float(b) - float(a)
     assert diff.startswith(fmt.number(shown, 1, sign=True) + " pts"), (a, b, diff)
+
+
+def test_a_setup_has_one_name_on_the_overview_the_analysis_and_the_pickers():
+    """One naming rule (benchcards.domain.names.setup_names over every setup): the overview's name, with the GPU
+    where a page has no GPU column (the analysis, the pickers); two setups of one name on one GPU (a sweep's
+    variants) are told apart by the words their titles differ by, the same way on every page."""
+    with_gpu = f"{SEED_NAME} · RTX 5060 Ti 16 GB"
+    t = table_with(run("app.py"), "Decode (tok/s)")
+    assert any(s.splitlines()[0] == SEED_NAME for s in t.Setup)
+    sweep = [s.splitlines()[0] for s in t.Setup if "micro-batch" in s]
+    assert len(sweep) == 2 and any(s.endswith(" · default micro-batch") for s in sweep) and \
+        any(s.endswith(" · micro-batch 64") for s in sweep), sweep
+    for page in ("pages/4_Compare.py", "pages/2_Scaling_curves.py", "pages/7_Analysis.py"):
+        options = run(page).multiselect(key="setups").options
+        assert with_gpu in options, (page, options)
+        assert f"{sweep[0]} · CPU only" in options or page.endswith("Analysis.py")  # it leaves method tests out
+        assert not any(o == SEED_TITLE for o in options)  # never the title on one page and the name on another
+    assert with_gpu in page_text(run("pages/7_Analysis.py"))
+    assert run("pages/1_Setup_card.py").selectbox(key="setup").options.count(with_gpu) == 1

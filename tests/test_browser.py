@@ -8,6 +8,7 @@ one for the deep-link test); each test opens its own browser context.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -201,7 +202,8 @@ def test_overview_shows_the_headline_columns_without_scrolling_at_1440(server, b
             return [t.scrollWidth, t.parentElement.clientWidth, t.getBoundingClientRect().right]; }""")
         assert fits[0] <= fits[1] + 1 and fits[2] <= 1440, fits
         for name in ("Setup", "Decode (tok/s)", "Prefill at 8K (tok/s)", "First token at 2K (s)",
-                     "Largest context (tokens)", "MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Hardware"):
+                     "Largest context (tokens)", "MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench",
+                     "Other tests", "Hardware"):
             head = table.locator("th", has_text=name).first
             assert head.is_visible(), name
             assert head.bounding_box()["x"] + head.bounding_box()["width"] <= 1440, name
@@ -452,5 +454,27 @@ def test_card_tables_on_a_phone_say_they_scroll_sideways(server, browser):
     page = open_page(browser, f"{server}/Setup_card?setup={SEED}", "desktop", "light")
     try:
         assert not page.get_by_text("Swipe sideways for more columns →").first.is_visible()
+    finally:
+        page.context.close()
+
+
+def test_the_time_to_answer_chart_names_every_setup_whole_and_its_bar_parts_at_1440(server, browser):
+    """The Analysis page's time-to-answer chart at 1,440 px: every setup's name drawn whole (two lines where it is
+    long, never cut with '…'), a legend for the two parts of each bar, x labels apart, and the method tests it
+    leaves out named once."""
+    page = open_page(browser, f"{server}/Analysis")
+    try:
+        svg = page.locator(".vega-embed svg").first
+        svg.wait_for(timeout=30_000)
+        legend = svg.locator(".role-legend-label text").all_text_contents()
+        assert legend == ["first token", "answer"], legend
+        labels = svg.locator(".role-axis-label text").all_text_contents()
+        names = [t for t in labels if "·" in t]
+        assert len(names) >= 5 and not any("…" in t for t in names), names
+        boxes = page.evaluate("""() => Array.from(document.querySelector('.vega-embed svg')
+            .querySelectorAll('.role-axis-label text')).filter(t => !t.textContent.includes('·'))
+            .map(t => { const r = t.getBoundingClientRect(); return [r.left, r.right]; })""")
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(boxes)), boxes  # no two x labels touch
+        assert page.get_by_text("Left out", exact=False).count() == 1
     finally:
         page.context.close()

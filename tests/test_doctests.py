@@ -8,8 +8,8 @@ import pytest
 pytestmark = pytest.mark.unit
 
 MODULES = ["benchcards.domain.fmt", "benchcards.domain.metrics", "benchcards.domain.plausible", "benchcards.read.reported",
-           "benchcards.domain.stats", "benchcards.domain.wrappers", "benchcards.read.overview_rows", "benchcards.compute.sweepstats", "ingest.importers.base",
-           "ingest.importers.hardware", "ingest.files", "live.engine_log", "live.settings", "schemas.ids"]
+           "benchcards.domain.stats", "benchcards.domain.wrappers", "benchcards.domain.names", "benchcards.compute.sweepstats", "ingest.importers.base",
+           "ingest.importers.hardware", "ingest.files", "live.engine_log", "live.measure", "live.settings", "schemas.ids", "ui.common"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -103,7 +103,7 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
     table = card_tables.fit_table(c)
     assert list(table["Context size"]) == ["4K (4,096 tokens)", "8K (8,192 tokens)", "16K (16,384 tokens)",
                                      "32K (32,768 tokens)"]
-    assert table["Result"].iloc[0] == "answered (length)"
+    assert table["Result"].iloc[0] == "answered, to its token limit"  # the finish reason in words, never "length"
     # no GPU reading: the peak is the process tree's RSS, never labelled GPU memory
     assert "Peak process memory (RSS) (GiB)" in table.columns and not any("GPU" in c for c in table.columns)
     assert [t.label for t in card_tables.fit_tiles(c)][1] == "Peak process memory (RSS)"
@@ -124,7 +124,7 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
         table["Result"].iloc[2]
     note = card_tables.fit_note(c)
     assert note.startswith("The server was restarted for each context size")
-    assert "Answered (length): the answer ran to its token limit, as expected here" in note
+    assert "Answered, to its token limit: as expected here" in note and "answered, ended by the model: " in note
     assert "resident memory of the server's process tree" in note
     method = method_text.method_table(c)
     assert "Added to the command by benchcards" in set(method.Setting)
@@ -149,7 +149,7 @@ def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):
         memory = tab.locator("#memory ~ div table, #memory + div table, h2#memory ~ * table").first
         text = memory.inner_text()
         browser.close()
-    for want in ("Context size", "8K (8,192 tokens)", "answered (length)", "did not load", "Peak"):
+    for want in ("Context size", "8K (8,192 tokens)", "answered, to its token limit", "did not load", "Peak"):
         assert want in text, want
     assert errors == []
 

@@ -73,6 +73,10 @@ def test_the_memory_test_shows_its_argv_runs_each_size_and_lands_on_the_site(sit
 
     c = card_data.card(Store(site), job.setup_id)
     assert c.fit is not None and c.fit["largest_ctx"] == 4096
+    # its card's memory table says how the answer ended in words, not the server's "length" / "stop"
+    card = table_with(run("pages/1_Setup_card.py", setup=job.setup_id), "Context size")
+    assert card.Result.iloc[0] == "answered, to its token limit", list(card.Result)
+    assert not any(r.endswith(("(length)", "(stop)")) for r in card.Result)
 
 
 def test_stop_stops_the_server_while_it_loads(site):

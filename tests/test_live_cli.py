@@ -41,8 +41,9 @@ def test_help_says_the_defaults():
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--gpu", "RTX 4090"), "error: --vram-gib: give the memory of one RTX 4090 in GiB"),
-    ((), "error: --gpu: name the GPU (and give --vram-gib), or say 'cpu' for a machine without a GPU"),
+    (("--gpu", "RTX 4060 Ti"), "error: --vram-gib: give the memory of one RTX 4060 Ti in GiB"),  # 8 or 16 GB
+    ((), "error: --gpu: name the GPU (and give --vram-gib unless benchcards knows its memory), or say 'cpu' for a "
+         "machine without a GPU"),
     (("--gpu", "cpu", "--vram-gib", "24"), "error: --vram-gib: a CPU-only setup has no GPU memory"),
     (("--gpu", "cpu", "--prefill-depths", "2K,lots"), "error: --prefill-depths: “lots” is not a number of tokens"),
     (("--gpu", "G" * 201, "--vram-gib", "24"), "error: --gpu: at most 200 characters (this one has 201)"),
@@ -65,15 +66,19 @@ def test_a_server_that_is_not_running_writes_nothing(tmp_path):
 def test_depths_like_2k_tiers_and_step_figures_agree_with_the_card(demo, tmp_path):
     db = tmp_path / "cli.duckdb"
     r = cli("--base-url", demo.url, "--parts", "decode,prefill,conc", "--prefill-depths", "1K, 2K",
-            "--conc-levels", "2", "--gpu", "RTX 4090", "--vram-gib", "24", "--out", str(tmp_path / "out"),
+            "--conc-levels", "2", "--gpu", "RTX 4090", "--out", str(tmp_path / "out"),
             "--ingest", "--db", str(db), *QUICK)
     assert r.returncode == 0, r.stderr
+    # no --vram-gib: an RTX 4090 is sold with one size, taken from the importers' known-GPU table, and said so
+    assert ("note: --vram-gib not given: assumed 24 GiB per RTX 4090 from benchcards' table of GPUs sold with one "
+            "memory size") in r.stderr
     contract = json.loads(next((tmp_path / "out").glob("*/speed/*/contract.json")).read_text())
     assert contract["method"]["prefill_depths"] == [1024, 2048]
     ov = overview_rows.overview(Store(db))
     card = card_data.card(Store(db), ov.setup_id.iloc[0])
     # title and tier agree: an RTX 4090 with its 24 GiB is in the 24 GB tier, never "CPU only"
     assert "on RTX 4090" in card.setup.title and ov.tier.iloc[0] == "24 GB"
+    assert "GPU memory 24 GiB per RTX 4090 assumed" in card.setup.provenance
     # the step lines name each figure as the card does, with the card's value
     for key, level in (("conc_per_request", 2), ("conc_total", 2), ("prefill", 1024)):
         shown = f"{fmt.label(key, None, level)} {fmt.metric(key, card.value(key, None, level))}"

@@ -67,10 +67,11 @@ def test_enter_does_not_start_and_a_gpu_needs_its_memory(site):
     forms = form_protos(at)
     assert forms and all(not f.enter_to_submit for f in forms)  # Enter in a field never starts a measurement
     assert at.number_input(key="live_vram").value is None  # no 0.00 GiB default that files a GPU as "CPU only"
-    fill(at, "http://127.0.0.1:9", gpu="RTX 4090", vram=None)
+    fill(at, "http://127.0.0.1:9", gpu="RTX 4060 Ti", vram=None)  # sold with 8 and 16 GB: not assumed
     start_button(at).click().run()
     text = unescape(at.error[0].value)
-    assert "VRAM per GPU (GiB): give the memory of one RTX 4090 in GiB" in text and "live_job" not in at.session_state
+    assert "VRAM per GPU (GiB): give the memory of one RTX 4060 Ti in GiB" in text and "live_job" not in at.session_state
+    assert "does not know this one" in text
     fill(at, "http://127.0.0.1:9", gpu="", vram=None)
     start_button(at).click().run()
     assert "GPU: name the GPU" in unescape(at.error[0].value) and "'cpu'" in unescape(at.error[0].value)
@@ -125,6 +126,69 @@ def test_one_run_per_server_shown_in_every_session_with_an_honest_status(site):
         assert b.status[0].label.startswith(f"Stopped of {s.url}: ")
         links = [(p.label, p.proto.page, p.proto.query_string) for p in b.get("page_link")]
         assert ("Open its card", "Setup_card", f"setup={job.setup_id}") in links, links
+    finally:
+        for j in running_jobs():
+            j.stop()
+            j.wait(60)
+        s.stop()
+
+
+def test_a_known_gpu_without_its_memory_runs_and_says_the_size_assumed(site):
+    """An RTX 4090 with the memory field left empty: the run starts, its panel says 24 GiB was assumed (from the
+    importers' known-GPU table), and the saved setup is in the 24 GB tier with the assumption on record."""
+    from benchcards.read import overview_rows
+    from benchcards.read.store import Store
+
+    s = demo_server(decode_tps=2000, prefill_tps=200000, slots=2)
+    try:
+        at = run("pages/6_Run_live.py")
+        fill(at, s.url, gpu="RTX 4090", vram=None)
+        at.multiselect(key="live_parts").set_value(["decode"])
+        start_button(at).click().run()
+        assert not at.error, [e.value for e in at.error]
+        job: LiveJob = at.session_state["live_job"]
+        assert job.wait(120)
+        at.run()
+        notes = [unescape(i.value) for i in at.info]
+        assert any("VRAM per GPU (GiB) not given: assumed 24 GiB per RTX 4090" in n for n in notes), notes
+        ov = overview_rows.overview(Store(site)).set_index("setup_id")
+        assert ov.tier[job.setup_id] == "24 GB" and ov.vram_gib[job.setup_id] == 24
+        from benchcards.read import card_data
+
+        card = card_data.card(Store(site), job.setup_id)
+        assert "GPU memory 24 GiB per RTX 4090 assumed from benchcards' table" in card.setup.provenance
+    finally:
+        for j in running_jobs():
+            j.stop()
+            j.wait(60)
+        s.stop()
+
+
+def test_the_sampling_fields_are_sent_and_a_bad_one_is_named(site):
+    """The speed form's sampling fields (live.settings.SamplingSettings): a value typed is what every request
+    sends and the setup records; a value the model refuses is named by its field before anything is sent."""
+    s = demo_server(decode_tps=2000, prefill_tps=200000, slots=2)
+    try:
+        at = run("pages/6_Run_live.py")
+        fill(at, s.url)
+        at.number_input(key="live_temperature").set_value(-1.0)
+        start_button(at).click().run()
+        assert "Temperature: -1.0 — input should be greater than or equal to 0" in unescape(at.error[0].value)
+        assert "live_job" not in at.session_state
+        at.multiselect(key="live_parts").set_value(["decode"])
+        at.number_input(key="live_temperature").set_value(0.2)
+        at.number_input(key="live_min_p").set_value(0.05)
+        at.text_input(key="live_source").set_value("model card")
+        start_button(at).click().run()
+        assert not at.error, [e.value for e in at.error]
+        job: LiveJob = at.session_state["live_job"]
+        assert job.cfg.sampling == {"temperature": 0.2, "top_p": 0.95, "top_k": 20, "min_p": 0.05, "seed": 42}
+        assert job.wait(120)
+        from benchcards.read import card_data
+        from benchcards.read.store import Store
+
+        sampling = card_data.card(Store(site), job.setup_id).setup.sampling
+        assert (sampling.temperature, sampling.min_p, sampling.source) == (0.2, 0.05, "model card")
     finally:
         for j in running_jobs():
             j.stop()

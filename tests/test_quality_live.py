@@ -375,3 +375,36 @@ def test_cli_runs_two_item_files_of_one_name_as_two_tests_and_refuses_one_file_t
     assert [t["label"] for t in tests] == [f"x.jsonl (item file {t['test'][-8:]})" for t in tests]
     r = cli("--base-url", demo.url, "--items", str(one), "--items", str(one), "--gpu", "cpu", "--out", str(tmp_path / "o2"))
     assert r.returncode == 2 and "asked twice (the same item file given twice?)" in r.stderr, r.stderr
+
+
+def test_overview_shows_a_live_quality_run_of_other_tests_in_app_and_export(demo, tmp_path, monkeypatch):
+    """A setup whose quality was measured live on generated tests (none of the four headline tests) shows its
+    results in the overview's "Other tests" column, in the app, its download and the export's home page, not
+    "—" in every quality column."""
+    from streamlit.testing.v1 import AppTest
+
+    from benchcards.compute.summarize import quality_test
+    from benchcards.domain import fmt
+    from benchcards.read import overview_rows
+    from tests.test_app import table_with
+
+    cfg, contract, info, log = run(demo.url, "arith:30,needle:8K:4", seed=0)
+    store, _ = ingest_quality(tmp_path, contract, info, cfg, log, setup_id="live-other", title="live other tests")
+    monkeypatch.setenv("BENCHCARDS_DB", str(store.path))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    t = table_with(at, "Other tests")
+    assert list(t.columns[5:]) == ["MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench", "Other tests", "Hardware"]
+    row = t.iloc[0]
+    assert [row[c] for c in ("MMLU-Pro", "GPQA Diamond", "IFEval", "LiveCodeBench")] == ["—"] * 4
+    results = [quality_test(q)[0] for q in contract.tests]
+    want = "; ".join(f"{label} {fmt.quality(s.pct, s.margin_pp, s.right, s.n)}" for label, s in
+                     zip(("Arithmetic (generated)", "Needle retrieval 8K (generated)"), results))
+    assert row["Other tests"] == want.replace("; ", "\n") and " % " in want  # one test a line
+    assert views.overview_table(overview_rows.overview(store))["Other tests"].iloc[0] == want  # the download
+    out = tmp_path / "site"
+    export(store.path, out)
+    home = (out / "index.html").read_text().replace("\xa0", " ")  # a result there never breaks inside
+    assert f"Arithmetic (generated) {fmt.quality(results[0].pct, results[0].margin_pp, results[0].right, results[0].n)}"\
+        in home

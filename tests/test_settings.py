@@ -41,7 +41,7 @@ pytestmark = pytest.mark.unit
 #: a command whose program exists (a missing one is its own usage error, checked before anything starts)
 REQUIRED = {"fit": ["--server-cmd", "true -c {ctx}"], "sweep": ["--server-cmd", "true -c {ctx}"]}
 SETUP_ALL = [f for f in SetupSettings.model_fields]
-#: the sampling options: one model, the same in measure, quality and fit
+#: the sampling options: one model, the same in measure, quality, fit and sweep
 SAMPLING = (SamplingSettings, list(SamplingSettings.model_fields))
 #: every subcommand: the models (and the fields of each) its options come from
 COMMANDS: dict[str, list[tuple[type, list[str]]]] = {
@@ -54,7 +54,8 @@ COMMANDS: dict[str, list[tuple[type, list[str]]]] = {
             (SetupSettings, [f for f in SETUP_ALL if f not in ("server_cmd", "server_log", "attach")]), SAMPLING],
     "sweep": [(SweepSettings, list(SweepSettings.model_fields)), (SpeedSettings, list(SWEEP_SPEED_FIELDS)),
               (OutputSettings, ["out"]),
-              (SetupSettings, ["setup_id", "title", "gpu", "vram_gib", "cpu", "model_name", "quant", "measured_by"])],
+              (SetupSettings, ["setup_id", "title", "gpu", "vram_gib", "cpu", "model_name", "quant", "measured_by"]),
+              SAMPLING],
 }
 
 
@@ -121,9 +122,9 @@ def test_fit_quality_and_sweep_defaults_on_the_command_line_are_their_runners():
     assert speed.parts == ("decode",) and speed.conc_max_tokens == 128
 
 
-@pytest.mark.parametrize("name", ["measure", "quality", "fit"])
-def test_measure_quality_and_fit_take_the_same_sampling_options_with_the_same_defaults_and_help(name):
-    """One definition (SamplingSettings): the same flags, defaults and help in the three commands, the defaults
+@pytest.mark.parametrize("name", ["measure", "quality", "fit", "sweep"])
+def test_measure_quality_fit_and_sweep_take_the_same_sampling_options_with_the_same_defaults_and_help(name):
+    """One definition (SamplingSettings): the same flags, defaults and help in the four commands, the defaults
     are what every runner sends, and a value given reads back to the model's."""
     from live.settings import LIVE_SAMPLING, sampling_from_args
 
@@ -334,19 +335,35 @@ def test_the_run_live_forms_start_from_the_model_defaults(demo_db, monkeypatch):
     assert parse_tokens(at.text_input(key="live_ctx_depths").value, "x") == speed.ctx_depths
     assert parse_counts(at.text_input(key="live_levels").value, "x") == speed.conc_levels
     assert at.selectbox(key="live_thinking").value == "off"
+    assert_sampling_defaults(at, "live")
 
     at.radio(key="live_mode").set_value("Memory test").run()
     assert parse_tokens(at.text_input(key="fit_sizes").value, "x") == page_default(FitSettings, "sizes")
     assert at.number_input(key="fit_fill").value == FitSettings().fill_pct
     assert at.number_input(key="fit_max_tokens").value == FitSettings().max_tokens
+    assert_sampling_defaults(at, "fit")
     at.radio(key="live_mode").set_value("Quality").run()
     quality = QualitySettings()
     assert at.number_input(key="lq_in_flight").value == quality.in_flight
     assert (at.number_input(key="lq_in_flight").min, at.number_input(key="lq_in_flight").max) == (1, 64)
     assert at.number_input(key="lq_seed").value == SamplingSettings().seed
+    assert_sampling_defaults(at, "lq")
     assert at.text_input(key="lq_max_tokens").value == "1024"
     at.radio(key="live_mode").set_value("Sweep").run()
     assert at.number_input(key="sweep_repeats").value == SweepSettings().repeats
     assert parse_tokens(at.text_input(key="sweep_ctx").value, "x") == (SweepSettings().ctx,)
     assert tuple(at.multiselect(key="sweep_parts").value) == SWEEP_SPEED["parts"]
+    assert_sampling_defaults(at, "sweep")
     assert tokens_text((2048, 8192, 1000)) == "2K, 8K, 1000"
+
+
+def assert_sampling_defaults(at, prefix: str) -> None:
+    """Every mode of the Run live page shows every sampling field (live.settings.SamplingSettings), labelled and
+    filled as the model says: the page declares no default of its own."""
+    from live.settings import label_of
+
+    want = SamplingSettings()
+    for name in SamplingSettings.model_fields:
+        widget = at.text_input(key=f"{prefix}_{name}") if name == "source" else at.number_input(key=f"{prefix}_{name}")
+        assert widget.label == label_of(SamplingSettings, name)
+        assert widget.value == (getattr(want, name) if name != "source" else ""), (prefix, name)

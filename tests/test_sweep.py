@@ -292,3 +292,25 @@ def test_a_missing_engine_program_is_a_usage_error_before_any_boot(tmp_path, com
     assert "starting" not in done.stderr and "boot 1" not in done.stderr  # no boot began
     assert not out.exists()  # no result folder, not even the sweep's logs
     assert _engines_marked(mark) == []  # nothing it started is left (the CLI itself has exited)
+
+
+@pytest.mark.unit
+def test_a_sweep_takes_measures_sampling_options_and_records_them(tmp_path):
+    """``python -m live sweep`` has the sampling options of measure (live.settings.SamplingSettings): what is given
+    is what the sweep's setups record, the rest keeps the model's defaults."""
+    from live.__main__ import main
+    from live.settings import SamplingSettings
+    from schemas.models import Setup
+
+    server = tmp_path / "exits-at-once"  # no boot measures: quick, and the baseline's setup.json is still written
+    server.write_text("#!/bin/sh\nexit 1\n")
+    server.chmod(0o755)
+    argv = ["sweep", "--server-cmd", f"{server} -c {{ctx}}", "--variant", "a=", "--variant", "b=-t 1", "--repeats",
+            "1", "--gpu", "cpu", "--out", str(tmp_path / "out"), "--temperature", "0.2", "--min-p", "0.05", "--seed",
+            "7", "--sampling-source", "model card"]
+    assert main(argv) == 1
+    (setup_json,) = (tmp_path / "out").glob("*/setup.json")
+    sampling = Setup.model_validate_json(setup_json.read_text()).sampling
+    want = SamplingSettings(temperature=0.2, min_p=0.05, seed=7, source="model card")
+    assert sampling.model_dump(exclude_none=True) == {**want.sent(), "source": "model card"}
+    assert main([*argv[:-8], "--top-p", "2"]) == 2  # checked by the model's rule, naming the option

@@ -292,18 +292,20 @@ def vega(spec: dict, key: str) -> None:
 
 def setup_picker(store: Store, label: str, key: str, multi: bool = False, max_selections: int | None = None,
                  options: list[str] | None = None, default: str | list[str] | None = None, where=None):
-    """Select one or several setups by title; the chosen ids live in the URL (?key=id).
+    """Select one or several setups by their one name (``overview_rows.names`` with the GPU: as the overview
+    and the analysis name them), in the order of those names; the chosen ids live in the URL (?key=id).
 
     Ids (not titles) go in the URL so links stay short and stable; a link to an id
     that does not exist shows a warning naming it and is otherwise ignored. ``options``
     limits the choice, ``default`` is the initial choice when the URL has none (a list
     when ``multi``), ``where`` is the container (default: the page).
     """
-    from benchcards.read.card_data import setup_ids
+    from benchcards.read.overview_rows import names
 
     where = where or st
-    titles = dict(setup_ids(store))
-    ids = [s for s in (options if options is not None else list(titles)) if s in titles]
+    titles = names(store, with_gpu=True)
+    ids = [s for s in (options if options is not None else sorted(titles, key=lambda s: titles[s].lower()))
+           if s in titles]
     if key not in st.session_state:
         unknown = [s for s in st.query_params.get_all(key) if s not in titles]
         if unknown:  # named, but bounded: a 100,000-character id is shown cut (a setup id is at most 128)

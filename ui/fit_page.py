@@ -16,9 +16,10 @@ from live.fit import RESULT_WORDS, FitConfig, FitEvent, time_left
 from live.fit_job import FitBusy, FitJob, current_job
 from live.measure import SetupInput, hardware_problems, is_cpu_only
 from live.progress import InputError, duration, parse_tokens
-from live.settings import FitSettings, page_default, page_limits, tokens_text
+from live.settings import FitSettings, SamplingSettings, page_default, page_limits, tokens_text
 from ui import common, live_panel
 from ui.common import md
+from ui.sampling_form import sampling_fields, sampling_settings
 
 PHASE_WORDS = {"starting": "starting the server", "loading": "loading", "answering": "answering",
                "stopped": "stopped"}
@@ -71,16 +72,19 @@ def _settings() -> tuple[FitConfig | None, SetupInput | None, bool]:
         a, b, c, d = st.columns(4)
         title = a.text_input("Title (optional)", key="fit_title")
         gpu = b.text_input("GPU", key="fit_gpu", placeholder="e.g. RTX 4090, or cpu")
-        vram = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="fit_vram", placeholder="e.g. 24")
+        vram = live_panel.vram_input(c, "fit_vram")
         quant = d.text_input("Quantisation", key="fit_quant")
         allow_remote = st.checkbox("Allow a --host other than this machine", key="fit_allow_remote")
+        typed = sampling_fields("fit")
         start = st.form_submit_button("Start the memory test", type="primary",
                                       disabled=bool(current_job() and not current_job().done))  # type: ignore[union-attr]
     if not start:
         return None, None, False
-    problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    problems += hardware_problems(gpu or None, vram, gpu_field="GPU", vram_field=live_panel.VRAM_FIELD)
+    sampling, bad = sampling_settings(typed)
+    problems += bad
     cfg = FitConfig(server_cmd=cmd, sizes=sizes, fill_pct=float(fill), max_tokens=int(max_tokens),
-                    keep_going=keep_going, allow_remote=allow_remote)
+                    keep_going=keep_going, allow_remote=allow_remote, sampling=sampling or SamplingSettings())
     problems += [p for p in cfg.problems() if not (p.startswith("--sizes") and not sizes)]
     if problems:
         st.error("Check the settings:\n\n" + "\n".join(f"- {md(p)}" for p in problems))

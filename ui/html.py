@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from benchcards.views.tables import overview_group  # the overview's groups: one definition
+from benchcards.views.tables import OTHER_TESTS, overview_group  # the overview's groups: one definition
 
 #: below this width the overview shows cards instead of its table
 PHONE_MAX_PX = 720
@@ -210,8 +210,11 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
     engine = [("" if o in ("None", "nan", "") else f'<br><span class="bc-muted">{esc(o)}</span>')
               for o in (col["engine_only"] if "engine_only" in col else [""] * len(display))]
     cells = {c: [cell_text(v) for v in col[c]] for c in (*figures, *quality)}
+    if OTHER_TESTS in cells and "other_parts" in display.columns:  # one test a line, wrapping only between tests
+        cells[OTHER_TESTS] = [_other_cell(p) for p in display.other_parts]
     card_figs = {c: [cell_text(_with_unit(v, units.get(c))) for v in col[c]] for c in figures}
-    heads = "".join(f'<th scope="col" class="num">{esc(c)}</th>' for c in (*figures, *quality))
+    num = {c: "" if c == OTHER_TESTS else ' class="num"' for c in (*figures, *quality)}  # a list of tests is words
+    heads = "".join(f'<th scope="col"{num[c]}>{esc(c)}</th>' for c in (*figures, *quality))
     rows, cards = [], []
     span = 2 + len(figures) + len(quality)
     # "CPU only" is both a GPU text and a tier: said once, as the export's overview says it (no "tier" after it)
@@ -223,7 +226,7 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
             rows.append(f'<tr class="bc-group"><th scope="rowgroup" colspan="{span}">{group[i]}</th></tr>')
             cards.append(f'<h4 class="bc-group">{group[i]}</h4>')
         name = f'<a href="{hrefs[i]}" target="_self" title="{titles[i]}">{names[i]}</a>'
-        nums = "".join(f'<td class="num">{cells[c][i]}</td>' for c in (*figures, *quality))
+        nums = "".join(f'<td{num[c]}>{cells[c][i]}</td>' for c in (*figures, *quality))
         rows.append(f'<tr><td>{name}<br><span class="bc-badge">{badges[i]}</span>{engine[i]}</td>{nums}'
                     f'<td>{gpus[i]}{tier_line[i]}{offload[i]}</td></tr>')
         figs = "".join(f"<div><dt>{esc(c.split(' (')[0])}</dt><dd>{card_figs[c][i]}</dd></div>" for c in figures)
@@ -237,6 +240,12 @@ def overview(display: pd.DataFrame, figures: Sequence[str], quality: Sequence[st
                   f'<th scope="col">Setup</th>{heads}<th scope="col">Hardware</th></tr></thead>'
                   f'<tbody>{"".join(rows)}</tbody></table></div>')
     return table_html + f'<div class="bc-ov-cards">{"".join(cards)}</div>'
+
+
+def _other_cell(parts: Sequence[tuple[str, str]]) -> str:
+    """The overview's other tests ('name result' each, ``tables.other_test_parts``), one a line; '—' when none."""
+    lines = [f"{words(name)} {cell_text(result)}" if result else words(name) for name, result in parts]
+    return "<br>".join(lines) if lines else cell_text(None)
 
 
 def _with_unit(text: object, unit: str | None) -> str:

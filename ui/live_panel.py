@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui.common import md
 
-__all__ = ["Link", "Panel", "RunningJob", "follow", "follow_site_job", "panel", "shown_jobs", "state_of"]
+__all__ = ["VRAM_FIELD", "Link", "Panel", "RunningJob", "assumed", "follow", "follow_site_job", "panel", "shown_jobs", "state_of", "vram_input"]
 
 State = Literal["running", "complete", "error"]
 
@@ -85,6 +85,7 @@ def panel(job: RunningJob, p: Panel) -> None:
     box = st.status(label, state=state, expanded=True)
     with box.container():
         st.progress(1.0 if job.done else min(1.0, max(0.0, p.fraction)))
+        assumed(getattr(job, "setup", None))
         p.body()
     if not job.done:
         if st.button(p.stop_label, disabled=job.stopping, key=f"{p.key}-stop-{id(job)}"):
@@ -95,6 +96,33 @@ def panel(job: RunningJob, p: Panel) -> None:
         if p.link is not None:
             st.page_link(p.link.page, label=p.link.label, query_params=p.link.query or None,
                          icon=":material/arrow_forward:")
+
+
+#: the page's name of the GPU-memory field (every mode's form)
+VRAM_FIELD = "VRAM per GPU (GiB)"
+
+
+def vram_input(where: object, key: str) -> float | None:
+    """Every mode's GPU-memory field in ``where`` (a column): empty by default (no 0 GiB that files a GPU as CPU
+    only), and left empty for a GPU whose memory benchcards knows (``live.measure.assumed_vram``)."""
+    from live.measure import KNOWN_GPU_TABLE
+
+    value = where.number_input(  # type: ignore[attr-defined]
+        VRAM_FIELD, 0.0, 1024.0, None, key=key, placeholder="e.g. 24",
+        help=f"Memory of one GPU: the hardware tier comes from it. Leave empty for cpu, or for a GPU in "
+             f"{KNOWN_GPU_TABLE} (an RTX 4090 is 24 GiB): the run then says which size it assumed.")
+    return None if value is None else float(value)
+
+
+def assumed(setup: object) -> None:
+    """Say the GPU memory a run records when the form left it empty for a GPU of known memory
+    (``live.measure.assumed_vram``): the tier comes from it."""
+    from live.measure import assumed_vram
+
+    gpu, vram = getattr(setup, "gpu", None), getattr(setup, "vram_gib", None)
+    note = assumed_vram(gpu, vram, vram_field=VRAM_FIELD)[1] if setup is not None else None
+    if note:
+        st.info(md(note[0].upper() + note[1:]), icon=":material/memory:")
 
 
 def saved(report: str, warnings: list[str] | tuple[str, ...] = (), placed: str | None = None) -> None:

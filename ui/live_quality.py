@@ -17,9 +17,10 @@ from live.items import ItemFileError, parse_item_file
 from live.measure import SetupInput, hardware_problems, is_cpu_only, name_problem
 from live.quality import DEFAULT_MAX_TOKENS, QualityConfig, parse_max_tokens
 from live.quality_job import QualityJob
-from live.settings import QualitySettings, SamplingSettings, TargetSettings, page_default, page_limits
+from live.settings import QualitySettings, TargetSettings, page_default, page_limits
 from ui import common, live_panel
 from ui.common import md
+from ui.sampling_form import sampling_fields, sampling_settings
 
 KEY = "live_quality_job"
 
@@ -48,16 +49,15 @@ def _form() -> tuple[bool, dict]:
                                     index=[False, True, None].index(page_default(QualitySettings, "thinking")))
         v["in_flight"] = c.number_input("Requests at once", *page_limits(QualitySettings, "in_flight"),
                                         page_default(QualitySettings, "in_flight"), key="lq_in_flight")
-        v["seed"] = d.number_input("Seed", *page_limits(SamplingSettings, "seed"),
-                                   page_default(SamplingSettings, "seed"), key="lq_seed")
         st.markdown("**The setup** (what the server cannot tell)")
         a, b, c, d = st.columns(4)
         v["title"] = a.text_input("Title (optional)", key="lq_title")
         v["gpu"] = b.text_input("GPU", key="lq_gpu", placeholder="e.g. RTX 4090, or cpu")
-        v["vram"] = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="lq_vram", placeholder="e.g. 24")
+        v["vram"] = live_panel.vram_input(c, "lq_vram")
         v["quant"] = d.text_input("Quantisation", key="lq_quant")
         v["server_cmd"] = st.text_input("Exact server command", key="lq_server_cmd")
         v["allow_remote"] = st.checkbox("Allow a server on another machine", key="lq_allow_remote")
+        v["sampling"] = sampling_fields("lq")  # its seed is also the seed of the generated items
         start = st.form_submit_button("Start", type="primary", disabled=running)
     return start and not running, v
 
@@ -75,8 +75,10 @@ def read_settings(v: dict) -> tuple[QualityConfig | None, list[str]]:
             files.append(parse_item_file(v["file"].getvalue(), v["file"].name))
         except ItemFileError as exc:
             problems += exc.errors
-    problems += hardware_problems(v["gpu"] or None, v["vram"], gpu_field="GPU", vram_field="VRAM per GPU (GiB)")
+    problems += hardware_problems(v["gpu"] or None, v["vram"], gpu_field="GPU", vram_field=live_panel.VRAM_FIELD)
     problems += [p for p in (name_problem(v["title"] or None, "Title"),) if p]
+    sampling, bad = sampling_settings(v["sampling"])
+    problems += bad
     try:
         check_target(v["base_url"], v["allow_remote"])
     except NotLoopback as exc:
@@ -88,13 +90,14 @@ def read_settings(v: dict) -> tuple[QualityConfig | None, list[str]]:
     except ValueError as exc:
         problems.append(f"Answer limit: {exc}".replace("--max-tokens ", ""))
         default, per = None, {}
-    if problems:
+    if problems or sampling is None:
         return None, problems
     try:
         cfg = QualityConfig(base_url=v["base_url"], model=v["model"] or None, tests=tuple(specs),
                             item_files=tuple(files), thinking={"off": False, "on": True}.get(v["thinking"]),
                             max_tokens=per, default_max_tokens=DEFAULT_MAX_TOKENS if default is None else default,
-                            in_flight=int(v["in_flight"]), seed=int(v["seed"]), allow_remote=v["allow_remote"])
+                            in_flight=int(v["in_flight"]), seed=sampling.seed, allow_remote=v["allow_remote"],
+                            sampling=sampling.sent(), sampling_source=sampling.source)
     except ValueError as exc:
         return None, [f"Settings: {exc}"]
     return cfg, []

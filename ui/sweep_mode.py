@@ -17,6 +17,7 @@ from live.sweep import BootEvent, SweepConfig
 from live.sweep_job import SweepBusy, SweepJob, current_job, variants_from_rows
 from ui import common, live_panel
 from ui.common import md
+from ui.sampling_form import sampling_fields, sampling_settings
 
 #: the table a new sweep starts from (the KV-cache type, a claim the community posts make)
 START_ROWS = [{"Name": "f16 KV", "Arguments": ""}, {"Name": "q8_0 KV", "Arguments": "-ctk q8_0 -ctv q8_0"}]
@@ -51,8 +52,9 @@ def _settings() -> tuple[SweepConfig | None, SetupInput | None, bool]:
         a, b, c, d = st.columns(4)
         title = a.text_input("Title (optional)", key="sweep_title")
         gpu = b.text_input("GPU", key="sweep_gpu", placeholder="e.g. RTX 4090, or cpu")
-        vram = c.number_input("VRAM per GPU (GiB)", 0.0, 1024.0, None, key="sweep_vram", placeholder="e.g. 24")
+        vram = live_panel.vram_input(c, "sweep_vram")
         quant = d.text_input("Quantisation", key="sweep_quant")
+        typed = sampling_fields("sweep")
         job = current_job()
         start = st.form_submit_button("Start the sweep", type="primary", disabled=bool(job and not job.done))
     if not start:
@@ -68,8 +70,11 @@ def _settings() -> tuple[SweepConfig | None, SetupInput | None, bool]:
         problems.append(str(exc))
     if not parts:
         problems.append("Measure: choose at least one part")
+    sampling, bad = sampling_settings(typed)
+    problems += bad
+    sent = {"sampling": sampling.sent(), "sampling_source": sampling.source} if sampling is not None else {}
     cfg = SweepConfig(server_cmd=cmd, variants=variants, repeats=int(repeats), ctx=ctx or 8192,
-                      measure=MeasureConfig(**{**SWEEP_SPEED, "parts": tuple(parts), "runs": int(runs)}))
+                      measure=MeasureConfig(**{**SWEEP_SPEED, "parts": tuple(parts), "runs": int(runs), **sent}))
     if variants and len(variants) >= 2:
         problems += cfg.problems()
         for v in variants:

@@ -655,6 +655,11 @@ def live_steps_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
 # --------------------------------------------------------------------------- analysis views (benchcards.compute.analysis)
 
 ANSWER_PARTS = ("first token", "answer")
+#: a setup name longer than this is drawn on two lines beside its bar: its first two ' · ' parts, then the rest
+ANSWER_LABEL_CHARS = 40
+ANSWER_LABEL = (f"length(datum.label) > {ANSWER_LABEL_CHARS} && length(split(datum.label, ' · ')) > 2 ? "
+                "[join(slice(split(datum.label, ' · '), 0, 2), ' · '), join(slice(split(datum.label, ' · '), 2), ' · ')]"
+                " : datum.label")
 FRONTIER_COLOR = "#5b6270"
 
 
@@ -677,9 +682,11 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
         rows.assign(part=ANSWER_PARTS[1], start=rows.ttft_s, end=rows.total_s),
     ], ignore_index=True)
     order = rows.title.tolist()
-    # long setup names are cut (the tooltip has them whole) so that a phone keeps room for the bars
+    # a long setup name is drawn on two lines (model · quant, then engine build · GPU), so that it is read whole
+    # at 1,440 px; on a phone the lines are cut (the tooltip has the name whole) to keep room for the bars
+    two_lines = bool(rows.title.astype(str).str.len().gt(ANSWER_LABEL_CHARS).any())
     y = alt.Y("title:N", title=None, sort=order,
-              axis=alt.Axis(labelLimit=alt.ExprRef("containerSize()[0] < 600 ? 120 : 320")))
+              axis=alt.Axis(labelExpr=ANSWER_LABEL, labelLimit=alt.ExprRef("containerSize()[0] < 600 ? 120 : 420")))
     tooltip = [alt.Tooltip("rank:Q", title="Rank"), alt.Tooltip("title:N", title="Setup"), alt.Tooltip("tier:N", title="Tier"),
                alt.Tooltip("total_s_text:N", title="Time"), alt.Tooltip("range:N", title="± range"),
                alt.Tooltip("ttft_s_text:N", title="First token"), alt.Tooltip("decode_s_text:N", title="Answer"),
@@ -687,19 +694,25 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
                alt.Tooltip("notes:N", title="Notes")]
     part_scale = alt.Scale(domain=list(ANSWER_PARTS), range=[PALETTE[1], PALETTE[0]])
     bars = alt.Chart(parts).mark_bar(height={"band": 0.7}, strokeWidth=1.5).encode(
-        x=alt.X("start:Q", title="Seconds to the end of the answer"), x2="end:Q", y=y,
-        color=alt.Color("part:N", title="Part", scale=part_scale),
+        # about ten ticks: one every 5 s up to 100 s ran the last labels into each other ('95100')
+        x=alt.X("start:Q", title="Seconds to the end of the answer", axis=alt.Axis(tickCount=10)), x2="end:Q", y=y,
+        # one legend for the two parts of a bar, below it as on every chart (the outline has the same field and scale: one legend
+        # for both, which legend=None on the outline took away)
+        color=alt.Color("part:N", title="Part of the time", scale=part_scale,
+                        legend=alt.Legend(orient="bottom", direction="horizontal", columns=2)),
         # pale with a full-colour outline: held beyond the measured depths (a pale fill alone vanished on a dark
         # page); said under the chart (a second legend beside the first would not fit a phone)
-        stroke=alt.Stroke("part:N", scale=part_scale, legend=None),
+        stroke=alt.Stroke("part:N", scale=part_scale),
         fillOpacity=alt.FillOpacity("measured:N", legend=None, scale=alt.Scale(
             domain=["within measured depths", "held beyond measured depths"], range=[1.0, 0.3])),
         tooltip=tooltip)
     spread = alt.Chart(rows[rows.low_s.notna()]).mark_rule(color=GREY, strokeWidth=2).encode(
         x="low_s:Q", x2="high_s:Q", y=y, tooltip=tooltip)
     # the sizes as a subtitle: one long title line was cut on a phone
-    title = alt.TitleParams("Time to answer", subtitle=f"{p:,}-token prompt, {w:,.0f}-word answer")
-    return themed((bars + spread).properties(title=title, width="container", height=alt.Step(24)))
+    sizes = f"{p:,}-token prompt, {w:,.0f}-word answer"
+    pale = "pale: curves held beyond their measured depths, ranked last"
+    title = alt.TitleParams("Time to answer", subtitle=[sizes, pale] if (~rows.in_range).any() else sizes)
+    return themed((bars + spread).properties(title=title, width="container", height=alt.Step(36 if two_lines else 24)))
 
 
 def pareto_chart(df: pd.DataFrame, colors: dict[str, str] | None = None) -> alt.TopLevelMixin:

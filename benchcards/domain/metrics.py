@@ -346,6 +346,23 @@ FIT_RESULTS: dict[str, str] = {
     "stopped": "stopped by the user",
 }
 
+#: an answered step's finish reason (the server's ``finish_reason``) in words: the memory test asks for its
+#: token limit (``ignore_eos``), so "to its token limit" is what it expects
+FIT_FINISH_WORDS: dict[str, str] = {
+    "length": "to its token limit",
+    "stop": "ended by the model",
+}
+
+
+def fit_finish(reason: str) -> str:
+    """A finish reason in words ('length' -> 'to its token limit'); another reason is named as the server gave it.
+
+    >>> fit_finish("stop"), fit_finish("tool_calls")
+    ('ended by the model', 'finish reason tool_calls')
+    """
+    return FIT_FINISH_WORDS.get(reason, f"finish reason {reason}")
+
+
 #: what a peak memory figure measured, by its ``peak_source`` (schemas.models.FitStep): the GPU (NVML,
 #: nvidia-smi, a published figure), the resident memory of the server's process tree (no GPU reading: CPU, AMD,
 #: Vulkan, Metal), or, where the contract does not say, nothing assumed

@@ -7,13 +7,14 @@ Used by the reads (overview and analysis titles), the views and compare alike; i
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 import pandas as pd
 
 from benchcards.domain import fmt
 
-__all__ = ["badges", "engine_words", "names_with_gpu", "short_gpu", "short_name", "unique_names"]
+__all__ = ["badges", "engine_words", "setup_names", "short_gpu", "short_name", "title_difference", "unique_names"]
 
 
 def short_gpu(name: object) -> str:
@@ -56,17 +57,56 @@ def short_name(row: object) -> str:
     return " · ".join(bits)
 
 
-def names_with_gpu(rows: pd.DataFrame) -> list[str]:
-    """Short names that also say the GPU ('Model · quant · engine build · GPU'), for views that rank setups
-    across hardware without a GPU column (the analysis); where two repeat, the setup id tells them apart."""
-    def gpu(r) -> str:
-        raw = getattr(r, "gpu_count", None)
-        count = 1 if raw is None or fmt.missing(raw) else int(raw)
-        many = count > 1 and not str(r.gpu).startswith(f"{count}x")
-        return f"{count}x {short_gpu(r.gpu)}" if many else short_gpu(r.gpu)
+def setup_names(rows: pd.DataFrame, with_gpu: bool = False) -> list[str]:
+    """The one name of each setup on every page (overview, analysis, pickers): its short name (model · quant ·
+    engine build, ``short_name``), with ' · GPU' where a page has no GPU column (``with_gpu``: the analysis,
+    the pickers). Two setups of one name on one GPU (two live runs with other server flags, a sweep's
+    variants) get the words their titles differ by (``title_difference``), then their ids.
 
-    names = [f"{short_name(r)} · {gpu(r)}" for r in rows.itertuples(index=False)]
-    return unique_names(names, list(rows.setup_id), list(rows.setup_id))
+    ``rows`` has the setups table's columns model, quant, engine, engine_version, gpu, title, setup_id (and
+    own_build, gpu_count when known)."""
+    names = [short_name(r) for r in rows.itertuples(index=False)]
+    gpus = [_gpu_words(r) for r in rows.itertuples(index=False)]
+    groups: dict[tuple[str, str], list[str]] = {}
+    for k, t in zip(zip(names, gpus), rows.title):
+        groups.setdefault(k, []).append(str(t))
+    out = [f"{n} · {title_difference(str(t), groups[(n, g)])}" if len(groups[(n, g)]) > 1 else n
+           for n, g, t in zip(names, gpus, rows.title)]
+    still = Counter(zip(out, gpus))
+    out = [f"{n} · {sid}" if still[(n, g)] > 1 else n for n, g, sid in zip(out, gpus, rows.setup_id)]
+    return [f"{n} · {g}" for n, g in zip(out, gpus)] if with_gpu else out
+
+
+def _gpu_words(r: object) -> str:
+    """'RTX 4090', '2x RTX 3090' or 'CPU only' of a setups row."""
+    gpu = getattr(r, "gpu", None)
+    if fmt.missing(gpu) or not str(gpu):
+        return "CPU only"
+    raw = getattr(r, "gpu_count", None)
+    count = 1 if raw is None or fmt.missing(raw) else int(raw)
+    many = count > 1 and not str(gpu).startswith(f"{count}x")
+    return f"{count}x {short_gpu(str(gpu))}" if many else short_gpu(str(gpu))
+
+
+def title_difference(title: str, titles: list[str]) -> str:
+    """The words of ``title`` that differ from the other ``titles`` of its group (their common first and last
+    words left out): 'micro-batch 64' of '… (shows the method) — micro-batch 64'; the whole title when
+    nothing is left.
+
+    >>> title_difference("Q4 on a 5080, auto-fit, reported",
+    ...                  ["Q4 on a 5080, auto-fit, reported", "Q4 on a 5080, -ncmoe 24, reported"])
+    'auto-fit'
+    """
+    words = [t.split() for t in titles]
+    mine = title.split()
+    head = 0
+    while head < len(mine) and all(len(w) > head and w[head] == mine[head] for w in words):
+        head += 1
+    tail = 0
+    while tail < len(mine) - head and all(len(w) > tail and w[-1 - tail] == mine[-1 - tail] for w in words):
+        tail += 1
+    middle = " ".join(mine[head:len(mine) - tail]).rstrip(",;:").strip("— ")
+    return middle or title
 
 
 def badges(row: pd.Series | dict) -> str:

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from benchcards.domain.names import names_with_gpu
-from benchcards.read import db
+from benchcards.read import db, overview_rows
 from benchcards.read.clauses import latest_metrics, method_test_sql, reported_sql
 from benchcards.read.quality import quality_table
 from benchcards.read.store import Store, fetch
@@ -90,5 +89,6 @@ def analysis_data(store: Store, ids: list[str] | None = None) -> AnalysisData:
     quality = quality_table(store, ids)
     # the analysis names setups short (model · quant · build · GPU): full titles wrapped onto many lines there
     setups["full_title"] = setups.title
-    setups["title"] = names_with_gpu(setups) if len(setups) else setups.title
+    setups["title"] = setups.setup_id.map(overview_rows.names(store, with_gpu=True)).fillna(setups.title) \
+        if len(setups) else setups.title  # the one name of each setup, as the overview and the pickers say it
     return AnalysisData(setups=setups, metrics=metrics, spreads=spreads, decode_depths=depths, quality=quality)

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import functools
-from collections import Counter
+from typing import NamedTuple
 
 import pandas as pd
 
 from benchcards.domain import fmt, tiers
-from benchcards.domain.metrics import HEADLINE_TESTS, RSS_SOURCE
-from benchcards.domain.names import badges, short_name
+from benchcards.domain.metrics import HEADLINE_TESTS, RSS_SOURCE, TESTS, quality_label
+from benchcards.domain.names import badges, setup_names
 from benchcards.read import db
 from benchcards.read.clauses import LATEST_FIT, LATEST_QUALITY, latest_metrics, method_test_sql, reported_sql
 from benchcards.read.store import Store, fetch
 
-__all__ = ["distinct_names", "overview", "title_difference"]
+__all__ = ["OtherTest", "names", "overview"]
+
+
+class OtherTest(NamedTuple):
+    """A quality result of a setup outside the overview's headline tests: its display name and figures."""
+
+    label: str
+    pct: float
+    margin_pp: float | None
+    right: int | None
+    n: int | None
 
 
 #: the metrics the overview shows; each setup's latest rows of them are aggregated to one row per setup before
@@ -60,7 +70,8 @@ def overview(store: Store) -> pd.DataFrame:
     """One row per setup with the headline figures, derived filter columns and badges, newest first.
 
     Figures stay numbers (formatting is ``benchcards.domain.fmt``'s job, for the rows shown); per
-    headline quality test ``<test>_pct``, ``<test>_margin``, ``<test>_right`` and ``<test>_n``.
+    headline quality test ``<test>_pct``, ``<test>_margin``, ``<test>_right`` and ``<test>_n``; ``other_tests``:
+    the setup's other quality results (``OtherTest`` each, a tuple per setup, empty when none).
     ``bench_tg_test``/``bench_tg_tps`` and ``bench_pp_test``/``bench_pp_tps``: the engine benchmark's
     (llama-bench) first generation and prompt test without context depth, for setups measured that way.
     Derived columns: ``tier`` (``benchcards.domain.tiers``), ``model_gb`` (file size, 10⁹ bytes),
@@ -74,17 +85,32 @@ def overview(store: Store) -> pd.DataFrame:
     return db.per_version(store.path, "overview", lambda: _overview(store)).copy()
 
 
+def names(store: Store, with_gpu: bool = False) -> dict[str, str]:
+    """setup id -> the setup's one name (``names.setup_names`` over every setup, so that a name is the same on
+    every page whatever it shows): the overview's ``name``, or with ' · GPU' for a page without a GPU column (the
+    analysis, the setup pickers)."""
+    def made() -> dict[str, str]:
+        ov = overview(store)
+        return dict(zip(ov.setup_id, setup_names(ov, with_gpu=True)))
+
+    if not with_gpu:
+        ov = overview(store)
+        return dict(zip(ov.setup_id, ov.name))
+    return dict(db.per_version(store.path, "names_with_gpu", made))
+
+
 def _overview(store: Store) -> pd.DataFrame:
     with db.reading(store.path) as con:
         base = fetch(con, _OVERVIEW_SQL)
-        q = fetch(con, f"SELECT setup_id, test, pct, margin_pp, \"right\", n FROM ({LATEST_QUALITY}) "
-                        f"WHERE test IN ({','.join('?' * len(HEADLINE_TESTS))})", list(HEADLINE_TESTS))
+        q = fetch(con, f"SELECT setup_id, test, label, pct, margin_pp, \"right\", n FROM ({LATEST_QUALITY}) "
+                        "WHERE pct IS NOT NULL")
     for test in HEADLINE_TESTS:
         rows = q[q.test == test].set_index("setup_id")
         base[f"{test}_pct"] = base.setup_id.map(rows.pct).astype(float)
         base[f"{test}_margin"] = base.setup_id.map(rows.margin_pp).astype(float)
         base[f"{test}_right"] = base.setup_id.map(rows["right"]).astype(float)
         base[f"{test}_n"] = base.setup_id.map(rows.n).astype(float)
+    base["other_tests"] = _other_tests(base.setup_id, q)
     base["tier"] = [tiers.vram_tier(None if pd.isna(v) else float(v), bool(u))
                     for v, u in zip(base.vram_gib, base.unified_memory)]
     size = pd.to_numeric(base.model_bytes, errors="coerce").astype(float)
@@ -94,7 +120,7 @@ def _overview(store: Store) -> pd.DataFrame:
     model_gib = size / 2**30
     vram = pd.to_numeric(base.vram_gib, errors="coerce").astype(float)
     base["need_gib"] = gpu_peak(base).fillna(pd.concat([model_gib, vram], axis=1).min(axis=1, skipna=True))
-    base["name"] = distinct_names(base)
+    base["name"] = setup_names(base)
     base["offload"] = [_offload(a, n, b, v) for a, n, b, v in
                        zip(base.pop("argv_json"), base.pop("model_layers"), base.model_bytes, base.vram_gib)]
     base["badges"] = [badges({"synthetic": a, "summary_only": b, "method_test": t, "reported": r})
@@ -102,40 +128,19 @@ def _overview(store: Store) -> pd.DataFrame:
     return _with_reported(store, base)
 
 
-def distinct_names(base: pd.DataFrame) -> list[str]:
-    """Short names (model · quant · engine build) that tell every setup apart: two setups of one name on one
-    GPU (two live runs with other server flags, a sweep's variants) get their titles, then their ids, after it."""
-    cols = ["model", "quant", "engine", "engine_version", "own_build"]
-    names = [short_name(dict(zip(cols, r))) for r in zip(*(base[c] for c in cols))]
-    keys = list(zip(names, base.gpu))
-    groups: dict[tuple, list[str]] = {}
-    for k, t in zip(keys, base.title):
-        groups.setdefault(k, []).append(str(t))
-    out = [f"{n} · {title_difference(str(t), groups[k])}" if len(groups[k]) > 1 else n
-           for n, k, t in zip(names, keys, base.title)]
-    still = Counter(zip(out, base.gpu))
-    return [f"{n} · {sid}" if still[(n, g)] > 1 else n for n, g, sid in zip(out, base.gpu, base.setup_id)]
-
-
-def title_difference(title: str, titles: list[str]) -> str:
-    """The words of ``title`` that differ from the other ``titles`` of its group (their common first and last
-    words left out): 'micro-batch 64' of '… (shows the method) — micro-batch 64'; the whole title when
-    nothing is left.
-
-    >>> title_difference("Q4 on a 5080, auto-fit, reported",
-    ...                  ["Q4 on a 5080, auto-fit, reported", "Q4 on a 5080, -ncmoe 24, reported"])
-    'auto-fit'
-    """
-    words = [t.split() for t in titles]
-    mine = title.split()
-    head = 0
-    while head < len(mine) and all(len(w) > head and w[head] == mine[head] for w in words):
-        head += 1
-    tail = 0
-    while tail < len(mine) - head and all(len(w) > tail and w[-1 - tail] == mine[-1 - tail] for w in words):
-        tail += 1
-    middle = " ".join(mine[head:len(mine) - tail]).rstrip(",;:").strip("— ")
-    return middle or title
+def _other_tests(setup_ids: pd.Series, q: pd.DataFrame) -> list[tuple[OtherTest, ...]]:
+    """Per setup, its quality results outside ``HEADLINE_TESTS`` (a live run's generated tests, RULER, item
+    files), registry order first, then by test id."""
+    order = {t: i for i, t in enumerate(TESTS)}
+    rest = q[~q.test.isin(HEADLINE_TESTS)]
+    rest = rest.assign(_o=[order.get(t, len(order)) for t in rest.test]).sort_values(["_o", "test"], kind="stable")
+    found: dict[str, list[OtherTest]] = {}
+    for r in rest.itertuples(index=False):
+        found.setdefault(r.setup_id, []).append(OtherTest(
+            quality_label(r.test, None if fmt.missing(r.label) else str(r.label)), float(r.pct),
+            None if fmt.missing(r.margin_pp) else float(r.margin_pp),
+            None if fmt.missing(r.right) else int(r.right), None if fmt.missing(r.n) else int(r.n)))
+    return [tuple(found.get(s, ())) for s in setup_ids]
 
 
 def gpu_peak(base: pd.DataFrame) -> pd.Series:

@@ -40,8 +40,11 @@ def _overview_rows(ov: pd.DataFrame, tier: bool = True) -> pd.DataFrame:
     out = pd.DataFrame({"Setup": list(shown.Setup), "href": [site.setup_path(s) for s in ov.setup_id],
                         "setup_note": list(shown.engine_only)})
     for col in shown.columns[4:]:
-        if col not in ("offload", "engine_only") and (col != "VRAM tier" or tier):
+        if col not in views.OVERVIEW_HIDDEN and (col != "VRAM tier" or tier):
             out[col] = list(shown[col])
+    if views.OTHER_TESTS in out.columns:  # a result never breaks inside ('%' alone on a line), only between words
+        out[views.OTHER_TESTS] = ["; ".join(f"{n} {r.replace(' ', chr(0xA0))}".strip() for n, r in parts) or fmt.DASH
+                                  for parts in shown.other_parts]
     out["gpu_note"] = [None if fmt.missing(o) else f"⚠ {o}" for o in shown.offload]
     out["Data"] = list(ov.badges)
     return out

@@ -479,10 +479,10 @@ def fit_note(card: Card) -> str:
     return how + (peak_source(card) or "")
 
 
-#: what "answered (length)" and "answered (stop)" mean in benchcards' own memory test
-FIT_FINISH = ("Answered (length): the answer ran to its token limit, as expected here (the request asks the server "
-              "to ignore the end of the answer, so every size answers the same number of tokens); answered (stop): "
-              "the model ended its answer before the limit. ")
+#: what an answered step's finish reasons (``metrics.FIT_FINISH_WORDS``) mean in benchcards' own memory test
+FIT_FINISH = (f"Answered, {metrics.fit_finish('length')}: as expected here (the request asks the server to ignore "
+              "the end of the answer, so every size answers the same number of tokens); answered, "
+              f"{metrics.fit_finish('stop')}: the model ended its answer before the limit. ")
 
 
 def offload(setup: Setup) -> str | None:
@@ -536,10 +536,10 @@ def fit_peak_sources(steps: pd.DataFrame) -> set[str | None]:
 
 
 def fit_result_text(s: SimpleNamespace) -> str:
-    """A step's result in words: 'answered (length)', 'did not load: <why>', 'not tried: <why>'."""
+    """A step's result in words: 'answered, to its token limit', 'did not load: <why>', 'not tried: <why>'."""
     result = metrics.FIT_RESULTS.get(str(s.result), str(s.result))
     if s.result == "answered" and not fmt.missing(s.finish_reason):
-        result += f" ({s.finish_reason})"
+        result += f", {metrics.fit_finish(str(s.finish_reason))}"
     if not fmt.missing(s.error):
         result += f": {s.error}"
     return result

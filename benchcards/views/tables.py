@@ -24,6 +24,35 @@ OVERVIEW_FIGURES: tuple[tuple[str, str, str], ...] = (
     ("Largest context (tokens)", "fit_ctx", "fit_ctx"),
 )
 
+#: the overview's column of every quality result outside ``HEADLINE_TESTS`` (a live run's generated tests,
+#: RULER, item files): without it a setup measured only on those would show "—" in every quality column
+OTHER_TESTS = "Other tests"
+#: the overview's quality columns, in order (app and export)
+OVERVIEW_QUALITY: tuple[str, ...] = (*(metrics.quality_label(t) for t in HEADLINE_TESTS), OTHER_TESTS)
+#: other tests named in one overview cell; the rest are counted ('+2 more') and listed in the downloads and on the card
+OTHER_SHOWN = 3
+
+
+def other_test_parts(tests: Any, limit: int | None = OTHER_SHOWN) -> list[tuple[str, str]]:
+    """(name, result) of the first ``limit`` of a setup's ``overview_rows.OtherTest`` results (all when None),
+    then ('+2 more', '') for the rest."""
+    tests = list(tests) if isinstance(tests, (list, tuple)) else []
+    shown = tests if limit is None else tests[:limit]
+    parts = [(t.label, fmt.quality(t.pct, t.margin_pp, t.right, t.n)) for t in shown]
+    more = len(tests) - len(shown)
+    return parts + ([(f"+{more} more", "")] if more else [])
+
+
+def other_tests(tests: Any, limit: int | None = OTHER_SHOWN) -> str:
+    """One overview cell of ``other_test_parts``: 'Needle retrieval 8K (generated) 80.0 % ± 12.0; Arithmetic
+    (generated) 95.0 % ± 3.1'; "—" when none."""
+    return "; ".join(f"{n} {r}".strip() for n, r in other_test_parts(tests, limit)) or fmt.DASH
+
+
+#: overview_display's columns that are not shown as columns: notes drawn in other cells, and the other tests
+#: as (name, result) pairs for a page that draws each on a line of its own
+OVERVIEW_HIDDEN = ("offload", "engine_only", "other_parts")
+
 
 #: heading of the overview's last group: figures posted elsewhere, never ranked with measured ones
 REPORTED_GROUP = "Reported elsewhere (not measured here; listed after every measured setup)"
@@ -40,8 +69,8 @@ def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
     """The overview as shown, one text cell per figure, in ranking order of ``ov``.
 
     Columns: setup_id, Setup (short name), title (the full title, for hover), badge, the
-    figure columns of ``OVERVIEW_FIGURES``, one per headline quality test (result ± margin),
-    GPU and VRAM tier.
+    figure columns of ``OVERVIEW_FIGURES``, ``OVERVIEW_QUALITY`` (one per headline quality test, result ±
+    margin, then the other tests), GPU and VRAM tier.
     """
     out = pd.DataFrame({"setup_id": ov.setup_id, "Setup": ov.name, "title": ov.title, "badge": ov.badges})
     for header, key, col in OVERVIEW_FIGURES:
@@ -52,11 +81,14 @@ def overview_display(ov: pd.DataFrame) -> pd.DataFrame:
     for test in HEADLINE_TESTS:
         out[metrics.quality_label(test)] = [fmt.quality(p, m, k, n) for p, m, k, n in zip(
             ov[f"{test}_pct"], ov[f"{test}_margin"], ov[f"{test}_right"], ov[f"{test}_n"])]
+    others = list(ov.get("other_tests", [()] * len(ov)))
+    out[OTHER_TESTS] = [other_tests(t) for t in others]
     out["GPU"] = [short_gpu(g) for g in ov.gpu]
     out["VRAM tier"] = ov.tier.astype(str)
     out["offload"] = [None if fmt.missing(o) else f"needs system RAM: {o}"
                       for o in (ov.offload if "offload" in ov.columns else [None] * len(ov))]
     out["engine_only"] = engine_only(ov)
+    out["other_parts"] = [other_test_parts(t) for t in others]
     return out.reset_index(drop=True)
 
 
@@ -82,8 +114,9 @@ def overview_table(ov: pd.DataFrame, link: Callable[[str], str] | None = None) -
     first = {"Card": [link(s) for s in ov.setup_id]} if link else {"setup_id": list(ov.setup_id)}
     table = pd.DataFrame({**first, "Setup": list(ov.title), "Short name": shown.Setup})
     for col in shown.columns[4:]:
-        if col not in ("offload", "engine_only"):
+        if col not in OVERVIEW_HIDDEN:
             table[col] = list(shown[col])
+    table[OTHER_TESTS] = [other_tests(t, None) for t in ov.get("other_tests", [()] * len(ov))]  # every one of them
     table["GPU"] = list(ov.gpu.map(fmt.text))
     table["VRAM (GiB)"] = [fmt.value("vram_gib", v) for v in ov.vram_gib]
     table["Engine"] = [fmt.text(f"{e} {v}".strip()) for e, v in zip(ov.engine, ov.engine_version)]
