@@ -47,6 +47,19 @@ def start_button(at):
     return next(b for b in at.button if b.label == "Start")
 
 
+def run_decode(at, **numbers: int) -> LiveJob:
+    """Measure decode only (``numbers``: number inputs by key), wait for the run and show its end."""
+    at.multiselect(key="live_parts").set_value(["decode"])
+    for key, value in numbers.items():
+        at.number_input(key=key).set_value(value)
+    start_button(at).click().run()
+    assert not at.error, [e.value for e in at.error]
+    job: LiveJob = at.session_state["live_job"]
+    assert job.wait(120)
+    at.run()
+    return job
+
+
 def form_protos(at) -> list:
     out = []
 
@@ -143,12 +156,7 @@ def test_a_known_gpu_without_its_memory_runs_and_says_the_size_assumed(site):
     try:
         at = run("pages/6_Run_live.py")
         fill(at, s.url, gpu="RTX 4090", vram=None)
-        at.multiselect(key="live_parts").set_value(["decode"])
-        start_button(at).click().run()
-        assert not at.error, [e.value for e in at.error]
-        job: LiveJob = at.session_state["live_job"]
-        assert job.wait(120)
-        at.run()
+        job = run_decode(at)
         notes = [unescape(i.value) for i in at.info]
         assert any("VRAM per GPU (GiB) not given: assumed 24 GiB per RTX 4090" in n for n in notes), notes
         ov = overview_rows.overview(Store(site)).set_index("setup_id")

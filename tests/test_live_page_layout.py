@@ -21,7 +21,7 @@ from live.progress import parse_tokens, plan
 from tests.hostile_servers import HostileServer
 from tests.live_servers import Server, demo_server, free_port
 from tests.test_app import page_text, run, unescape
-from tests.test_live_page import fill, start_button
+from tests.test_live_page import fill, run_decode, start_button
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,7 @@ def test_progress_docstring_examples():
 
 def test_the_suggested_demo_server_runs_every_default_step(site):
     at = run("pages/6_Run_live.py")
-    intro = unescape(next(m.value for m in at.markdown if "demo-server" in m.value))
+    intro = next(m.value for m in at.markdown if "demo-server" in m.value)  # the code span as written
     argv = shlex.split(re.search(r"`(python -m live demo-server[^`]*)`", intro).group(1))
     port = free_port()
     argv = [sys.executable if a == "python" else a for a in argv]
@@ -120,14 +120,7 @@ def test_odd_server_info_is_shown_as_not_given_and_the_run_is_saved(site):
     with HostileServer("honest", docs={"/props": props, "/v1/models": {"data": ["x"]}}) as srv:
         a = run("pages/6_Run_live.py")
         fill(a, srv.url)
-        a.multiselect(key="live_parts").set_value(["decode"])
-        a.number_input(key="live_max_tokens").set_value(40)
-        a.number_input(key="live_min_tokens").set_value(16)
-        start_button(a).click().run()
-        assert not a.error, [e.value for e in a.error]
-        job: LiveJob = a.session_state["live_job"]
-        assert job.wait(120)
-        a.run()
+        job = run_decode(a, live_max_tokens=40, live_min_tokens=16)
     warnings = [unescape(w.value) for w in a.warning]
     assert any("Server info not given: the server's /props total_slots = \"4\"" in w for w in warnings), warnings
     assert any("/props build_info" in w and "\\u001b]0;PWNED\\u0007" in w for w in warnings), warnings
