@@ -838,6 +838,8 @@ def assumed_vram(gpu: str | None, vram_gib: float | None, *, vram_field: str = "
 
     >>> assumed_vram("RTX 4090", None)[0], assumed_vram("RTX 4090", 20.0), assumed_vram("cpu", None)
     (24.0, (20.0, None), (None, None))
+    >>> assumed_vram("RTX 3060", None), assumed_vram("RTX 3060 12GB", None)[0]  # sold with 12 and with 8 GB
+    ((None, None), 12.0)
     """
     if vram_gib is not None or gpu is None or not gpu.strip() or is_cpu_only(gpu):
         return vram_gib, None

@@ -71,8 +71,13 @@ with quality_tab:
         test = by_label.get(label or "", tests[0][0])
         sq = analysis.speed_quality(data, test, speed)
         # one tier at a time, as the export's page per tier (the URL keeps the tier's label, as the test's)
-        in_tiers = [t for t, _ in av.speed_quality_tiers(sq)]
-        tier = q3.selectbox("Hardware tier", in_tiers, key="quality_tier", bind="query-params") if in_tiers else None
+        # opening on the tier with the most setups (the smallest tier may hold one point)
+        counts = dict(av.speed_quality_tiers(sq))
+        in_tiers = list(counts)
+        most = max(range(len(in_tiers)), key=lambda i: counts[in_tiers[i]]) if in_tiers else 0
+        # (no format_func: a bound selectbox writes the formatted label into the URL)
+        tier = q3.selectbox("Hardware tier", in_tiers, index=most, key="quality_tier",
+                            bind="query-params") if in_tiers else None
         analysis_page.show(av.speed_quality_sections(data, test, label or tests[0][1], speed, tier=tier, rows=sq))
 
 with knee_tab:

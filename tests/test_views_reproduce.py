@@ -55,12 +55,19 @@ def test_a_run_without_a_server_command_is_repeated_against_the_address_it_measu
                             "--runs", "1", "--warmups", "0", "--max-tokens", "260", "--l1-max-tokens", "300",
                             "--gpu", "cpu", "--out", str(tmp_path / "out"), "--ingest", "--db", str(db)],
                            cwd=ROOT, capture_output=True, text=True, timeout=180)
+        # the same server's quality joins the card; its run records no address (the newcomer's step 4 read :8080)
+        q = subprocess.run([sys.executable, "-m", "live", "quality", "--base-url", server.url, "--tests", "arith:3",
+                            "--gpu", "cpu", "--out", str(tmp_path / "out"), "--ingest", "--db", str(db)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=180)
     finally:
         server.stop()
     assert r.returncode == 0, r.stderr
+    assert q.returncode in (0, 1), q.stderr  # a wrong answer is a result
     (sid,) = Store(db).df("SELECT setup_id FROM setups").setup_id
     rep = reproduce(card_data.card(Store(db), sid))
     (command,) = rep.measure.values()
     assert server.url != "http://127.0.0.1:8080" and _parsed(command).base_url == server.url
     assert f"--base-url {server.url}" in command.replace("'", "")
     assert "--l1-max-tokens 300" in command.replace("'", "")
+    (quality,) = rep.quality.values()
+    assert f"--base-url {server.url}" in quality.replace("'", ""), quality

@@ -37,9 +37,24 @@ def md(text: object) -> str:
     'see `http://127.0.0.1:8080/v1` \\\\*now\\\\*'
     >>> md("a`b@c")
     '``a`b@c``'
+    >>> md("served at http://127.0.0.1:8089: ok (see www.x.org).")
+    'served at `http://127.0.0.1:8089`\\\\: ok \\\\(see `www.x.org`\\\\)\\\\.'
     """
     words = _WORDS.split("" if text is None else str(text))
-    return "".join(" " if w.isspace() else _code_span(w) if _AUTOLINK.search(w) else _escaped(w) for w in words)
+    return "".join(" " if w.isspace() else _linkish(w) if _AUTOLINK.search(w) else _escaped(w) for w in words)
+
+
+#: punctuation around a URL that belongs to the sentence, not to the address ("at http://x:8089:")
+_AROUND = re.compile(r"^([(\[\"'“‘]*)(.*?)([.,:;!?)\]\"'”’]*)$", re.S)
+
+
+def _linkish(word: str) -> str:
+    """A word holding a URL or an address: the address as inline code, the sentence's punctuation around it
+    escaped outside the code span."""
+    before, core, after = _AROUND.match(word).groups()  # type: ignore[union-attr]
+    if not _AUTOLINK.search(core):
+        before, core, after = "", word, ""
+    return _escaped(before) + _code_span(core) + _escaped(after)
 
 
 def _visible(c: str) -> str:

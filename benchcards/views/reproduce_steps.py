@@ -401,9 +401,18 @@ def quality_command(card: Card, run: dict) -> tuple[str | None, list[str]]:
         settings = QualitySettings(**values)
     except ValidationError:
         return None, [f"Quality run {rid}: a recorded setting is not one “python -m live quality” takes."]
-    args = ["python", "-m", "live", "quality", *_target_argv(card), *to_argv(settings, values, always=["thinking"]),
+    args = ["python", "-m", "live", "quality", *_target_argv(card, _speed_address(card)),
+            *to_argv(settings, values, always=["thinking"]),
             *sampling_argv(sampling, notes), *_setup_argv(card)]
     return _shell_lines(args), notes
+
+
+def _speed_address(card: Card) -> str | None:
+    """The server address the setup's speed runs recorded (``method.base_url``), when they agree: a quality run
+    records none, and it asked the same server (a setup is one server command), so its command repeats that."""
+    urls = {stored_method(r.get("method_json")).get("base_url") for r in card.runs_of_kind("speed")}
+    urls.discard(None)
+    return next(iter(urls)) if len(urls) == 1 else None
 
 
 def _shell_lines(args: list[str], env: dict[str, str] | None = None) -> str:

@@ -17,7 +17,7 @@ KNOWN_VRAM: tuple[tuple[str, float], ...] = (
     (r"rtx\s*pro\s*6000", 96.0), (r"rtx\s*5090", 32.0), (r"rtx\s*5080", 16.0), (r"rtx\s*5070\s*ti", 16.0),
     (r"rtx\s*5070(?!\s*ti)", 12.0), (r"rtx\s*4090", 24.0), (r"rtx\s*4080", 16.0), (r"rtx\s*4070\s*ti\s*super", 16.0),
     (r"rtx\s*4070", 12.0), (r"rtx\s*3090", 24.0), (r"rtx\s*3080\s*ti", 12.0), (r"rtx\s*3070", 8.0),
-    (r"rtx\s*3060\s*ti", 8.0), (r"rtx\s*3060(?!\s*ti)", 12.0), (r"rtx\s*2080\s*ti", 11.0),
+    (r"rtx\s*3060\s*ti", 8.0), (r"rtx\s*2080\s*ti", 11.0),  # RTX 3060: sold with 12 and 8 GB
     (r"rtx\s*a6000", 48.0), (r"rtx\s*6000\s*ada", 48.0), (r"rtx\s*a5000", 24.0), (r"rtx\s*a4000", 16.0),
     (r"\bl40s?\b", 48.0), (r"\bl4\b", 24.0), (r"\ba10g?\b", 24.0), (r"\bt4\b", 16.0), (r"\bh200\b", 141.0),
     (r"\bh100\b.*\bnvl\b", 94.0), (r"\bh100\b", 80.0), (r"\bb200\b", 180.0), (r"tesla\s*p40", 24.0),
