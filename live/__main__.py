@@ -49,9 +49,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 EXIT_CODES = """
 exit status:
-  0    the run finished and at least one part measured (a failed part is reported on stderr)
-  1    nothing was measured (the server did not answer, or every part failed or was skipped), or the
-       results could not be stored (--ingest)
+  0    the run finished, at least one part measured and none failed (a skipped part is reported on stderr)
+  1    a part failed (reported on stderr; what was measured is written all the same), nothing was measured
+       (the server did not answer, or every part was skipped), or the results could not be stored (--ingest)
   2    a usage error: a bad option value, setup id or setup file, or a target that is not on this
        machine without --allow-remote (reported before anything is sent)
   130  stopped with Ctrl-C, SIGTERM or SIGHUP: the requests in flight are cut at once and the steps that finished are
@@ -276,7 +276,10 @@ def _measure_and_write(args: argparse.Namespace, stop: threading.Event) -> int:
     if stop.is_set():
         print(safe(f"stopped by the user: kept the steps that finished, in {run_dir}"), file=sys.stderr)
         return EXIT_STOPPED
-    return 0 if info.reachable and any(p.status == "ok" for p in contract.parts) else 1
+    # a failed part is a failed measurement for a script (its results are written all the same); a part
+    # skipped for a stated reason (the conversation does not fit) is not
+    failed = any(p.status == "failed" for p in contract.parts)
+    return 0 if info.reachable and any(p.status == "ok" for p in contract.parts) and not failed else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -449,12 +449,18 @@ def fit_setup(run: FitRun, user: SetupInput, base: Setup | None = None) -> Setup
     if not info.model_path:
         model = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-m", "--model")), None)
         info.model_path = model
-    setup = build_setup(user, info, MeasureConfig(base_url="http://127.0.0.1:1", sampling=run.sampling.sent(),
+    setup = build_setup(user, info, MeasureConfig(base_url=_NO_ADDRESS, sampling=run.sampling.sent(),
                                                   sampling_source=run.sampling.source))
     server = setup.server.model_copy(update={"argv": shown, "ctx_source": FIT_CTX_SOURCE})
-    return setup.model_copy(update={"server": server, "provenance": (setup.provenance or "").replace(
-        "measured live with benchcards against http://127.0.0.1:1",
-        "memory test measured live with benchcards (it started the server itself)")})
+    said = (setup.provenance or "").replace(" at " + _NO_ADDRESS, " " + _STARTED).replace(
+        "against " + _NO_ADDRESS, _STARTED).replace("measured live", "memory test measured live", 1)
+    return setup.model_copy(update={"server": server, "provenance": said})
+
+
+#: a memory test's server listens where the test put it, once per size: the setup records no address (the
+#: placeholder given to build_setup is replaced by what happened, for a real engine and for the demo server)
+_NO_ADDRESS = "http://127.0.0.1:1"
+_STARTED = "(it started the server itself, once per context size)"
 
 
 def write_fit_folder(out: Path, setup: Setup, run: FitRun) -> Path:

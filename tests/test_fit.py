@@ -85,6 +85,11 @@ def test_the_run_folder_is_a_contract_like_an_uploaded_one(refused_run):
     assert "n_ctx_slot = 4096" in (run_dir / "server-4096.log").read_text()
     csv = (run_dir / "memory-8192.csv").read_text().splitlines()
     assert csv[0] == "t_s,phase,source,device,mib" and any(",answer,process-rss,tree," in x for x in csv)
+    # the test started its servers itself, one address per size: the setup names none (it said ':1' for the demo)
+    said = json.loads((run_dir.parent.parent / "setup.json").read_text())["provenance"]
+    assert said.startswith("memory test measured live with benchcards against the benchcards demo server (it "
+                           "started the server itself, once per context size): a simulated engine"), said
+    assert "127.0.0.1" not in said
 
 
 def test_ingest_card_and_export_show_the_memory_table(refused_run, tmp_path):

@@ -112,3 +112,19 @@ def test_a_second_run_against_the_same_server_is_refused_across_processes(demo, 
     assert f"is already being measured by another run (pid {os.getpid()}, started " in r.stderr, r.stderr
     r = cli("--base-url", demo.url, "--parts", "decode", "--gpu", "cpu", "--out", str(tmp_path / "out"), *QUICK)
     assert r.returncode == 0, r.stderr  # free again once that run ends
+
+
+def test_a_failed_part_exits_1_though_another_part_measured_and_both_are_written(tmp_path):
+    """The hostile tester's run: decode failed (its answers cut short), prefill measured; the exit status said 0,
+    so a script took the run for a good one. It is 1, the failure is on stderr and the results are written."""
+    s = demo_server(decode_tps=400, prefill_tps=20000, slots=2, ctx=8192)
+    s.fault("short", count=2)  # the two decode requests (--runs 1, two prompts), not the prefill one
+    try:
+        r = cli("--base-url", s.url, "--parts", "decode,prefill", "--prefill-depths", "1K", "--gpu", "cpu",
+                "--out", str(tmp_path / "out"), *QUICK)
+    finally:
+        s.stop()
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "Decode: failed — decode code: a run ended after 23 tokens" in r.stderr, r.stderr
+    contract = json.loads(next((tmp_path / "out").glob("*/speed/*/contract.json")).read_text())
+    assert [(p["part"], p["status"]) for p in contract["parts"]] == [("decode", "failed"), ("prefill", "ok")]
