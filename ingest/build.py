@@ -21,6 +21,7 @@ if __name__ == "__main__":  # Ctrl-C during the imports below: 'interrupted', st
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ def build(db_path: Path | None = None, local: Path | None = None, forget: tuple[
             raise IngestError([
                 f"{r}: recorded as a source of {db_path} by an earlier `python -m ingest` (setups: "
                 f"{', '.join(_setups_of(db_path, r)) or 'none'}), but it no longer exists; restore it, or drop "
-                f"its setups with `python -m ingest.build --forget {r}`" for r in missing])
+                f"its setups with `{_forget_command(db_path, r)}`" for r in missing])
         roots = prune([*(d for d in paths.default_sources(local) if d.is_dir()),
                        *(r for r in recorded if str(r) not in forget)])
         # a default folder with no setup folder in it yet (an empty data/local) is not an error
@@ -85,6 +86,13 @@ def build(db_path: Path | None = None, local: Path | None = None, forget: tuple[
         report = ingest_paths(wanted, db_path, rebuild=True)
         os.utime(db_path, ns=(start, start))  # changes made while it ran count as newer
     return BuildReport(roots=wanted, report=report, forgotten=forgotten, recovered=recovered)
+
+
+def _forget_command(db_path: Path, root: Path) -> str:
+    """The command that drops ``root``'s setups from ``db_path``, quoted for a POSIX shell (a folder named
+    'my runs (v2)' is one word), with the --db it was given unless that is the default."""
+    db = [] if db_path == paths.DEFAULT_DB else ["--db", str(db_path)]
+    return shlex.join(["python", "-m", "ingest.build", *db, "--forget", str(root)])
 
 
 def tidy(db_path: Path, local: Path | None = None) -> list[str]:

@@ -6,6 +6,7 @@ import ast
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -152,7 +153,7 @@ def test_build_reads_raw_local_and_every_recorded_folder(site, tmp_path, monkeyp
     build(db, local)
     demo = setup_ids(db)
     assert len(demo) == demo_count() and sources.freshness(db).state == "fresh"
-    elsewhere = other_setup(tmp_path / "elsewhere", "by-hand")
+    elsewhere = other_setup(tmp_path / "my runs (v2)", "by-hand")  # a name a shell splits unless quoted
     ingest_paths([elsewhere], db)  # loaded by hand from a folder the build does not know by default
     other_setup(local, "uploaded")
     assert sources.freshness(db).state == "stale"  # data/local changed after the database
@@ -170,7 +171,7 @@ def test_a_recorded_folder_that_is_gone_stops_the_build_until_forgotten(site, tm
     db, local = site
     monkeypatch.setattr("benchcards.read.paths.LOCAL", local)
     build(db, local)
-    elsewhere = other_setup(tmp_path / "elsewhere", "by-hand")
+    elsewhere = other_setup(tmp_path / "my runs (v2)", "by-hand")  # a name a shell splits unless quoted
     ingest_paths([elsewhere.parent], db)
     before = sha(db)
     import shutil
@@ -180,12 +181,13 @@ def test_a_recorded_folder_that_is_gone_stops_the_build_until_forgotten(site, tm
     r = subprocess.run([sys.executable, "-m", "ingest.build", "--db", str(db), "--force"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 1 and "Traceback" not in r.stderr
+    hint = shlex.join(["python", "-m", "ingest.build", "--db", str(db), "--forget", str(elsewhere.parent)])
     assert (f"{elsewhere.parent}: recorded as a source of {db} by an earlier `python -m ingest` (setups: by-hand), "
-            f"but it no longer exists; restore it, or drop its setups with `python -m ingest.build --forget "
-            f"{elsewhere.parent}`") in r.stderr
+            f"but it no longer exists; restore it, or drop its setups with `{hint}`") in r.stderr
     assert sha(db) == before  # the failed build replaced nothing
-    r = subprocess.run([sys.executable, "-m", "ingest.build", "--db", str(db), "--forget", str(elsewhere.parent)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    # the hint, pasted as it is shown, forgets that folder in that database
+    words = shlex.split(r.stderr.split("drop its setups with `")[1].split("`")[0])
+    r = subprocess.run([sys.executable, *words[1:]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"forgot {elsewhere.parent}" in r.stdout and "by-hand" not in setup_ids(db)
     assert sources.recorded_roots(db) == []
