@@ -62,9 +62,7 @@ with quality_tab:
         st.caption(md(av.SPEED_QUALITY.intro))
         st.info(av.SPEED_QUALITY.empty)
     else:
-        by_label: dict[str, str] = {}  # labels (not ids) in the URL; the most widely run test wins a tie
-        for t, lab in tests:
-            by_label.setdefault(lab, t)
+        by_label = av.test_choices(tests)  # labels (not ids) in the URL; a shared label names its id too
         q1, q2, q3 = st.columns(3)
         label = q1.selectbox("Quality test", list(by_label), key="test", bind="query-params")
         speed = q2.selectbox("Speed", list(analysis.SPEED_MEASURES), key="speed", bind="query-params") or "decode"

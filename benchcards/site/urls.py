@@ -75,8 +75,19 @@ def model_path(name: object, page: int = 1) -> str:
 
 
 def quality_path(test: str, page: int = 1) -> str:
+    """The page of a quality test: its id with '_' read as '-' ('mmlu_pro' -> quality/mmlu-pro.html) when the
+    id is only letters, digits and '_' (so no other id reads the same), else its slug, a dot and a hash of
+    the id ('col-x' -> quality/col-x.<16 hex>.html): 'col_x' and 'col-x' are two tests, two pages.
+
+    >>> quality_path("mmlu_pro"), quality_path("col-x") != quality_path("col_x"), quality_path("a.b")[:12]
+    ('quality/mmlu-pro.html', True, 'quality/a-b.')
+    """
     s = slug(test)
-    return paged(f"quality/{s if s == test.replace('_', '-') else (s or 'test') + '-' + _hash8(test)}", page)
+    if re.fullmatch(r"[a-z0-9_]+", test) and s == test.replace("_", "-"):
+        return paged(f"quality/{s}", page)
+    # a pretty path never holds a dot: a hashed one cannot take its place
+    return paged(f"quality/{s or 'test'}.{hashlib.sha256(test.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}",
+                 page)
 
 
 def paged(stem: str, page: int) -> str:

@@ -16,6 +16,7 @@ overview's lead and legend are here too (app.py and the export's index). Plain t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -57,6 +58,7 @@ __all__ = [
     "scope_text",
     "speed_quality_sections",
     "speed_quality_tiers",
+    "test_choices",
     "throughput_sections",
     "time_to_answer_sections",
 ]
@@ -268,6 +270,17 @@ def throughput_sections(data: AnalysisData, scope: str = "", limit: int = CHART_
                Table(analysis_tables.throughput_table(tp), "throughput-vs-per-request", setups=list(tp.setup_id),
                      paged=True)]
     return [Section(view.key, _titled(view, scope), blocks)]
+
+
+def test_choices(tests: list[tuple[str, str]]) -> dict[str, str]:
+    """The speed-vs-quality test picker's choices, label -> test id, from ``analysis.quality_tests`` (most widely
+    run first): a label two tests share names its id too, so that each test can be picked (and put in a URL).
+
+    >>> test_choices([("col_x", "Same"), ("mmlu_pro", "MMLU-Pro"), ("col-x", "Same")])
+    {'Same (col_x)': 'col_x', 'MMLU-Pro': 'mmlu_pro', 'Same (col-x)': 'col-x'}
+    """
+    shared = Counter(label for _, label in tests)
+    return {(label if shared[label] == 1 else f"{label} ({test})"): test for test, label in tests}
 
 
 def speed_quality_tiers(sq: pd.DataFrame) -> list[tuple[str, int]]:
