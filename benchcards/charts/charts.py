@@ -600,7 +600,7 @@ def fit_settings(points: pd.DataFrame, title: str = "Memory test",
     # what differs from card to card is a hole, not a setting: one cached template per shape of chart
     holes: dict = {"top": top, **({"ticks": ticks} if ticks else {})}
     if vram is not None:
-        holes.update(vram=vram, vram_label=f"GPU memory {fmt.gib(vram, 0)}")
+        holes.update(vram=vram, vram_label=f"GPU memory {fmt.gib_size(vram)}")
     return settings, holes
 
 

@@ -193,6 +193,31 @@ def gib(x: object, decimals: int = 2) -> str:
     return with_unit(number(x, decimals), "GiB")
 
 
+def a_count(text: str) -> str:
+    """'a' or 'an' before a number written with digits, as it is read ('an 8,192-token prompt', 'an 11K …').
+
+    >>> a_count("8,192-token"), a_count("2,048-token"), a_count("11,000-word"), a_count("180-word")
+    ('an 8,192-token', 'a 2,048-token', 'an 11,000-word', 'a 180-word')
+    """
+    lead = text.split(",")[0]
+    spoken_vowel = text[:1] == "8" or (lead.isdigit() and lead[:2] in ("11", "18") and len(lead) in (2, 5, 8))
+    return f"{'an' if spoken_vowel else 'a'} {text}"
+
+
+def gib_size(x: object) -> str:
+    """A stated memory size: whole GiB without decimals, else as many as it has (at most two), never rounded
+    to nothing.
+
+    >>> gib_size(24.0), gib_size(0.25), gib_size(7.5), gib_size(None)
+    ('24 GiB', '0.25 GiB', '7.5 GiB', '—')
+    """
+    if missing(x):
+        return DASH
+    v = float(x)  # type: ignore[arg-type]
+    decimals = 0 if v.is_integer() else 1 if round(v, 1) == round(v, 2) else 2
+    return gib(v, decimals)
+
+
 def file_size(n_bytes: object) -> str:
     """'21,713,462,944 bytes (20.22 GiB)'."""
     if missing(n_bytes):

@@ -238,8 +238,8 @@ def time_to_answer_sections(data: AnalysisData, prompt: int = ANSWER_PROMPT, wor
     answers = analysis.time_to_answer(data, int(prompt), float(words), tokens_per_word_override=tokens_per_word)
     if measured_only:
         answers = analysis.rank_answers(answers[answers.in_range])
-    blocks: list = [_note(view.intro), _note(f"Expected seconds from sending a {int(prompt):,}-token prompt to the "
-                                             f"end of a {words:,.0f}-word answer."), _note(view.rules)]
+    blocks: list = [_note(view.intro), _note(f"Expected seconds from sending {fmt.a_count(f'{int(prompt):,}-token')} prompt to "
+                                             f"the end of {fmt.a_count(f'{words:,.0f}-word')} answer."), _note(view.rules)]
     if left_out:
         blocks.append(_note(left_out_note(list(left_out))))
     if answers.total_s.notna().any():

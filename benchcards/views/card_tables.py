@@ -630,7 +630,7 @@ def machine_rows(card: Card) -> list[tuple[str, str]]:
     s = card.setup
     hw = s.hardware
     m = s.model
-    gpus = ", ".join(f"{g.count}x {g.name} ({fmt.gib(g.vram_gib, 0)}"
+    gpus = ", ".join(f"{g.count}x {g.name} ({fmt.gib_size(g.vram_gib)}"
                      f"{', unified memory' if g.unified_memory else ''}{', ' + g.backend if g.backend else ''})"
                      for g in hw.gpus) or "none (CPU only)"
     engine = " ".join(str(x) for x in (s.engine.name, s.engine.version, s.engine.commit and f"@{s.engine.commit}",
@@ -641,7 +641,7 @@ def machine_rows(card: Card) -> list[tuple[str, str]]:
     if m.params_total_b:
         params = f"{m.params_total_b:g}B total" + (f" / {m.params_active_b:g}B active" if m.params_active_b else "")
     rows = [
-        ("GPUs", gpus), ("CPU", hw.cpu), ("RAM", fmt.gib(hw.ram_gib, 0) if hw.ram_gib else None),
+        ("GPUs", gpus), ("CPU", hw.cpu), ("RAM", fmt.gib_size(hw.ram_gib) if hw.ram_gib else None),
         ("Driver", hw.driver), ("OS", hw.os), ("Engine", engine), ("Speculative decoding", s.engine.speculative),
         ("Model", m.name + (f" by {m.maker}" if m.maker else "")), ("Repository", m.repo),
         ("Revision", m.revision), ("File", m.file), ("Quantisation", m.quant),

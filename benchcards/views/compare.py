@@ -76,11 +76,11 @@ def config_fields(setup: Setup) -> dict[tuple[str, str], str]:
         out[(group, label)] = fmt.text(value)
 
     put("Hardware", "GPU", " + ".join(f"{g.count}x {g.name}" if g.count > 1 else g.name for g in hw.gpus) or "none")
-    put("Hardware", "GPU memory (each)", " + ".join(fmt.gib(g.vram_gib, 0) for g in hw.gpus) or None)
+    put("Hardware", "GPU memory (each)", " + ".join(fmt.gib_size(g.vram_gib) for g in hw.gpus) or None)
     put("Hardware", "Unified memory", fmt.yes_no(any(bool(g.unified_memory) for g in hw.gpus)))
     put("Hardware", "GPU backend", ", ".join(g.backend for g in hw.gpus if g.backend) or None)
     put("Hardware", "CPU", hw.cpu)
-    put("Hardware", "System RAM", fmt.gib(hw.ram_gib, 0) if hw.ram_gib else None)
+    put("Hardware", "System RAM", fmt.gib_size(hw.ram_gib) if hw.ram_gib else None)
     put("Hardware", "Driver", hw.driver)
     put("Hardware", "Operating system", hw.os)
     put("Engine", "Engine", e.name)
