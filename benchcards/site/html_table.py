@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import markupsafe
 import pandas as pd
 
 from benchcards.domain import fmt, metrics
 
-__all__ = ["SHORT_CELL", "Cell", "Table", "cell_text", "first_ascending", "table"]
+__all__ = ["SHORT_CELL", "Cell", "Table", "cell_text", "first_ascending", "table", "table_html", "words_html"]
 
 
 #: the longest text of a column whose cells do not wrap
@@ -127,3 +128,47 @@ def first_ascending(header: str) -> bool:
         return _LOWER_IS_BETTER[header]
     h = header.lower()
     return h.endswith(("(s)", "(ms)")) or h.startswith(("rank", "first token", "time")) or "gib" in h
+
+
+# --------------------------------------------------------------------------- HTML
+
+#: how each kind of ``fmt.word_runs`` run is drawn (its text escaped first)
+_RUN_HTML = {"text": "{}", "long": '<span class="lw">{}</span>', "break": "<wbr>"}
+
+
+def words_html(text: object) -> str:
+    """``text`` escaped for HTML, its long words wrapped so they may break (``fmt.word_runs``)."""
+    return "".join(_RUN_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.word_runs(str(text)))
+
+
+def table_html(t: Table, sortable: bool = False, stack: bool = False) -> markupsafe.Markup:
+    """The HTML of a Table (what the ``table`` macro of templates/macros.html draws). Written here rather than
+    in the template: a card has hundreds of cells, and a Jinja loop per cell cost a quarter of a card's time.
+    ``sortable`` tables sort by a click on a header, ``stack`` ones show each row as a block on a phone (both
+    name each cell's column for that). Every text is escaped here, once."""
+    esc = markupsafe.escape
+    if not t.rows:
+        return markupsafe.Markup('<p class="muted">Nothing recorded.</p>')
+    kind = ' class="sortable"' if sortable else ' class="stack"' if stack else ""
+    head = []
+    for j, c in enumerate(t.columns):
+        num = ' class="num"' if t.numeric and t.numeric[j] else ""
+        first = f' data-first="{esc(t.first[j])}"' if sortable and t.first else ""
+        head.append(f"<th{num}{first}>" + (f'<button type="button">{esc(c)}</button>' if sortable else str(esc(c)))
+                    + "</th>")
+    lead = [("" if not t.short else ' class="nw"' if t.short[j] else ' class="w"')
+            + (f' data-label="{esc(c)}"' if sortable or stack else "") for j, c in enumerate(t.columns)]
+    body = []
+    for row in t.rows:
+        cells = []
+        for j, cell in enumerate(row):
+            text = words_html(cell.text)
+            if cell.href:
+                dl = f' download="{esc(cell.download)}" type="application/octet-stream"' if cell.download else ""
+                text = f'<a href="{esc(cell.href)}"{dl}>{text}</a>'
+            note = f'<br><span class="muted note">{esc(cell.note)}</span>' if cell.note else ""
+            cells.append(f"<td{lead[j]}>{text}{note}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>\n")
+    # safe: every text above went through markupsafe.escape (words_html escapes each run)
+    return markupsafe.Markup(f'<div class="scroll"><table{kind}>\n<thead><tr>{"".join(head)}</tr></thead>\n'  # noqa: S704
+                             f'<tbody>\n{"".join(body)}</tbody>\n</table></div>')

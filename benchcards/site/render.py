@@ -15,6 +15,7 @@ from benchcards.charts import specs
 from benchcards.charts.specs import script_json
 from benchcards.domain import fmt, tiers
 from benchcards.site import urls as site
+from benchcards.site.html_table import table_html, words_html
 
 __all__ = ["CSP", "HOME", "TEMPLATES", "Charts", "environment", "render", "tier_of"]
 
@@ -27,9 +28,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "form-action 'none'")
 
 
-#: how each kind of ``fmt.word_runs`` run is drawn (its text escaped first)
-_RUN_HTML = {"text": "{}", "long": '<span class="lw">{}</span>', "break": "<wbr>"}
-#: and of ``fmt.command_runs``: a command's words never break (a flag such as --local-dir), long ones may
+#: how each kind of ``fmt.command_runs`` run is drawn: a command's words never break (a flag such as --local-dir), long ones may
 _COMMAND_HTML = {"space": "{}", "text": '<span class="nw">{}</span>', "long": '<span class="lw">{}</span>',
                  "break": "<wbr>"}
 
@@ -42,10 +41,10 @@ def environment() -> jinja2.Environment:
     env.filters["script_json"] = lambda v: markupsafe.Markup(script_json(v))  # noqa: S704
     env.filters["count"] = fmt.count
     # safe (both filters): every run of the text is escaped; only the spans around words and <wbr> are markup
-    env.filters["words"] = lambda v: markupsafe.Markup("".join(  # noqa: S704
-        _RUN_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.word_runs(str(v))))
+    env.filters["words"] = lambda v: markupsafe.Markup(words_html(v))  # noqa: S704
     env.filters["command"] = lambda v: markupsafe.Markup("".join(  # noqa: S704
         _COMMAND_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.command_runs(str(v))))
+    env.globals["table_html"] = table_html
     return env
 
 
