@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcards.read.processes import without_script_main
 from ingest.errors import IngestError, safe
 from ingest.upload import UploadReport
 
@@ -126,7 +127,8 @@ def run(kind: str, job: dict[str, Any], progress: Callable[[str, float], None] |
         # not daemonic: a large upload's validation may start worker processes of its own (ingest.load)
         proc = ctx.Process(target=_main, args=(kind, str(job_file), messages), name=f"benchcards-{kind}")
         start = time.monotonic()
-        proc.start()
+        with without_script_main():  # a page's script is never run again in the worker
+            proc.start()
         out = _wait(proc, messages, start, limit, progress)
         out.seconds = time.monotonic() - start
         return out

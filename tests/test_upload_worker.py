@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import sys
 import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 import benchcards.read.paths as paths
 from benchcards.read.locks import file_lock
+from benchcards.site.pool import CardPool
 from ingest import worker
 from ingest.importers import Options, Source
 from tests.helpers import make_setup
@@ -120,3 +123,40 @@ def test_an_import_in_the_worker_names_the_input_file(tmp_path):
     assert out.status == "not imported" and out.count >= 1
     assert all(e.startswith("bench.json") for e in out.errors), out.errors
     assert not (tmp_path / "x.duckdb").exists() and not (tmp_path / "local").exists()
+
+
+def _page_as_main(tmp_path: Path, monkeypatch) -> tuple[types.ModuleType, Path]:
+    """``__main__`` as Streamlit leaves it after running a page: a module whose ``__file__`` is the page's script
+    (this one leaves a mark and fails when run)."""
+    marker = tmp_path / "the page ran"
+    script = tmp_path / "page.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit('the page ran in a worker')\n")
+    fake = types.ModuleType("__main__")
+    fake.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", fake)
+    return fake, marker
+
+
+@pytest.mark.integration
+def test_the_upload_worker_never_runs_the_page_that_started_it(tmp_path, monkeypatch):
+    # CI's run of the test above failed 'stopped': an earlier AppTest in the same process had left app.py as
+    # __main__, and the forkserver's child ran app.py, without a database, before its own work
+    fake, marker = _page_as_main(tmp_path, monkeypatch)
+    bad = Source("bench.json", b'[{"build_commit": "abc", "n_prompt": 512, "n_gen": 0, "avg_ts": "fast"}]')
+    out = worker.run("import", {"sources": [bad], "options": Options(gpu="NVIDIA GeForce RTX 4090"),
+                                "force": None, "db": tmp_path / "x.duckdb", "local": tmp_path / "local"})
+    assert out.status == "not imported", out.errors
+    assert not marker.exists()
+    assert sys.modules["__main__"] is fake  # the page's own module is put back
+
+
+@pytest.mark.integration
+def test_the_export_s_card_workers_never_run_the_caller_s_script(tmp_path, monkeypatch):
+    fake, marker = _page_as_main(tmp_path, monkeypatch)
+    pool = CardPool(2)
+    try:
+        pool.warm(2)
+    finally:
+        pool.close()  # waits for both workers' first task
+    assert not marker.exists()
+    assert sys.modules["__main__"] is fake

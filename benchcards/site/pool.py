@@ -7,6 +7,7 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
+from benchcards.read.processes import without_script_main
 from benchcards.site import writer as sitewrite
 from benchcards.site.card_pages import CardJob, render_cards
 
@@ -53,13 +54,15 @@ class CardPool:
     def warm(self, n_workers: int) -> None:
         """Give each worker its first task (importing the modules) while the parent goes on."""
         if self._pool is not None:
-            for _ in range(n_workers):
-                self._pool.submit(_warm)
+            with without_script_main():  # spawn starts every worker at the first submit
+                for _ in range(n_workers):
+                    self._pool.submit(_warm)
 
     def render(self, job: CardJob, writer: sitewrite.Writer) -> None:
         """Render ``job``'s cards: in a worker (merged into the writer by ``collect``), else here and at once."""
         if self._pool is not None:
-            self._jobs.append(self._pool.submit(render_cards, job))
+            with without_script_main():
+                self._jobs.append(self._pool.submit(render_cards, job))
         else:
             writer.merge(*render_cards(job))
 
