@@ -1,35 +1,28 @@
-"""The export's table HTML (``html_table.table_html``): every text of a cell is data, escaped once."""
+"""The export's table cells: every text escaped once, long words allowed to break; the short-text fast path of
+``words_html`` draws exactly what the general path draws."""
+
+from __future__ import annotations
+
+import random
 
 import pytest
 
-from benchcards.site.html_table import Cell, Table, table_html
-from benchcards.site.render import environment
+from benchcards.domain import fmt
+from benchcards.site import html_table
 
 pytestmark = pytest.mark.unit
 
-HOSTILE = '<script>alert("x")</script> & \'q\''
+
+def test_short_texts_are_drawn_as_the_general_path_draws_them():
+    rng = random.Random(7)
+    alphabet = "ab/<>&\"' \t\u00a0é—.-_"
+    texts = ["", " ", "—", "a/b", "<script>", "57.3 % ± 4.8", "x" * (fmt.LONG_TOKEN - 1), "/" * 30]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 2 * fmt.LONG_TOKEN))) for _ in range(3000)]
+    for text in texts:
+        assert html_table.words_html(text) == html_table._words_html(text), repr(text)
 
 
-def _table() -> Table:
-    return Table(columns=["Setup <b>", "Result"],
-                 rows=[[Cell(HOSTILE, href='setups/a".html', download='x".bin', note="<i>n</i>"), Cell("57.3 %")]],
-                 numeric=[False, True], short=[False, True], first=["asc", "desc"])
-
-
-def test_cell_texts_links_and_notes_are_escaped():
-    html = str(table_html(_table(), sortable=True))
-    assert "<script>" not in html and "<b>" not in html and "<i>" not in html
-    # a long run may break after '/' (<wbr>): the only markup between the escaped runs
-    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/<wbr>script&gt; &amp; &#39;q&#39;</a>" in html
-    assert '<span class="muted note">&lt;i&gt;n&lt;/i&gt;</span>' in html
-    assert 'href="setups/a&#34;.html" download="x&#34;.bin"' in html
-    assert '<th class="num" data-first="desc"><button type="button">Result</button></th>' in html
-    assert '<td class="w" data-label="Setup &lt;b&gt;">' in html
-
-
-def test_the_template_macro_draws_the_same_html():
-    env = environment()
-    macro = env.from_string('{% from "macros.html" import table %}{{ table(t, stack=true) }}')
-    assert macro.render(t=_table()) == str(table_html(_table(), stack=True))
-    assert env.from_string('{% from "macros.html" import table %}{{ table(t) }}').render(
-        t=Table([], [])) == '<p class="muted">Nothing recorded.</p>'
+def test_a_cell_is_escaped_and_a_long_path_may_break_after_its_slashes():
+    assert html_table.words_html('<img src=x onerror="1">') == "&lt;img src=x onerror=&#34;1&#34;&gt;"
+    path = "models/" + "q" * 30
+    assert html_table.words_html(path) == 'models/<wbr><span class="lw">' + "q" * 30 + "</span>"

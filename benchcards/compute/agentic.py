@@ -99,8 +99,6 @@ def _cases(card: Card) -> list[tuple[str, str]]:
 
 def agent_table(card: Card) -> pd.DataFrame:
     """Turn | Prompt tokens | then per API and case: first token and share from cache (one row per turn)."""
-    import pandas as pd
-
     cases = _cases(card)
     turns = sorted({lv for p, lv in card.keys("agent_ttft") if lv is not None})
     multi_api = len({e for e, _ in cases}) > 1
@@ -118,7 +116,7 @@ def agent_table(card: Card) -> pd.DataFrame:
                 row[f"From cache, {AGENT_VARIANTS[v]}{where} (%)"] = fmt.number(
                     card.value("agent_cached_share", f"{e}/{v}", turn), REGISTRY["agent_cached_share"].decimals)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return fmt.text_table(rows)
 
 
 def agent_summary(card: Card) -> list[str]:

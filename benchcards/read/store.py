@@ -72,7 +72,9 @@ class Store:
 def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
     """Run ``sql`` on ``con`` and return a DataFrame (noted in ``TRACE`` when tracing)."""
     trace(sql, params)
-    return con.execute(sql, params or []).df()
+    df = con.execute(sql, params or []).df()
+    text = [c for c, t in df.dtypes.items() if isinstance(t, pd.StringDtype)]
+    return df.astype(dict.fromkeys(text, object)) if text else df
 
 
 def trace(sql: str, params: list | None) -> None:

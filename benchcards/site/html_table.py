@@ -137,8 +137,22 @@ _RUN_HTML = {"text": "{}", "long": '<span class="lw">{}</span>', "break": "<wbr>
 
 
 def words_html(text: object) -> str:
-    """``text`` escaped for HTML, its long words wrapped so they may break (``fmt.word_runs``)."""
-    return "".join(_RUN_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.word_runs(str(text)))
+    """``text`` escaped for HTML, its long words wrapped so they may break (``fmt.word_runs``).
+
+    >>> words_html("57.3 % <b>")
+    '57.3 % &lt;b&gt;'
+    >>> words_html("models/" + "q" * 30)
+    'models/<wbr><span class="lw">qqqqqqqqqqqqqqqqqqqqqqqqqqqqqq</span>'
+    """
+    text = str(text)
+    if len(text) < fmt.LONG_TOKEN:  # no word of it is long: one plain run (most cells: figures, short names)
+        return str(markupsafe.escape(text))
+    return _words_html(text)
+
+
+def _words_html(text: str) -> str:
+    return "".join(_RUN_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.word_runs(text))
+
 
 
 def table_html(t: Table, sortable: bool = False, stack: bool = False) -> markupsafe.Markup:

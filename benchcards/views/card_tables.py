@@ -182,7 +182,7 @@ def speed_table(card: Card) -> pd.DataFrame:
                 if counted is not None and round(counted) != level:  # the server counted another length
                     label += f" ({round(counted):,} prompt tokens)"
             rows.append((label, text, fmt.number(n, 0), _from(prov)))
-    return pd.DataFrame(rows, columns=["Measurement", "Result", "Runs", "From"])
+    return fmt.text_table(rows, columns=["Measurement", "Result", "Runs", "From"])
 
 
 TASK_COLUMNS: tuple[str, ...] = ("task_prompt_tokens", "task_output", "task_prefill", "task_decode", "task_ttft",
@@ -194,7 +194,7 @@ def task_table(card: Card) -> pd.DataFrame:
     m = card.metrics
     tasks = m[m.metric.isin(TASK_COLUMNS)]
     if tasks.empty:
-        return pd.DataFrame()
+        return fmt.text_table()
     order = tasks.sort_values(["level", "prompt"], na_position="last").prompt.drop_duplicates()
     rows = []
     for task in order:
@@ -208,7 +208,7 @@ def task_table(card: Card) -> pd.DataFrame:
             row[fmt.header(key)] = fmt.mean_sd(key, mean, card.value(metrics.sd_key(key), task, lv))
         row["Runs (n)"] = fmt.number(task_runs(card), 0)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return fmt.text_table(rows)
 
 
 def task_runs(card: Card) -> int | None:
@@ -230,7 +230,7 @@ def task_overall(card: Card) -> pd.DataFrame:
     pre = m[m.metric == "task_prefill"]
     ttft = m[m.metric == "task_ttft"].value.astype(float)
     if dec.empty and pre.empty:
-        return pd.DataFrame()
+        return fmt.text_table()
     rows = []
     if not dec.empty:
         rows += [("Mean generation speed over the tasks", fmt.metric("task_decode", dec.mean())),
@@ -243,7 +243,7 @@ def task_overall(card: Card) -> pd.DataFrame:
     if not ttft.empty:
         lo, hi = fmt.value("task_ttft", ttft.min()), fmt.value("task_ttft", ttft.max())
         rows.append(("Range of the first-token times", f"{lo}–{hi} {metrics.get('task_ttft').unit}"))
-    return pd.DataFrame(rows, columns=["Figure", "Value"])
+    return fmt.text_table(rows, columns=["Figure", "Value"])
 
 
 def client_vs_server(card: Card) -> pd.DataFrame:
@@ -258,7 +258,7 @@ def client_vs_server(card: Card) -> pd.DataFrame:
         s = card.value("server_prefill", part, level)
         if c and s:
             rows.append((fmt.label("prefill" if part == "prefill" else "ctx_prefill", None, level), c, s))
-    return pd.DataFrame({
+    return fmt.text_table({
         "Step": [r[0] for r in rows],
         "Client (tok/s)": [fmt.value("decode", r[1]) for r in rows],
         "Server (tok/s)": [fmt.value("decode", r[2]) for r in rows],
@@ -299,7 +299,7 @@ def ttft_gap_table(card: Card) -> pd.DataFrame:
             "Prefill from TTFT": fmt.metric("prefill", r["prefill"]),
             "Prefill (server)": fmt.metric("server_prefill", r["server_prefill"]),
         })
-    return pd.DataFrame(rows)
+    return fmt.text_table(rows)
 
 
 TTFT_GAP_EXPLAINED = (
@@ -350,7 +350,7 @@ def long_prompt_table(card: Card) -> pd.DataFrame:
         for p in prompts:
             row[f"Decode, {p} prompt"] = fmt.metric("ctx_decode", card.value("ctx_decode", p, lv))
         rows.append(row)
-    return pd.DataFrame(rows)
+    return fmt.text_table(rows)
 
 
 def conc_table(card: Card) -> pd.DataFrame:
@@ -367,7 +367,7 @@ def conc_table(card: Card) -> pd.DataFrame:
                      metrics.get("conc_ttft").short: fmt.metric("conc_ttft", card.value("conc_ttft", None, lv)),
                      metrics.get("conc_itl").short: fmt.metric("conc_itl", card.value("conc_itl", None, lv)),
                      "Queued for a slot": queued})
-    df = pd.DataFrame(rows)
+    df = fmt.text_table(rows)
     # columns no run filled (the benchcards client's own runs have no TTFT/ITL per level) are left out
     empty = [c for c in (metrics.get("conc_ttft").short, metrics.get("conc_itl").short)
              if not df.empty and (df[c] == fmt.DASH).all()]
@@ -388,7 +388,7 @@ def engine_table(card: Card) -> pd.DataFrame:
                          "Rate": fmt.metric(key, value),
                          metrics.get("bench_cv").short: fmt.metric("bench_cv", card.value("bench_cv", prompt, level)),
                          "Repetitions": fmt.number(n, 0)})
-    return pd.DataFrame(rows)
+    return fmt.text_table(rows)
 
 
 def server_log_table(card: Card) -> pd.DataFrame:
@@ -408,7 +408,7 @@ def server_log_table(card: Card) -> pd.DataFrame:
         if pt is not None and level is not None:
             rows.append({"Figure": fmt.label("log_prefill", None, level), "Result": fmt.metric("log_prefill", pt[0]),
                          "Spread (CV)": fmt.DASH, "Requests": fmt.number(pt[1], 0)})
-    return pd.DataFrame(rows) if dec is not None or len(rows) > 1 else pd.DataFrame()
+    return fmt.text_table(rows) if dec is not None or len(rows) > 1 else fmt.text_table()
 
 
 # --------------------------------------------------------------------------- quality
@@ -434,7 +434,7 @@ def quality_table(card: Card) -> pd.DataFrame:
             "From": quality_source(r),
             "Run": fmt.text(r.run_id),
         })
-    return pd.DataFrame(rows)
+    return fmt.text_table(rows)
 
 
 def quality_tasks_table(card: Card) -> pd.DataFrame:
@@ -442,7 +442,7 @@ def quality_tasks_table(card: Card) -> pd.DataFrame:
     order = {x: i for i, x in enumerate(metrics.TESTS)}
     rows = sorted(card.records("quality_tasks"), key=lambda r: (order.get(r["test"], len(order)), r["test"], r["task"]))
     labels = {r["test"]: r["label"] for r in card.records("quality")}
-    return pd.DataFrame({
+    return fmt.text_table({
         "Test": [metrics.quality_label(r["test"], labels.get(r["test"])) for r in rows],
         "Sub-task": [str(r["task"]).replace("_", " ") for r in rows],
         "Right / n": [fmt.right_of(r["right"], r["n"]) for r in rows],
@@ -572,9 +572,9 @@ def fit_table(card: Card) -> pd.DataFrame:
             "Result": fit_result_text(s),
         })
     if not rows:
-        return pd.DataFrame()
+        return fmt.text_table()
     keep = [c for c in rows[0] if any(r[c] != fmt.DASH for r in rows)]
-    return pd.DataFrame([[r[c] for c in keep] for r in rows], columns=keep)
+    return fmt.text_table([[r[c] for c in keep] for r in rows], columns=keep)
 
 
 def _int(x: object) -> int | None:
@@ -599,7 +599,7 @@ def runs_table(card: Card) -> pd.DataFrame:
                      "Started": fmt.text(r.started_at), "Records": fmt.number(r.n_records, 0),
                      "Summary only": fmt.yes_no(r.summary_only), "Supplement of": fmt.text(r.supplement_of),
                      "Failed / repeated / skipped": notes or fmt.DASH})
-    return pd.DataFrame(rows)
+    return fmt.text_table(rows)
 
 
 WARNING_KINDS = {
@@ -660,5 +660,6 @@ def sampling_text(card: Card) -> str:
 def files_table(card: Card) -> pd.DataFrame:
     """Raw files with size and SHA-256."""
     f = card.files
-    return pd.DataFrame({"Run": f.run_id.map(lambda r: "(setup)" if fmt.missing(r) else r), "File": f.path,
-                         "Role": f.role, "Bytes": [fmt.number(b, 0) for b in f.bytes], "SHA-256": f.sha256})
+    return fmt.text_table({"Run": ["(setup)" if fmt.missing(r) else r for r in f.run_id.tolist()],
+                           "File": f.path.tolist(), "Role": f.role.tolist(), "Bytes": [fmt.number(b, 0) for b in f.bytes],
+                           "SHA-256": f.sha256.tolist()})

@@ -86,7 +86,7 @@ def relevant_fields(method: dict) -> dict:
 
 def method_table(card: Card) -> pd.DataFrame:
     """Run | Setting | Value: how every run measured (its stored method, its tests' settings, its tool)."""
-    return pd.DataFrame([(run, setting, value) for run, rows in _method_rows(card) for setting, value in rows],
+    return fmt.text_table([(run, setting, value) for run, rows in _method_rows(card) for setting, value in rows],
                         columns=["Run", "Setting", "Value"])
 
 
@@ -143,7 +143,7 @@ def method_by_run(card: Card) -> list[tuple[str, pd.DataFrame]]:
             continue
         kind = {"speed": "speed", "quality": "quality", "fit": "memory test"}.get(r["kind"], str(r["kind"]))
         started = "" if fmt.missing(r.get("started_at")) else f", started {r['started_at']}"
-        out.append((f"{r['run_id']} ({kind}{started})", pd.DataFrame(rows, columns=["Setting", "Value"])))
+        out.append((f"{r['run_id']} ({kind}{started})", fmt.text_table(rows, columns=["Setting", "Value"])))
     return out
 
 

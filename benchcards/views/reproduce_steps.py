@@ -66,7 +66,7 @@ def flags_table(card: Card, as_measured: bool = False) -> pd.DataFrame:
             meaning = f"⚠ {a.problem}" + (f" — {explained}" if explained else "")
         rows.append({"Part": a.flag + (f" {a.value}" if a.value is not None else ""), "Meaning": meaning})
     rows += [{"Part": part, "Meaning": meaning} for part, meaning in flags.default_notes(argv, build)]
-    return pd.DataFrame(rows)
+    return fmt.text_table(rows)
 
 
 @dataclass
