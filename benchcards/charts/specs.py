@@ -164,7 +164,9 @@ def _template(builder: Callable[..., alt.TopLevelMixin], frames: tuple[str, ...]
         return hit
     sentinels = {name: _sentinel(i, v) for i, (name, v) in enumerate(holes.items())}
     chart = builder(**{f: alt.NamedData(name=f) for f in frames}, **settings, **sentinels)
-    spec = plain_separators(chart.to_dict())
+    # not validated here (about half of a template's cost, paid per worker process): tests/test_specs.py compares
+    # every kind of template with the validated spec Altair builds from the same frames
+    spec = plain_separators(chart.to_dict(validate=False))
     if width is not None:
         spec["width"] = width
     marks = {f: f"\ue000data:{f}\ue000" for f in frames}
