@@ -72,9 +72,7 @@ class Store:
 def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pd.DataFrame:
     """Run ``sql`` on ``con`` and return a DataFrame (noted in ``TRACE`` when tracing)."""
     trace(sql, params)
-    df = con.execute(sql, params or []).df()
-    text = [c for c, t in df.dtypes.items() if isinstance(t, pd.StringDtype)]
-    return df.astype(dict.fromkeys(text, object)) if text else df
+    return con.execute(sql, params or []).df()
 
 
 def trace(sql: str, params: list | None) -> None:
