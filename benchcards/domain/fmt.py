@@ -472,4 +472,6 @@ def text_table(rows: object = None, columns: list[str] | None = None) -> pd.Data
     """
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=columns, dtype=object)
+    table = pd.DataFrame(rows, columns=columns, dtype=object)
+    table.columns = pd.Index(list(table.columns), dtype=object)  # labels too (benchcards.read.store.labels)
+    return table
