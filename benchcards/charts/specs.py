@@ -195,16 +195,32 @@ def _template(builder: Callable[..., alt.TopLevelMixin], frames: tuple[str, ...]
     return tpl
 
 
-def spec_json(builder: Callable[..., alt.TopLevelMixin], frames: Mapping[str, pd.DataFrame],
+def records_by_setup(df: pd.DataFrame, drop_id: bool = False) -> dict[str, list[dict]]:
+    """``records`` of each setup's rows of ``df`` (sorted by ``setup_id``; ``drop_id``: without that column),
+    made for all setups at once: the same rows as ``records`` of each setup's slice, at a fraction of the cost
+    of one call per small slice (a column's checks run once, not once per setup)."""
+    if df.empty:
+        return {}
+    out: dict[str, list[dict]] = {}
+    for row in records(df):
+        key = str(row["setup_id"])
+        if drop_id:
+            del row["setup_id"]
+        out.setdefault(key, []).append(row)
+    return out
+
+
+def spec_json(builder: Callable[..., alt.TopLevelMixin], frames: Mapping[str, pd.DataFrame | list[dict]],
               settings: Mapping[str, Any] | None = None, holes: Mapping[str, Any] | None = None,
               width: str | None = "container") -> str:
     """The Vega-Lite spec of ``builder(**frames, **settings, **holes)`` as script-safe JSON text, with the
-    frames' rows inlined as ``datasets`` named after the frames. ``width`` overrides the spec's width
-    (None keeps it). Settings must be hashable once lists and dicts are frozen (they key the cache)."""
+    frames' rows inlined as ``datasets`` named after the frames (a frame may be given as its ``records``
+    already made). ``width`` overrides the spec's width (None keeps it). Settings must be hashable once
+    lists and dicts are frozen (they key the cache)."""
     settings = dict(settings or {})
     holes = dict(holes or {})
     tpl = _template(builder, tuple(frames), settings, holes, width)
-    data = {name: script_json(records(df)) for name, df in frames.items()}
+    data = {name: script_json(rows if isinstance(rows, list) else records(rows)) for name, rows in frames.items()}
     values = {name: script_json(plain_separators(list(v) if isinstance(v, tuple) else v))
               for name, v in holes.items()}
     out = [tpl.pieces[0]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import jinja2
 import pandas as pd
@@ -19,7 +20,7 @@ from benchcards.site.html_table import table
 from benchcards.site.render import HOME, Charts, environment, render, tier_of
 from benchcards.views import cardview
 
-__all__ = ["EMPTY_KNEES", "SERIES_METRICS", "CardJob", "card_page", "render_cards"]
+__all__ = ["EMPTY_KNEES", "SERIES_METRICS", "CardJob", "Points", "card_page", "render_cards"]
 
 
 # --------------------------------------------------------------------------- setup cards
@@ -41,12 +42,23 @@ class CardJob:
     gone: dict[str, str] = field(default_factory=dict)
 
 
-def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, pd.DataFrame]:
+class Points(NamedTuple):
+    """One setup's points of a chart: the frame (what the chart's settings are computed from) and its rows as
+    the chart's data (``specs.records``, made for the whole batch at once)."""
+
+    frame: pd.DataFrame
+    rows: list[dict]
+
+
+def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, Points]:
     """The rows of ``df`` per setup, in their order (slices of one sort: a groupby cost ~4 ms a card)."""
     if df.empty:
         return {}
+    df = df.sort_values("setup_id", kind="stable")
     # slices keep the frame's index: nothing downstream reads it
-    return card_data.split_by_setup(df.sort_values("setup_id", kind="stable"), drop_id, reset=False)
+    frames = card_data.split_by_setup(df, drop_id, reset=False)
+    rows = specs.records_by_setup(df, drop_id)
+    return {sid: Points(frame, rows[sid]) for sid, frame in frames.items()}
 
 
 #: the knee marks of a card without knees (the columns the charts' knee layers read)
@@ -96,22 +108,30 @@ def _decode_run(c: card_data.Card) -> str | None:
     return c.run_of("decode")
 
 
-def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
-                 knee_points: dict[str, pd.DataFrame]) -> dict[str, dict]:
+def _chart_data(points: Points, knees: Points | pd.DataFrame | None) -> dict[str, list[dict]]:
+    """The datasets of a curve: its points, and its knee marks where it has some (``charts.with_knees``' rule)."""
+    data = {"points": points.rows}
+    if isinstance(knees, Points) and knees.rows:
+        data["knees"] = knees.rows
+    return data
+
+
+def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, Points | None], conc: Points | None,
+                 knee_points: dict[str, Points | pd.DataFrame]) -> dict[str, dict]:
     """The card's charts by ``cardview.Chart`` id, in the setup's own colour (the one the app gives it too)."""
     colours = {"domain": [c.setup.title], "range": [charts.setup_colors([c.setup_id])[c.setup_id]]}
     out = {}
     for kind in ("prefill", "decode", "ttft"):
         pts = depth.get(kind)
-        if pts is None or pts.empty:
+        if pts is None or pts.frame.empty:
             continue
-        frames = charts.with_knees({"points": pts}, knee_points.get(kind))
-        out[f"depth-{kind}"] = page.add_json(specs.spec_json(charts.depth_builder, frames,
-                                                             charts.depth_settings(pts, kind), colours))
-    if conc is not None and not conc.empty:
+        out[f"depth-{kind}"] = page.add_json(specs.spec_json(charts.depth_builder,
+                                                             _chart_data(pts, knee_points.get(kind)),
+                                                             charts.depth_settings(pts.frame, kind), colours))
+    if conc is not None and not conc.frame.empty:
         out["conc-total"] = page.add_json(specs.spec_json(
-            charts.conc_builder, charts.with_knees({"points": conc}, knee_points["conc"]),
-            charts.conc_settings(conc, "total"), colours))
+            charts.conc_builder, _chart_data(conc, knee_points["conc"]), charts.conc_settings(conc.frame, "total"),
+            colours))
     if c.fit is not None and not c.fit_steps.empty:
         fit, settings, holes = charts.fit_parts(c.fit_steps, vram_gib=c.vram_gib)
         out["fit"] = page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes))
@@ -141,8 +161,8 @@ def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str,
 
 
 def card_page(env: jinja2.Environment, c: card_data.Card, path: str, inputs: cardview.Inputs, *,
-              depth: dict[str, pd.DataFrame | None], conc: pd.DataFrame | None,
-              knee_points: dict[str, pd.DataFrame], raw: frozenset[str], gone: dict[str, str] | None = None) -> str:
+              depth: dict[str, Points | None], conc: Points | None,
+              knee_points: dict[str, Points | pd.DataFrame], raw: frozenset[str], gone: dict[str, str] | None = None) -> str:
     """The card of one setup: the sections of ``cardview.sections`` (the app's), in their order, with its charts
     (their points and knee marks computed for many setups at once) and links to its raw files (``gone``: those
     not in the site, and why, said under their names)."""
