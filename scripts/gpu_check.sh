@@ -43,7 +43,7 @@ guard 20 nvidia-smi
 guard 20 nvidia-smi --query-gpu=index,name,memory.total,memory.used,memory.reserved,memory.free,driver_version \
   --format=csv
 guard 10 nvcc --version | tail -2
-nproc; free -g | head -2
+echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset} cores $(nproc)"; free -g | head -2
 
 say "python packages (wheels from .gpu/wheels into $WORK/site)"
 if [ "${GPU_CHECK_WHEELS:-1}" = 1 ]; then
@@ -81,7 +81,8 @@ if [ -z "${LLAMA_SERVER:-}" ]; then
           -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF -DGGML_CCACHE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF
           -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF
           -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_COMMIT=0c1e570)
-    if ! cmake -S "$SRC" -B "$BLD" -G Ninja "${args[@]}" >"$WORK/configure.log" 2>&1; then
+    cuda_flags="-allow-unsupported-compiler"  # the image's gcc may be newer than nvcc knows
+    if ! cmake -S "$SRC" -B "$BLD" -G Ninja "${args[@]}" "-DCMAKE_CUDA_FLAGS=$cuda_flags" >"$WORK/configure.log" 2>&1; then
       # a toolkit assembled from pip wheels keeps cuBLAS and libcuda elsewhere: name them
       say "configure failed; looking for cuBLAS / libcuda outside the toolkit"; grep -A3 "CMake Error" "$WORK/configure.log" | head -20
       for pair in cublas:libcublas.so cublasLt:libcublasLt.so cuda_driver:libcuda.so; do
@@ -90,9 +91,9 @@ if [ -z "${LLAMA_SERVER:-}" ]; then
         [ -n "$f" ] && export LD_LIBRARY_PATH="$(dirname "$f")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
       done
       inc=$(find /usr/local /opt -name cublas_v2.h 2>/dev/null | head -1)
-      [ -n "$inc" ] && args+=("-DCMAKE_CUDA_FLAGS=-I$(dirname "$inc")" "-DCMAKE_CXX_FLAGS=-I$(dirname "$inc")")
+      [ -n "$inc" ] && { cuda_flags+=" -I$(dirname "$inc")"; args+=("-DCMAKE_CXX_FLAGS=-I$(dirname "$inc")"); }
       rm -rf "$BLD"
-      cmake -S "$SRC" -B "$BLD" -G Ninja "${args[@]}" >"$WORK/configure.log" 2>&1 \
+      cmake -S "$SRC" -B "$BLD" -G Ninja "${args[@]}" "-DCMAKE_CUDA_FLAGS=$cuda_flags" >"$WORK/configure.log" 2>&1 \
         || { say "CONFIGURE FAILED"; tail -40 "$WORK/configure.log"; }
     fi
     grep -E "CUDA Toolkit|CMAKE_CUDA_ARCHITECTURES|CUDA host compiler|Including CUDA" "$WORK/configure.log"
@@ -108,7 +109,11 @@ if [ -z "${LLAMA_SERVER:-}" ]; then
 fi
 wait "$model_pid" || say "MODEL WRITE FAILED"
 ls -la "$MODEL"
-[ -x "$LLAMA_SERVER" ] || { say "no llama-server: stopping"; exit 1; }
+save_logs() {
+  [ -f "$WORK/build.log" ] && tail -c 300000 "$WORK/build.log" | gzip >"$OUT/build.log.gz"
+  [ -f "$WORK/configure.log" ] && cp "$WORK/configure.log" "$OUT/"
+}
+[ -x "$LLAMA_SERVER" ] || { say "no llama-server: stopping"; save_logs; exit 1; }
 # shared libraries the binary cannot find (cuBLAS from a pip wheel, say): add their folders
 for lib in $(ldd "$LLAMA_SERVER" | awk '/not found/ {print $1}'); do
   f=$(find /usr/local /usr/lib /opt -name "$lib" 2>/dev/null | head -1)
@@ -162,7 +167,7 @@ with open(out, "w", newline="") as f:
             except Exception as e:
                 v2u, v2r = f"error {e}", ""
             try:
-                procs = ";".join(f"{p.pid}:{(p.usedGpuMemory or 0) / MIB:.1f}"
+                procs = ";".join(f"{p.pid}:" + (f"{p.usedGpuMemory / MIB:.1f}" if p.usedGpuMemory is not None else "NA")
                                  for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h))
             except Exception as e:
                 procs = f"error {e}"
@@ -239,7 +244,6 @@ for c in sorted(glob.glob(f"{work}/fit-*/*/fit/*/contract.json")):
             print("   no server log:", e)
 EOF
 tar -czf "$OUT/fit.tar.gz" -C "$WORK" $(cd "$WORK" && ls -d fit-* 2>/dev/null) 2>/dev/null
-[ -f "$WORK/build.log" ] && tail -c 200000 "$WORK/build.log" | gzip >"$OUT/build.log.gz"
-[ -f "$WORK/configure.log" ] && cp "$WORK/configure.log" "$OUT/"
+save_logs
 pgrep -x llama-server && say "A llama-server IS STILL RUNNING"
 say "done; $OUT: $(ls "$OUT" | tr '\n' ' ')"

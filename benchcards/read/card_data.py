@@ -51,6 +51,11 @@ class Card:
             self._index[key] = (float(value), None if pd.isna(n) else int(n), prov)
             if run is not None and key not in self._runs:
                 self._runs[key] = str(run)
+        self._present = {metric for metric, _, _ in self._index}
+
+    def has(self, *metrics: str) -> bool:
+        """True when the card has a value of any of ``metrics`` (a card view asks before it reads a frame)."""
+        return not self._present.isdisjoint(metrics)
 
     def records(self, name: str) -> list[dict]:
         """The rows of one of the card's frames ('runs', 'quality', 'fit_steps', ...) as dicts, made once per

@@ -191,10 +191,10 @@ TASK_COLUMNS: tuple[str, ...] = ("task_prompt_tokens", "task_output", "task_pref
 
 def task_table(card: Card) -> pd.DataFrame:
     """Named-task figures (tools that measure tasks, not depths): mean ± standard deviation per task."""
+    if not card.has(*TASK_COLUMNS):
+        return fmt.text_table()
     m = card.metrics
     tasks = m[m.metric.isin(TASK_COLUMNS)]
-    if tasks.empty:
-        return fmt.text_table()
     order = tasks.sort_values(["level", "prompt"], na_position="last").prompt.drop_duplicates()
     rows = []
     for task in order:
@@ -367,11 +367,10 @@ def conc_table(card: Card) -> pd.DataFrame:
                      metrics.get("conc_ttft").short: fmt.metric("conc_ttft", card.value("conc_ttft", None, lv)),
                      metrics.get("conc_itl").short: fmt.metric("conc_itl", card.value("conc_itl", None, lv)),
                      "Queued for a slot": queued})
-    df = fmt.text_table(rows)
     # columns no run filled (the benchcards client's own runs have no TTFT/ITL per level) are left out
-    empty = [c for c in (metrics.get("conc_ttft").short, metrics.get("conc_itl").short)
-             if not df.empty and (df[c] == fmt.DASH).all()]
-    return df.drop(columns=empty)
+    empty = {c for c in (metrics.get("conc_ttft").short, metrics.get("conc_itl").short)
+             if rows and all(r[c] == fmt.DASH for r in rows)}
+    return fmt.text_table([{k: v for k, v in r.items() if k not in empty} for r in rows])
 
 
 def engine_table(card: Card) -> pd.DataFrame:
@@ -531,8 +530,17 @@ def fit_peak_sources(steps: pd.DataFrame) -> set[str | None]:
     """The sources of the memory test's peak figures (None: a figure whose source was not recorded)."""
     if "peak_source" not in steps.columns or "peak_gib" not in steps.columns:
         return {None}
-    read = steps[pd.to_numeric(steps.peak_gib, errors="coerce").notna()]
-    return {None if fmt.missing(x) else str(x) for x in read.peak_source} or {None}
+    read = [src for peak, src in zip(steps.peak_gib.tolist(), steps.peak_source.tolist()) if _is_number(peak)]
+    return {None if fmt.missing(x) else str(x) for x in read} or {None}
+
+
+def _is_number(v: object) -> bool:
+    """True for a reading that is a number (``pd.to_numeric(errors='coerce').notna()`` for one value)."""
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return f == f  # not NaN
 
 
 def fit_result_text(s: SimpleNamespace) -> str:
