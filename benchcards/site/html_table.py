@@ -11,7 +11,8 @@ import pandas as pd
 
 from benchcards.domain import fmt, metrics
 
-__all__ = ["SHORT_CELL", "Cell", "Table", "cell_text", "first_ascending", "table", "table_html", "words_html"]
+__all__ = ["SHORT_CELL", "Cell", "Table", "cell_text", "command_html", "first_ascending", "table", "table_html",
+           "words_html"]
 
 
 #: the longest text of a column whose cells do not wrap
@@ -148,6 +149,21 @@ def words_html(text: object) -> str:
     if len(text) < fmt.LONG_TOKEN:  # no word of it is long: one plain run (most cells: figures, short names)
         return str(markupsafe.escape(text))
     return _words_html(text)
+
+
+#: how each kind of ``fmt.command_runs`` run is drawn: a command's words never break (a flag such as --local-dir),
+#: long ones may
+_COMMAND_HTML = {"space": "{}", "text": '<span class="nw">{}</span>', "long": '<span class="lw">{}</span>',
+                 "break": "<wbr>"}
+
+
+def command_html(text: object) -> str:
+    """A shell command escaped for HTML, drawn to wrap at spaces only (``fmt.command_runs``).
+
+    >>> command_html("hf --local-dir <m>")
+    '<span class="nw">hf</span> <span class="nw">--local-dir</span> <span class="nw">&lt;m&gt;</span>'
+    """
+    return "".join(_COMMAND_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.command_runs(str(text)))
 
 
 def _words_html(text: str) -> str:

@@ -15,7 +15,7 @@ from benchcards.charts import specs
 from benchcards.charts.specs import script_json
 from benchcards.domain import fmt, tiers
 from benchcards.site import urls as site
-from benchcards.site.html_table import table_html, words_html
+from benchcards.site.html_table import command_html, table_html, words_html
 
 __all__ = ["CSP", "HOME", "TEMPLATES", "Charts", "environment", "render", "tier_of"]
 
@@ -28,11 +28,6 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "form-action 'none'")
 
 
-#: how each kind of ``fmt.command_runs`` run is drawn: a command's words never break (a flag such as --local-dir), long ones may
-_COMMAND_HTML = {"space": "{}", "text": '<span class="nw">{}</span>', "long": '<span class="lw">{}</span>',
-                 "break": "<wbr>"}
-
-
 def environment() -> jinja2.Environment:
     """The Jinja2 environment of the export: templates from benchcards/site/templates, autoescape always on."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
@@ -42,8 +37,7 @@ def environment() -> jinja2.Environment:
     env.filters["count"] = fmt.count
     # safe (both filters): every run of the text is escaped; only the spans around words and <wbr> are markup
     env.filters["words"] = lambda v: markupsafe.Markup(words_html(v))  # noqa: S704
-    env.filters["command"] = lambda v: markupsafe.Markup("".join(  # noqa: S704
-        _COMMAND_HTML[kind].format(markupsafe.escape(run)) for kind, run in fmt.command_runs(str(v))))
+    env.filters["command"] = lambda v: markupsafe.Markup(command_html(v))  # noqa: S704
     env.globals["table_html"] = table_html
     return env
 
