@@ -68,7 +68,8 @@ _BUFFER = re.compile(r"(?P<dev>[A-Za-z0-9_]+(?:_Mapped|_Host|_REPACK)?) (?P<kind
 _KV_TOTAL = re.compile(r"llama_kv_cache: size =\s*([0-9.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers")
 _N_CTX_SLOT = re.compile(r"n_ctx_slot = (\d+)")
 _CAP = re.compile(r"exceeds the training context of the model \((\d+)\)")
-_BREAKDOWN = re.compile(r"memory_breakdown_print: \|\s*-\s*(?P<dev>[^|]+?)\s*\|\s*(?P<expr>[0-9=+() ]+?)\s*\|")
+#: the CUDA table printed at start has a negative "unaccounted" (``... + -114 |``): kept as written
+_BREAKDOWN = re.compile(r"memory_breakdown_print: \|\s*-\s*(?P<dev>[^|]+?)\s*\|\s*(?P<expr>[0-9=+()\-. ]+?)\s*\|")
 _ERROR = re.compile(r"(?:^|\s)E\s|error|failed", re.IGNORECASE)
 MAX_KEPT = 400  # memory and failure lines kept per start
 
@@ -99,7 +100,7 @@ class BreakdownRow:
 def parse_breakdown(device: str, expr: str) -> BreakdownRow | None:
     """``24077 = 945 + (19187 = 17904 + 384 + 898) + 3945`` (a GPU: total = free + (self = model + context
     + compute) + unaccounted) or ``270 = 70 + 128 + 72`` (the host: self = model + context + compute)."""
-    nums = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", expr)]
+    nums = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", expr)]
     if "(" in expr and len(nums) == 7:
         total, free, self_, model, context, compute, unacc = nums
         return BreakdownRow(device, self_, model, context, compute, total, free, unacc)

@@ -267,6 +267,8 @@ class FitRunner:
         except NotReady as exc:
             if exc.reason == "stopped":
                 return {"stopped": True}
+            if self.version[0] is None:  # maybe no size answers: the log's build line still names the engine
+                self.version = launcher.engine_version(server, None)
             return {"result": "no_load", "error": self.load_failure(server, exc)}
         self.say(f"size {ctx}: ready after {load_s:.2f} s")
         sampler.phase("answer")
@@ -370,11 +372,13 @@ class FitRunner:
         if self.source is None:
             return (f"{rss}: no GPU reading ({self.source_why}); the kernel's own peak (VmHWM) is kept beside it")
         devices = ", ".join(f"{i}: {n}" for i, n in self.source.devices().items())
-        how = "NVML memory used (nvidia-ml-py)" if self.source.name == "nvml" else \
-            "nvidia-smi --query-gpu=memory.used"
+        how = "nvidia-smi --query-gpu=memory.used"
+        if self.source.name == "nvml":
+            how = ("NVML memory used with the driver's reserved memory (nvidia-ml-py; this driver has no second "
+                   "version of the call, which leaves the reserve out as nvidia-smi does)"
+                   if getattr(self.source, "counts_reserved", False) else "NVML memory used (nvidia-ml-py)")
         return (f"{how} {iv}, the maximum over loading and answering, GPUs {devices} summed (the figure includes "
-                f"what other processes and the driver hold: the baseline before each start is kept beside it); "
-                f"also {rss}")
+                f"what other processes hold: the baseline before each start is kept beside it); also {rss}")
 
     def not_tried(self) -> None:
         """A step (result not_tried, the reason in words) and a "stopped" event for every size never started."""

@@ -3,7 +3,10 @@
 Sources, best first (``gpu_source``):
 
 - ``nvml``: NVIDIA's management library through ``nvidia-ml-py`` (optional: ``pip install
-  'benchcards[nvml]'``; imported only when asked for), ``nvmlDeviceGetMemoryInfo(...).used`` per device;
+  'benchcards[nvml]'``; imported only when asked for), ``nvmlDeviceGetMemoryInfo(..., version=nvmlMemory_v2)
+  .used`` per device: memory in use, as nvidia-smi's ``memory.used`` counts it. The first version of that call
+  also counts what the driver reserves (615 MiB on an idle H200, where both readings were compared), so it is
+  used only on a driver without the second, and the step says so (``NvmlSource.counts_reserved``);
 - ``nvidia-smi``: one ``nvidia-smi --query-gpu=index,name,memory.used --format=csv,noheader,nounits
   -lms 250`` process per step, which prints every device four times a second;
 - ``process-rss``: on any machine, the resident memory of the server's process tree (the leader and its
@@ -82,12 +85,25 @@ class NvmlSource(GpuSource):
         for i, h in self.handles.items():
             n = pynvml.nvmlDeviceGetName(h)
             self.names[i] = n.decode() if isinstance(n, bytes) else str(n)
+        #: True on a driver (or nvidia-ml-py) without the memory call's second version: the readings then
+        #: include the driver's reserved memory, which nvidia-smi's memory.used leaves out
+        self.counts_reserved = not self._second_version_works()
+
+    def _second_version_works(self) -> bool:
+        try:
+            self.nvml.nvmlDeviceGetMemoryInfo(next(iter(self.handles.values())), version=self.nvml.nvmlMemory_v2)
+        except (AttributeError, TypeError, self.nvml.NVMLError):  # an older nvidia-ml-py, or an older driver
+            return False
+        return True
 
     def devices(self) -> dict[int, str]:
         return dict(self.names)
 
     def read(self) -> dict[int, float]:
-        return {i: self.nvml.nvmlDeviceGetMemoryInfo(h).used / MIB for i, h in self.handles.items()}
+        if self.counts_reserved:
+            return {i: self.nvml.nvmlDeviceGetMemoryInfo(h).used / MIB for i, h in self.handles.items()}
+        v2 = self.nvml.nvmlMemory_v2
+        return {i: self.nvml.nvmlDeviceGetMemoryInfo(h, version=v2).used / MIB for i, h in self.handles.items()}
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

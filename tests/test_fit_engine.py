@@ -91,3 +91,14 @@ def test_a_real_server_killed_mid_answer_did_not_answer(engine):
     (step,) = run.contract.steps
     assert step.result == "no_answer"
     assert step.error.startswith("the server died mid-answer (exit status -9)")
+
+
+def test_a_memory_test_where_no_size_loads_still_names_the_engine_build(engine):
+    """No size answers, so there is no /props to ask: the version comes from the server log's build line (on the
+    H200 run, the contract of a size that could not fit said none, though its log named build 0 (0c1e570))."""
+    binary, model = engine
+    cfg = FitConfig(server_cmd=f"prlimit --as=1200000000 {binary} -m {model} -c {{ctx}} -np 1 -t 1",
+                    sizes=(4194304,))
+    run = run_fit(cfg)
+    assert [s.result for s in run.contract.steps] == ["no_load"]
+    assert run.contract.engine_version == "b0-0c1e570"

@@ -401,6 +401,32 @@ def test_a_gpu_breakdown_row_is_parsed():
 
 
 @pytest.mark.unit
+def test_the_cuda_table_printed_at_start_with_a_negative_unaccounted_is_read():
+    """The lines of a CUDA llama-server (0c1e570, one H200, scripts/gpu_check.sh): at start llama.cpp prints its
+    table before the driver's allocations settle, with a negative 'unaccounted'; at exit, again. A server that
+    ends before its exit table (killed, out of memory) has only the first one, which was dropped."""
+    log = engine_log.EngineLog()
+    start = [
+        "0.00.576.283 I common_memory_breakdown_print: | memory breakdown [MiB] |  total     free    self   model   "
+        "context   compute    unaccounted |",
+        "0.00.576.291 I common_memory_breakdown_print: |   - CUDA0 (H200)       | 143155 = 142629 + ( 641 =   205 +"
+        "     256 +     180) +        -114 |",
+        "0.00.576.292 I common_memory_breakdown_print: |   - Host               |                     159 =   125 +"
+        "       0 +      34                |",
+    ]
+    for line in start:
+        log.feed(line)
+    rows = {r.device: r for r in log.breakdown}
+    assert set(rows) == {"CUDA0 (H200)", "Host"}
+    gpu = rows["CUDA0 (H200)"]
+    assert (gpu.total_mib, gpu.free_mib, gpu.self_mib, gpu.model_mib, gpu.context_mib, gpu.compute_mib,
+            gpu.unaccounted_mib) == (143155, 142629, 641, 205, 256, 180, -114)
+    log.feed("0.01.830.037 I common_memory_breakdown_print: |   - CUDA0 (H200)       | 143155 = 141757 + ( 641 =   "
+             "205 +     256 +     180) +         757 |")
+    assert {r.device: r.unaccounted_mib for r in log.breakdown}["CUDA0 (H200)"] == 757  # the exit table wins
+
+
+@pytest.mark.unit
 def test_the_demo_engine_fails_with_the_real_engines_lines():
     """The demo's refusal is the real sequence (same functions, same words), stamped like llama.cpp's logger."""
     from live.demo_engine import failure_lines, stamp

@@ -101,3 +101,54 @@ while True:
         assert source.read()[0] > first
     finally:
         source.close()
+
+
+class _FakeNvml:
+    """nvidia-ml-py as it answered on an H200 (driver 580, scripts/gpu_check.sh): the memory call's first version
+    counts the driver's reserve (615 MiB on an idle GPU) in ``used``; the second (``version=nvmlMemory_v2``)
+    leaves it out, as nvidia-smi's memory.used does. ``old_driver``: the second version is missing, as NVML says
+    when a driver lacks a function."""
+
+    class NVMLError(Exception):
+        pass
+
+    nvmlMemory_v2 = 0x02000028
+    RESERVED = 615.1 * memsample.MIB
+
+    def __init__(self, used_mib: float, old_driver: bool = False):
+        self.used = used_mib * memsample.MIB
+        self.old_driver = old_driver
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetCount(self):
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return f"handle{i}"
+
+    def nvmlDeviceGetName(self, h):
+        return b"NVIDIA H200"
+
+    def nvmlDeviceGetMemoryInfo(self, h, version=None):
+        from types import SimpleNamespace
+
+        if not version:
+            return SimpleNamespace(used=self.used + self.RESERVED)
+        if self.old_driver:
+            raise self.NVMLError("Function Not Found")
+        return SimpleNamespace(used=self.used, reserved=self.RESERVED, version=version)
+
+
+@pytest.mark.parametrize("old_driver", [False, True])
+def test_nvml_reads_memory_in_use_as_nvidia_smi_does(monkeypatch, old_driver):
+    # the H200 run: 4,848.8 MiB in use at 128K by the second version, nvidia-smi and llama.cpp's total - free
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml(4848.8, old_driver=old_driver))
+    src = memsample.NvmlSource()
+    assert src.devices() == {0: "NVIDIA H200"}
+    assert src.counts_reserved is old_driver
+    assert src.read() == {0: pytest.approx(4848.8 + (615.1 if old_driver else 0.0))}
