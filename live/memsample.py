@@ -60,6 +60,11 @@ class GpuSource:
     def read(self) -> dict[int, float]:
         raise NotImplementedError
 
+    def read_now(self) -> dict[int, float]:
+        """A reading taken now (``read`` may give the source's latest, a moment old): the baseline and the last
+        reading of a phase."""
+        return self.read()
+
     def close(self) -> None:
         pass
 
@@ -119,13 +124,12 @@ class SmiSource(GpuSource):
         query = [program, "--query-gpu=index,name,memory.used", "--format=csv,noheader,nounits"]
         if indices is not None:
             query += ["-i", ",".join(map(str, indices))]
-        once = subprocess.run(query, capture_output=True, timeout=20, check=False, stdin=subprocess.DEVNULL)
-        if once.returncode != 0:
-            raise RuntimeError(f"nvidia-smi failed: {once.stderr.decode(errors='replace').strip()[:200]}")
+        self.query = query
         self.names: dict[int, str] = {}
         self.latest: dict[int, float] = {}
-        for line in once.stdout.decode(errors="replace").splitlines():
-            self._line(line)
+        once = self._query_once()
+        if once.returncode != 0:
+            raise RuntimeError(f"nvidia-smi failed: {once.stderr.decode(errors='replace').strip()[:200]}")
         if not self.latest:
             raise RuntimeError("nvidia-smi listed no GPU")
         self.proc = subprocess.Popen([*query, f"--loop-ms={interval_ms}"], stdout=subprocess.PIPE,
@@ -148,7 +152,22 @@ class SmiSource(GpuSource):
     def devices(self) -> dict[int, str]:
         return dict(self.names)
 
+    def _query_once(self) -> subprocess.CompletedProcess:
+        """One query, its lines taken as the latest readings."""
+        once = subprocess.run(self.query, capture_output=True, timeout=20, check=False, stdin=subprocess.DEVNULL)
+        if once.returncode == 0:
+            for line in once.stdout.decode(errors="replace").splitlines():
+                self._line(line)
+        return once
+
     def read(self) -> dict[int, float]:
+        return dict(self.latest)
+
+    def read_now(self) -> dict[int, float]:
+        """A query of its own: the loop's latest line can be a quarter of a second old, from before the last
+        server exited (an H200 run's baseline read 595 MiB on an idle GPU) or before a phase ended."""
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self._query_once()
         return dict(self.latest)
 
     def close(self) -> None:
@@ -302,15 +321,15 @@ class Sampler:
         self.mem = StepMemory(source.name if source else None, source.devices() if source else {})
         self.peaks: dict[tuple[str, str], float] = {}
         if source is not None:
-            base = self._gpu_total()
+            base = self._gpu_total(now=True)
             self.mem.gpu_baseline_mib = base
             if base is not None:
                 self._row("baseline", source.name, "all", base)
 
-    def _gpu_total(self) -> float | None:
+    def _gpu_total(self, now: bool = False) -> float | None:
         assert self.source is not None
         try:
-            per = self.source.read()
+            per = self.source.read_now() if now else self.source.read()
         except Exception:
             return None
         t = time.monotonic() - self.t0
@@ -330,13 +349,14 @@ class Sampler:
         self.thread.start()
 
     def phase(self, name: str) -> None:
-        self.sample()  # the last reading of the phase before
+        self.sample(now=True)  # the last reading of the phase before, taken now
         self.now_phase = name
 
-    def sample(self) -> None:
+    def sample(self, now: bool = False) -> None:
+        """One reading of each source, counted for the current phase (``now``: the GPU's taken now)."""
         phase = self.now_phase
         if self.source is not None:
-            total = self._gpu_total()
+            total = self._gpu_total(now)
             if total is not None:
                 key = ("gpu", phase)
                 self.peaks[key] = max(self.peaks.get(key, total), total)
@@ -365,7 +385,7 @@ class Sampler:
         if self.thread is not None:
             self.halt.set()
             self.thread.join(timeout=10)
-            self.sample()
+            self.sample(now=True)
         m = self.mem
         m.gpu_load_peak_mib = self.peaks.get(("gpu", "load"))
         m.gpu_answer_peak_mib = self.peaks.get(("gpu", "answer"))

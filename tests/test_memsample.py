@@ -152,3 +152,40 @@ def test_nvml_reads_memory_in_use_as_nvidia_smi_does(monkeypatch, old_driver):
     assert src.devices() == {0: "NVIDIA H200"}
     assert src.counts_reserved is old_driver
     assert src.read() == {0: pytest.approx(4848.8 + (615.1 if old_driver else 0.0))}
+
+
+def test_nvidia_smi_baseline_and_phase_ends_are_read_now_not_from_the_loop(tmp_path, monkeypatch):
+    """A stand-in nvidia-smi as late as the real one was on an H200: its loop prints what the GPU held a moment
+    ago (here, what it held when the loop started: a server that has since exited), while a query of its own
+    prints what the GPU holds now (the state file). The baseline and the last reading of the load phase must
+    be the GPU's now: on the H200 the loop gave a baseline of 595 MiB on an idle GPU and moved the load
+    phase's memory into the answer phase."""
+    state = tmp_path / "used"
+    state.write_text("595")
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(f"#!{sys.executable}\n" + f"""
+import sys, time
+loop = [a for a in sys.argv if a.startswith("--loop-ms=")]
+used = open({str(state)!r}).read().strip()
+while True:
+    print(f"0, NVIDIA H200, {{used}}", flush=True)
+    if not loop:
+        break
+    time.sleep(int(loop[0].split("=")[1]) / 1000)
+""")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    source, _ = memsample.gpu_source("nvidia-smi")
+    try:
+        time.sleep(0.3)
+        assert source.read() == {0: 595.0}  # the loop's late line
+        state.write_text("0")  # the last server has exited
+        s = memsample.Sampler(source, tmp_path / "m.csv", interval_s=5.0)  # the thread samples no more than once
+        assert s.mem.gpu_baseline_mib == 0.0
+        s.attach(os.getpid())
+        state.write_text("2877")  # the server loaded: 2,877 MiB (the H200 run's 64K)
+        s.phase("answer")
+        m = s.finish()
+    finally:
+        source.close()
+    assert m.gpu_load_peak_mib == 2877.0
