@@ -267,7 +267,7 @@ class FitRunner:
         except NotReady as exc:
             if exc.reason == "stopped":
                 return {"stopped": True}
-            if self.version[0] is None:  # maybe no size answers: the log's build line still names the engine
+            if self.version[0] is None and server.log.parsed.build:  # maybe no size answers: the log names it
                 self.version = launcher.engine_version(server, None)
             return {"result": "no_load", "error": self.load_failure(server, exc)}
         self.say(f"size {ctx}: ready after {load_s:.2f} s")

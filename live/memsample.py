@@ -47,6 +47,8 @@ MIB = 1 << 20
 STILL_MIB = 16.0
 MAX_SAMPLES = 200_000
 INTERVAL_S = 0.25
+#: the longest a reading taken now may take (else the loop's latest line is used)
+READ_NOW_S = 3.0
 
 
 class GpuSource:
@@ -95,9 +97,12 @@ class NvmlSource(GpuSource):
         self.counts_reserved = not self._second_version_works()
 
     def _second_version_works(self) -> bool:
+        """True when every GPU read answers the memory call's second version."""
+        nvml_error = getattr(self.nvml, "NVMLError", Exception)
         try:
-            self.nvml.nvmlDeviceGetMemoryInfo(next(iter(self.handles.values())), version=self.nvml.nvmlMemory_v2)
-        except (AttributeError, TypeError, self.nvml.NVMLError):  # an older nvidia-ml-py, or an older driver
+            for h in self.handles.values():
+                self.nvml.nvmlDeviceGetMemoryInfo(h, version=self.nvml.nvmlMemory_v2)
+        except (AttributeError, TypeError, nvml_error):  # an older nvidia-ml-py, or an older driver
             return False
         return True
 
@@ -152,13 +157,22 @@ class SmiSource(GpuSource):
     def devices(self) -> dict[int, str]:
         return dict(self.names)
 
-    def _query_once(self) -> subprocess.CompletedProcess:
-        """One query, its lines taken as the latest readings."""
-        once = subprocess.run(self.query, capture_output=True, timeout=20, check=False, stdin=subprocess.DEVNULL)
-        if once.returncode == 0:
-            for line in once.stdout.decode(errors="replace").splitlines():
+    def _query_once(self, timeout: float = 20.0) -> subprocess.CompletedProcess:
+        """One query, its lines taken as the latest readings. Raises TimeoutExpired after ``timeout`` seconds,
+        having killed it (and waited for it at most a second: a query stuck in the driver is left behind rather
+        than the memory test)."""
+        proc = subprocess.Popen(self.query, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=1.0)
+            raise
+        if proc.returncode == 0:
+            for line in out.decode(errors="replace").splitlines():
                 self._line(line)
-        return once
+        return subprocess.CompletedProcess(self.query, proc.returncode, out, err)
 
     def read(self) -> dict[int, float]:
         return dict(self.latest)
@@ -167,7 +181,7 @@ class SmiSource(GpuSource):
         """A query of its own: the loop's latest line can be a quarter of a second old, from before the last
         server exited (an H200 run's baseline read 595 MiB on an idle GPU) or before a phase ended."""
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            self._query_once()
+            self._query_once(timeout=READ_NOW_S)
         return dict(self.latest)
 
     def close(self) -> None:

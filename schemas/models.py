@@ -698,7 +698,9 @@ class MemoryBreakdownRow(Strict):
     compute_mib: NonNeg = Field(description="Compute buffers.")
     total_mib: NonNeg | None = Field(None, description="Device total (GPUs).")
     free_mib: NonNeg | None = Field(None, description="Free before the engine allocated (GPUs).")
-    unaccounted_mib: NonNeg | None = Field(None, description="In use by others or the driver (GPUs).")
+    unaccounted_mib: Real | None = Field(None, description="In use by others or the driver (GPUs): total - free - "
+                                         "self, as printed; negative in the table printed at start, before the "
+                                         "driver's allocations show in the free figure (-114 on a CUDA H200).")
 
 
 class FitStep(Strict):

@@ -421,6 +421,12 @@ def test_the_cuda_table_printed_at_start_with_a_negative_unaccounted_is_read():
     gpu = rows["CUDA0 (H200)"]
     assert (gpu.total_mib, gpu.free_mib, gpu.self_mib, gpu.model_mib, gpu.context_mib, gpu.compute_mib,
             gpu.unaccounted_mib) == (143155, 142629, 641, 205, 256, 180, -114)
+    # a server that ended here (killed, out of memory while answering): the step's contract takes the row as is
+    from dataclasses import asdict
+
+    from schemas.models import MemoryBreakdownRow
+
+    assert MemoryBreakdownRow(**asdict(gpu)).unaccounted_mib == -114
     log.feed("0.01.830.037 I common_memory_breakdown_print: |   - CUDA0 (H200)       | 143155 = 141757 + ( 641 =   "
              "205 +     256 +     180) +         757 |")
     assert {r.device: r.unaccounted_mib for r in log.breakdown}["CUDA0 (H200)"] == 757  # the exit table wins

@@ -189,3 +189,32 @@ while True:
     finally:
         source.close()
     assert m.gpu_load_peak_mib == 2877.0
+
+
+def test_a_reading_taken_now_that_hangs_falls_back_to_the_loop_in_bounded_time(tmp_path, monkeypatch):
+    """An nvidia-smi query stuck in the driver must not hold the memory test (and its loaded server): after
+    READ_NOW_S the query is killed and the loop's latest line is used."""
+    hang = tmp_path / "hang"
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(f"#!{sys.executable}\n" + f"""
+import os, sys, time
+loop = [a for a in sys.argv if a.startswith("--loop-ms=")]
+if not loop and os.path.exists({str(hang)!r}):
+    time.sleep(60)
+while True:
+    print("0, NVIDIA H200, 700", flush=True)
+    if not loop:
+        break
+    time.sleep(int(loop[0].split("=")[1]) / 1000)
+""")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(memsample, "READ_NOW_S", 0.5)
+    source, _ = memsample.gpu_source("nvidia-smi")
+    try:
+        hang.write_text("")
+        t0 = time.monotonic()
+        assert source.read_now() == {0: 700.0}
+        assert time.monotonic() - t0 < 5
+    finally:
+        source.close()
