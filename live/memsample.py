@@ -95,6 +95,7 @@ class NvmlSource(GpuSource):
         #: True on a driver (or nvidia-ml-py) without the memory call's second version: the readings then
         #: include the driver's reserved memory, which nvidia-smi's memory.used leaves out
         self.counts_reserved = not self._second_version_works()
+        self._version = {} if self.counts_reserved else {"version": pynvml.nvmlMemory_v2}
 
     def _second_version_works(self) -> bool:
         """True when every GPU read answers the memory call's second version."""
@@ -110,10 +111,7 @@ class NvmlSource(GpuSource):
         return dict(self.names)
 
     def read(self) -> dict[int, float]:
-        if self.counts_reserved:
-            return {i: self.nvml.nvmlDeviceGetMemoryInfo(h).used / MIB for i, h in self.handles.items()}
-        v2 = self.nvml.nvmlMemory_v2
-        return {i: self.nvml.nvmlDeviceGetMemoryInfo(h, version=v2).used / MIB for i, h in self.handles.items()}
+        return {i: self.nvml.nvmlDeviceGetMemoryInfo(h, **self._version).used / MIB for i, h in self.handles.items()}
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -76,23 +76,31 @@ def test_nvml_asked_for_without_nvidia_ml_py_says_so():
     assert memsample.gpu_source("none") == (None, "no GPU reading asked for")
 
 
-def test_nvidia_smi_loop_output_is_read(tmp_path, monkeypatch):
-    """A stand-in nvidia-smi that prints what the real one prints for this query (csv, noheader, nounits), once
-    or every --loop-ms."""
+def _stand_in_smi(tmp_path, monkeypatch, used: str, prelude: str = "") -> None:
+    """An executable ``nvidia-smi`` on PATH that prints what the real one prints for this query (csv, noheader,
+    nounits), once or every --loop-ms: device 0 using ``used`` MiB (a Python expression; ``n`` counts the
+    lines), after running ``prelude`` (``loop`` holds the --loop-ms argument, empty for a one-off query)."""
     fake = tmp_path / "nvidia-smi"
-    fake.write_text(f"#!{sys.executable}\n" + """
-import sys, time
+    fake.write_text(f"""#!{sys.executable}
+import os, sys, time
 loop = [a for a in sys.argv if a.startswith("--loop-ms=")]
+{prelude}
 n = 0
 while True:
     n += 1
-    print(f"0, NVIDIA H200, {1000 + 100 * n}", flush=True)
+    print(f"0, NVIDIA H200, {{{used}}}", flush=True)
     if not loop:
         break
     time.sleep(int(loop[0].split("=")[1]) / 1000)
 """)
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+
+
+def test_nvidia_smi_loop_output_is_read(tmp_path, monkeypatch):
+    """A stand-in nvidia-smi that prints what the real one prints for this query (csv, noheader, nounits), once
+    or every --loop-ms."""
+    _stand_in_smi(tmp_path, monkeypatch, "1000 + 100 * n")
     source, why = memsample.gpu_source("nvidia-smi")
     try:
         assert why == "nvidia-smi polled every 0.25 s" and source.devices() == {0: "NVIDIA H200"}
@@ -162,19 +170,7 @@ def test_nvidia_smi_baseline_and_phase_ends_are_read_now_not_from_the_loop(tmp_p
     phase's memory into the answer phase."""
     state = tmp_path / "used"
     state.write_text("595")
-    fake = tmp_path / "nvidia-smi"
-    fake.write_text(f"#!{sys.executable}\n" + f"""
-import sys, time
-loop = [a for a in sys.argv if a.startswith("--loop-ms=")]
-used = open({str(state)!r}).read().strip()
-while True:
-    print(f"0, NVIDIA H200, {{used}}", flush=True)
-    if not loop:
-        break
-    time.sleep(int(loop[0].split("=")[1]) / 1000)
-""")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    _stand_in_smi(tmp_path, monkeypatch, "used", prelude=f"used = open({str(state)!r}).read().strip()")
     source, _ = memsample.gpu_source("nvidia-smi")
     try:
         time.sleep(0.3)
@@ -195,20 +191,8 @@ def test_a_reading_taken_now_that_hangs_falls_back_to_the_loop_in_bounded_time(t
     """An nvidia-smi query stuck in the driver must not hold the memory test (and its loaded server): after
     READ_NOW_S the query is killed and the loop's latest line is used."""
     hang = tmp_path / "hang"
-    fake = tmp_path / "nvidia-smi"
-    fake.write_text(f"#!{sys.executable}\n" + f"""
-import os, sys, time
-loop = [a for a in sys.argv if a.startswith("--loop-ms=")]
-if not loop and os.path.exists({str(hang)!r}):
-    time.sleep(60)
-while True:
-    print("0, NVIDIA H200, 700", flush=True)
-    if not loop:
-        break
-    time.sleep(int(loop[0].split("=")[1]) / 1000)
-""")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    _stand_in_smi(tmp_path, monkeypatch, "700",
+                  prelude=f"if not loop and os.path.exists({str(hang)!r}):\n    time.sleep(60)")
     monkeypatch.setattr(memsample, "READ_NOW_S", 0.5)
     source, _ = memsample.gpu_source("nvidia-smi")
     try:

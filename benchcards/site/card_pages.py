@@ -18,7 +18,7 @@ from benchcards.read.store import Store
 from benchcards.site import urls as site
 from benchcards.site import writer as sitewrite
 from benchcards.site.html_table import command_html, table, table_html
-from benchcards.site.render import HOME, Charts, environment, render, tier_of
+from benchcards.site.render import HOME, Charts, chart_html, environment, render, tier_of
 from benchcards.views import cardview
 
 __all__ = ["EMPTY_KNEES", "SERIES_METRICS", "CardJob", "Points", "card_page", "render_cards"]
@@ -171,11 +171,6 @@ def _files_html(b: cardview.Files, raw: frozenset[str], up: str, gone: dict[str,
     return f'<p class="muted">{_esc(b.note)}</p>\n{table_html(t)}\n'
 
 
-def _chart_html(c: dict) -> str:
-    caption = f'<figcaption class="muted">{_esc(c["caption"])}</figcaption>' if c["caption"] else ""
-    return f'<figure class="chart-box"><div class="chart" id="{_esc(c["id"])}"></div>{caption}</figure>\n'
-
-
 def _list_html(b: object) -> str | None:
     """Tiles, bullets, sources, a command and facts: the blocks that are lists of plain texts."""
     if isinstance(b, cardview.Tiles):
@@ -211,7 +206,7 @@ def _block(b: object, drawn: dict[str, dict], raw: frozenset[str], up: str,
     if isinstance(b, cardview.Files):
         return _files_html(b, raw, up, gone)
     if isinstance(b, cardview.Chart):
-        return _chart_html(drawn[b.id]) if b.id in drawn else None
+        return f"{chart_html(drawn[b.id])}\n" if b.id in drawn else None
     if isinstance(b, cardview.Link):
         return f'<p class="nav"><a href="{_esc(up)}{_esc(b.site)}">{_esc(b.text)}</a></p>\n' if b.site else None
     if isinstance(b, cardview.Details):

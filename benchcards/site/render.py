@@ -15,9 +15,9 @@ from benchcards.charts import specs
 from benchcards.charts.specs import script_json
 from benchcards.domain import fmt, tiers
 from benchcards.site import urls as site
-from benchcards.site.html_table import command_html, table_html, words_html
+from benchcards.site.html_table import table_html, words_html
 
-__all__ = ["CSP", "HOME", "TEMPLATES", "Charts", "environment", "render", "tier_of"]
+__all__ = ["CSP", "HOME", "TEMPLATES", "Charts", "chart_html", "environment", "render", "tier_of"]
 
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -35,11 +35,21 @@ def environment() -> jinja2.Environment:
     # safe: script_json leaves no character that could end the <script> element or open markup
     env.filters["script_json"] = lambda v: markupsafe.Markup(script_json(v))  # noqa: S704
     env.filters["count"] = fmt.count
-    # safe (both filters): every run of the text is escaped; only the spans around words and <wbr> are markup
+    # safe: every run of the text is escaped; only the spans around words and <wbr> are markup
     env.filters["words"] = lambda v: markupsafe.Markup(words_html(v))  # noqa: S704
-    env.filters["command"] = lambda v: markupsafe.Markup(command_html(v))  # noqa: S704
     env.globals["table_html"] = table_html
+    env.globals["chart_html"] = chart_html
     return env
+
+
+def chart_html(c: dict) -> markupsafe.Markup:
+    """The box a chart of ``Charts`` is drawn into (its spec travels in a JSON block of the page), with its
+    caption; every text escaped. The ``chart`` macro of templates/macros.html and the card's blocks draw it."""
+    esc = markupsafe.escape
+    caption = f'<figcaption class="muted">{esc(c["caption"])}</figcaption>' if c["caption"] else ""
+    # safe: the id and the caption are escaped above
+    return markupsafe.Markup(  # noqa: S704
+        f'<figure class="chart-box"><div class="chart" id="{esc(c["id"])}"></div>{caption}</figure>')
 
 
 @dataclass
