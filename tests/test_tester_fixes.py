@@ -150,3 +150,32 @@ def test_the_exported_card_says_which_raw_file_changed_since_it_was_ingested_and
     assert not list((tmp_path / "site" / "raw").glob(f"{result.raw_missing[0]}.bin"))  # the changed bytes: not copied
     setup_row = next(r for r in card.split("<tr>") if "contract.json" in r)
     assert "<a " in setup_row and "Not in this site" not in setup_row
+
+
+@pytest.mark.integration
+def test_the_exported_card_says_why_a_raw_file_that_changed_size_or_went_is_not_in_the_site(hand_db, tmp_path):
+    """The export looks at each raw file's source before the cards render (size, kind) and reads it only while
+    they render: a file it cannot copy is said on the card either way, with the same words."""
+    import html
+
+    from benchcards.site.exporter import export
+
+    db, folder = hand_db
+    (folder / "speed" / "hand-speed" / "client.log").write_bytes(b"longer than it was\n")
+    (folder / "fit" / "hand-fit" / "contract.json").unlink()
+    result = export(db, tmp_path / "site")
+    card = (tmp_path / "site" / "setups" / "hand-3090.html").read_text()
+    rows = [html.unescape(re.sub(r"<[^>]+>", "", r.replace("<br>", " "))) for r in card.split("<tr>")]
+    shown = {name: next(r for r in rows if name in r) for name in ("client.log", "fit/hand-fit/contract.json")}
+    assert "Not in this site: it changed since it was ingested: it holds 19 bytes, not 9." in shown["client.log"]
+    assert "Not in this site: it is no longer there." in shown["fit/hand-fit/contract.json"]
+    assert len(result.raw_missing) == 2 and result.rendered == ["hand-3090"]
+    assert sorted(p.name for p in (tmp_path / "site" / "raw").iterdir()) == sorted(
+        f"{h}.bin" for h in set(_raw_hashes(db)) - set(result.raw_missing))
+
+
+def _raw_hashes(db: Path) -> list[str]:
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        return [r[0] for r in con.execute("SELECT DISTINCT sha256 FROM files").fetchall()]

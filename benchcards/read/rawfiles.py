@@ -13,7 +13,7 @@ from benchcards.domain.errors import BenchcardsError
 if TYPE_CHECKING:
     from benchcards.read.store import Store
 
-__all__ = ["RawFileError", "find_raw", "raw_sources"]
+__all__ = ["RawFileError", "find_raw", "looks_readable", "raw_sources"]
 
 
 class RawFileError(BenchcardsError, LookupError):
@@ -46,6 +46,42 @@ def find_raw(sha256: str, sources: list[tuple[str, int]]) -> tuple[bytes | None,
         if i == 0:
             why = problem
     return None, why
+
+
+def looks_readable(sources: list[tuple[str, int]]) -> str:
+    """'' when one of ``sources`` looks like the file that was ingested (a regular file of its size, reached
+    without following a link), without reading it; else why not for the first source, in ``find_raw``'s words.
+    ``find_raw`` says the same unless a file changes in between or keeps its size but not its bytes."""
+    why = "is not recorded anywhere"
+    for i, (source, size) in enumerate(sources):
+        problem = _check_regular(Path(source), int(size))
+        if not problem:
+            return ""
+        if i == 0:
+            why = problem
+    return why
+
+
+def _check_regular(path: Path, size: int) -> str:
+    """'' when ``path`` is a regular file of ``size`` bytes (no link followed); else why not, in words."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return "is no longer there"
+    except OSError:
+        return "can no longer be read as it was ingested (it is a link or cannot be opened)"
+    if stat.S_ISLNK(st.st_mode):
+        return "can no longer be read as it was ingested (it is a link or cannot be opened)"
+    if not stat.S_ISREG(st.st_mode):
+        return "is no longer a regular file"
+    if st.st_size != size:
+        return f"changed since it was ingested: it holds {st.st_size:,} bytes, not {size:,}"
+    if not os.access(path, os.R_OK):
+        return "can no longer be read as it was ingested (it is a link or cannot be opened)"
+    return ""
 
 
 def _read_regular(path: Path, size: int) -> tuple[bytes | None, str]:

@@ -3,6 +3,7 @@ rendered a batch at a time (in a worker process or here)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -71,10 +72,16 @@ SERIES_METRICS = ["prefill", "ctx_prefill", "decode_at_depth", "ctx_decode", "tt
                   "conc_per_request", "bench_prefill", "bench_decode"]
 
 
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """This process's environment: its templates are compiled once, not once a job."""
+    return environment()
+
+
 def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     """Render and write the cards of ``job.ids``; returns the written files' entries and which were written.
     Side effects: writes ``setups/<id>.html`` files under ``job.out`` (unchanged ones are left alone)."""
-    env = environment()
+    env = _environment()
     store = Store(job.db_path)
     writer = sitewrite.Writer(job.out, job.previous)
     cards = card_data.cards(store, job.ids)

@@ -60,7 +60,7 @@ from benchcards.read.store import Store
 from benchcards.site import pool
 from benchcards.site import urls as site
 from benchcards.site import writer as sitewrite
-from benchcards.site.card_pages import CardJob
+from benchcards.site.card_pages import CardJob, render_cards
 from benchcards.site.pages import aggregate_pages
 from benchcards.site.render import TEMPLATES, environment
 
@@ -136,24 +136,49 @@ def _vega_js(stamp: str, vl: str) -> str:
     return bundle
 
 
-def _raw_files(store: Store, writer: sitewrite.Writer) -> tuple[frozenset[str], dict[str, str]]:
-    """Copy every raw file into raw/<sha256>.bin (files already there as written are kept without reading
-    their source). Returns the hashes present, and those whose source is gone or changed with why, in words."""
-    present: set[str] = set()
-    missing: dict[str, str] = {}
-    for sha, sources in rawfiles.raw_sources(store).items():
-        rel = f"raw/{sha}.bin"
-        if writer.keep_if_present(rel, sha):
+@dataclass(frozen=True)
+class _RawCopy:
+    """The raw files of the site: those already there as written are kept, the others copied into
+    raw/<sha256>.bin (``run``) once the cards are given to the workers. The cards are rendered with the files
+    expected to be copied (``present``, and ``gone`` with why not: a look at each source, without reading it);
+    ``run`` says what was really copied, and the export renders again the few cards whose files turned out
+    otherwise (a source that kept its size but not its bytes, or changed in between). A thread copying while the
+    parent rendered cost more CPU than it saved (two threads taking turns at the GIL)."""
+
+    present: frozenset[str]
+    gone: dict[str, str]
+    todo: dict[str, list[tuple[str, int]]]
+
+    @classmethod
+    def plan(cls, store: Store, writer: sitewrite.Writer) -> _RawCopy:
+        present: set[str] = set()
+        gone: dict[str, str] = {}
+        todo: dict[str, list[tuple[str, int]]] = {}
+        for sha, sources in rawfiles.raw_sources(store).items():
+            if writer.keep_if_present(f"raw/{sha}.bin", sha):
+                present.add(sha)
+                continue
+            todo[sha] = sources
+            if why := rawfiles.looks_readable(sources):
+                gone[sha] = why
+            else:
+                present.add(sha)
+        return cls(frozenset(present), gone, todo)
+
+    def run(self, writer: sitewrite.Writer) -> tuple[frozenset[str], dict[str, str]]:
+        """Copy the files still to copy (each only when its source still has the bytes that were ingested).
+        Returns the hashes present in the site, and those not with why. Side effect: writes raw/<sha256>.bin."""
+        present = set(self.present) - set(self.todo)
+        missing: dict[str, str] = {}
+        for sha, sources in self.todo.items():
+            data, why = rawfiles.find_raw(sha, sources)
+            if data is None:
+                missing[sha] = why
+                continue
+            # named by content hash with a neutral extension: never served as HTML/SVG/JS
+            writer.write_hashed(f"raw/{sha}.bin", data, sha)
             present.add(sha)
-            continue
-        data, why = rawfiles.find_raw(sha, sources)
-        if data is None:
-            missing[sha] = why
-            continue
-        # named by content hash with a neutral extension: never served as HTML/SVG/JS
-        writer.write_hashed(rel, data, sha)
-        present.add(sha)
-    return frozenset(present), missing
+        return frozenset(present), missing
 
 
 def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | None = None,
@@ -193,28 +218,35 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         candidates = [s for s in ids if not previous_stamps.get(site.setup_path(s), "").startswith(early[s] + ":")]
         n_workers = pool.workers(workers, len(candidates)) if candidates else 1
         renderer = pool.CardPool(n_workers)
+        copy = _RawCopy.plan(store, writer) if with_raw else _RawCopy(frozenset(), {}, {})
+        raw, gone = copy.present, copy.gone
         try:
             renderer.warm(n_workers)
-            raw, gone = _raw_files(store, writer) if with_raw else (frozenset(), {})
-            raw_missing = list(gone)
             data = analysis_inputs.analysis_data(store)
             kn = analysis.knees(data)
-            extras = _card_extras(store, kn, raw)
             # a card in a build group shows the group's timeline: it changes with any member's data
             build_groups = builds.timelines(store)
             timelines = _timeline_tables(build_groups)
-            todo = _cards_to_render(ids, early, extras, build_groups, digests, writer, stamps, previous_stamps)
-            chunks = [todo[i:i + pool.CHUNK] for i in range(0, len(todo), pool.CHUNK)]
-            for chunk in chunks:
-                prev = {p: e for p in (site.setup_path(s) for s in chunk) if (e := previous.get(p)) is not None}
-                job = CardJob(db_path, out, chunk, prev, raw, kn[kn.setup_id.isin(set(chunk))],
-                              {s: timelines[s] for s in chunk if s in timelines}, gone)
-                renderer.render(job, writer)
+            card_stamps = _card_stamps(ids, early, _card_extras(store, kn, raw, gone), build_groups, digests)
+            todo = _cards_to_render(ids, card_stamps, writer, stamps, previous_stamps)
+            job = _CardJobs(db_path, out, previous, kn, timelines)
+            size = pool.chunk(len(todo), n_workers)
+            for i in range(0, len(todo), size):
+                renderer.render(job.of(todo[i:i + size], raw, gone), writer)
+            raw_now, gone_now = copy.run(writer)
             _assets(writer, stamps, previous_stamps)
             pages = aggregate_pages(env, writer, store, ov, data, kn, base, build_groups)
             renderer.collect(writer)
+            if (raw_now, gone_now) != (raw, gone):  # a file was not as it looked: its cards again
+                again = _card_stamps(ids, early, _card_extras(store, kn, raw_now, gone_now), build_groups, digests)
+                redo = [s for s in ids if again[s] != card_stamps[s]]
+                stamps.update({site.setup_path(s): again[s] for s in ids})
+                writer.merge(*render_cards(job.of(redo, raw_now, gone_now)))
+                todo += [s for s in redo if s not in set(todo)]
         finally:
             renderer.close()
+        gone = gone_now
+        raw_missing = list(gone)
         pages += [site.setup_path(s) for s in ids]
         html = sorted(p for p in writer.entries if p.endswith(".html"))
         writer.write("sitemap.xml", site.sitemap(html, base))
@@ -227,24 +259,45 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
                         seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
 
 
-def _cards_to_render(ids: list[str], early: dict[str, str], extras: dict[str, str], build_groups: list[builds.Group],
-                     digests: dict[str, str], writer: sitewrite.Writer, stamps: dict[str, str],
-                     previous_stamps: dict[str, str]) -> list[str]:
-    """The setups whose card must be rendered again: its stamp (code, data, raw files, knees and, for a card in
-    a build group, every member's data: the group's timeline) differs from the last export's, or its page
-    is gone or changed. Records every card's stamp in ``stamps``."""
+def _card_stamps(ids: list[str], early: dict[str, str], extras: dict[str, str], build_groups: list[builds.Group],
+                 digests: dict[str, str]) -> dict[str, str]:
+    """Each card's stamp: code, data, raw files, knees and, for a card in a build group, every member's data
+    (the group's timeline). A card whose stamp is the last export's is not rendered again."""
     for g in (grp.ids for grp in build_groups):
         stamp_g = sitewrite.sha256(",".join(f"{m}={digests.get(m, '')}" for m in g).encode())[:16]
         for m in g:
             extras[m] = f"{extras.get(m, '')}+{stamp_g}"
+    return {sid: f"{early[sid]}:{extras.get(sid, '')}" for sid in ids}
+
+
+def _cards_to_render(ids: list[str], card_stamps: dict[str, str], writer: sitewrite.Writer, stamps: dict[str, str],
+                     previous_stamps: dict[str, str]) -> list[str]:
+    """The setups whose card must be rendered again: its stamp differs from the last export's, or its page
+    is gone or changed. Records every card's stamp in ``stamps``."""
     todo = []
     for sid in ids:
         rel = site.setup_path(sid)
-        stamp = stamps[rel] = f"{early[sid]}:{extras.get(sid, '')}"
+        stamp = stamps[rel] = card_stamps[sid]
         old = writer.previous.get(rel)
         if old is None or previous_stamps.get(rel) != stamp or not writer.keep_if_present(rel, old.sha256):
             todo.append(sid)
     return todo
+
+
+@dataclass(frozen=True)
+class _CardJobs:
+    """What every card job of one export shares; ``of`` makes the job of some setups."""
+
+    db_path: Path
+    out: Path
+    previous: dict[str, sitewrite.Entry]
+    knees: pd.DataFrame
+    timelines: dict[str, pd.DataFrame]
+
+    def of(self, ids: list[str], raw: frozenset[str], gone: dict[str, str]) -> CardJob:
+        prev = {p: e for p in (site.setup_path(s) for s in ids) if (e := self.previous.get(p)) is not None}
+        return CardJob(self.db_path, self.out, ids, prev, raw, self.knees[self.knees.setup_id.isin(set(ids))],
+                       {s: self.timelines[s] for s in ids if s in self.timelines}, gone)
 
 
 def _timeline_tables(groups: list[builds.Group]) -> dict[str, pd.DataFrame]:
@@ -285,14 +338,16 @@ def code_stamp() -> str:
     return h.hexdigest()[:16]
 
 
-def _card_extras(store: Store, kn: pd.DataFrame, raw: frozenset[str]) -> dict[str, str]:
-    """Per setup, a digest of what its card shows besides its own rows: its knees and which of its raw files
-    the site has (a card links only those)."""
+def _card_extras(store: Store, kn: pd.DataFrame, raw: frozenset[str], gone: dict[str, str]) -> dict[str, str]:
+    """Per setup, a digest of what its card shows besides its own rows: its knees, which of its raw files
+    the site has (a card links only those) and why the others are not there."""
     files = store.df("SELECT DISTINCT setup_id, sha256 FROM files ORDER BY setup_id, sha256")
     linked: dict[str, list[str]] = {}
     for sid, sha in zip(files.setup_id.tolist(), files.sha256.tolist()):
         if sha in raw:
             linked.setdefault(str(sid), []).append(str(sha))
+        elif sha in gone:
+            linked.setdefault(str(sid), []).append(f"-{sha} {gone[sha]}")
     knees: dict[str, list[str]] = {}
     cols = [kn[c].tolist() for c in kn.columns]
     for row in zip(*cols):

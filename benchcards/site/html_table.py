@@ -85,11 +85,12 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
     if df is None or df.empty:
         return Table([], [])
     hidden = set((links or {}).values()) | set((downloads or {}).values()) | set((notes or {}).values())
-    values: dict[Any, list] = {}
-    kinds = {}
-    for c, col in df.items():
-        values[c] = col.tolist()
-        kinds[c] = col.dtype
+    names = list(df.columns)
+    kinds = dict(zip(names, df.dtypes.tolist()))
+    if all(k == object for k in kinds.values()):  # fmt.text_table's tables: one block of texts, read at once
+        values: dict[Any, list] = dict(zip(names, df.to_numpy().T.tolist()))
+    else:
+        values = {c: col.tolist() for c, col in df.items()}
     cols = [c for c in df.columns if c not in hidden]
     decimals: dict[str, int] = {**{c: _decimals(values[c]) for c in cols if pd.api.types.is_float_dtype(kinds[c])},
                                 **df.attrs.get("decimals", {})}

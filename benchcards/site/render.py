@@ -67,7 +67,8 @@ class Charts:
 
     def add(self, chart: alt.TopLevelMixin, caption: str | None = None) -> dict:
         """Add an Altair chart (built and validated here: for the few charts of a kind)."""
-        spec = specs.plain_separators(chart.to_dict(validate=False))  # the app draws and validates the same charts
+        with alt.data_transformers.enable(specs.INLINE):
+            spec = specs.plain_separators(chart.to_dict(validate=False))  # the app draws and validates the same charts
         spec["width"] = "container"
         return self.add_json(script_json(spec), caption)
 
