@@ -370,17 +370,20 @@ def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = 
 
 
 def depth_settings(points: pd.DataFrame, kind: str) -> dict:
-    """The settings of ``depth_builder`` that depend on the points (the depth ticks)."""
-    return {"kind": kind, "ticks": tuple(powers_of_two(points.tokens))}
+    """The settings of ``depth_builder`` that depend on the points (the depth ticks, and whether the axis is
+    log-2: ``ticks`` may then be a template's hole)."""
+    ticks = tuple(powers_of_two(points.tokens))
+    return {"kind": kind, "ticks": ticks, "log": len(ticks) > 2}
 
 
-def depth_builder(points: Any, kind: str, ticks: tuple[int, ...], domain: list, range: list,
-                  knees: Any = None) -> alt.TopLevelMixin:
+def depth_builder(points: Any, kind: str, domain: list, range: list, ticks: tuple[int, ...] = (),
+                  log: bool | None = None, knees: Any = None) -> alt.TopLevelMixin:
     """The depth chart of ``depth_points`` frames (or named data with their columns; see benchcards.charts.specs);
-    ``domain`` and ``range``: the setups' colours (``color_values``, holes)."""
+    ``domain`` and ``range``: the setups' colours (``color_values``, holes); ``ticks`` and ``log`` as
+    ``_x_pow2``'s."""
     y_title, title = CHART_LABELS[kind]
     base = alt.Chart(points)
-    x = _x_pow2("tokens", DEPTH_X_TITLE, ticks)
+    x = _x_pow2("tokens", DEPTH_X_TITLE, ticks, log)
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=True, nice=True))
     tooltip = [alt.Tooltip("setup:N", title="Setup"), alt.Tooltip("part:N", title="Part"),
                alt.Tooltip("depth_text:N", title="Prompt depth"), alt.Tooltip("value_text:N", title=y_title.split(" (")[0])]

@@ -14,6 +14,7 @@ import pandas as pd
 
 from benchcards.charts import charts, specs
 from benchcards.compute import sweeps
+from benchcards.domain import fmt
 from benchcards.read import card_data, curves, db, reported
 from benchcards.read.store import Store
 from benchcards.site import urls as site
@@ -133,14 +134,17 @@ def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, Points | None
         pts = depth.get(kind)
         if pts is None or pts.frame.empty:
             continue
+        settings = charts.depth_settings(pts.frame, kind)
+        # the ticks differ from card to card: a hole, so that one template serves every card of a kind
+        ticks = {"ticks": settings.pop("ticks")} if settings["ticks"] else {}
         out[f"depth-{kind}"] = page.add_json(specs.spec_json(charts.depth_builder,
                                                              _chart_data(pts, knee_points.get(kind)),
-                                                             charts.depth_settings(pts.frame, kind), colours))
+                                                             settings, {**colours, **ticks}))
     if conc is not None and not conc.frame.empty:
         out["conc-total"] = page.add_json(specs.spec_json(
             charts.conc_builder, _chart_data(conc, knee_points["conc"]), charts.conc_settings(conc.frame, "total"),
             colours))
-    if c.fit is not None and not c.fit_steps.empty:
+    if c.fit is not None and not c.empty("fit_steps"):
         fit, settings, holes = charts.fit_parts(c.fit_steps, vram_gib=c.vram_gib)
         out["fit"] = page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes))
     return out
@@ -170,10 +174,11 @@ def _text_html(b: cardview.Text) -> str:
 
 def _files_html(b: cardview.Files, raw: frozenset[str], up: str, gone: dict[str, str] | None) -> str:
     """The raw files: each linked to its copy in the site (a download under its own name), or why it is not."""
-    files = b.df.copy()
-    files["href"] = [f"raw/{h}.bin" if h in raw else None for h in files["SHA-256"]]
-    files["name"] = [p.rsplit("/", 1)[-1] for p in files["File"]]
-    files["why"] = [f"Not in this site: it {gone[h]}." if gone and h in gone else None for h in files["SHA-256"]]
+    cols = {str(c): b.df[c].tolist() for c in b.df.columns}
+    shas = cols["SHA-256"]
+    files = fmt.text_table({**cols, "href": [f"raw/{h}.bin" if h in raw else None for h in shas],
+                            "name": [p.rsplit("/", 1)[-1] for p in cols["File"]],
+                            "why": [f"Not in this site: it {gone[h]}." if gone and h in gone else None for h in shas]})
     t = table(files, links={"File": "href"}, downloads={"File": "name"}, up=up, notes={"File": "why"})
     return f'<p class="muted">{_esc(b.note)}</p>\n{table_html(t)}\n'
 

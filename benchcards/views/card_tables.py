@@ -7,6 +7,8 @@ names come from the metric registry. Pure functions, no Streamlit.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -509,7 +511,8 @@ def fit_slot_warning(card: Card) -> str | None:
 
 def fit_only(card: Card) -> bool:
     """True when the setup's only runs are memory tests (no speed or quality run used its sampling)."""
-    return not card.runs.empty and set(card.runs.kind) == {"fit"}
+    kinds = card.column("runs", "kind")
+    return bool(kinds) and set(kinds) == {"fit"}
 
 
 def fit_peak_tile(f: dict) -> Tile:
@@ -594,10 +597,8 @@ def _int(x: object) -> int | None:
 def runs_table(card: Card) -> pd.DataFrame:
     """Every run with its parts that did not simply pass (failed, repeated, skipped)."""
     rows = []
-    p = card.parts
     problems: dict[str, list[str]] = {}
-    for run_id, part, status, reason in zip(p.run_id.tolist(), p.part.tolist(), p.status.tolist(),
-                                            p.reason.tolist()):
+    for run_id, part, status, reason in zip(*(card.column("parts", c) for c in ("run_id", "part", "status", "reason"))):
         if status != "ok":
             problems.setdefault(run_id, []).append(f"{step_name(part)}: {status} — {fmt.text(reason)}")
     for r in card.rows("runs"):
@@ -667,7 +668,7 @@ def sampling_text(card: Card) -> str:
 
 def files_table(card: Card) -> pd.DataFrame:
     """Raw files with size and SHA-256."""
-    f = card.files
-    return fmt.text_table({"Run": ["(setup)" if fmt.missing(r) else r for r in f.run_id.tolist()],
-                           "File": f.path.tolist(), "Role": f.role.tolist(), "Bytes": [fmt.number(b, 0) for b in f.bytes],
-                           "SHA-256": f.sha256.tolist()})
+    col = functools.partial(card.column, "files")
+    return fmt.text_table({"Run": ["(setup)" if fmt.missing(r) else r for r in col("run_id")],
+                           "File": col("path"), "Role": col("role"), "Bytes": [fmt.number(b, 0) for b in col("bytes")],
+                           "SHA-256": col("sha256")}, columns=["Run", "File", "Role", "Bytes", "SHA-256"])

@@ -219,7 +219,9 @@ def reported_figures(r: reported.CardSection | None) -> Section | None:
 def sweep_blocks(c: Card, i: Inputs) -> list:
     """A sweep variant's card: which boot(s) its figures come from, and a link to the sweep's page (which
     compares every boot)."""
-    shown = {str(r) for r in c.metrics.run_id} if "run_id" in c.metrics.columns else set()
+    if not i.sweeps:
+        return []
+    shown = {str(r) for r in c.column("metrics", "run_id")} if "run_id" in c.metrics.columns else set()
     out: list = []
     for rec in i.sweeps:
         out += [Text(sweeps.card_boots(rec, c.setup_id, shown), "info"),
@@ -230,7 +232,7 @@ def sweep_blocks(c: Card, i: Inputs) -> list:
 
 def speed(c: Card, i: Inputs) -> Section:
     blocks: list = [Tiles([t for t in card_tables.headline_tiles(c) if t.value != fmt.DASH]), *sweep_blocks(c, i)]
-    if c.metrics.empty:
+    if c.empty("metrics"):
         return Section("speed", "Speed", [*blocks, Text("No speed run for this setup.", "note")])
     blocks += [Text(n, "note") for n in (card_tables.decode_context(c, i.prompt_tokens), card_tables.headline_source(c),
                                                 card_tables.words_note(c)) if n]
@@ -312,7 +314,7 @@ def server_log(c: Card) -> Section | None:
 def charts(c: Card, i: Inputs) -> Section | None:
     """The card's curves: prefill, decode and first token against prompt depth, total throughput against requests
     at once (drawn where the renderer has their points; the app links to Scaling curves)."""
-    m = set(c.metrics.metric) if not c.metrics.empty else set()
+    m = set(c.column("metrics", "metric"))
     if not m & {"prefill", "ctx_prefill", "conc_total", "decode_at_depth", "ctx_decode", "ttft", "ctx_ttft",
                 "bench_prefill", "bench_decode"}:
         return None
@@ -333,11 +335,11 @@ def builds_over_time(timeline: pd.DataFrame | None) -> Section | None:
 
 
 def quality(c: Card) -> Section:
-    if c.quality.empty:
+    if c.empty("quality"):
         return Section("quality", "Quality", [Text("No quality run for this setup.", "note")])
     blocks: list = [Table(card_tables.quality_table(c), "quality"), Text(
         "Result ± half-width of the Wilson 95 % interval, in points. A cut-off answer counts as wrong.", "note")]
-    if not c.quality_tasks.empty:
+    if not c.empty("quality_tasks"):
         blocks += [Text("Sub-tasks", "heading"), Table(card_tables.quality_tasks_table(c), "quality-tasks")]
     return Section("quality", "Quality", blocks)
 
