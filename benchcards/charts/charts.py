@@ -532,11 +532,21 @@ def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None,
                   height=band * max(1, len(tests)))
 
 
-def fit_points(steps: pd.DataFrame, vram_gib: float | None = None) -> pd.DataFrame:
-    """Steps of a memory test for the chart. A step without a memory reading (it did not load) is placed
-    at the GPU's memory, marked, so no failed size is hidden. (Built from column lists, not frame operations:
-    on the card it was a tenth of the page's time.)"""
-    cols = {c: steps[c].tolist() for c in steps.columns if c not in ("served_ctx", "slots")}
+def fit_points(steps: pd.DataFrame | list[dict], vram_gib: float | None = None) -> pd.DataFrame:
+    """Steps of a memory test for the chart (``steps``: the card's fit_steps frame, or its records). A step
+    without a memory reading (it did not load) is placed at the GPU's memory, marked, so no failed size is
+    hidden."""
+    return pd.DataFrame(fit_columns(steps, vram_gib))  # one frame from lists: grown a column at a time, ten times more
+
+
+def fit_columns(steps: pd.DataFrame | list[dict], vram_gib: float | None = None) -> dict[str, list]:
+    """``fit_points`` as its columns (built from lists, not frame operations: on the card it was a tenth of the
+    page's time)."""
+    if isinstance(steps, pd.DataFrame):
+        cols = {c: steps[c].tolist() for c in steps.columns if c not in ("served_ctx", "slots")}
+    else:
+        names = [c for c in (steps[0] if steps else {}) if c not in ("served_ctx", "slots")]
+        cols = {c: [r[c] for r in steps] for c in names}
     if "result" in cols:
         keep = [r != "not_tried" for r in cols["result"]]
         cols = {c: [v for v, k in zip(values, keep) if k] for c, values in cols.items()}
@@ -551,7 +561,7 @@ def fit_points(steps: pd.DataFrame, vram_gib: float | None = None) -> pd.DataFra
     cols["decode_text"] = [fmt.metric("fit_step_decode", v) for v in cols["decode_tps"]]
     cols["prompt_text"] = [fmt.tokens(v) for v in cols["prompt_tokens"]]
     cols["error_text"] = [fmt.text(e) for e in cols["error"]]
-    return pd.DataFrame(cols)  # one frame from lists: a frame grown a column at a time costs ten times more
+    return cols
 
 
 def _number(v: object) -> float | None:
@@ -562,13 +572,21 @@ def _number(v: object) -> float | None:
         return None
 
 
-def fit_parts(steps: pd.DataFrame, title: str = "Memory test",
+def fit_parts(steps: pd.DataFrame | list[dict], title: str = "Memory test",
               vram_gib: float | None = None) -> tuple[pd.DataFrame, dict, dict]:
     """(points, settings, holes) of the memory-test chart of ``steps``: what ``fit_chart``, ``fit_spec`` and the
     export's card draw (one definition, so the export's chart has the app's GPU-memory line)."""
     df = fit_points(steps, vram_gib)
     settings, holes = fit_settings(df, title, vram_gib)
     return df, settings, holes
+
+
+def fit_rows(steps: list[dict], title: str = "Memory test",
+             vram_gib: float | None = None) -> tuple[list[dict], dict, dict]:
+    """``fit_parts`` with the points as the chart's rows (``specs.rows``), made without a frame (the export's cards)."""
+    cols = fit_columns(steps, vram_gib)
+    settings, holes = fit_settings(cols, title, vram_gib)
+    return specs.rows(cols), settings, holes
 
 
 def fit_chart(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | None = None) -> alt.TopLevelMixin:
@@ -585,20 +603,22 @@ def fit_spec(steps: pd.DataFrame, title: str = "Memory test", vram_gib: float | 
     return specs.spec_dict(fit_builder, {"points": df}, settings, holes)
 
 
-def fit_settings(points: pd.DataFrame, title: str = "Memory test",
+def fit_settings(points: pd.DataFrame | dict[str, list], title: str = "Memory test",
                  vram_gib: float | None = None) -> tuple[dict, dict]:
     """(settings, holes) of ``fit_builder`` for the points of ``fit_points``: the title, whether the context axis
     is log-2 and the memory axis's title (``metrics.peaks_label``: GPU, process RSS or not recorded); the context
     ticks, the top of the memory axis, the GPU memory and its label (what differs from chart to chart)."""
     # the axis says what the sizes with a reading measured; a source not recorded is not taken for the GPU's
-    read = [not fmt.missing(v) for v in points.peak_gib] if "peak_gib" in points.columns else []
-    named = points.peak_source.tolist() if "peak_source" in points.columns else [None] * len(read)
+    col = ({c: points[c].tolist() for c in points.columns} if isinstance(points, pd.DataFrame) else points).get
+    read = [not fmt.missing(v) for v in col("peak_gib") or []]
+    named = col("peak_source") or [None] * len(read)
     sources = {None if fmt.missing(s) else str(s) for s, r in zip(named, read) if r}
     # an RSS axis is process memory: a line at the GPU's memory would compare it with what it does not measure
     rss_only = sources == {metrics.RSS_SOURCE}
     vram = None if vram_gib is None or fmt.missing(vram_gib) or rss_only else float(vram_gib)
-    top = max([float(points.placed.max()) if points.placed.notna().any() else 0.0, vram or 0.0]) * 1.08 or 1.0
-    ticks = tuple(powers_of_two(points.ctx))
+    placed = [float(v) for v in col("placed") or [] if not fmt.missing(v)]
+    top = max([max(placed, default=0.0), vram or 0.0]) * 1.08 or 1.0
+    ticks = tuple(powers_of_two(col("ctx") or []))
     settings = {"title": title, "log_x": len(ticks) > 2, "y_title": metrics.peaks_label(sources, unit=True)}
     # what differs from card to card is a hole, not a setting: one cached template per shape of chart
     holes: dict = {"top": top, **({"ticks": ticks} if ticks else {})}

@@ -97,6 +97,16 @@ def records(df: pd.DataFrame) -> list[dict]:
     return [dict(zip(names, row)) for row in zip(*cols.values())]
 
 
+def rows(columns: Mapping[str, list]) -> list[dict]:
+    """``records`` of the frame these columns of plain values would make, made without the frame.
+
+    >>> rows({"x": [1.0, float("nan")], "t": ["a", None]})
+    [{'x': 1, 't': 'a'}, {'x': None, 't': None}]
+    """
+    names = list(columns)
+    return [dict(zip(names, (_plain(v) for v in row))) for row in zip(*columns.values())]
+
+
 def inline_values(data: Any) -> Any:
     """Altair's data transformer with ``records`` for a DataFrame (its default takes the frame apart column by
     column, most of a chart's build time): the same rows and row limit, whole numbers written as such

@@ -145,7 +145,7 @@ def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, Points | None
             charts.conc_builder, _chart_data(conc, knee_points["conc"]), charts.conc_settings(conc.frame, "total"),
             colours))
     if c.fit is not None and not c.empty("fit_steps"):
-        fit, settings, holes = charts.fit_parts(c.fit_steps, vram_gib=c.vram_gib)
+        fit, settings, holes = charts.fit_rows(c.records("fit_steps"), vram_gib=c.vram_gib)
         out["fit"] = page.add_json(specs.spec_json(charts.fit_builder, {"points": fit}, settings, holes))
     return out
 
