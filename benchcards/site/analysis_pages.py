@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -20,12 +21,13 @@ from benchcards.compute import analysis
 from benchcards.domain import fmt
 from benchcards.read import analysis_inputs
 from benchcards.site import urls as site
+from benchcards.site import writer as sitewrite
 from benchcards.site.html_table import table
-from benchcards.site.render import HOME, Charts, render
+from benchcards.site.render import HOME, Charts, environment, render
 from benchcards.views import analysisview as av
 from benchcards.views.cardview import Section, Text
 
-__all__ = ["analysis_pages", "answer_links", "speed_quality_stem"]
+__all__ = ["AnalysisJob", "analysis_pages", "answer_links", "render_analysis", "speed_quality_stem"]
 
 
 def _answer_stem(prompt: int, words: int) -> str:
@@ -163,3 +165,23 @@ def analysis_pages(env: jinja2.Environment, write: Callable[[str, str], Any], da
                                   views=[{"view": v, "links": lk} for v, lk in zip(av.VIEWS, links)],
                                   intro=av.INTRO, n_setups=len(setups), left_note=av.left_out_note(left_out)))
     return ["analysis.html", *paths]
+
+
+@dataclass(frozen=True)
+class AnalysisJob:
+    """What a worker needs to write the analysis pages (the export gives them to a worker before the cards:
+    they are the largest share of the pages that are not cards)."""
+
+    out: Path
+    previous: dict[str, sitewrite.Entry]
+    data: analysis_inputs.AnalysisData
+    knees: pd.DataFrame
+    tier_order: list[str]
+
+
+def render_analysis(job: AnalysisJob) -> tuple[dict[str, sitewrite.Entry], list[str], list[str]]:
+    """``analysis_pages`` into ``job.out``: the files' entries, those written, and the pages. Side effects: writes
+    ``analysis.html`` and ``analysis/…`` (unchanged files are left alone)."""
+    writer = sitewrite.Writer(job.out, job.previous)
+    pages = analysis_pages(environment(), writer.write, job.data, job.knees, job.tier_order)
+    return writer.entries, writer.written, pages

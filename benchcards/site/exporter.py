@@ -57,11 +57,11 @@ from benchcards.compute import analysis, builds
 from benchcards.read import analysis_inputs, card_data, db, overview_rows, rawfiles, reported
 from benchcards.read.paths import CACHE
 from benchcards.read.store import Store
-from benchcards.site import pool
+from benchcards.site import analysis_pages, pool
 from benchcards.site import urls as site
 from benchcards.site import writer as sitewrite
 from benchcards.site.card_pages import CardJob, render_cards
-from benchcards.site.pages import aggregate_pages
+from benchcards.site.pages import aggregate_pages, tier_order
 from benchcards.site.render import TEMPLATES, environment
 
 __all__ = ["EXPORT_KEY", "ExportResult", "code_stamp", "export", "export_key"]
@@ -229,13 +229,17 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             timelines = _timeline_tables(build_groups)
             card_stamps = _card_stamps(ids, early, _card_extras(store, kn, raw, gone), build_groups, digests)
             todo = _cards_to_render(ids, card_stamps, writer, stamps, previous_stamps)
+            # the analysis pages first: the largest share of the pages that are not cards, in a worker of its own
+            analysed = renderer.run(analysis_pages.render_analysis, analysis_pages.AnalysisJob(
+                out, {p: e for p, e in previous.items() if p.startswith("analysis")}, data, kn, tier_order(ov)))
             job = _CardJobs(db_path, out, previous, kn, timelines)
             size = pool.chunk(len(todo), n_workers)
             for i in range(0, len(todo), size):
                 renderer.render(job.of(todo[i:i + size], raw, gone), writer)
             raw_now, gone_now = copy.run(writer)
             _assets(writer, stamps, previous_stamps)
-            pages = aggregate_pages(env, writer, store, ov, data, kn, base, build_groups)
+            pages = aggregate_pages(env, writer, store, ov, base, build_groups)
+            pages += _merged(analysed(), writer)
             renderer.collect(writer)
             if (raw_now, gone_now) != (raw, gone):  # a file was not as it looked: its cards again
                 again = _card_stamps(ids, early, _card_extras(store, kn, raw_now, gone_now), build_groups, digests)
@@ -257,6 +261,13 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
     return ExportResult(pages=[out / p for p in html], written=writer.written,
                         kept=len(writer.entries) - len(set(writer.written)), removed=removed,
                         seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+
+
+def _merged(done: tuple[dict[str, sitewrite.Entry], list[str], list[str]], writer: sitewrite.Writer) -> list[str]:
+    """Record in ``writer`` the files another process wrote ((entries, written, pages)); returns the pages."""
+    entries, written, pages = done
+    writer.merge(entries, written)
+    return pages
 
 
 def _card_stamps(ids: list[str], early: dict[str, str], extras: dict[str, str], build_groups: list[builds.Group],

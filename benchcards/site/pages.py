@@ -12,7 +12,7 @@ import pandas as pd
 from benchcards.charts import charts
 from benchcards.compute import builds, sweeps
 from benchcards.domain import fmt, metrics, tiers
-from benchcards.read import analysis_inputs, clauses, quality, reported
+from benchcards.read import clauses, quality, reported
 from benchcards.read.store import Store
 from benchcards.site import analysis_pages, downloads
 from benchcards.site import urls as site
@@ -22,7 +22,7 @@ from benchcards.site.render import HOME, Charts, render
 from benchcards.views import analysisview, overview_filter
 from benchcards.views import tables as views
 
-__all__ = ["HOME_ROWS", "LIST_LINKS", "LIST_NOTES", "aggregate_pages"]
+__all__ = ["HOME_ROWS", "LIST_LINKS", "LIST_NOTES", "aggregate_pages", "tier_order"]
 
 
 #: setups of each tier in the home page's tables
@@ -190,18 +190,22 @@ def _sweep_pages(env: jinja2.Environment, write: Callable[[str, str], Any], stor
     return ["sweeps.html", *paths]
 
 
+def tier_order(ov: pd.DataFrame) -> list[str]:
+    """The site's hardware tiers, smallest first."""
+    return sorted(set(ov.tier), key=tiers.tier_rank)
+
+
 def aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: Store, ov: pd.DataFrame,
-                     data: analysis_inputs.AnalysisData, kn: pd.DataFrame, base: str | None,
-                     build_groups: list[builds.Group]) -> list[str]:
-    """Every page but the cards, and the machine-readable files."""
+                    base: str | None, build_groups: list[builds.Group]) -> list[str]:
+    """Every page but the cards and the analysis pages (``analysis_pages.render_analysis``), and the
+    machine-readable files."""
     write = writer.write
     ranked = overview_filter.sort_overview(ov, "decode")
-    tier_order = sorted(set(ov.tier), key=tiers.tier_rank)
     models = _models_table(ov)
     q = quality.quality_table(store)
     pages = ["index.html"]
     write("index.html", _home(env, ov, models, q.test.nunique() if not q.empty else 0))
-    for label in tier_order:
+    for label in tier_order(ov):
         rows = ranked[ranked.tier == label]
         stem = site.tier_path(label)[:-5]
         crumbs = [HOME, site.Crumb(f"{label} tier")]
@@ -226,7 +230,6 @@ def aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: St
     write("builds.html", _builds_page(env, build_groups))
     pages.append("builds.html")
     pages += _sweep_pages(env, write, store, set(ov.setup_id))
-    pages += analysis_pages.analysis_pages(env, write, data, kn, tier_order)
     write("assets/search.js", site.search_script(site.search_index(ov)))
     figures = store.df(f"SELECT setup_id, metric, prompt, level, value, n, provenance FROM ({clauses.LATEST_METRICS}) "
                        "ORDER BY setup_id, metric, prompt NULLS FIRST, level NULLS FIRST")

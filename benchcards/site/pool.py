@@ -4,18 +4,23 @@ the renderer, warmed while the parent reads."""
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from benchcards.read.processes import without_script_main
 from benchcards.site import writer as sitewrite
 from benchcards.site.card_pages import CardJob, render_cards
 
+T = TypeVar("T")
+
 __all__ = ["CHUNK", "MIN_FOR_WORKERS", "CardPool", "chunk", "workers"]
 
 
 #: cards per task of a worker process: at most this many (a task reads its cards' rows at once, about 0.1 s
-#: whatever its size), and at least four tasks per worker, so that the workers end together
+#: whatever its size), and at least six tasks per worker, so that the workers, and the parent that takes back
+#: the tasks not started once its own pages are done, end together
 CHUNK = 100
 #: below this many setups the cards are rendered in this process (starting workers costs more)
 MIN_FOR_WORKERS = 150
@@ -34,11 +39,11 @@ def chunk(n_cards: int, n_workers: int) -> int:
     """Cards per task for ``n_cards`` rendered by ``n_workers`` processes.
 
     >>> chunk(1000, 2), chunk(200, 2), chunk(10, 1)
-    (100, 25, 10)
+    (84, 17, 10)
     """
     if n_workers <= 1:
         return max(1, min(n_cards, CHUNK))
-    return max(1, min(CHUNK, -(-n_cards // (4 * n_workers))))
+    return max(1, min(CHUNK, -(-n_cards // (6 * n_workers))))
 
 
 def _warm() -> int:
@@ -69,29 +74,70 @@ class CardPool:
 
     def __init__(self, n_workers: int) -> None:
         self._pool = ProcessPoolExecutor(n_workers, mp_context=_context()) if n_workers > 1 else None
-        self._jobs: list[Future] = []
+        self._jobs: list[tuple[Future, CardJob]] = []
+        self._starting: threading.Thread | None = None
+        self._start_error: BaseException | None = None
 
     def warm(self, n_workers: int) -> None:
-        """Give each worker its first task (importing the modules) while the parent goes on."""
+        """Start the workers and give each its first task, from a thread: starting them waits for the fork server
+        to import the renderer (most of a second), while the parent reads the database meanwhile."""
         if self._pool is not None:
+            self._starting = threading.Thread(target=self._start, args=(n_workers,), name="benchcards-export-pool",
+                                              daemon=True)
+            self._starting.start()
+
+    def _start(self, n_workers: int) -> None:
+        try:
             with without_script_main():  # the pool starts every worker at the first submit
                 for _ in range(n_workers):
+                    assert self._pool is not None
                     self._pool.submit(_warm)
+        except BaseException as exc:  # noqa: BLE001  # raised in the caller's thread by _started
+            self._start_error = exc
+
+    def _started(self) -> None:
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
+            if self._start_error is not None:
+                raise self._start_error
 
     def render(self, job: CardJob, writer: sitewrite.Writer) -> None:
         """Render ``job``'s cards: in a worker (merged into the writer by ``collect``), else here and at once."""
         if self._pool is not None:
+            self._started()
             with without_script_main():
-                self._jobs.append(self._pool.submit(render_cards, job))
+                self._jobs.append((self._pool.submit(render_cards, job), job))
         else:
             writer.merge(*render_cards(job))
 
-    def collect(self, writer: sitewrite.Writer) -> None:
-        """Merge what the workers rendered into ``writer``, in the order the jobs were given (waits for them)."""
-        for fut in self._jobs:
-            writer.merge(*fut.result())
+    def run(self, fn: Callable[[Any], T], job: Any) -> Callable[[], T]:
+        """Start ``fn(job)`` in a worker, before the card jobs given after it; returns what waits for its result
+        (here, at once, without workers)."""
+        if self._pool is None:
+            done = fn(job)
+            return lambda: done
+        self._started()
+        with without_script_main():
+            fut = self._pool.submit(fn, job)
+        return fut.result
+
+    def collect(self, writer: sitewrite.Writer) -> int:
+        """Merge what the workers rendered into ``writer`` (waits for them). Card jobs no worker has started yet
+        are taken back and rendered here, the last first: the caller has finished its own pages and would
+        otherwise wait. Returns how many were taken back."""
+        taken: dict[int, tuple[dict[str, sitewrite.Entry], list[str]]] = {}
+        for i in range(len(self._jobs) - 1, -1, -1):
+            fut, job = self._jobs[i]
+            if fut.cancel():
+                taken[i] = render_cards(job)
+        for i, (fut, _) in enumerate(self._jobs):
+            writer.merge(*(taken[i] if i in taken else fut.result()))
+        return len(taken)
 
     def close(self) -> None:
         """Stop the workers; jobs not started are cancelled."""
+        if self._starting is not None:
+            self._starting.join()
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
