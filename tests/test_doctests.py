@@ -10,7 +10,7 @@ pytestmark = pytest.mark.unit
 MODULES = ["benchcards.domain.fmt", "benchcards.domain.metrics", "benchcards.domain.plausible", "benchcards.read.reported",
            "benchcards.domain.stats", "benchcards.domain.wrappers", "benchcards.domain.names", "benchcards.compute.sweepstats", "ingest.importers.base",
            "ingest.importers.hardware", "ingest.files", "live.engine_log", "live.measure", "live.settings", "schemas.ids", "ui.common", "benchcards.site.urls", "benchcards.views.analysisview",
-           "benchcards.site.html_table", "benchcards.site.pool", "benchcards.charts.specs"]
+           "benchcards.site.html_table", "benchcards.site.pool", "benchcards.charts.specs", "benchcards.site.downloads"]
 
 
 @pytest.mark.parametrize("name", MODULES)

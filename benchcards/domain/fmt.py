@@ -22,8 +22,10 @@ Pure functions, no Streamlit, no I/O: the app, the export and notebooks use them
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import weakref
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
@@ -489,7 +491,26 @@ def text_table(rows: object = None, columns: list[str] | None = None) -> pd.Data
     block = np.empty((len(cells), len(names)), dtype=object)
     for i, row in enumerate(cells):
         block[i] = row
-    return pd.DataFrame(block, columns=pd.Index(names, dtype=object), dtype=object, copy=False)
+    table = pd.DataFrame(block, columns=_labels(tuple(names)), dtype=object, copy=False)
+    _TEXT_TABLES[id(table)] = table
+    return table
+
+
+#: the tables ``text_table`` made and that are still alive, by id (``is_text_table``)
+_TEXT_TABLES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def is_text_table(table: object) -> bool:
+    """True when ``table`` is one ``text_table`` made: a block of texts, read back without asking its column types."""
+    return _TEXT_TABLES.get(id(table)) is table
+
+
+@functools.lru_cache(maxsize=512)
+def _labels(names: tuple) -> pd.Index:
+    """The column labels of a text table (an Index is immutable: the same labels serve every card's table)."""
+    import pandas as pd
+
+    return pd.Index(list(names), dtype=object)
 
 
 def _text_grid(rows: object, columns: list[str] | None) -> tuple[list, list[list]] | None:

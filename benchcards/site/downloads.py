@@ -36,6 +36,19 @@ def _dumps(doc: dict) -> str:
     return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def _document(setups: list[dict[str, Any]], texts: dict[int, str], **extra: Any) -> str:
+    """``_dumps(site.index_document(setups, **extra))``, its setups from their JSON texts (``setups`` is the
+    document's last key: the text is the rest of it, then the list).
+
+    >>> rows = [{"a": 1}, {"b": "é"}]
+    >>> _document(rows, {id(r): _dumps(r) for r in rows}, x=2) == _dumps(site.index_document(rows, x=2))
+    True
+    """
+    head = _dumps({k: v for k, v in site.index_document([], **extra).items() if k != "setups"}
+                  | {"setups_count": len(setups)})
+    return f'{head[:-1]},"setups":[{",".join(texts[id(r)] for r in setups)}]}}'
+
+
 def _size(n: int) -> str:
     return f"{n / 2**20:,.1f} MB" if n >= 2**20 else f"{max(1, round(n / 1024)):,} KB"
 
@@ -46,10 +59,11 @@ def write_downloads(env: jinja2.Environment, write: Callable[[str, Any], Any], s
     and one per model, ``site.index_parts``: a reader of a large site fetches only what it needs), the Parquet
     tables and ``downloads.html``. Returns the page's path."""
     parts, catalogue = site.index_parts(setups, base)
-    index = _dumps(site.index_document(setups, parts=catalogue)).encode("utf-8")
+    texts = {id(r): _dumps(r) for r in setups}  # each setup once: it is in index.json and in two of its parts
+    index = _document(setups, texts, parts=catalogue).encode("utf-8")
     write("index.json", index)
     for path, rows in parts.items():
-        write(path, _dumps(site.index_document(rows)))
+        write(path, _document(rows, texts))
     files = parquet.parquet_files(setups, ov)
     for path, data in files.items():
         write(path, data)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import markupsafe
+import numpy as np
 import pandas as pd
 
 from benchcards.domain import fmt, metrics
@@ -86,8 +87,9 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
         return Table([], [])
     hidden = set((links or {}).values()) | set((downloads or {}).values()) | set((notes or {}).values())
     names = list(df.columns)
-    kinds = dict(zip(names, df.dtypes.tolist()))
-    if all(k == object for k in kinds.values()):  # fmt.text_table's tables: one block of texts, read at once
+    # fmt.text_table's tables (nothing changes them after): one block of texts, read at once, types not asked
+    kinds = dict.fromkeys(names, np.dtype(object)) if fmt.is_text_table(df) else dict(zip(names, df.dtypes.tolist()))
+    if all(k == object for k in kinds.values()):
         values: dict[Any, list] = dict(zip(names, df.to_numpy().T.tolist()))
     else:
         values = {c: col.tolist() for c, col in df.items()}
@@ -95,27 +97,31 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
     decimals: dict[str, int] = {**{c: _decimals(values[c]) for c in cols if pd.api.types.is_float_dtype(kinds[c])},
                                 **df.attrs.get("decimals", {})}
     numeric = [pd.api.types.is_numeric_dtype(kinds[c]) and not pd.api.types.is_bool_dtype(kinds[c]) for c in cols]
-    rows = []
-    plain = not links and not downloads and not notes
-    for i in range(len(df)):
-        if plain:
-            rows.append([Cell(cell_text(values[c][i], decimals.get(c))) for c in cols])
-            continue
-        row = []
-        for c in cols:
-            target = values[links[c]][i] if links and c in links else None
-            href = f"{up}{target}" if target and not fmt.missing(target) else None
-            dl = str(values[downloads[c]][i]) if downloads and c in downloads and href else None
-            note = values[notes[c]][i] if notes and c in notes else None
-            row.append(Cell(cell_text(values[c][i], decimals.get(c)), href, dl,
-                            None if fmt.missing(note) else str(note)))
-        rows.append(row)
+    if not links and not downloads and not notes:  # texts a column at a time (a text cell as it is), then rows
+        texts = [[v if type(v) is str and v.strip() else cell_text(v, decimals.get(c)) for v in values[c]]
+                 for c in cols]
+        rows = [list(map(Cell, r)) for r in zip(*texts)] if cols else [[] for _ in range(len(df))]
+    else:
+        rows = [_linked_row(values, cols, i, decimals, links, downloads, notes, up) for i in range(len(df))]
     short = [bool(rows) and max(len(r[j].text) + len(r[j].note or "") for r in rows) <= SHORT_CELL
              for j in range(len(cols))]
     figures = [num or (bool(rows) and sum(r[j].text[:1].isdigit() for r in rows) * 2 > len(rows))
                for j, num in enumerate(numeric)]  # numbers, or text figures ('2,989.6', '57.3 % ± 4.8')
     first = [("asc" if first_ascending(str(c)) else "desc") if fig else "asc" for c, fig in zip(cols, figures)]
     return Table([str(c) for c in cols], rows, numeric, short, first)
+
+
+def _linked_row(values: dict[Any, list], cols: list, i: int, decimals: dict[str, int], links: dict[str, str] | None,
+                downloads: dict[str, str] | None, notes: dict[str, str] | None, up: str) -> list[Cell]:
+    """Row ``i`` of a table with links, downloads or notes (``table``'s arguments)."""
+    row = []
+    for c in cols:
+        target = values[links[c]][i] if links and c in links else None
+        href = f"{up}{target}" if target and not fmt.missing(target) else None
+        dl = str(values[downloads[c]][i]) if downloads and c in downloads and href else None
+        note = values[notes[c]][i] if notes and c in notes else None
+        row.append(Cell(cell_text(values[c][i], decimals.get(c)), href, dl, None if fmt.missing(note) else str(note)))
+    return row
 
 
 #: whether less is better, by column header (the metric registry's headers, long and short)
