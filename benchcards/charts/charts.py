@@ -369,10 +369,15 @@ def depth_chart(series: pd.DataFrame, kind: str, names: dict[str, str] | None = 
                          **color_values(df, colors or setup_colors(series.setup_id.unique())))
 
 
-def depth_settings(points: pd.DataFrame, kind: str) -> dict:
+def _column(points: pd.DataFrame | list[dict], name: str) -> list:
+    """One column of a chart's points: a frame's, or of its rows (``specs.records``)."""
+    return points[name].tolist() if isinstance(points, pd.DataFrame) else [r.get(name) for r in points]
+
+
+def depth_settings(points: pd.DataFrame | list[dict], kind: str) -> dict:
     """The settings of ``depth_builder`` that depend on the points (the depth ticks, and whether the axis is
     log-2: ``ticks`` may then be a template's hole)."""
-    ticks = tuple(powers_of_two(points.tokens))
+    ticks = tuple(powers_of_two(_column(points, "tokens")))
     return {"kind": kind, "ticks": ticks, "log": len(ticks) > 2}
 
 
@@ -442,9 +447,10 @@ def conc_chart(series: pd.DataFrame, rate: str = "total", names: dict[str, str] 
                         **color_values(df, colors or setup_colors(series.setup_id.unique())))
 
 
-def conc_settings(points: pd.DataFrame, rate: str) -> dict:
+def conc_settings(points: pd.DataFrame | list[dict], rate: str) -> dict:
     """The settings of ``conc_builder`` that depend on the points (the levels on the axis)."""
-    levels = tuple(sorted(int(v) for v in pd.to_numeric(points.level, errors="coerce").dropna().unique()))
+    numbers = (_number(v) for v in _column(points, "level"))
+    levels = tuple(sorted({int(v) for v in numbers if v is not None and v == v}))
     return {"rate": rate, "levels": levels}
 
 

@@ -18,7 +18,7 @@ from benchcards.read.clauses import is_method_test, latest_fit, latest_metrics, 
 from benchcards.read.store import Store, fetch, trace
 from schemas.models import Setup
 
-__all__ = ["FRAMES", "Card", "NotFound", "card", "card_badge", "card_digests", "cards", "decode_prompt_tokens", "decode_prompt_tokens_by_run", "frame_records", "is_reported", "setup_ids", "split_by_setup"]
+__all__ = ["FRAMES", "Card", "NotFound", "card", "card_badge", "card_digests", "cards", "decode_prompt_tokens", "decode_prompt_tokens_by_run", "frame_records", "is_reported", "setup_ids"]
 
 
 #: the card's frames (``Card.frames``: each a DataFrame, or a function that makes it on first use)
@@ -265,19 +265,6 @@ def card(store: Store, setup_id: str) -> Card:
     return _make_card(row, fit if isinstance(fit, dict) else None,
                       {name: df.drop(columns="setup_id") if name in _WITHOUT_SETUP_ID else df
                        for name, df in frames.items() if isinstance(df, pd.DataFrame)})
-
-
-def split_by_setup(df: pd.DataFrame, drop_id: bool = False, reset: bool = True) -> dict[str, pd.DataFrame]:
-    """The rows of ``df`` (sorted by ``setup_id``) per setup, each with a fresh 0-based index unless not
-    ``reset`` (a reset costs as much as the slice) and without the setup_id column when ``drop_id``."""
-    if df.empty:
-        return {}
-    ids = df.setup_id.tolist()
-    starts = [0] + [i for i in range(1, len(ids)) if ids[i] != ids[i - 1]]
-    ends = [*starts[1:], len(ids)]
-    if drop_id:
-        df = df.drop(columns="setup_id")
-    return {str(ids[a]): df.iloc[a:b].reset_index(drop=True) if reset else df.iloc[a:b] for a, b in zip(starts, ends)}
 
 
 def cards(store: Store, ids: list[str]) -> list[Card]:

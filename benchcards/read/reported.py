@@ -306,7 +306,8 @@ class Snapshot:
         self._measured = measured.assign(key=[(gpu_key(g, n), _model_key(m))
                                               for g, n, m in zip(measured.gpu, measured.gpu_count, measured.model)])
         k = claims(store)
-        self.reported_ids = set(f.setup_id) | set(k.setup_id)
+        self.figure_ids = set(f.setup_id)
+        self.reported_ids = self.figure_ids | set(k.setup_id)
         self.claims = k.assign(keys=[{_flag_key(x) for x in json.loads(names)} for names in k["flags"]])
 
     def beside_lines(self, setup_id: str) -> list[str]:
@@ -421,8 +422,7 @@ def shared_snapshot(store: object) -> Snapshot:
 def card_section(store: object, setup_id: str, argv: list[str], snapshot: Snapshot | None = None) -> CardSection:
     """``CardSection`` of one card (``snapshot``: one read shared by many cards)."""
     snap = snapshot or shared_snapshot(store)
-    own = snap.figures[snap.figures.setup_id == setup_id]
-    table = figures_table(store, setup_id) if not own.empty else pd.DataFrame()
+    table = figures_table(store, setup_id) if setup_id in snap.figure_ids else pd.DataFrame()
     src = sources(store, setup_id) if setup_id in snap.reported_ids else pd.DataFrame()
     listed: list[tuple[str, str | None]] = []
     for r in src.to_dict("records"):

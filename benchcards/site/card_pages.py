@@ -46,22 +46,19 @@ class CardJob:
 
 
 class Points(NamedTuple):
-    """One setup's points of a chart: the frame (what the chart's settings are computed from) and its rows as
-    the chart's data (``specs.records``, made for the whole batch at once)."""
+    """One setup's points of a chart as the chart's data (``specs.records``, made for the whole batch at once);
+    the chart's settings are computed from these rows too."""
 
-    frame: pd.DataFrame
     rows: list[dict]
 
 
 def _split(df: pd.DataFrame, drop_id: bool = False) -> dict[str, Points]:
-    """The rows of ``df`` per setup, in their order (slices of one sort: a groupby cost ~4 ms a card)."""
+    """The rows of ``df`` per setup, in their order (records of one sort, made at once: a groupby cost ~4 ms a card,
+    slices of the frame a tenth of a card's time)."""
     if df.empty:
         return {}
-    df = df.sort_values("setup_id", kind="stable")
-    # slices keep the frame's index: nothing downstream reads it
-    frames = card_data.split_by_setup(df, drop_id, reset=False)
-    rows = specs.records_by_setup(df, drop_id)
-    return {sid: Points(frame, rows[sid]) for sid, frame in frames.items()}
+    rows = specs.records_by_setup(df.sort_values("setup_id", kind="stable"), drop_id)
+    return {sid: Points(r) for sid, r in rows.items()}
 
 
 #: the knee marks of a card without knees (the columns the charts' knee layers read)
@@ -108,8 +105,14 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
                          knee_points={k: v.get(c.setup_id, EMPTY_KNEES[k]) for k, v in knee_points.items()},
                          raw=job.raw, gone=job.gone)
         writer.write(path, html)
-    db.forget(job.db_path)
+    if not KEEP_READER:
+        db.forget(job.db_path)
     return writer.entries, writer.written
+
+
+#: keep this process's reader of the database between jobs (a worker of ``benchcards.site.pool``, which ends with
+#: the export); otherwise each job closes it
+KEEP_READER = False
 
 
 def _decode_run(c: card_data.Card) -> str | None:
@@ -132,17 +135,17 @@ def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, Points | None
     out = {}
     for kind in ("prefill", "decode", "ttft"):
         pts = depth.get(kind)
-        if pts is None or pts.frame.empty:
+        if pts is None or not pts.rows:
             continue
-        settings = charts.depth_settings(pts.frame, kind)
+        settings = charts.depth_settings(pts.rows, kind)
         # the ticks differ from card to card: a hole, so that one template serves every card of a kind
         ticks = {"ticks": settings.pop("ticks")} if settings["ticks"] else {}
         out[f"depth-{kind}"] = page.add_json(specs.spec_json(charts.depth_builder,
                                                              _chart_data(pts, knee_points.get(kind)),
                                                              settings, {**colours, **ticks}))
-    if conc is not None and not conc.frame.empty:
+    if conc is not None and conc.rows:
         out["conc-total"] = page.add_json(specs.spec_json(
-            charts.conc_builder, _chart_data(conc, knee_points["conc"]), charts.conc_settings(conc.frame, "total"),
+            charts.conc_builder, _chart_data(conc, knee_points["conc"]), charts.conc_settings(conc.rows, "total"),
             colours))
     if c.fit is not None and not c.empty("fit_steps"):
         fit, settings, holes = charts.fit_rows(c.records("fit_steps"), vram_gib=c.vram_gib)

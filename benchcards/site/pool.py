@@ -9,7 +9,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from benchcards.read import db
 from benchcards.read.processes import without_script_main
+from benchcards.site import card_pages
 from benchcards.site import writer as sitewrite
 from benchcards.site.card_pages import CardJob, render_cards
 
@@ -46,6 +48,13 @@ def chunk(n_cards: int, n_workers: int) -> int:
     return max(1, min(CHUNK, -(-n_cards // (6 * n_workers))))
 
 
+def _in_worker() -> None:
+    """Set up a worker process: one DuckDB thread (the pool has a process per core), and its reader kept
+    between jobs (``card_pages.render_cards``: the worker ends with the export)."""
+    db.use_threads(1)
+    card_pages.KEEP_READER = True
+
+
 def _warm() -> int:
     """Nothing: a first task that makes a worker import the export's modules while the parent works."""
     return os.getpid()
@@ -73,7 +82,8 @@ class CardPool:
     started."""
 
     def __init__(self, n_workers: int) -> None:
-        self._pool = ProcessPoolExecutor(n_workers, mp_context=_context()) if n_workers > 1 else None
+        self._pool = ProcessPoolExecutor(n_workers, mp_context=_context(), initializer=_in_worker) if n_workers > 1 \
+            else None
         self._jobs: list[tuple[Future, CardJob]] = []
         self._starting: threading.Thread | None = None
         self._start_error: BaseException | None = None
