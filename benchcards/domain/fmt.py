@@ -77,6 +77,12 @@ def number(x: object, decimals: int = 1, *, sign: bool = False, thousands: bool 
         return str(x)
     if math.isinf(v):
         return "∞" if v > 0 else f"{MINUS}∞"
+    if decimals >= 0 and v.is_integer() and abs(v) < 2**53:  # whole (most counts and sizes): nothing to round
+        i = int(v)
+        body = f"{abs(i):{',' if thousands else ''}}" + ("." + "0" * decimals if decimals else "")
+        if sign:
+            return (MINUS if i < 0 else "+" if i > 0 else "") + body
+        return ("-" if i < 0 else "") + body
     d = round_half_up(v, decimals)
     if d == 0:
         d = abs(d)  # no negative zero

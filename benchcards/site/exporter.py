@@ -52,6 +52,7 @@ from pathlib import Path
 
 import altair as alt
 import pandas as pd
+from altair.utils import schemapi
 
 from benchcards.compute import analysis, builds
 from benchcards.read import analysis_inputs, card_data, db, overview_rows, rawfiles, reported
@@ -224,29 +225,29 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             renderer.warm(n_workers)
             data = analysis_inputs.analysis_data(store)
             kn = analysis.knees(data)
+            # the analysis pages first: the largest share of the pages that are not cards, in a worker of its own
+            analysed = renderer.run(analysis_pages.render_analysis, analysis_pages.AnalysisJob(
+                out, {p: e for p, e in previous.items() if p.startswith("analysis")}, data, kn, tier_order(ov)))
             # a card in a build group shows the group's timeline: it changes with any member's data
             build_groups = builds.timelines(store)
             timelines = _timeline_tables(build_groups)
             card_stamps = _card_stamps(ids, early, _card_extras(store, kn, raw, gone), build_groups, digests)
             todo = _cards_to_render(ids, card_stamps, writer, stamps, previous_stamps)
-            # the analysis pages first: the largest share of the pages that are not cards, in a worker of its own
-            analysed = renderer.run(analysis_pages.render_analysis, analysis_pages.AnalysisJob(
-                out, {p: e for p, e in previous.items() if p.startswith("analysis")}, data, kn, tier_order(ov)))
             job = _CardJobs(db_path, out, previous, kn, timelines)
             size = pool.chunk(len(todo), n_workers)
             for i in range(0, len(todo), size):
                 renderer.render(job.of(todo[i:i + size], raw, gone), writer)
             raw_now, gone_now = copy.run(writer)
             _assets(writer, stamps, previous_stamps)
-            pages = aggregate_pages(env, writer, store, ov, base, build_groups)
-            pages += _merged(analysed(), writer)
-            renderer.collect(writer)
+            with schemapi.debug_mode(False):  # Altair's check of each chart part as it is made: the app's job
+                pages = aggregate_pages(env, writer, store, ov, base, build_groups)
+                pages += _merged(analysed(), writer)
+                renderer.collect(writer)
             if (raw_now, gone_now) != (raw, gone):  # a file was not as it looked: its cards again
                 again = _card_stamps(ids, early, _card_extras(store, kn, raw_now, gone_now), build_groups, digests)
-                redo = [s for s in ids if again[s] != card_stamps[s]]
+                todo += _render_again(job.of([s for s in ids if again[s] != card_stamps[s]], raw_now, gone_now),
+                                      writer, todo)
                 stamps.update({site.setup_path(s): again[s] for s in ids})
-                writer.merge(*render_cards(job.of(redo, raw_now, gone_now)))
-                todo += [s for s in redo if s not in set(todo)]
         finally:
             renderer.close()
         gone = gone_now
@@ -261,6 +262,12 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
     return ExportResult(pages=[out / p for p in html], written=writer.written,
                         kept=len(writer.entries) - len(set(writer.written)), removed=removed,
                         seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+
+
+def _render_again(job: CardJob, writer: sitewrite.Writer, done: list[str]) -> list[str]:
+    """Render ``job``'s cards here (their raw files were not as they looked); the setups not rendered before."""
+    writer.merge(*render_cards(job))
+    return [s for s in job.ids if s not in set(done)]
 
 
 def _merged(done: tuple[dict[str, sitewrite.Entry], list[str], list[str]], writer: sitewrite.Writer) -> list[str]:

@@ -153,7 +153,8 @@ def words_html(text: object) -> str:
     'models/<wbr><span class="lw">qqqqqqqqqqqqqqqqqqqqqqqqqqqqqq</span>'
     """
     text = str(text)
-    if len(text) < fmt.LONG_TOKEN:  # no word of it is long: one plain run (most cells: figures, short names)
+    # no word of it is long: one plain run (most cells: figures, short names, sentences)
+    if len(text) < fmt.LONG_TOKEN or max(map(len, text.split()), default=0) < fmt.LONG_TOKEN:
         return str(markupsafe.escape(text))
     return _words_html(text)
 

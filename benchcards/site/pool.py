@@ -49,10 +49,14 @@ def chunk(n_cards: int, n_workers: int) -> int:
 
 
 def _in_worker() -> None:
-    """Set up a worker process: one DuckDB thread (the pool has a process per core), and its reader kept
-    between jobs (``card_pages.render_cards``: the worker ends with the export)."""
+    """Set up a worker process: one DuckDB thread (the pool has a process per core), its reader kept between
+    jobs (``card_pages.render_cards``: the worker ends with the export), and Altair's checks of each chart part as
+    it is made left to the app (the same charts; a tenth of the analysis pages' time)."""
+    from altair.utils import schemapi
+
     db.use_threads(1)
     card_pages.KEEP_READER = True
+    schemapi.DEBUG_MODE = False  # Altair checks each chart part as it is made, to explain a mistake: the app does
 
 
 def _warm() -> int:
