@@ -224,6 +224,15 @@ def depth_curves(data: AnalysisData, *, tasks: bool = True) -> pd.DataFrame:
     return df[_CURVE_COLUMNS].reset_index(drop=True)
 
 
+def data_curves(data: AnalysisData, *, tasks: bool = True) -> dict[tuple[str, str], Curve]:
+    """``curves(depth_curves(data, tasks=tasks))``, made once per ``data`` (an AnalysisData is never changed
+    after it is read: the time-to-answer sizes, the speed-vs-quality tests and the knees share its curves)."""
+    memo = data.__dict__.setdefault("_curves", {})
+    if tasks not in memo:
+        memo[tasks] = curves(depth_curves(data, tasks=tasks))
+    return memo[tasks]
+
+
 def curves(points: pd.DataFrame) -> dict[tuple[str, str], Curve]:
     """``Curve`` objects keyed by (setup_id, kind) from the points of ``depth_curves``."""
     acc: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
@@ -426,7 +435,7 @@ def time_to_answer(data: AnalysisData, prompt_tokens: int, answer_words: float, 
     if answer_words < 0:
         raise ValueError("the answer length cannot be negative")
     setups = with_tiers(data.setups)
-    cs = curves(depth_curves(data))
+    cs = data_curves(data)
     heads = headline_values(data.metrics)
     spreads = _spread_index(data.spreads)
     rows = []
@@ -583,7 +592,7 @@ def speed_quality(data: AnalysisData, test: str, speed: str = "decode") -> pd.Da
         speeds = dict(zip(short.setup_id, short.value.astype(float)))
     else:
         speeds = {}
-        for (sid, k), c in curves(depth_curves(data)).items():
+        for (sid, k), c in data_curves(data).items():
             if k == kind:
                 v, where = c.at(depth)
                 if where in (MEASURED, INTERPOLATED):
@@ -681,7 +690,7 @@ def knees(data: AnalysisData, fraction: float = KNEE_FRACTION, min_gain: float =
     cols = ["setup_id", "title", "tier", "kind", "status", "at", "reference", "threshold", "last_good",
             "first_bad", "slots", "rule", "first", "last"]
     s = with_tiers(data.setups).set_index("setup_id")
-    cs = curves(depth_curves(data, tasks=False))
+    cs = data_curves(data, tasks=False)
     tp = throughput(data)
     by_setup: dict[str, tuple[list[float], list[float], int | None]] = {}
     for sid, level, total, slots in zip(tp.setup_id, tp.level, tp.total_tps, tp.slots):
