@@ -200,29 +200,27 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         sitewrite.check_folder(out)
         manifest = sitewrite.load_manifest(out)
         previous, previous_stamps = manifest.files, manifest.stamps
-        del manifest
         key = export_key(db_path, with_raw, base)
         if previous_stamps.get(EXPORT_KEY) == key and sitewrite.all_as_written(out, previous):
             db.forget(db_path)  # nothing changed: not a file is written, not even the manifest
-            return ExportResult(pages=[out / p for p in sorted(previous) if p.endswith(".html")], written=[],
-                                kept=len(previous), removed=[], seconds=time.perf_counter() - start, unchanged=True)
+            return _unchanged(out, previous, start)
         writer = session.writer = sitewrite.Writer(out, previous)
         stamps: dict[str, str] = {}
         store = Store(db_path)
         env = environment()
         ov = overview_rows.overview(store)
         ids = ov.setup_id.tolist()
-        code = code_stamp()
-        digests = card_data.card_digests(store)
-        early = {s: f"{code}:{digests.get(s, '')}" for s in ids}
+        first = not previous  # a new folder: every card is rendered, whatever its stamp (read later)
+        digests = {} if first else card_data.card_digests(store)
+        early = _early_stamps(ids, digests)
         # cards whose data or code changed (raw files and knees are checked once known)
         candidates = [s for s in ids if not previous_stamps.get(site.setup_path(s), "").startswith(early[s] + ":")]
         n_workers = pool.workers(workers, len(candidates)) if candidates else 1
         renderer = pool.CardPool(n_workers)
-        copy = _RawCopy.plan(store, writer) if with_raw else _RawCopy(frozenset(), {}, {})
-        raw, gone = copy.present, copy.gone
         try:
             renderer.warm(n_workers)
+            copy = _RawCopy.plan(store, writer) if with_raw else _RawCopy(frozenset(), {}, {})
+            raw, gone = copy.present, copy.gone
             data = analysis_inputs.analysis_data(store)
             kn = analysis.knees(data)
             # the analysis pages first: the largest share of the pages that are not cards, in a worker of its own
@@ -230,13 +228,15 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
                 out, {p: e for p, e in previous.items() if p.startswith("analysis")}, data, kn, tier_order(ov)))
             # a card in a build group shows the group's timeline: it changes with any member's data
             build_groups = builds.timelines(store)
-            timelines = _timeline_tables(build_groups)
+            job = _CardJobs(db_path, out, previous, kn, _timeline_tables(build_groups))
+            if first:
+                _dispatch(renderer, writer, job, ids, raw, gone, n_workers)
+                digests = card_data.card_digests(store)
+                early = _early_stamps(ids, digests)
             card_stamps = _card_stamps(ids, early, _card_extras(store, kn, raw, gone), build_groups, digests)
             todo = _cards_to_render(ids, card_stamps, writer, stamps, previous_stamps)
-            job = _CardJobs(db_path, out, previous, kn, timelines)
-            size = pool.chunk(len(todo), n_workers)
-            for i in range(0, len(todo), size):
-                renderer.render(job.of(todo[i:i + size], raw, gone), writer)
+            if not first:
+                _dispatch(renderer, writer, job, todo, raw, gone, n_workers)
             raw_now, gone_now = copy.run(writer)
             _assets(writer, stamps, previous_stamps)
             with schemapi.debug_mode(False):  # Altair's check of each chart part as it is made: the app's job
@@ -268,6 +268,26 @@ def _render_again(job: CardJob, writer: sitewrite.Writer, done: list[str]) -> li
     """Render ``job``'s cards here (their raw files were not as they looked); the setups not rendered before."""
     writer.merge(*render_cards(job))
     return [s for s in job.ids if s not in set(done)]
+
+
+def _unchanged(out: Path, previous: dict[str, sitewrite.Entry], start: float) -> ExportResult:
+    """What an export that found nothing to do says: every page of the last one, kept."""
+    return ExportResult(pages=[out / p for p in sorted(previous) if p.endswith(".html")], written=[],
+                        kept=len(previous), removed=[], seconds=time.perf_counter() - start, unchanged=True)
+
+
+def _early_stamps(ids: list[str], digests: dict[str, str]) -> dict[str, str]:
+    """The part of each card's stamp known before its knees and raw files: the code's and its data's digest."""
+    code = code_stamp()
+    return {s: f"{code}:{digests.get(s, '')}" for s in ids}
+
+
+def _dispatch(renderer: pool.CardPool, writer: sitewrite.Writer, job: _CardJobs, ids: list[str],
+              raw: frozenset[str], gone: dict[str, str], n_workers: int) -> None:
+    """Give the cards of ``ids`` to ``renderer``, in jobs of ``pool.chunk`` cards."""
+    size = pool.chunk(len(ids), n_workers)
+    for i in range(0, len(ids), size):
+        renderer.render(job.of(ids[i:i + size], raw, gone), writer)
 
 
 def _merged(done: tuple[dict[str, sitewrite.Entry], list[str], list[str]], writer: sitewrite.Writer) -> list[str]:
