@@ -19,7 +19,7 @@ from benchcards.read import card_data, curves, db, reported
 from benchcards.read.store import Store
 from benchcards.site import urls as site
 from benchcards.site import writer as sitewrite
-from benchcards.site.html_table import command_html, table, table_html
+from benchcards.site.html_table import command_html, escape, table, table_html
 from benchcards.site.render import HOME, Charts, chart_html, environment, render, tier_of
 from benchcards.views import cardview
 
@@ -155,7 +155,7 @@ def _card_charts(c: card_data.Card, page: Charts, depth: dict[str, Points | None
 
 def _esc(value: object) -> str:
     """``value`` escaped as the templates' ``{{ value }}`` escapes it."""
-    return str(markupsafe.escape(value))
+    return escape(value)
 
 
 def _lead(b: cardview.Text) -> str:

@@ -529,11 +529,14 @@ def fit_peak_tile(f: dict) -> Tile:
     return Tile("Peak memory", fmt.metric("fit_peak_gib", f.get("peak_gib")), metrics.get("fit_peak_gib").description)
 
 
-def fit_peak_sources(steps: pd.DataFrame) -> set[str | None]:
-    """The sources of the memory test's peak figures (None: a figure whose source was not recorded)."""
-    if "peak_source" not in steps.columns or "peak_gib" not in steps.columns:
+def fit_peak_sources(steps: pd.DataFrame | list[dict]) -> set[str | None]:
+    """The sources of the memory test's peak figures (None: a figure whose source was not recorded); ``steps``:
+    the card's fit_steps frame or its records."""
+    if isinstance(steps, pd.DataFrame):
+        steps = steps.to_dict("records")
+    if not steps or "peak_source" not in steps[0] or "peak_gib" not in steps[0]:
         return {None}
-    read = [src for peak, src in zip(steps.peak_gib.tolist(), steps.peak_source.tolist()) if _is_number(peak)]
+    read = [r["peak_source"] for r in steps if _is_number(r["peak_gib"])]
     return {None if fmt.missing(x) else str(x) for x in read} or {None}
 
 
@@ -559,7 +562,7 @@ def fit_result_text(s: SimpleNamespace) -> str:
 def fit_table(card: Card) -> pd.DataFrame:
     """One row per context size of the memory test; columns nobody filled are left out."""
     rows = []
-    sources = fit_peak_sources(card.fit_steps)
+    sources = fit_peak_sources(card.records("fit_steps"))
     mixed = len(sources) > 1
     peak_header = metrics.peak_label(metrics.RSS_SOURCE, unit=True) if sources == {metrics.RSS_SOURCE} \
         else fmt.header("fit_step_peak")

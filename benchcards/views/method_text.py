@@ -168,8 +168,8 @@ def peak_source(card: Card) -> str | None:
     if how:
         return f"Peak memory measured with: {how}."
     f = card.fit or {}
-    peaks = card.fit_steps.peak_gib.dropna() if "peak_gib" in card.fit_steps.columns else []
-    if fmt.missing(f.get("peak_gib")) and not len(peaks):
+    peaks = [r["peak_gib"] for r in card.records("fit_steps") if not fmt.missing(r.get("peak_gib"))]
+    if fmt.missing(f.get("peak_gib")) and not peaks:
         return None
     r = card.run(f.get("run_id"))
     tool = None if r is None or fmt.missing(r.get("tool")) else str(r.get("tool"))
