@@ -77,6 +77,9 @@ def _decimals(col: list, limit: int = 3) -> int:
     return most
 
 
+_OBJECT = np.dtype(object)
+
+
 def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
           downloads: dict[str, str] | None = None, up: str = "", notes: dict[str, str] | None = None) -> Table:
     """A display table as a Table. ``links`` maps a column to a column of addresses for it (from the site
@@ -88,8 +91,8 @@ def table(df: pd.DataFrame | None, links: dict[str, str] | None = None,
     hidden = set((links or {}).values()) | set((downloads or {}).values()) | set((notes or {}).values())
     names = list(df.columns)
     # fmt.text_table's tables (nothing changes them after): one block of texts, read at once, types not asked
-    kinds = dict.fromkeys(names, np.dtype(object)) if fmt.is_text_table(df) else dict(zip(names, df.dtypes.tolist()))
-    if all(k == object for k in kinds.values()):
+    kinds = dict.fromkeys(names, _OBJECT) if fmt.is_text_table(df) else dict(zip(names, df.dtypes.tolist()))
+    if all(k == _OBJECT for k in kinds.values()):
         values: dict[Any, list] = dict(zip(names, df.to_numpy().T.tolist()))
     else:
         values = {c: col.tolist() for c, col in df.items()}

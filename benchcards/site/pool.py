@@ -106,7 +106,7 @@ class CardPool:
                 for _ in range(n_workers):
                     assert self._pool is not None
                     self._pool.submit(_warm)
-        except BaseException as exc:  # noqa: BLE001  # raised in the caller's thread by _started
+        except BaseException as exc:  # raised in the caller's thread by _started
             self._start_error = exc
 
     def _started(self) -> None:

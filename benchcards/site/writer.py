@@ -28,9 +28,9 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import stat
 import struct
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path

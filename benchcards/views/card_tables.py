@@ -8,7 +8,6 @@ names come from the metric registry. Pure functions, no Streamlit.
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from types import SimpleNamespace
 
