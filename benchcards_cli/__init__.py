@@ -22,7 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from benchcards import __version__
-from benchcards.domain.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_USAGE, BenchcardsError, UsageError
+from benchcards.domain.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    BenchcardsError,
+    UsageError,
+    terminate_as_interrupt,
+)
 
 __all__ = ["COMMANDS", "Command", "main", "reference"]
 
@@ -106,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{', '.join(by_name)}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return command.run(args[1:])
+        with terminate_as_interrupt():
+            return command.run(args[1:])
     except SystemExit as exc:  # argparse's own exits (2 for usage, 0 for --help)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_BAD_INPUT)
     except KeyboardInterrupt:

@@ -60,3 +60,104 @@ def _no_knees():
 
     return pd.DataFrame(columns=["setup_id", "title", "tier", "kind", "status", "at", "reference", "threshold",
                                  "last_good", "first_bad", "slots", "rule", "first", "last"])
+
+
+def _descendants(pid: int) -> set[int]:
+    """The processes under ``pid`` now (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_stops_an_export_and_its_workers(tmp_path, sig):
+    import signal
+    import subprocess
+    import sys
+
+    from devdata import synth
+    from ingest import ingest_paths
+
+    synth.generate(tmp_path / "raw", 200, seed=3)
+    db_path = tmp_path / "s.duckdb"
+    ingest_paths([tmp_path / "raw"], db_path)
+    proc = subprocess.Popen([sys.executable, "-m", "benchcards_cli", "export", str(tmp_path / "site"), "--db",
+                             str(db_path), "--workers", "2", "--no-raw"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+    workers: set[int] = set()
+    deadline = time.monotonic() + 60
+    cards = tmp_path / "site" / "setups"
+    while time.monotonic() < deadline and not (cards.is_dir() and any(cards.glob("*.html"))):  # workers at work
+        workers |= _descendants(proc.pid)
+        time.sleep(0.05)
+    workers |= _descendants(proc.pid)
+    assert len(workers) >= 3, workers  # the fork server and its two workers
+    proc.send_signal(getattr(signal, sig))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, (proc.returncode, err)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.1)
+    assert not [p for p in workers if _alive(p)], "worker processes left running"
+    assert not list((tmp_path / "site").rglob(".tmp-*"))
+    again = export(db_path, tmp_path / "site", with_raw=False)  # the folder is an export the next one finishes
+    assert len(again.rendered) == 200
+
+
+def test_a_fifo_in_place_of_a_page_is_replaced_never_opened(demo_db, tmp_path):
+    import os
+
+    export(demo_db, tmp_path / "site", with_raw=False)
+    page = tmp_path / "site" / "index.html"
+    page.unlink()
+    os.mkfifo(page)
+    result = export(demo_db, tmp_path / "site", with_raw=False)  # would block for ever opening the FIFO
+    assert page.is_file() and "index.html" in result.written
+
+
+def test_an_ingest_during_an_export_fails_it(demo_db, tmp_path, monkeypatch):
+    import shutil
+
+    from benchcards.read.db import DatabaseError
+    from benchcards.site import exporter
+    from ingest import ingest_paths
+
+    db_path = tmp_path / "d.duckdb"
+    shutil.copy(demo_db, db_path)
+    real = exporter.aggregate_pages
+
+    def swapped_meanwhile(*args, **kwargs):
+        ingest_paths([Path(__file__).resolve().parent.parent / "data" / "raw"], db_path, rebuild=True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(exporter, "aggregate_pages", swapped_meanwhile)
+    with pytest.raises(DatabaseError, match="changed while it was exported"):
+        export(db_path, tmp_path / "site", with_raw=False)
+
+
+def test_workers_out_of_range_are_a_usage_error(demo_db, tmp_path):
+    from benchcards.site.export import main
+
+    for n in ("0", "-3", "33"):
+        with pytest.raises(SystemExit) as exit_:
+            main([str(tmp_path / "site"), "--db", str(demo_db), "--workers", n])
+        assert exit_.value.code == 2

@@ -11,12 +11,15 @@ place (``benchcards_cli``), and the ``python -m`` forms use the same mapping:
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 from types import FrameType
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "BenchcardsError", "UsageError",
-           "interrupts_end_quietly", "interrupts_raise"]
+           "interrupts_end_quietly", "interrupts_raise", "terminate_as_interrupt"]
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -48,3 +51,23 @@ def interrupts_end_quietly() -> None:
 def interrupts_raise() -> None:
     """Side effect: Ctrl-C raises KeyboardInterrupt again (Python's own handler), for ``main`` to handle."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Inside, SIGTERM and SIGHUP stop the command as Ctrl-C does (KeyboardInterrupt: its ``finally`` blocks run,
+    the worker processes it started are stopped, status 130); the handlers before are put back after. Side
+    effect: sets the process's signal handlers (the main thread of a command, never the app's)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from benchcards.read import db
 from benchcards.read.paths import DEFAULT_DB, shown
+from benchcards.site import pool
 from benchcards.site import writer as sitewrite
 from benchcards.site.exporter import export
 
@@ -36,9 +37,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m benchcards.site.e
     parser.add_argument("--no-raw", action="store_true", help="do not copy the raw files")
     parser.add_argument("--base-url", help="address the site is published at (absolute addresses in "
                                            "sitemap.xml and index.json); default: relative addresses")
-    parser.add_argument("--workers", type=int, help="processes rendering the setup cards (default: one per "
-                                                    "core for sites of 150 setups or more)")
+    parser.add_argument("--workers", type=int, help="processes rendering the setup cards, 1 to "
+                                                    f"{pool.MAX_WORKERS} (default: one per core, at most 8, for "
+                                                    "sites of 150 setups or more)")
     args = parser.parse_args(argv)
+    if args.workers is not None and not 1 <= args.workers <= pool.MAX_WORKERS:
+        parser.error(f"--workers must be 1 to {pool.MAX_WORKERS}, not {args.workers}")
     try:
         result = export(args.db, args.out, with_raw=not args.no_raw, base_url=args.base_url, workers=args.workers)
     except (db.DatabaseError, sitewrite.ExportFolderError, ValueError) as exc:
@@ -55,7 +59,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m benchcards.site.e
 
 
 if __name__ == "__main__":
-    from benchcards.domain.errors import interrupts_raise
+    from benchcards.domain.errors import EXIT_INTERRUPTED, interrupts_raise, terminate_as_interrupt
 
     interrupts_raise()  # main handles Ctrl-C from here on
-    sys.exit(main())
+    try:
+        with terminate_as_interrupt():  # SIGTERM and SIGHUP too: the workers are stopped
+            sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)

@@ -220,7 +220,9 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         try:
             renderer.warm(n_workers)
             copy = _RawCopy.plan(store, writer) if with_raw else _RawCopy(frozenset(), {}, {})
-            raw, gone = copy.present, copy.gone
+            # a re-export copies its few new raw files first (a source that keeps its size but not its bytes
+            # would otherwise make every later export render its card twice)
+            raw, gone = copy.run(writer) if not first else (copy.present, copy.gone)
             data = analysis_inputs.analysis_data(store)
             kn = analysis.knees(data)
             # the analysis pages first: the largest share of the pages that are not cards, in a worker of its own
@@ -237,7 +239,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             todo = _cards_to_render(ids, card_stamps, writer, stamps, previous_stamps)
             if not first:
                 _dispatch(renderer, writer, job, todo, raw, gone, n_workers)
-            raw_now, gone_now = copy.run(writer)
+            raw_now, gone_now = copy.run(writer) if first else (raw, gone)
             _assets(writer, stamps, previous_stamps)
             with schemapi.debug_mode(False):  # Altair's check of each chart part as it is made: the app's job
                 pages = aggregate_pages(env, writer, store, ov, base, build_groups)
@@ -250,18 +252,24 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
                 stamps.update({site.setup_path(s): again[s] for s in ids})
         finally:
             renderer.close()
-        gone = gone_now
-        raw_missing = list(gone)
-        pages += [site.setup_path(s) for s in ids]
         html = sorted(p for p in writer.entries if p.endswith(".html"))
         writer.write("sitemap.xml", site.sitemap(html, base))
-        if not raw_missing:  # a raw file that could not be read may be readable next time: look again then
+        _still(db_path, key, with_raw, base)
+        if not gone_now:  # a raw file that could not be read may be readable next time: look again then
             stamps[EXPORT_KEY] = key
         removed = sitewrite.finish(out, writer.entries, stamps, previous)
     db.forget(db_path)
     return ExportResult(pages=[out / p for p in html], written=writer.written,
                         kept=len(writer.entries) - len(set(writer.written)), removed=removed,
-                        seconds=time.perf_counter() - start, raw_missing=raw_missing, rendered=todo)
+                        seconds=time.perf_counter() - start, raw_missing=list(gone_now), rendered=todo)
+
+
+def _still(db_path: Path, key: str, with_raw: bool, base: str | None) -> None:
+    """Raises DatabaseError when the database is no longer the one the export started from (an ingest swapped
+    another in meanwhile: the workers read that one by its path)."""
+    if export_key(db_path, with_raw, base) != key:
+        raise db.DatabaseError(f"{db_path} changed while it was exported (an ingest replaced it): the site may mix "
+                               "both; export again")
 
 
 def _render_again(job: CardJob, writer: sitewrite.Writer, done: list[str]) -> list[str]:

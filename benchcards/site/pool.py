@@ -17,13 +17,15 @@ from benchcards.site.card_pages import CardJob, render_cards
 
 T = TypeVar("T")
 
-__all__ = ["CHUNK", "MIN_FOR_WORKERS", "CardPool", "chunk", "workers"]
+__all__ = ["CHUNK", "MAX_WORKERS", "MIN_FOR_WORKERS", "CardPool", "chunk", "workers"]
 
 
 #: cards per task of a worker process: at most this many (a task reads its cards' rows at once, about 0.1 s
 #: whatever its size), and at least six tasks per worker, so that the workers, and the parent that takes back
 #: the tasks not started once its own pages are done, end together
 CHUNK = 100
+#: the most processes an export may be asked for (each holds a few hundred MB)
+MAX_WORKERS = 32
 #: below this many setups the cards are rendered in this process (starting workers costs more)
 MIN_FOR_WORKERS = 150
 
@@ -31,7 +33,7 @@ MIN_FOR_WORKERS = 150
 def workers(requested: int | None, n_setups: int) -> int:
     """How many processes render ``n_setups`` cards: ``requested``, else one per core (at most 8) for a large site."""
     if requested is not None:
-        return max(1, requested)
+        return max(1, min(requested, MAX_WORKERS))
     if n_setups < MIN_FOR_WORKERS:
         return 1
     return max(1, min(os.cpu_count() or 1, 8))
@@ -52,8 +54,11 @@ def _in_worker() -> None:
     """Set up a worker process: one DuckDB thread (the pool has a process per core), its reader kept between
     jobs (``card_pages.render_cards``: the worker ends with the export), and Altair's checks of each chart part as
     it is made left to the app (the same charts; a tenth of the analysis pages' time)."""
+    import signal
+
     from altair.utils import schemapi
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the pool (no traceback here)
     db.use_threads(1)
     card_pages.KEEP_READER = True
     schemapi.DEBUG_MODE = False  # Altair checks each chart part as it is made, to explain a mistake: the app does

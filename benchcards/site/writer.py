@@ -309,8 +309,10 @@ def locked(root: Path) -> Iterator[Session]:
             try:
                 yield session
             except BaseException:
-                if session.writer is not None and session.writer.entries and not (root / MANIFEST).exists():
-                    finish(root, session.writer.entries)  # no stamps: every card is made again next time
+                if session.writer is not None and not (root / MANIFEST).exists():
+                    # no stamps: every card is made again next time; and the folder (checked, then written into,
+                    # by worker processes too) is an earlier export the next one takes
+                    finish(root, session.writer.entries)
                 raise
             finally:
                 if not had_lock and not (root / MANIFEST).exists():
@@ -396,7 +398,7 @@ class Writer:
             st = os.stat(self.root / rel, follow_symlinks=False)
         except OSError:
             return None
-        if st.st_size != old.size:
+        if not stat.S_ISREG(st.st_mode) or st.st_size != old.size:  # a link or a FIFO in its place: written anew
             return None
         if st.st_mtime_ns != old.mtime_ns:  # copied, checked out or touched: the same bytes?
             try:
@@ -469,7 +471,7 @@ def all_as_written(root: Path, entries: dict[str, Entry]) -> bool:
 def still_written(path: Path, entry: Entry) -> bool:
     """True when ``path`` is a regular file (not a link) with the size and SHA-256 of ``entry``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO never blocks
     except OSError:
         return False
     with os.fdopen(fd, "rb") as fh:
