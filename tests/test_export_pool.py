@@ -112,7 +112,7 @@ def test_sigterm_stops_an_export_and_its_workers(tmp_path, sig):
     workers |= _descendants(proc.pid)
     assert len(workers) >= 3, workers  # the fork server and its two workers
     proc.send_signal(getattr(signal, sig))
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, (proc.returncode, err)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(_alive(p) for p in workers):
