@@ -326,7 +326,10 @@ def record_problem(r: RequestRecord, max_tokens: int | None) -> str | None:
     Every source's records pass this one rule (docs/definitions.md#plausible-counts, #plausible-figures); the
     tokens-per-event bound only where the part's figures divide by the count (``PER_TOKEN_PARTS``)."""
     per_token = r.part in PER_TOKEN_PARTS
-    why = (token_count_problem(r.output_tokens, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes,
+    # a count the client estimated (its own text events: a server with no usage) is no server's claim: the
+    # client judges it by its events instead, as live.client does (one more event than max_tokens is seen)
+    counted = None if r.tokens_estimated else r.output_tokens
+    why = (token_count_problem(counted, max_tokens=max_tokens, events=r.events, text_bytes=r.text_bytes,
                                per_token=per_token)
            or plausible.count_problem(r.prompt_tokens, "prompt tokens") or client_rates_problem(r))
     if why:
