@@ -397,7 +397,7 @@ def depth_builder(points: Any, kind: str, domain: list, range: list, ticks: tupl
     tooltip += [alt.Tooltip("runs_text:N", title="Runs"), alt.Tooltip("from_text:N", title="From")]
     color = setup_color(domain, range)
     # one line per setup through its server steps, and one per llama-bench test (an engine figure of its own)
-    lines = base.mark_line().encode(x=x, y=y, color=color, detail="line:N", order="tokens:Q")
+    lines = base.mark_line().encode(x=x, y=y, color=color, detail=alt.Detail("line:N"), order=alt.Order("tokens:Q"))
     marks = base.mark_point().encode(
         x=x, y=y, color=color, tooltip=tooltip,
         # the shapes are explained beside the chart: a second legend would not fit beside the first on a phone
@@ -483,7 +483,7 @@ def conc_builder(points: Any, rate: str, levels: tuple[int, ...], domain: list, 
                alt.Tooltip("value_text:N", title=y_title.split(" (")[0]), alt.Tooltip("runs_text:N", title="Rounds"),
                alt.Tooltip("from_text:N", title="From")]
     color = setup_color(domain, range)
-    lines = base.mark_line().encode(x=x, y=y, color=color, detail="setup:N", order="level:Q")
+    lines = base.mark_line().encode(x=x, y=y, color=color, detail=alt.Detail("setup:N"), order=alt.Order("level:Q"))
     marks = base.mark_point().encode(x=x, y=y, color=color, tooltip=tooltip)
     layers = [lines, marks]
     if _has_rows(knees):
@@ -531,7 +531,7 @@ def quality_chart(q: pd.DataFrame, names: dict[str, str] | None = None,
                alt.Tooltip("cut_text:N", title="Cut off")]
     cv = color_values(df, colors)
     color = setup_color(cv["domain"], cv["range"])
-    bars = base.mark_rule(strokeWidth=2).encode(x=x, x2="hi_pct:Q", y=y, yOffset=y_offset, color=color)
+    bars = base.mark_rule(strokeWidth=2).encode(x=x, x2=alt.X2("hi_pct:Q"), y=y, yOffset=y_offset, color=color)
     points = base.mark_point().encode(x=alt.X("pct:Q", scale=x_scale), y=y, yOffset=y_offset, color=color,
                                       tooltip=tooltip)
     return themed(_layer(bars, points), title="Quality with 95 % intervals (Wilson)", width="container",
@@ -675,7 +675,7 @@ def live_steps_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     chart = alt.Chart(df).mark_bar().encode(
         y=alt.Y("Step:N", sort=None, title=None, axis=alt.Axis(labelLimit=200)),
         x=alt.X("rate:Q", title="Decode (tok/s)", scale=alt.Scale(zero=True)),
-        yOffset="clock:N", color=alt.Color("clock:N", title="Measured by"),
+        yOffset=alt.YOffset("clock:N"), color=alt.Color("clock:N", title="Measured by"),
         tooltip=[alt.Tooltip("Step:N"), alt.Tooltip("clock:N", title="Measured by"),
                  alt.Tooltip("rate_text:N", title="Decode")])
     return themed(chart, title="Live run: decode per step", width="container")
@@ -724,7 +724,7 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
     part_scale = alt.Scale(domain=list(ANSWER_PARTS), range=[PALETTE[1], PALETTE[0]])
     bars = alt.Chart(parts).mark_bar(height={"band": 0.7}, strokeWidth=1.5).encode(
         # about ten ticks: one every 5 s up to 100 s ran the last labels into each other ('95100')
-        x=alt.X("start:Q", title="Seconds to the end of the answer", axis=alt.Axis(tickCount=10)), x2="end:Q", y=y,
+        x=alt.X("start:Q", title="Seconds to the end of the answer", axis=alt.Axis(tickCount=10)), x2=alt.X2("end:Q"), y=y,
         # one legend for the two parts of a bar, below it as on every chart (the outline has the same field and scale: one legend
         # for both, which legend=None on the outline took away)
         color=alt.Color("part:N", title="Part of the time", scale=part_scale,
@@ -736,7 +736,7 @@ def answer_time_chart(df: pd.DataFrame, limit: int = 25) -> alt.TopLevelMixin:
             domain=["within measured depths", "held beyond measured depths"], range=[1.0, 0.3])),
         tooltip=tooltip)
     spread = alt.Chart(rows[rows.low_s.notna()]).mark_rule(color=GREY, strokeWidth=2).encode(
-        x="low_s:Q", x2="high_s:Q", y=y, tooltip=tooltip)
+        x=alt.X("low_s:Q"), x2=alt.X2("high_s:Q"), y=y, tooltip=tooltip)
     # the sizes as a subtitle: one long title line was cut on a phone
     sizes = f"{p:,}-token prompt, {w:,.0f}-word answer"
     pale = "pale: curves held beyond their measured depths, ranked last"
@@ -766,17 +766,17 @@ def pareto_chart(df: pd.DataFrame, colors: dict[str, str] | None = None) -> alt.
     color = alt.Color("title:N", title="Setup", scale=_title_colors(data, colors),
                       legend=alt.Legend(labelExpr=WRAP_LABEL, orient="bottom", columns=1))
     base = alt.Chart(data)
-    lines = base.mark_line(strokeWidth=1, opacity=0.5).encode(x=x, y=y, color=color, detail="series:N",
-                                                             order="level:Q")
+    lines = base.mark_line(strokeWidth=1, opacity=0.5).encode(x=x, y=y, color=color, detail=alt.Detail("series:N"),
+                                                             order=alt.Order("level:Q"))
     points = base.mark_point().encode(x=x, y=y, color=color,
                                       shape=alt.Shape("queued_txt:N", title="Requests"), tooltip=tooltip)
     front = data[data.frontier].sort_values("per_request_tps")
     front_line = alt.Chart(front).mark_line(color=FRONTIER_COLOR, strokeDash=[6, 3], strokeWidth=2,
-                                            interpolate="step-before").encode(x=x, y=y, order="per_request_tps:Q")
+                                            interpolate="step-before").encode(x=x, y=y, order=alt.Order("per_request_tps:Q"))
     rings = alt.Chart(front).mark_point(size=220, filled=False, color=FRONTIER_COLOR, strokeWidth=2).encode(
         x=x, y=y, tooltip=tooltip)
     names = alt.Chart(front.drop_duplicates("setup_id", keep="last")).mark_text(
-        align="left", dx=9, dy=-9, fontSize=11, limit=180, color=GREY, font=FONT).encode(x=x, y=y, text="short:N")
+        align="left", dx=9, dy=-9, fontSize=11, limit=180, color=GREY, font=FONT).encode(x=x, y=y, text=alt.Text("short:N"))
     chart = (lines + front_line + points + rings + names).properties(
         title=alt.TitleParams("Throughput vs per-request speed", subtitle="dashed: the Pareto frontier"),
         width="container", height=_legend_height(data.setup_id.nunique()))
@@ -809,15 +809,15 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
                alt.Tooltip("n:Q", title="Questions"), alt.Tooltip("trade_off:N", title="Within its tier")]
     base = alt.Chart(data)
     bars = base.mark_rule(strokeWidth=2).encode(
-        x=x, y=alt.Y("lo_pct:Q", title=f"{label} (%)", scale=alt.Scale(zero=False)), y2="hi_pct:Q", color=color)
-    points = base.mark_point().encode(x=x, y="pct:Q", color=color, tooltip=tooltip)
+        x=x, y=alt.Y("lo_pct:Q", title=f"{label} (%)", scale=alt.Scale(zero=False)), y2=alt.Y2("hi_pct:Q"), color=color)
+    points = base.mark_point().encode(x=x, y=alt.Y("pct:Q"), color=color, tooltip=tooltip)
     order = tier_order or sorted(data.tier.unique().tolist())
     if data.tier.nunique() <= 1:  # one tier: one panel as wide as its container (a phone too)
         tier = str(data.tier.iloc[0]) if not data.empty else ""
         # the best trade-offs are named beside their points (the others in their tooltips)
         names = base.transform_filter(alt.datum.frontier).mark_text(
             align="left", dx=7, dy=-7, fontSize=11, limit=200, color=PALETTE[0], font=FONT).encode(
-            x=x, y="pct:Q", text="point_label:N")
+            x=x, y=alt.Y("pct:Q"), text=alt.Text("point_label:N"))
         return themed(_layer(bars, points, names).properties(
             title=f"{label} vs speed: {tier} tier (bars: Wilson 95 % intervals)", width="container", height=260))
     chart = _layer(bars, points).properties(width=260, height=220).facet(
@@ -865,7 +865,7 @@ def knee_depth_chart(points: pd.DataFrame, knees: pd.DataFrame, kind: str,
     rules = alt.Chart(k).mark_rule(strokeDash=[4, 4], strokeWidth=1.5).encode(
         x=alt.X("at:Q"), color=color, tooltip=ktip)
     marks = alt.Chart(k).mark_point(shape="cross", size=160, filled=True).encode(
-        x="at:Q", y="threshold:Q", color=color, tooltip=ktip)
+        x=alt.X("at:Q"), y=alt.Y("threshold:Q"), color=color, tooltip=ktip)
     title = f"{'Prefill' if kind == 'prefill' else 'Decode'} vs prompt depth, knees marked (dashed)"
     height = _legend_height(data.title.nunique(), data.source.nunique())
     layers = [lines, pts] + ([rules, marks] if not k.empty else [])  # no layer without rows (Vega's infinite extent)
@@ -892,7 +892,7 @@ def knee_conc_chart(tp: pd.DataFrame, knees: pd.DataFrame, colors: dict[str, str
     at_knee = k.merge(tp[["setup_id", "level", "total_tps"]], left_on=["setup_id", "at"],
                       right_on=["setup_id", "level"])
     rings = alt.Chart(at_knee).mark_point(size=240, filled=False, strokeWidth=2).encode(
-        x="level:Q", y="total_tps:Q", color=color, tooltip=ktip)
+        x=alt.X("level:Q"), y=alt.Y("total_tps:Q"), color=color, tooltip=ktip)
     title = "Total throughput vs requests at once, knees marked (dashed, ringed)"
     layers = [lines, pts] + ([rules] if not k.empty else []) + ([rings] if not at_knee.empty else [])
     return themed(alt.layer(*layers).properties(title=title, width="container",
@@ -943,10 +943,10 @@ def sweep_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
                alt.Tooltip("pct:Q", title="Δ %", format="+.1f"), alt.Tooltip("lo:Q", title="From", format="+.1f"),
                alt.Tooltip("hi:Q", title="To", format="+.1f"), alt.Tooltip("verdict:N", title="Verdict")]
     base = alt.Chart(df)
-    bars = base.mark_rule(strokeWidth=2).encode(x="lo:Q", x2="hi:Q", y=y, yOffset=y_offset, color=color,
+    bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q"), x2=alt.X2("hi:Q"), y=y, yOffset=y_offset, color=color,
                                                 tooltip=tooltip)
     dots = base.mark_point(filled=True, size=60).encode(x=x, y=y, yOffset=y_offset, color=color, tooltip=tooltip)
-    zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color=GREY, strokeDash=[4, 4]).encode(x="zero:Q")
+    zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color=GREY, strokeDash=[4, 4]).encode(x=alt.X("zero:Q"))
     # each figure's band holds its variants (24 px each) and its label's lines (16 px each)
     height = max(120, sum(max(24 * len(variants), 16 * (r.count("\n") + 1) + 8) for r in rows))
     return themed(alt.layer(bars, dots, zero), height=height)
