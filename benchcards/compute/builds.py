@@ -161,19 +161,25 @@ def timeline(store: Store, setup_id: str, sib: pd.DataFrame | None = None) -> pd
         sib = siblings(store, setup_id)
     if len(sib) < 2:
         return pd.DataFrame(columns=TIMELINE_COLUMNS)
-    return _timeline(sib, _timeline_metrics(store, list(sib.setup_id)))
+    return _timeline(sib, _figure_rows(_timeline_metrics(store, list(sib.setup_id))))
 
 
-def _timeline(sib: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
-    """The timeline of the builds ``sib`` (oldest first) from their figures ``m`` (other setups' rows ignored)."""
+def _figure_rows(m: pd.DataFrame) -> list[tuple]:
+    """The rows of ``_timeline_metrics`` as (setup_id, metric, prompt, level, value, n) tuples."""
+    return list(zip(m.setup_id.tolist(), m.metric.tolist(), m.prompt.tolist(), m.level.tolist(), m.value.tolist(),
+                    m.n.tolist()))
+
+
+def _timeline(sib: pd.DataFrame, figures: list[tuple]) -> pd.DataFrame:
+    """The timeline of the builds ``sib`` (oldest first) from their ``_figure_rows`` (other setups' rows
+    ignored)."""
     ids = list(sib.setup_id)
     order = {sid: i for i, sid in enumerate(ids)}
     label = dict(zip(sib.setup_id, sib.build))
     spread: dict[tuple, float] = {}
     # one pass over the figures (filtering the frame once per test cost ~0.1 s a timeline)
     buckets: dict[tuple, list] = {}
-    for sid, metric, prompt, level, value, n in zip(m.setup_id.tolist(), m.metric.tolist(), m.prompt.tolist(),
-                                                     m.level.tolist(), m.value.tolist(), m.n.tolist()):
+    for sid, metric, prompt, level, value, n in figures:
         if sid not in order:
             continue
         prompt = None if fmt.missing(prompt) else prompt
@@ -225,15 +231,17 @@ def timelines(store: Store) -> list[Group]:
     members = _group_rows(df)
     if not members:
         return []
-    m = _timeline_metrics(store, [str(df.setup_id.iloc[i]) for idx in members for i in idx])
-    parts = {str(sid): g for sid, g in m.groupby("setup_id", sort=False)} if not m.empty else {}
+    ids = df.setup_id.tolist()
+    parts: dict[str, list[tuple]] = {}  # each setup's figures
+    for row in _figure_rows(_timeline_metrics(store, [str(ids[i]) for idx in members for i in idx])):
+        parts.setdefault(str(row[0]), []).append(row)
+    rows = df.drop(columns=["setup_json"])
+    labels = [build_label(r) for r in rows.to_dict("records")]
     out = []
     for idx in members:
-        sib = df.iloc[idx].drop(columns=["setup_json"]).reset_index(drop=True)
-        sib["build"] = [build_label(row) for row in sib.to_dict("records")]
-        mine = [parts[s] for s in sib.setup_id if s in parts]
-        m_g = pd.concat(mine, ignore_index=True) if mine else m.iloc[0:0]
-        out.append(Group(sib[SIBLING_COLUMNS], _timeline(sib, m_g)))
+        sib = rows.iloc[idx].reset_index(drop=True)
+        sib["build"] = [labels[i] for i in idx]
+        out.append(Group(sib[SIBLING_COLUMNS], _timeline(sib, [f for i in idx for f in parts.get(str(ids[i]), [])])))
     return out
 
 
@@ -243,12 +251,13 @@ def _group_rows(df: pd.DataFrame) -> list[list[int]]:
     by_sig: dict[str, list[int]] = {}
     for i, j in enumerate(df.setup_json):
         by_sig.setdefault(_signature(j), []).append(i)
+    records = df.drop(columns=["setup_json"]).to_dict("records")  # a row read once, not once per question
     out = []
     for idx in by_sig.values():
-        if len({build_label(df.iloc[k]) for k in idx}) < 2:
+        if len({build_label(records[k]) for k in idx}) < 2:
             continue  # one build measured twice is not a timeline
-        out.append(sorted(idx, key=lambda k: _build_key(df.iloc[k])))
-    return sorted(out, key=lambda idx: [str(df.setup_id.iloc[k]) for k in idx])
+        out.append(sorted(idx, key=lambda k: _build_key(records[k])))
+    return sorted(out, key=lambda idx: [str(records[k]["setup_id"]) for k in idx])
 
 
 def timeline_table(tl: pd.DataFrame) -> pd.DataFrame:

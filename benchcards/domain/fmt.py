@@ -39,13 +39,19 @@ MINUS = "−"  # U+2212, for signed differences
 
 
 def missing(x: object) -> bool:
-    """True for None, NaN, pandas NA/NaT and empty strings."""
+    """True for None, NaN, pandas NA/NaT and empty strings.
+
+    >>> [missing(v) for v in (None, "", " ", "a", 0, True, float("nan"), 1.5)]
+    [True, True, True, False, False, False, True, False]
+    """
     if x is None:
         return True
     if isinstance(x, str):
         return x.strip() == ""
     if isinstance(x, float):
         return math.isnan(x)
+    if isinstance(x, int):  # a Python int or bool is never missing (asking pandas took a microsecond each)
+        return False
     try:
         import pandas as pd
 

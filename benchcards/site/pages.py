@@ -50,6 +50,20 @@ def _overview_rows(ov: pd.DataFrame, tier: bool = True) -> pd.DataFrame:
     return out
 
 
+class _ListRows:
+    """``_overview_rows`` of every setup in ranking order, made once: each list page (home, tier, model) takes the
+    rows of its setups (a row's cells depend on that row alone)."""
+
+    def __init__(self, ranked: pd.DataFrame) -> None:
+        self.rows = _overview_rows(ranked)
+        self.at = {label: n for n, label in enumerate(ranked.index)}
+
+    def of(self, part: pd.DataFrame, tier: bool = True) -> pd.DataFrame:
+        """The rows of the setups of ``part`` (rows of the ranked overview), as ``_overview_rows(part, tier)``."""
+        out = self.rows.iloc[[self.at[label] for label in part.index]].reset_index(drop=True)
+        return out if tier or "VRAM tier" not in out.columns else out.drop(columns="VRAM tier")
+
+
 #: how a list of ``_overview_rows`` links and annotates its cells (``table``'s links and notes)
 LIST_LINKS = {"Setup": "href"}
 LIST_NOTES = {"Setup": "setup_note", "GPU": "gpu_note"}
@@ -75,8 +89,8 @@ def _write_list(env: jinja2.Environment, write: Callable[[str, str], Any], stem:
     return paths
 
 
-def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tests: int) -> str:
-    ranked = overview_filter.sort_overview(ov, "decode")
+def _home(env: jinja2.Environment, ov: pd.DataFrame, ranked: pd.DataFrame, lists: _ListRows, models: pd.DataFrame,
+          n_tests: int) -> str:
     # the app's overview groups (views.overview_group): one per tier, the reported setups in one group at the end
     group = pd.Series([views.overview_group(b, t) for b, t in zip(ranked.badges, ranked.tier)], index=ranked.index)
     sections = []
@@ -87,7 +101,7 @@ def _home(env: jinja2.Environment, ov: pd.DataFrame, models: pd.DataFrame, n_tes
         sections.append({"label": views.REPORTED_GROUP if label is None else views.overview_group(None, label),
                          "href": None if label is None else site.tier_path(label), "count": len(rows),
                          "text": "" if label is None else site.TIER_TEXT.get(label, ""),
-                         "table": table(_overview_rows(rows.head(HOME_ROWS), tier=False), links=LIST_LINKS,
+                         "table": table(lists.of(rows.head(HOME_ROWS), tier=False), links=LIST_LINKS,
                                        notes=LIST_NOTES)})
     return render(env, "index.html", "index.html", title="All setups", sections=sections,
                   models=table(models, links={"Model": "href"}), n_setups=len(ov), n_models=len(models),
@@ -204,12 +218,13 @@ def aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: St
     models = _models_table(ov)
     q = quality.quality_table(store)
     pages = ["index.html"]
-    write("index.html", _home(env, ov, models, q.test.nunique() if not q.empty else 0))
+    lists = _ListRows(ranked)
+    write("index.html", _home(env, ov, ranked, lists, models, q.test.nunique() if not q.empty else 0))
     for label in tier_order(ov):
         rows = ranked[ranked.tier == label]
         stem = site.tier_path(label)[:-5]
         crumbs = [HOME, site.Crumb(f"{label} tier")]
-        pages += _write_list(env, write, stem, _overview_rows(rows, tier=False), f"{label} tier", crumbs,
+        pages += _write_list(env, write, stem, lists.of(rows, tier=False), f"{label} tier", crumbs,
                              intro=[site.TIER_TEXT.get(label, ""), f"{fmt.count(len(rows), 'setup')}, fastest decode first."],
                              links=LIST_LINKS, notes=LIST_NOTES)
     write("models/index.html", render(env, "models.html", "models/index.html", title="Models",
@@ -218,7 +233,7 @@ def aggregate_pages(env: jinja2.Environment, writer: sitewrite.Writer, store: St
     pages.append("models/index.html")
     for name, rows in ranked.groupby(ranked.model.map(site.model_key), sort=True):
         stem = site.model_path(name)[:-5]
-        shown = _overview_rows(rows)
+        shown = lists.of(rows)
         gpus = rows.gpu.nunique()
         quants = rows.quant.map(fmt.text).nunique()
         pages += _write_list(env, write, stem, shown, str(name),

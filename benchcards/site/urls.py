@@ -223,6 +223,8 @@ def search_script(entries: list[list[str]]) -> str:
 def _num(v: Any) -> float | int | None:
     if type(v) is float:  # the common case first: a hundred thousand figures go through here
         return None if v - v != 0 else int(v) if v.is_integer() and abs(v) < 2**53 else v
+    if type(v) is int and -2**53 < v < 2**53:  # the next most common: a count
+        return v
     if v is None or fmt.missing(v):
         return None
     f = float(v)
