@@ -831,7 +831,10 @@ def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str
 def _title_colors(rows: pd.DataFrame, colors: dict[str, str] | None) -> alt.Scale:
     """The colour scale of a chart coloured by its rows' ``title``: each setup's colour (``setup_colors``,
     ``colors`` being the page's)."""
-    return alt.Scale(**color_values(rows, colors, name="title"))
+    values = color_values(rows, colors, name="title")
+    # tuples: Altair copies a layer's lists element by element each time it combines or copies layers (a page's
+    # hundreds of setup names, several times per chart); a tuple is copied by reference and written as a list
+    return alt.Scale(domain=tuple(values["domain"]), range=tuple(values["range"]))
 
 
 def _legend_height(*rows: int) -> int:

@@ -352,10 +352,11 @@ def _temp_name(suffix: str) -> str:
 _TEMP_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}")
 
 
-def atomic_write(path: Path, data: bytes) -> os.stat_result:
-    """Write ``data`` to ``path`` through a temporary file renamed over it (creating its folder); its stat."""
+def atomic_write(path: Path, data: bytes, *, folder_made: bool = False) -> os.stat_result:
+    """Write ``data`` to ``path`` through a temporary file renamed over it (creating its folder unless
+    ``folder_made``); its stat."""
     folder = path.parent
-    if not folder.is_dir():
+    if not folder_made and not folder.is_dir():
         folder.mkdir(parents=True, exist_ok=True)
     while True:
         tmp = os.path.join(folder, _temp_name(path.suffix))
@@ -367,13 +368,15 @@ def atomic_write(path: Path, data: bytes) -> os.stat_result:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            fh.flush()
             os.fchmod(fh.fileno(), 0o644)
+            st = os.fstat(fh.fileno())  # the renamed file's size and time: a rename changes neither
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return os.stat(path)
+    return st
 
 
 @dataclass
@@ -388,6 +391,8 @@ class Writer:
     previous: dict[str, Entry] = field(default_factory=dict)
     entries: dict[str, Entry] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
+    #: folders this writer has written into (each was checked for links on the way, and exists)
+    _folders: set[Path] = field(default_factory=set, repr=False)
 
     def unchanged(self, rel: str, digest: str) -> Entry | None:
         """The previous entry of ``rel`` when it has the hash ``digest`` and the file is as it was written."""
@@ -422,7 +427,9 @@ class Writer:
         if kept is not None:
             self.entries[rel] = kept
             return False
-        st = atomic_write(self.inside(rel), raw)
+        path = self.inside(rel)
+        st = atomic_write(path, raw, folder_made=path.parent in self._folders)
+        self._folders.add(path.parent)
         self.entries[rel] = Entry(digest, st.st_size, st.st_mtime_ns)
         self.written.append(rel)
         return True
@@ -432,6 +439,8 @@ class Writer:
         outside the export folder)."""
         path = self.root / rel
         d = path.parent
+        if d in self._folders:  # made or looked at by this writer already
+            return path
         while d != self.root and len(d.parts) > len(self.root.parts):
             if d.is_symlink():
                 raise ExportFolderError(f"{d} is a symbolic link: the export writes only inside {self.root}")
