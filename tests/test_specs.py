@@ -71,3 +71,22 @@ def test_memory_charts_of_other_context_ranges_and_gpus_share_one_template(demo)
     for spec, (s, v) in zip(drawn, [(s, v) for s in (steps, shorter) for v in (24.0, 48.0, 80.0)]):
         assert specs.inline(spec) == built(charts.fit_chart(s, vram_gib=v))
         assert f"GPU memory {v:.0f} GiB" in str(spec)
+
+
+def test_themed_sets_its_copy_and_leaves_the_chart_it_was_given_alone():
+    import altair as alt
+    import pandas as pd
+
+    rows = pd.DataFrame({"x": [1, 2], "y": [3.0, 4.5]})
+    base = alt.Chart(rows)
+    layered = alt.layer(base.mark_line().encode(x=alt.X("x:Q"), y=alt.Y("y:Q")),
+                        base.mark_point().encode(x=alt.X("x:Q"), y=alt.Y("y:Q")))
+    before = layered.to_dict()
+    out = charts.themed(layered, title="T", width="container", height=200)
+    assert layered.to_dict() == before  # the chart given is not changed
+    spec = out.to_dict()
+    assert (spec["title"], spec["width"], spec["height"]) == ("T", "container", 200)
+    themed_config = alt.Config(**charts.theme_config()).to_dict()
+    assert all(spec["config"][k] == v for k, v in themed_config.items() if k != "view")  # (Altair adds view sizes)
+    assert spec["usermeta"] == {"embedOptions": {"renderer": "svg"}}
+    assert [lay["mark"]["type"] for lay in spec["layer"]] == ["line", "point"]
