@@ -787,10 +787,10 @@ def pareto_chart(df: pd.DataFrame, colors: dict[str, str] | None = None) -> alt.
         x=x, y=y, tooltip=tooltip)
     names = alt.Chart(front.drop_duplicates("setup_id", keep="last")).mark_text(
         align="left", dx=9, dy=-9, fontSize=11, limit=180, color=GREY, font=FONT).encode(x=x, y=y, text=alt.Text("short:N"))
-    chart = (lines + front_line + points + rings + names).properties(
-        title=alt.TitleParams("Throughput vs per-request speed", subtitle="dashed: the Pareto frontier"),
-        width="container", height=_legend_height(data.setup_id.nunique()))
-    return themed(chart)
+    # one layer chart built at once: each '+' rebuilt the chart so far, copying every layer deeply
+    return themed(alt.layer(lines, front_line, points, rings, names),
+                  title=alt.TitleParams("Throughput vs per-request speed", subtitle="dashed: the Pareto frontier"),
+                  width="container", height=_legend_height(data.setup_id.nunique()))
 
 
 def speed_quality_chart(df: pd.DataFrame, speed_label: str, tier_order: list[str] | None = None) -> alt.TopLevelMixin:
