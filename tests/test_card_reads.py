@@ -133,3 +133,16 @@ def test_the_raw_folder_check_runs_behind_the_page_after_the_first_look(demo_db,
         assert common._freshness(path) is not now
     finally:
         common._CHECKED.clear()
+
+
+def test_the_pickers_names_are_the_overviews_names_with_their_gpu(demo_db):
+    """The setup pickers read only the name columns (overview_rows._NAMES_SQL), not the whole overview: the
+    names are those of the overview's rows, every setup named apart."""
+    from benchcards.domain.names import setup_names
+
+    store = Store(demo_db)
+    ov = overview_rows.overview(store)
+    want = dict(zip(ov.setup_id, setup_names(ov, with_gpu=True)))
+    db.forget(demo_db)
+    assert overview_rows.names(store, with_gpu=True) == want
+    assert len(set(want.values())) == len(want) == len(ov)  # with the GPU, every setup is named apart

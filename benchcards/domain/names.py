@@ -57,6 +57,10 @@ def short_name(row: object) -> str:
     return " · ".join(bits)
 
 
+#: the columns ``short_name`` and ``_gpu_words`` read
+_NAME_COLUMNS = ("model", "quant", "engine", "engine_version", "own_build", "gpu", "gpu_count")
+
+
 def setup_names(rows: pd.DataFrame, with_gpu: bool = False) -> list[str]:
     """The one name of each setup on every page (overview, analysis, pickers): its short name (model · quant ·
     engine build, ``short_name``), with ' · GPU' where a page has no GPU column (``with_gpu``: the analysis,
@@ -65,8 +69,12 @@ def setup_names(rows: pd.DataFrame, with_gpu: bool = False) -> list[str]:
 
     ``rows`` has the setups table's columns model, quant, engine, engine_version, gpu, title, setup_id (and
     own_build, gpu_count when known)."""
-    names = [short_name(r) for r in rows.itertuples(index=False)]
-    gpus = [_gpu_words(r) for r in rows.itertuples(index=False)]
+    # the columns named only: a row of a wide frame (the overview's) cost most of the time to make
+    narrow = rows[[c for c in _NAME_COLUMNS if c in rows.columns]].itertuples(index=False)
+    names, gpus = [], []
+    for r in narrow:
+        names.append(short_name(r))
+        gpus.append(_gpu_words(r))
     groups: dict[tuple[str, str], list[str]] = {}
     for k, t in zip(zip(names, gpus), rows.title):
         groups.setdefault(k, []).append(str(t))

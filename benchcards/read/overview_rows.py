@@ -85,13 +85,25 @@ def overview(store: Store) -> pd.DataFrame:
     return db.per_version(store.path, "overview", lambda: _overview(store)).copy()
 
 
+#: the overview's columns that ``setup_names`` reads, as ``_OVERVIEW_SQL`` selects them, in its order (a setup
+#: picker names every setup: after an ingest its first view read the whole overview for them, twice its page's
+#: time); tests/test_tables.py checks that both give the same names
+_NAMES_SQL = """
+    SELECT s.setup_id, s.title, s.gpu, s.gpu_count, s.engine, coalesce(s.engine_version, '') AS engine_version,
+           s.model, s.quant, coalesce(json_extract(s.setup_json, '$.engine.own_build')::BOOLEAN, false) AS own_build
+    FROM setups s
+    ORDER BY s.measured_last DESC NULLS LAST, s.setup_id
+"""
+
+
 def names(store: Store, with_gpu: bool = False) -> dict[str, str]:
     """setup id -> the setup's one name (``names.setup_names`` over every setup, so that a name is the same on
     every page whatever it shows): the overview's ``name``, or with ' · GPU' for a page without a GPU column (the
     analysis, the setup pickers)."""
     def made() -> dict[str, str]:
-        ov = overview(store)
-        return dict(zip(ov.setup_id, setup_names(ov, with_gpu=True)))
+        with db.reading(store.path) as con:
+            rows = fetch(con, _NAMES_SQL)
+        return dict(zip(rows.setup_id, setup_names(rows, with_gpu=True)))
 
     if not with_gpu:
         ov = overview(store)
