@@ -161,3 +161,21 @@ def test_workers_out_of_range_are_a_usage_error(demo_db, tmp_path):
         with pytest.raises(SystemExit) as exit_:
             main([str(tmp_path / "site"), "--db", str(demo_db), "--workers", n])
         assert exit_.value.code == 2
+
+
+def test_a_folder_made_a_link_after_a_write_is_refused_on_the_next(tmp_path):
+    """Each write looks at the folders on its way again (a writer does not trust a folder it wrote into before)."""
+    import shutil
+
+    from benchcards.site import writer as sitewrite
+
+    out, outside = tmp_path / "site", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    w = sitewrite.Writer(out, {})
+    w.write("setups/a.html", "a")
+    shutil.rmtree(out / "setups")
+    (out / "setups").symlink_to(outside)
+    with pytest.raises(sitewrite.ExportFolderError, match="symbolic link"):
+        w.write("setups/b.html", "b")
+    assert list(outside.iterdir()) == []

@@ -391,7 +391,7 @@ class Writer:
     previous: dict[str, Entry] = field(default_factory=dict)
     entries: dict[str, Entry] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
-    #: folders this writer has written into (each was checked for links on the way, and exists)
+    #: folders this writer has written into (made already: a write checks them for links all the same)
     _folders: set[Path] = field(default_factory=set, repr=False)
 
     def unchanged(self, rel: str, digest: str) -> Entry | None:
@@ -439,8 +439,6 @@ class Writer:
         outside the export folder)."""
         path = self.root / rel
         d = path.parent
-        if d in self._folders:  # made or looked at by this writer already
-            return path
         while d != self.root and len(d.parts) > len(self.root.parts):
             if d.is_symlink():
                 raise ExportFolderError(f"{d} is a symbolic link: the export writes only inside {self.root}")
