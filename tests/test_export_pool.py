@@ -167,8 +167,6 @@ def test_a_folder_made_a_link_after_a_write_is_refused_on_the_next(tmp_path):
     """Each write looks at the folders on its way again (a writer does not trust a folder it wrote into before)."""
     import shutil
 
-    from benchcards.site import writer as sitewrite
-
     out, outside = tmp_path / "site", tmp_path / "outside"
     out.mkdir()
     outside.mkdir()
