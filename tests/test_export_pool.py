@@ -177,3 +177,34 @@ def test_a_folder_made_a_link_after_a_write_is_refused_on_the_next(tmp_path):
     with pytest.raises(sitewrite.ExportFolderError, match="symbolic link"):
         w.write("setups/b.html", "b")
     assert list(outside.iterdir()) == []
+
+
+def test_a_folder_removed_during_an_export_is_made_again(tmp_path):
+    """A folder the writer made and something else removed meanwhile is made again, as on the first write."""
+    import shutil
+
+    out = tmp_path / "site"
+    out.mkdir()
+    w = sitewrite.Writer(out, {})
+    w.write("setups/a.html", "a")
+    shutil.rmtree(out / "setups")
+    w.write("setups/b.html", "b")
+    assert (out / "setups" / "b.html").read_text() == "b"
+    assert w.entries["setups/b.html"].size == 1
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_site_folder_made_a_link_is_refused_even_when_nothing_in_it_is_written(demo_db, tmp_path, changed):
+    """An earlier export whose setups/ became a link out of the site: the next export refuses it (whether the
+    data changed or not), and nothing outside changes. Kept files were looked at through the link before."""
+    import shutil
+
+    site, outside = tmp_path / "site", tmp_path / "outside"
+    export(demo_db, site, with_raw=False)
+    outside.mkdir()
+    shutil.move(site / "setups", outside / "setups")
+    (site / "setups").symlink_to(outside / "setups", target_is_directory=True)
+    before = {p.name: p.stat().st_mtime_ns for p in (outside / "setups").iterdir()}
+    with pytest.raises(sitewrite.ExportFolderError, match="symbolic link"):
+        export(demo_db, site, with_raw=changed)  # with raw files: another key, so not 'nothing changed'
+    assert {p.name: p.stat().st_mtime_ns for p in (outside / "setups").iterdir()} == before

@@ -365,6 +365,11 @@ def atomic_write(path: Path, data: bytes, *, folder_made: bool = False) -> os.st
             break
         except FileExistsError:
             continue
+        except FileNotFoundError:
+            if not folder_made:
+                raise
+            folder.mkdir(parents=True, exist_ok=True)  # removed since this export made it: made again
+            folder_made = False
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -399,6 +404,7 @@ class Writer:
         old = self.previous.get(rel)
         if old is None or old.sha256 != digest:
             return None
+        self.inside(rel)  # a folder on the way made a link: refused, as a write there is
         try:
             st = os.stat(self.root / rel, follow_symlinks=False)
         except OSError:
@@ -465,6 +471,9 @@ def all_as_written(root: Path, entries: dict[str, Entry]) -> bool:
     modification time (one ``stat`` each, no read): nobody touched the site since it was written."""
     if not entries:
         return False
+    folders = {root / rel.rpartition("/")[0] for rel in entries if "/" in rel}
+    if any(p.is_symlink() for f in folders for p in (f, *f.parents) if len(p.parts) > len(root.parts)):
+        return False  # a folder of the site made a link: the export looks at every file (and refuses it)
     for rel, e in entries.items():
         try:
             st = os.stat(root / rel, follow_symlinks=False)
