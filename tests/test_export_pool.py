@@ -208,3 +208,24 @@ def test_a_site_folder_made_a_link_is_refused_even_when_nothing_in_it_is_written
     with pytest.raises(sitewrite.ExportFolderError, match="symbolic link"):
         export(demo_db, site, with_raw=changed)  # with raw files: another key, so not 'nothing changed'
     assert {p.name: p.stat().st_mtime_ns for p in (outside / "setups").iterdir()} == before
+
+
+def test_an_interrupt_a_library_turned_into_its_own_error_is_an_interrupt_and_other_errors_stay_themselves():
+    """DuckDB stops a query when a signal's handler raises, and raises RuntimeError('Query interrupted') instead
+    of the KeyboardInterrupt: a command stopped by SIGTERM then said 'unexpected RuntimeError' with status 1
+    (seen in CI). Here the library's part is played in Python, so that the signal lands where it is wanted."""
+    import os
+    import signal
+
+    from benchcards.domain.errors import terminate_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), terminate_as_interrupt():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(10)  # the handler raises here
+        except KeyboardInterrupt:
+            raise RuntimeError("Query interrupted") from None  # what DuckDB makes of it
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler before is back
+    with pytest.raises(RuntimeError, match="not an interrupt"), terminate_as_interrupt():
+        raise RuntimeError("not an interrupt")

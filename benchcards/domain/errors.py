@@ -53,21 +53,36 @@ def interrupts_raise() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+#: set when ``terminate_as_interrupt``'s handler has raised KeyboardInterrupt
+_SIGNALLED = threading.Event()
+
+
 def _raise_interrupt(_signum: int, _frame: FrameType | None) -> None:
+    _SIGNALLED.set()
     raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
     """Inside, SIGTERM and SIGHUP stop the command as Ctrl-C does (KeyboardInterrupt: its ``finally`` blocks run,
-    the worker processes it started are stopped, status 130); the handlers before are put back after. Side
+    the worker processes it started are stopped, status 130); the handlers before are put back after. An error
+    that a library made of such an interrupt is the interrupt too (DuckDB stops a query it is running and raises
+    RuntimeError('Query interrupted') instead: the command said 'unexpected RuntimeError', status 1). Side
     effect: sets the process's signal handlers (the main thread of a command, never the app's)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    signals = [signal.SIGTERM, signal.SIGHUP]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C raises here: noted as well
+        signals.append(signal.SIGINT)
+    _SIGNALLED.clear()
+    before = {sig: signal.signal(sig, _raise_interrupt) for sig in signals}
     try:
         yield
+    except Exception as exc:
+        if _SIGNALLED.is_set():
+            raise KeyboardInterrupt from exc
+        raise
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
