@@ -103,54 +103,52 @@ def name_problem(name: str, limits: Limits = LIMITS) -> str | None:
     return None
 
 
-def _open_file(name: str, dir_fd: int) -> tuple[int | None, str | None]:
+def _open_file(name: str, dir_fd: int) -> tuple[int | None, int, str | None]:
+    """(descriptor, size stated by ``fstat``, None) of the regular file ``name`` in ``dir_fd``, or (None, 0, why)."""
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return None, kind_of(stat.S_IFLNK)
-        return None, f"can not be read ({exc.strerror})"
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+            return None, 0, kind_of(stat.S_IFLNK)
+        return None, 0, f"can not be read ({exc.strerror})"
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        return None, kind_of(mode)
-    return fd, None
+        return None, 0, kind_of(st.st_mode)
+    return fd, st.st_size, None
 
 
 def read_bounded(name: str, dir_fd: int, limit: int, keep: bool) -> tuple[str, int, bytes | None, str | None]:
     """(sha256, size, bytes when ``keep``, problem) of the regular file ``name`` in ``dir_fd``.
 
-    Reads at most ``limit`` + 1 bytes; a larger file is a problem (its size is counted,
-    not taken from stat).
+    Reads at most ``limit`` + ``_CHUNK`` bytes; a larger file is a problem (its size is counted while reading,
+    not taken from stat alone: a file that grows while it is read is caught). A kept file is read in one piece
+    of its stated size (and one byte more, to see its end), so that it is never held twice; others in chunks.
     """
-    fd, problem = _open_file(name, dir_fd)
+    fd, declared, problem = _open_file(name, dir_fd)
     if fd is None:
         return "", 0, None, problem
     h = hashlib.sha256()
     size = 0
     parts: list[bytes] = []
     try:
-        with os.fdopen(fd, "rb", buffering=0) as fh:
-            declared = os.fstat(fh.fileno()).st_size
-            if declared > limit:
-                return "", declared, None, f"is {declared:,} bytes, more than the {limit:,} allowed"
-            if keep and declared > _CHUNK:  # one buffer of the stated size: the file is never held twice
-                first = fh.read(declared)
-                size = len(first)
-                h.update(first)
-                parts.append(first)
-            while True:
-                chunk = fh.read(_CHUNK)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > limit:
-                    return "", size, None, f"is more than the {limit:,} bytes allowed"
-                h.update(chunk)
-                if keep:
-                    parts.append(chunk)
+        if declared > limit:
+            return "", declared, None, f"is {declared:,} bytes, more than the {limit:,} allowed"
+        while True:
+            want = declared + 1 - size if size <= declared else _CHUNK
+            chunk = os.read(fd, want if keep else min(want, _CHUNK))
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                return "", size, None, f"is more than the {limit:,} bytes allowed"
+            h.update(chunk)
+            if keep:
+                parts.append(chunk)
     except OSError as exc:
         return "", size, None, f"can not be read ({exc.strerror})"
+    finally:
+        os.close(fd)
     data = (parts[0] if len(parts) == 1 else b"".join(parts)) if keep else None
     return h.hexdigest(), size, data, None
 
@@ -216,8 +214,9 @@ def _list_dir(folder: Path, dfd: int, prefix: str, depth: int, count: int, stack
             out.problems.append((str(folder), f"holds more than {limits.files_per_setup:,} files and folders; "
                                               "split it or leave out what is not needed"))
             return count
-        try:
-            mode = e.stat(follow_symlinks=False).st_mode
+        try:  # the type from the listing itself where the file system gives it (no stat per entry)
+            mode = (stat.S_IFDIR if e.is_dir(follow_symlinks=False) else
+                    stat.S_IFREG if e.is_file(follow_symlinks=False) else e.stat(follow_symlinks=False).st_mode)
         except OSError as exc:
             out.problems.append((shown, f"can not be read ({exc.strerror})"))
             continue

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -126,16 +128,73 @@ def prepare_folder(folder: Path, now: datetime, limits: Limits = LIMITS) -> tupl
     return rows_for(sf, now), log
 
 
-def _to_ipc(t: pa.Table) -> bytes:
+#: where workers leave their rows for this process when it can: a RAM-backed folder (tmpfs) if there is one
+SPOOL_BASE = Path("/dev/shm")  # noqa: S108  (a private folder is made inside it with mkdtemp)
+
+
+@contextlib.contextmanager
+def spool_folder() -> Iterator[Path | None]:
+    """A private folder for the workers' Arrow files (removed with what is left in it), or None when none can be
+    made (the rows then travel through the workers' pipes).
+
+    A worker writes each batch's rows there as one Arrow file and this process maps it, instead of the rows being
+    copied through a pipe: five copies of every batch (Arrow to bytes, pickle, pipe out, pipe in, unpickle)
+    become one write and a map. Side effects: makes and removes one folder under ``SPOOL_BASE`` (or the system's
+    temporary folder).
+    """
+    base = SPOOL_BASE if SPOOL_BASE.is_dir() and os.access(SPOOL_BASE, os.W_OK | os.X_OK) else None
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="benchcards-ingest-", dir=base))
+    except OSError:
+        yield None
+        return
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _spool_file(t: pa.Table, spool: Path) -> str:
+    """Write ``t`` as an Arrow file in ``spool``; its path. Raises OSError (a full tmpfs), leaving no file."""
+    fd, name = tempfile.mkstemp(suffix=".arrow", dir=spool)
+    os.close(fd)
+    try:
+        with pa.OSFile(name, "wb") as sink, pa.ipc.new_file(sink, t.schema) as w:
+            w.write_table(t)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+    return name
+
+
+def _to_ipc(t: pa.Table, spool: Path | None) -> bytes | str:
+    """The rows of ``t`` for this process: the path of an Arrow file in ``spool``, or the bytes of an Arrow
+    stream when there is no spool folder or it is full."""
+    if spool is not None:
+        with contextlib.suppress(OSError):
+            return _spool_file(t, spool)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, t.schema) as w:
         w.write_table(t)
     return sink.getvalue().to_pybytes()
 
 
-def _prepare_chunk(args: tuple[list[Path], datetime, Limits]) -> tuple[list[Prepared], dict[str, bytes], ErrorLog]:
-    """Worker: validate a chunk of folders; rows travel back as one Arrow IPC stream per table."""
-    folders, now, limits = args
+def _from_ipc(rows: bytes | str) -> pa.Table:
+    """A table from ``_to_ipc``; its file (mapped, not read) is removed at once: the map keeps it until the table
+    is let go."""
+    if isinstance(rows, bytes):
+        return pa.ipc.open_stream(rows).read_all()
+    try:
+        return pa.ipc.open_file(pa.memory_map(rows)).read_all()
+    finally:
+        os.unlink(rows)
+
+
+def _prepare_chunk(args: tuple[list[Path], datetime, Limits, Path | None]
+                   ) -> tuple[list[Prepared], dict[str, bytes | str], ErrorLog]:
+    """Worker: validate a chunk of folders; rows travel back as one Arrow file (or stream) per table."""
+    folders, now, limits, spool = args
     out = Validated(setups=[])
     log = ErrorLog(limits)
     with collector_paused():  # collects once the records are Arrow tables: far fewer objects to look at
@@ -144,7 +203,7 @@ def _prepare_chunk(args: tuple[list[Path], datetime, Limits]) -> tuple[list[Prep
             log.merge(errs)
             if prep is not None:
                 out.add(prep)
-        blobs = {name: _to_ipc(pa.concat_tables(parts)) for name, parts in out.finish().tables.items()}
+        blobs = {name: _to_ipc(pa.concat_tables(parts), spool) for name, parts in out.finish().tables.items()}
         out.tables = {}
     return out.setups, blobs, log
 
@@ -208,10 +267,11 @@ def prepare_all(folders: list[Path], now: datetime, limits: Limits = LIMITS,
     # what this process holds is the workers' too: frozen, their collector never walks it (nor copies its pages)
     gc.freeze()
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            for preps, blobs, errs in pool.map(_prepare_chunk, [(c, now, limits) for c in chunks]):
+        with spool_folder() as spool, \
+                ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+            for preps, blobs, errs in pool.map(_prepare_chunk, [(c, now, limits, spool) for c in chunks]):
                 log.merge(errs)
-                take(preps, {name: pa.ipc.open_stream(blob).read_all() for name, blob in blobs.items()})
+                take(preps, {name: _from_ipc(blob) for name, blob in blobs.items()})
     finally:
         gc.unfreeze()
     return out, log

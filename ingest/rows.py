@@ -19,7 +19,6 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,7 +27,7 @@ from benchcards.compute import summarize
 from benchcards.domain import flags
 from ingest.validate import Run, SetupFolder
 from schemas.models import FitContract, QualityContract, QualityItem, ReportedContract, RequestRecord, SpeedContract
-from schemas.tables import DDL
+from schemas.tables import column_types
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -61,22 +60,6 @@ RECORD_COLUMNS: dict[str, list[tuple[str, type, str]]] = {
 
 _ARROW = {"VARCHAR": pa.string(), "JSON": pa.string(), "INTEGER": pa.int32(), "BIGINT": pa.int64(),
           "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us")}
-
-
-@cache
-def column_types() -> dict[str, dict[str, str]]:
-    """table -> column -> DuckDB type name, read from the DDL itself."""
-    con = duckdb.connect()
-    try:
-        con.execute(DDL)
-        out: dict[str, dict[str, str]] = {}
-        for table, column, dtype in con.execute(
-                "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                "ORDER BY table_name, ordinal_position").fetchall():
-            out.setdefault(table, {})[column] = dtype
-        return out
-    finally:
-        con.close()
 
 
 @cache

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import cache
 from typing import Any
 
 #: version of the table layout; the write side stamps it, readers check it
@@ -109,6 +110,23 @@ SETUP_TABLES = ("setups", "runs", "parts", "requests", "metrics", "quality_tests
 
 #: every table of ``DDL``, in the order it creates them
 TABLES = tuple(re.findall(r"^CREATE TABLE (\w+)", DDL, flags=re.MULTILINE))
+
+_TABLE_TEXT = re.compile(r"^CREATE TABLE (\w+) \((.*?)\);", flags=re.MULTILINE | re.DOTALL)
+
+
+@cache
+def column_types() -> dict[str, dict[str, str]]:
+    """table -> column -> DuckDB type name, in ``DDL`` order, read from its text (no column type holds a comma;
+    ``tests/test_tables.py`` checks this reading against DuckDB's own, from its ``information_schema``).
+
+    >>> column_types()["sources"]
+    {'root': 'VARCHAR', 'added_at': 'TIMESTAMP'}
+    """
+    out: dict[str, dict[str, str]] = {}
+    for table, body in _TABLE_TEXT.findall(DDL):
+        out[table] = {name.strip('"'): dtype for name, dtype, *_ in (column.split() for column in body.split(","))}
+    return out
+
 
 #: the ``meta`` key under which the writer records ``content_fingerprint`` of what it wrote
 FINGERPRINT_KEY = "content_fingerprint"

@@ -1,3 +1,4 @@
+import contextlib
 import json
 import shutil
 import subprocess
@@ -284,6 +285,80 @@ def test_parallel_and_in_process_validation_load_the_same_rows(tmp_path, synth_r
     with db.reading(a) as con:
         assert con.execute("SELECT count(*) FROM quality_items").fetchone()[0] > 2000
         assert con.execute("SELECT count(*) FROM requests WHERE decode_tps IS NOT NULL").fetchone()[0] > 100
+
+
+def test_rows_come_back_from_the_workers_the_same_through_the_spool_folder_and_through_their_pipes(
+        tmp_path, synth_root, monkeypatch):
+    """Workers leave each batch's rows as an Arrow file in a private folder (ingest.load.spool_folder); with no such
+    folder, or a full one, they send them through their pipes. Either way the same rows are loaded, and the folder
+    is gone afterwards."""
+    import errno
+
+    import ingest.load as load
+
+    base = tmp_path / "spool-base"
+    base.mkdir()
+    monkeypatch.setattr(load, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(load, "SPOOL_BASE", base)
+    came: list[type] = []
+    real_from_ipc = load._from_ipc
+
+    def from_ipc(rows):
+        came.append(type(rows))
+        return real_from_ipc(rows)
+
+    monkeypatch.setattr(load, "_from_ipc", from_ipc)
+    dbs = {way: tmp_path / f"{way}.duckdb" for way in ("spool", "pipes", "full")}
+    ingest_paths([synth_root], dbs["spool"])
+    assert came and set(came) == {str}  # every table came as a file's path
+    assert list(base.iterdir()) == []  # the spool folder and every file in it were removed
+
+    came.clear()
+    monkeypatch.setattr(load, "spool_folder", contextlib.nullcontext)  # no folder can be made: pipes
+    ingest_paths([synth_root], dbs["pipes"])
+    assert came and set(came) == {bytes}
+
+    def full(t, spool):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(load, "spool_folder", lambda: contextlib.nullcontext(base))
+    monkeypatch.setattr(load, "_spool_file", full)
+    came.clear()
+    ingest_paths([synth_root], dbs["full"])
+    assert came and set(came) == {bytes} and list(base.iterdir()) == []
+
+    def stable(path):
+        d = db.dump(path)
+        d["setups"] = [r[:-2] for r in d["setups"]]  # ingested_at differs
+        d["sources"] = [r[:-1] for r in d["sources"]]  # added_at differs
+        return d
+
+    assert stable(dbs["spool"]) == stable(dbs["pipes"]) == stable(dbs["full"])
+    with db.reading(dbs["spool"]) as con:
+        assert con.execute("SELECT count(*) FROM quality_items").fetchone()[0] > 2000
+
+
+def test_a_spool_file_that_can_not_be_written_in_full_is_not_left_behind(tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    import ingest.load as load
+
+    class Broken:
+        def __init__(self, *a):
+            pass
+
+        def __enter__(self):
+            raise OSError(28, "No space left on device")
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(load.pa, "OSFile", Broken)
+    with pytest.raises(OSError, match="No space"):
+        load._spool_file(pa.table({"a": [1]}), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    assert isinstance(load._to_ipc(pa.table({"a": [1]}), tmp_path), bytes)  # the pipe instead
+    assert load._from_ipc(load._to_ipc(pa.table({"a": [1]}), tmp_path)).to_pylist() == [{"a": 1}]
 
 
 def test_a_parallel_ingest_reports_problems_in_folder_order_as_an_in_process_one(tmp_path, monkeypatch):

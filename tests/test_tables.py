@@ -22,6 +22,21 @@ def test_one_definition_of_the_tables_and_their_version():
     assert all("setup_id" in types[t] for t in tables.SETUP_TABLES)
 
 
+def test_the_column_types_read_from_the_ddl_are_duckdbs_own():
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(tables.DDL)
+    own: dict[str, dict[str, str]] = {}
+    for table, column, dtype in con.execute("SELECT table_name, column_name, data_type FROM information_schema.columns "
+                                            "ORDER BY table_name, ordinal_position").fetchall():
+        own.setdefault(table, {})[column] = dtype
+    con.close()
+    assert tables.column_types() == own and list(tables.column_types()) == list(tables.TABLES)
+    assert [list(cols) for cols in tables.column_types().values()] == [list(own[t]) for t in tables.TABLES]
+    assert tables.column_types()["quality_items"]["right"] == "BOOLEAN"  # a quoted name, read without its quotes
+
+
 def test_the_read_side_never_imports_the_writer():
     for path in (ROOT / "benchcards").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
