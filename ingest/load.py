@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
 from benchcards.read import paths as bc_paths
@@ -326,6 +327,93 @@ def roots_to_record(paths: list[Path]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+class _Loader:
+    """The sink of ``validate_paths`` for ``ingest_paths``: loads each batch of validated setups into the private
+    copy of the database as it comes in, after checking its ids against the database and the batches before it.
+
+    The copy is opened (made, or copied from the database) with the first batch, so that the workers are
+    already validating while it is made. Side effects: takes the writers' lock and makes the copy
+    (``store.writing``, entered on ``stack``: closing the stack swaps it in, or discards it on an exception).
+    """
+
+    def __init__(self, stack: contextlib.ExitStack, db_path: Path, rebuild: bool, limits: Limits,
+                 report: Report) -> None:
+        self.stack, self.db_path, self.rebuild, self.report = stack, db_path, rebuild, report
+        self.log = ErrorLog(limits)
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.existing: dict[str, tuple[str, str]] = {}
+        self.owners: dict[str, str] = {}
+        self.seen_setups: set[str] = set()
+        self.seen_runs: set[str] = set()
+        self.refused = False  # set once a batch shows the ingest will be refused
+
+    def open(self) -> duckdb.DuckDBPyConnection:
+        """The connection to the copy, opened on first use."""
+        if self.con is None:
+            con = self.stack.enter_context(store.writing(self.db_path, fresh=self.rebuild))
+            self.existing = {sid: (sha, folder) for sid, sha, folder in
+                             con.execute("SELECT setup_id, content_sha256, folder FROM setups").fetchall()}
+            self.owners = dict(con.execute("SELECT run_id, setup_id FROM runs").fetchall())
+            # the worker processes have the cores while batches come in: DuckDB inserts them on one thread, which
+            # costs about half the CPU of its threads contending with the workers; the commit has them all again
+            con.execute("SET threads = 1")
+            self.con = con
+        return self.con
+
+    def __call__(self, preps: list[Prepared], tables: dict[str, pa.Table]) -> None:
+        con = self.open()
+        to_load = self._admit(preps)
+        if self.log or self.refused or not to_load:
+            return  # the ingest will be refused (or this batch holds nothing new): load nothing more
+        everything = len(to_load) == len(preps)
+        for table, frame in tables.items():
+            if not frame.num_rows:
+                continue
+            if everything:  # straight from the Arrow table (a registered view cost a millisecond a table)
+                con.from_arrow(frame).insert_into(table)
+                continue
+            con.register("frame", frame)
+            con.execute(f"INSERT INTO {table} SELECT * FROM frame WHERE setup_id IN "
+                        "(SELECT unnest(?::VARCHAR[]))", [to_load])
+            con.unregister("frame")
+
+    def _admit(self, preps: list[Prepared]) -> list[str]:
+        """The setup ids of ``preps`` to load (new or changed), counted in the report; ids taken by other folders
+        or setups are logged; a changed setup's old rows are deleted."""
+        con, report, log = self.open(), self.report, self.log
+        to_load: list[str] = []
+        for p in preps:
+            runs = {rid for rid, _, _ in p.runs}
+            if p.setup_id in self.seen_setups or runs & self.seen_runs:
+                self.refused = True  # a duplicate id: validate_paths reports it with both files
+            self.seen_setups.add(p.setup_id)
+            self.seen_runs.update(runs)
+            for rid, _, path in p.runs:
+                if self.owners.get(rid, p.setup_id) != p.setup_id:
+                    log.add(path, f"$.run_id: {rid!r} already belongs to setup {self.owners[rid]!r} in the database")
+            if p.setup_id in self.existing:
+                sha, folder = self.existing[p.setup_id]
+                old = Path(folder)
+                if old != p.folder and (old / SETUP_NAME).exists():
+                    log.add(p.folder / SETUP_NAME, f"$.setup_id: {p.setup_id!r} already belongs to the setup "
+                                                   f"folder {old} in the database; give this setup its own id")
+                if sha == p.content_sha256:
+                    report.unchanged.append(p.setup_id)
+                    continue
+                report.replaced.append(p.setup_id)
+                for t in store.SETUP_TABLES:
+                    con.execute(f"DELETE FROM {t} WHERE setup_id = ?", [p.setup_id])
+            else:
+                report.new.append(p.setup_id)
+            to_load.append(p.setup_id)
+            report.runs += len(p.runs)
+            report.requests += p.n_requests
+            report.items += p.n_items
+            report.warnings += p.n_warnings
+            report.warning_list.extend(p.warnings)
+        return to_load
+
+
 def ingest_paths(paths: list[Path], db_path: Path, *, rebuild: bool = False, limits: Limits = LIMITS) -> Report:
     """Validate ``paths`` and load them into ``db_path``, all or nothing.
 
@@ -334,74 +422,19 @@ def ingest_paths(paths: list[Path], db_path: Path, *, rebuild: bool = False, lim
     error, raises IngestError (or DatabaseError) and the database file is left
     exactly as it was. With ``rebuild=True`` the new file holds only ``paths``.
 
-    The private copy of the database is opened first and each batch of validated setups
-    is loaded into it while the next batches are being checked; any error anywhere
-    discards the copy, so nothing of a rejected ingest is ever visible.
+    The workers start validating first; the private copy of the database is opened with the first batch of
+    validated setups, and each batch is loaded into it while the next ones are being checked (``_Loader``); any
+    error anywhere discards the copy, so nothing of a rejected ingest is ever visible.
     """
     report = Report()
     now = datetime.now(UTC).replace(tzinfo=None)
-    log = ErrorLog(limits)
-    with store.writing(db_path, fresh=rebuild) as con:
-        existing = {sid: (sha, folder) for sid, sha, folder in
-                    con.execute("SELECT setup_id, content_sha256, folder FROM setups").fetchall()}
-        owners = dict(con.execute("SELECT run_id, setup_id FROM runs").fetchall())
-
-        seen_setups: set[str] = set()
-        seen_runs: set[str] = set()
-        refused: list[bool] = []  # set once a batch shows the ingest will be refused
-
-        def load(preps: list[Prepared], tables: dict[str, pa.Table]) -> None:
-            to_load: list[str] = []
-            for p in preps:
-                runs = {rid for rid, _, _ in p.runs}
-                if p.setup_id in seen_setups or runs & seen_runs:
-                    refused.append(True)  # a duplicate id: validate_paths reports it with both files
-                seen_setups.add(p.setup_id)
-                seen_runs.update(runs)
-                for rid, _, path in p.runs:
-                    if owners.get(rid, p.setup_id) != p.setup_id:
-                        log.add(path, f"$.run_id: {rid!r} already belongs to setup {owners[rid]!r} in the database")
-                if p.setup_id in existing:
-                    sha, folder = existing[p.setup_id]
-                    old = Path(folder)
-                    if old != p.folder and (old / SETUP_NAME).exists():
-                        log.add(p.folder / SETUP_NAME, f"$.setup_id: {p.setup_id!r} already belongs to the setup "
-                                                       f"folder {old} in the database; give this setup its own id")
-                    if sha == p.content_sha256:
-                        report.unchanged.append(p.setup_id)
-                        continue
-                    report.replaced.append(p.setup_id)
-                    for t in store.SETUP_TABLES:
-                        con.execute(f"DELETE FROM {t} WHERE setup_id = ?", [p.setup_id])
-                else:
-                    report.new.append(p.setup_id)
-                to_load.append(p.setup_id)
-                report.runs += len(p.runs)
-                report.requests += p.n_requests
-                report.items += p.n_items
-                report.warnings += p.n_warnings
-                report.warning_list.extend(p.warnings)
-            if log or refused or not to_load:
-                return  # the ingest will be refused (or this batch holds nothing new): load nothing more
-            everything = len(to_load) == len(preps)
-            for table, frame in tables.items():
-                if not frame.num_rows:
-                    continue
-                if everything:  # straight from the Arrow table (a registered view cost a millisecond a table)
-                    con.from_arrow(frame).insert_into(table)
-                    continue
-                con.register("frame", frame)
-                con.execute(f"INSERT INTO {table} SELECT * FROM frame WHERE setup_id IN "
-                            "(SELECT unnest(?::VARCHAR[]))", [to_load])
-                con.unregister("frame")
-
-        # the worker processes have the cores while batches come in: DuckDB inserts them on one thread, which
-        # costs about half the CPU of its threads contending with the workers; the commit has them all again
-        con.execute("SET threads = 1")
-        valid = validate_paths(paths, limits=limits, sink=load)
+    with contextlib.ExitStack() as stack:
+        loader = _Loader(stack, db_path, rebuild, limits, report)
+        valid = validate_paths(paths, limits=limits, sink=loader)
+        con = loader.open()  # (made here when no batch came)
         con.execute("RESET threads")
-        if log:
-            raise log.error()
+        if loader.log:
+            raise loader.log.error()
         report.skipped = valid.skipped
         for root in roots_to_record(paths):
             con.execute("INSERT INTO sources VALUES (?, ?) ON CONFLICT DO NOTHING", [root, now])

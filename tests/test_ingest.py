@@ -338,6 +338,26 @@ def test_rows_come_back_from_the_workers_the_same_through_the_spool_folder_and_t
         assert con.execute("SELECT count(*) FROM quality_items").fetchone()[0] > 2000
 
 
+def test_a_database_that_is_not_ours_stops_a_parallel_ingest_and_its_workers(tmp_path, synth_root, monkeypatch):
+    """The workers start before the database is opened (it is opened with the first batch): a file that is no
+    benchcards database still refuses the ingest, is left byte for byte as it was, and no worker is left."""
+    import multiprocessing
+
+    import ingest.load as load
+    from benchcards.read.db import DatabaseError
+
+    monkeypatch.setattr(load, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(load, "CHUNK_MIN", 1)
+    target = tmp_path / "bc.duckdb"
+    target.write_bytes(b"not a database " * 100)
+    before = target.read_bytes()
+    with pytest.raises(DatabaseError, match="is not a benchcards database"):
+        ingest_paths([synth_root], target)
+    assert target.read_bytes() == before
+    assert multiprocessing.active_children() == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bc.duckdb", "bc.duckdb.lock"]
+
+
 def test_a_spool_file_that_can_not_be_written_in_full_is_not_left_behind(tmp_path, monkeypatch):
     import pyarrow as pa
 
