@@ -211,15 +211,21 @@ def test_every_page_is_small_and_charts_load_the_bundle_only_where_drawn(site):
         assert ("assets/vega.js" in html) == ('data-chart="' in html), p
 
 
-def test_reexport_after_one_new_setup_rewrites_only_what_shows_it(demo_db, tmp_path):
+def test_reexport_after_one_new_setup_rewrites_only_what_shows_it(demo_db, tmp_path, monkeypatch):
+    from benchcards.site import writer as sitewrite
     from devdata import synth
     from ingest import ingest_paths
 
+    in_place: list[str] = []  # files written without a temporary file: only by the first export, into a new folder
+    write_new = sitewrite._write_new
+    monkeypatch.setattr(sitewrite, "_write_new", lambda path, *a: in_place.append(path.name) or write_new(path, *a))
     db = tmp_path / "copy.duckdb"
     db.write_bytes(demo_db.read_bytes())
     out = tmp_path / "site"
     first = export(db, out, with_raw=False)
     assert len(first.rendered) == demo_count()
+    assert sorted(in_place) == sorted(Path(w).name for w in first.written) and len(in_place) > demo_count()
+    in_place.clear()
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*.html")}
     new = synth.generate_setup(4242, tmp_path / "raw")
     ingest_paths([new.parent], db)
@@ -233,6 +239,7 @@ def test_reexport_after_one_new_setup_rewrites_only_what_shows_it(demo_db, tmp_p
             assert p.stat().st_mtime_ns == mtime, rel
     third = export(db, out, with_raw=False)
     assert third.written == [] and third.rendered == []
+    assert in_place == []  # a site someone may be reading is only ever changed one whole file at a time
 
 
 @pytest.fixture(scope="module")

@@ -88,6 +88,37 @@ def test_writer_rewrites_only_changed_files_and_removes_the_rest(tmp_path):
     assert w3.write("a.html", "one") and (tmp_path / "a.html").read_text() == "one"
 
 
+def test_a_first_export_writes_in_place_but_never_through_a_file_or_link_already_there(tmp_path, monkeypatch):
+    site, outside = tmp_path / "site", tmp_path / "outside.txt"
+    outside.write_text("theirs")
+    w = sitewrite.Writer(site, new=True)
+    assert w.write("raw/a.bin", b"x" * 300_000) and w.write("b.html", "two")
+    assert (site / "raw/a.bin").read_bytes() == b"x" * 300_000 and (site / "b.html").read_text() == "two"
+    assert {oct(p.stat().st_mode & 0o777) for p in (site / "raw/a.bin", site / "b.html")} == {"0o644"}
+    assert w.entries["b.html"] == sitewrite.Entry(sitewrite.sha256(b"two"), 3, (site / "b.html").stat().st_mtime_ns)
+    # a link in the way is replaced, not written through; a file there is replaced whole
+    (site / "c.html").symlink_to(outside)
+    (site / "b.html").write_text("a longer text than the new one")
+    assert w.write("c.html", "three") and w.write("b.html", "2")
+    assert outside.read_text() == "theirs" and not (site / "c.html").is_symlink()
+    assert (site / "c.html").read_text() == "three" and (site / "b.html").read_text() == "2"
+    # a write that fails half-way leaves nothing under the name, nor a temporary file
+    real_write = os.write
+
+    def short_disk(fd, data):  # the disk fills after the first 1,000 bytes
+        if len(data) > 1000:
+            real_write(fd, data[:1000])
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(sitewrite.os, "write", short_disk)
+    with pytest.raises(OSError, match="No space left"):
+        w.write("d.html", "y" * 5000)
+    monkeypatch.undo()
+    assert sorted(p.name for p in site.iterdir()) == ["b.html", "c.html", "raw"]
+    assert [p.name for p in (site / "raw").iterdir()] == ["a.bin"]
+
+
 def test_only_files_the_export_wrote_are_removed_and_a_copy_is_not_rewritten(tmp_path):
     site = tmp_path / "site"
     w = sitewrite.Writer(site)

@@ -177,11 +177,13 @@ class AnalysisJob:
     data: analysis_inputs.AnalysisData
     knees: pd.DataFrame
     tier_order: list[str]
+    #: the first export into the folder (``sitewrite.Writer.new``)
+    new: bool = False
 
 
 def render_analysis(job: AnalysisJob) -> tuple[dict[str, sitewrite.Entry], list[str], list[str]]:
     """``analysis_pages`` into ``job.out``: the files' entries, those written, and the pages. Side effects: writes
     ``analysis.html`` and ``analysis/…`` (unchanged files are left alone)."""
-    writer = sitewrite.Writer(job.out, job.previous)
+    writer = sitewrite.Writer(job.out, job.previous, new=job.new)
     pages = analysis_pages(environment(), writer.write, job.data, job.knees, job.tier_order)
     return writer.entries, writer.written, pages

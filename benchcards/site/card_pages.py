@@ -43,6 +43,8 @@ class CardJob:
     timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: raw files not in the site, and why (their source is gone, or changed since it was ingested)
     gone: dict[str, str] = field(default_factory=dict)
+    #: the first export into the folder (``sitewrite.Writer.new``)
+    new: bool = False
 
 
 class Points(NamedTuple):
@@ -81,7 +83,7 @@ def render_cards(job: CardJob) -> tuple[dict[str, sitewrite.Entry], list[str]]:
     Side effects: writes ``setups/<id>.html`` files under ``job.out`` (unchanged ones are left alone)."""
     env = _environment()
     store = Store(job.db_path)
-    writer = sitewrite.Writer(job.out, job.previous)
+    writer = sitewrite.Writer(job.out, job.previous, new=job.new)
     cards = card_data.cards(store, job.ids)
     series = curves.series(store, job.ids, SERIES_METRICS)
     points = {kind: charts.depth_points(series, kind) for kind in ("prefill", "decode", "ttft")}

@@ -204,13 +204,12 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
         if previous_stamps.get(EXPORT_KEY) == key and sitewrite.all_as_written(out, previous):
             db.forget(db_path)  # nothing changed: not a file is written, not even the manifest
             return _unchanged(out, previous, start)
-        writer = session.writer = sitewrite.Writer(out, previous)
+        first = not previous  # a new folder: every card is rendered, whatever its stamp (read later)
+        writer = session.writer = sitewrite.Writer(out, previous, new=first)
         stamps: dict[str, str] = {}
-        store = Store(db_path)
-        env = environment()
+        store, env = Store(db_path), environment()
         ov = overview_rows.overview(store)
         ids = ov.setup_id.tolist()
-        first = not previous  # a new folder: every card is rendered, whatever its stamp (read later)
         digests = {} if first else card_data.card_digests(store)
         early = _early_stamps(ids, digests)
         # cards whose data or code changed (raw files and knees are checked once known)
@@ -227,10 +226,11 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
             kn = analysis.knees(data)
             # the analysis pages first: the largest share of the pages that are not cards, in a worker of its own
             analysed = renderer.run(analysis_pages.render_analysis, analysis_pages.AnalysisJob(
-                out, {p: e for p, e in previous.items() if p.startswith("analysis")}, data, kn, tier_order(ov)))
+                out, {p: e for p, e in previous.items() if p.startswith("analysis")}, data, kn, tier_order(ov),
+                first))
             # a card in a build group shows the group's timeline: it changes with any member's data
             build_groups = builds.timelines(store)
-            job = _CardJobs(db_path, out, previous, kn, _timeline_tables(build_groups))
+            job = _CardJobs(db_path, out, previous, kn, _timeline_tables(build_groups), first)
             if first:
                 _dispatch(renderer, writer, job, ids, raw, gone, n_workers)
                 digests = card_data.card_digests(store)
@@ -339,11 +339,13 @@ class _CardJobs:
     previous: dict[str, sitewrite.Entry]
     knees: pd.DataFrame
     timelines: dict[str, pd.DataFrame]
+    #: the first export into the folder (``sitewrite.Writer.new``)
+    new: bool = False
 
     def of(self, ids: list[str], raw: frozenset[str], gone: dict[str, str]) -> CardJob:
         prev = {p: e for p in (site.setup_path(s) for s in ids) if (e := self.previous.get(p)) is not None}
         return CardJob(self.db_path, self.out, ids, prev, raw, self.knees[self.knees.setup_id.isin(set(ids))],
-                       {s: self.timelines[s] for s in ids if s in self.timelines}, gone)
+                       {s: self.timelines[s] for s in ids if s in self.timelines}, gone, self.new)
 
 
 def _timeline_tables(groups: list[builds.Group]) -> dict[str, pd.DataFrame]:

@@ -352,12 +352,15 @@ def _temp_name(suffix: str) -> str:
 _TEMP_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,8}")
 
 
-def atomic_write(path: Path, data: bytes, *, folder_made: bool = False) -> os.stat_result:
+def atomic_write(path: Path, data: bytes, *, folder_made: bool = False, new: bool = False) -> os.stat_result:
     """Write ``data`` to ``path`` through a temporary file renamed over it (creating its folder unless
-    ``folder_made``); its stat."""
+    ``folder_made``); its stat. With ``new`` (the first export into an empty folder, which no one reads yet), a
+    file not there yet is written in place (``_write_new``), and one already there through a temporary file."""
     folder = path.parent
     if not folder_made and not folder.is_dir():
         folder.mkdir(parents=True, exist_ok=True)
+    if new and (st := _write_new(path, data, folder_made)) is not None:
+        return st
     while True:
         tmp = os.path.join(folder, _temp_name(path.suffix))
         try:
@@ -384,6 +387,34 @@ def atomic_write(path: Path, data: bytes, *, folder_made: bool = False) -> os.st
     return st
 
 
+def _write_new(path: Path, data: bytes, folder_made: bool) -> os.stat_result | None:
+    """Write ``data`` into a new file ``path`` (never over a file or a link already there: None then); its stat.
+    A file written in place costs half what a temporary file and its rename cost (a first export writes thousands
+    of raw files). A write that fails or is interrupted removes what it had written."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        return None
+    except FileNotFoundError:
+        if not folder_made:
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)  # removed since this export made it: made again
+        fd = os.open(path, flags, 0o600)
+    try:
+        view, done = memoryview(data), 0
+        while done < len(data):
+            done += os.write(fd, view[done:])
+        os.fchmod(fd, 0o644)
+        return os.fstat(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class Writer:
     """Writes files under ``root``, skipping those whose content is unchanged since ``previous``.
@@ -396,6 +427,8 @@ class Writer:
     previous: dict[str, Entry] = field(default_factory=dict)
     entries: dict[str, Entry] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
+    #: the folder held nothing before this export: a file not there yet is written in place (``atomic_write``)
+    new: bool = False
     #: folders this writer has written into (made already: a write checks them for links all the same)
     _folders: set[Path] = field(default_factory=set, repr=False)
 
@@ -434,7 +467,7 @@ class Writer:
             self.entries[rel] = kept
             return False
         path = self.inside(rel)
-        st = atomic_write(path, raw, folder_made=path.parent in self._folders)
+        st = atomic_write(path, raw, folder_made=path.parent in self._folders, new=self.new)
         self._folders.add(path.parent)
         self.entries[rel] = Entry(digest, st.st_size, st.st_mtime_ns)
         self.written.append(rel)
