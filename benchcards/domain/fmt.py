@@ -60,9 +60,13 @@ def missing(x: object) -> bool:
         return False
 
 
+#: 1, 0.1, 0.01, ...: the quantum of each number of decimals
+_QUANTUM = [Decimal(1).scaleb(-d) for d in range(16)]
+
+
 def round_half_up(x: float, decimals: int = 1) -> Decimal:
     """Round as people do on paper (57.25 -> 57.3), on the shortest decimal form of ``x``."""
-    q = Decimal(1).scaleb(-decimals)
+    q = _QUANTUM[decimals] if 0 <= decimals < len(_QUANTUM) else Decimal(1).scaleb(-decimals)
     try:
         return Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP)
     except InvalidOperation:  # infinities
@@ -131,7 +135,9 @@ def metric(key: str, x: object, *, unit: bool = True, sign: bool = False) -> str
 
 def _visible_decimals(v: float, decimals: int) -> int:
     """``decimals``, or as many as two significant digits of ``v`` need when ``decimals`` would round it to 0."""
-    if v == 0 or not math.isfinite(v) or round_half_up(v, decimals) != 0:
+    # at least one unit of the last decimal shown cannot round to 0: the exact check only below it (a card formats
+    # hundreds of figures, and the check cost as much as writing them)
+    if v == 0 or not math.isfinite(v) or abs(v) >= 10.0 ** -decimals or round_half_up(v, decimals) != 0:
         return decimals
     return min(decimals + 12, max(decimals, 1 - math.floor(math.log10(abs(v)))))
 
