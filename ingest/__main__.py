@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchcards.domain.errors import UsageError
+from benchcards.domain.errors import UsageError, examples_as
 from benchcards.read.paths import DEFAULT_DB, LOCAL, shown
 from ingest.errors import IngestError, print_failure, safe
 from ingest.files import LINK, SETUP_NAME, find_setup_folders, has_setup_file
@@ -75,7 +75,7 @@ def build_parser(prog: str = "python -m ingest") -> argparse.ArgumentParser:
         prog=prog,
         description="Validate raw benchcards setup folders, or import other tools' result files, and load them "
                     "into a DuckDB file.",
-        epilog=EPILOG.replace("{importers}", importers_text()),
+        epilog=examples_as(EPILOG.replace("{importers}", importers_text()), "python -m ingest", prog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",

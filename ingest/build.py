@@ -29,6 +29,7 @@ from pathlib import Path
 
 import duckdb
 
+from benchcards.domain.errors import examples_as
 from benchcards.read import db as read_db
 from benchcards.read import paths
 from benchcards.read.sources import freshness, prune, recorded_roots
@@ -113,8 +114,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m ingest.build") ->
         description="Build the site's database from data/raw (demo data), data/local (uploads and live runs) and "
                     "every folder loaded earlier with `python -m ingest`, when it is missing or out of date. "
                     "The new file replaces the old one atomically; if anything is invalid, the old one stays.",
-        epilog="examples:\n  python -m ingest.build\n  python -m ingest.build --force\n"
-               "  python -m ingest.build --forget /old/results   # drop the setups of a folder that is gone",
+        epilog=examples_as("examples:\n  python -m ingest.build\n  python -m ingest.build --force\n"
+                           "  python -m ingest.build --forget /old/results   # drop the setups of a folder that is "
+                           "gone", "python -m ingest.build", prog),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", type=Path, default=None, help=f"database (default {paths.shown(paths.DEFAULT_DB)})")
     parser.add_argument("--force", action="store_true", help="rebuild even when it is up to date")

@@ -38,6 +38,7 @@ from typing import Any
 
 import duckdb
 
+from benchcards.domain.errors import examples_as
 from benchcards.read import db as read_db
 from benchcards.read import paths
 from benchcards.read.locks import file_lock, is_held
@@ -350,7 +351,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m ingest.upload") -
         prog=prog,
         description="Add a zip of raw setup folders to the site the way the Upload page does: unpack it with "
                     "every size bounded, validate it, move it into the local folder and update the database.",
-        epilog=f"limits: {LIMITS.upload_text()}\n\nexample:\n  python -m ingest.upload my-setup.zip --db data/benchcards.duckdb",
+        epilog=examples_as(f"limits: {LIMITS.upload_text()}\n\nexample:\n  python -m ingest.upload my-setup.zip "
+                           "--db data/benchcards.duckdb", "python -m ingest.upload", prog),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("archive", type=Path, help="the .zip file")
     parser.add_argument("--db", type=Path, default=paths.DEFAULT_DB, help=f"database (default {paths.shown(paths.DEFAULT_DB)})")

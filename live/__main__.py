@@ -432,6 +432,7 @@ def add_tiny_parser(sub: argparse._SubParsersAction) -> None:
 
 def build_parser(prog: str = "python -m live") -> argparse.ArgumentParser:
     """The parser of ``python -m live`` (named ``prog``) with every subcommand."""
+    from benchcards.domain.errors import examples_as
     from live.fit_cli import add_parser as add_fit_parser
     from live.quality_cli import add_quality_parser
     from live.sweep_cli import add_parser as add_sweep_parser
@@ -445,6 +446,9 @@ def build_parser(prog: str = "python -m live") -> argparse.ArgumentParser:
     add_tiny_parser(sub)
     add_fit_parser(sub, HelpFormatter)
     add_sweep_parser(sub, HelpFormatter)
+    for command in sub.choices.values():  # examples spelled as this command was run (benchcards measure ...)
+        command.description = command.description and examples_as(command.description, "python -m live", prog)
+        command.epilog = command.epilog and examples_as(command.epilog, "python -m live", prog)
     return parser
 
 

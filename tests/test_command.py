@@ -47,6 +47,16 @@ def test_each_subcommand_runs_its_tool(command):
     r = bc(command.name, "--help")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("usage:")
+    # its examples are spelled the way it was run: `benchcards ingest ...`, never another spelling beside it
+    assert not re.findall(r"^\s*python -m \S+", r.stdout, flags=re.M)
+
+
+def test_the_python_m_forms_keep_their_own_spelling_in_their_examples():
+    r = subprocess.run([sys.executable, "-m", "ingest", "--help"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert "\n  python -m ingest data/raw --db" in r.stdout and not re.findall(r"^\s*benchcards ", r.stdout, flags=re.M)
+    r = bc("measure", "--help")
+    assert "\n  benchcards demo-server --port 8089" in r.stdout and "\n  benchcards measure --base-url" in r.stdout
 
 
 def test_exit_statuses(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-MODULES = ["benchcards.domain.fmt", "benchcards.domain.metrics", "benchcards.domain.plausible", "benchcards.read.reported",
+MODULES = ["benchcards.domain.errors", "benchcards.domain.fmt", "benchcards.domain.metrics", "benchcards.domain.plausible", "benchcards.read.reported",
            "benchcards.domain.stats", "benchcards.domain.wrappers", "benchcards.domain.names", "benchcards.compute.sweepstats", "ingest.importers.base",
            "ingest.importers.hardware", "ingest.files", "live.engine_log", "live.measure", "live.settings", "schemas.ids", "ui.common", "benchcards.site.urls", "benchcards.views.analysisview",
            "benchcards.site.html_table", "benchcards.site.pool", "benchcards.charts.specs", "benchcards.site.downloads"]

@@ -1,4 +1,5 @@
-"""One exception tree and one exit-status convention for every benchcards command.
+"""One exception tree and one exit-status convention for every benchcards command (and one spelling of each
+command in its own help: ``examples_as``).
 
 Every error a user can cause derives from ``BenchcardsError``; a command maps them to exit statuses in one
 place (``benchcards_cli``), and the ``python -m`` forms use the same mapping:
@@ -12,6 +13,7 @@ place (``benchcards_cli``), and the ``python -m`` forms use the same mapping:
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import sys
 import threading
@@ -19,12 +21,27 @@ from collections.abc import Iterator
 from types import FrameType
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "BenchcardsError", "UsageError",
-           "interrupts_end_quietly", "interrupts_raise", "terminate_as_interrupt"]
+           "examples_as", "interrupts_end_quietly", "interrupts_raise", "terminate_as_interrupt"]
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+
+def examples_as(text: str, form: str, prog: str) -> str:
+    r"""A command's help ``text`` with each example line that runs ``form`` (its ``python -m`` spelling) spelled as
+    the command was run, ``prog``: ``benchcards ingest x`` under ``benchcards ingest``, unchanged under
+    ``python -m ingest``. Only lines that start with ``form`` (after their indentation) change: a server command
+    quoted inside an example keeps its words.
+
+    >>> examples_as("e.g.:\n  python -m live measure --x\n  --cmd 'python -m live demo-server'", "python -m live",
+    ...             "benchcards")
+    "e.g.:\n  benchcards measure --x\n  --cmd 'python -m live demo-server'"
+    >>> examples_as("  python -m ingest.build", "python -m ingest", "benchcards ingest")
+    '  python -m ingest.build'
+    """
+    return re.sub(rf"(?m)^([ \t]*){re.escape(form)}(?= |$)", lambda m: m.group(1) + prog, text)
 
 
 class BenchcardsError(Exception):
