@@ -71,6 +71,12 @@ def test_exit_statuses(tmp_path):
     assert r.returncode == 1, r.stderr
     assert "setup.json" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.duckdb").exists()
+    # a missing database says how to make one, its path quoted as a shell word
+    r = bc("export", str(tmp_path / "site"), "--db", str(tmp_path / "no such.duckdb"))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"no database at {tmp_path / 'no such.duckdb'}: build it from the raw folders with `benchcards build`" \
+        in r.stderr and f"--db '{tmp_path / 'no such.duckdb'}'`" in r.stderr
+    assert not (tmp_path / "site").exists()
 
 
 ENTRIES = [["-m", "benchcards_cli", "ingest"], ["-m", "ingest"], ["-m", "ingest.build"], ["-m", "ingest.upload"],

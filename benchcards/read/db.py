@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +30,12 @@ class DatabaseError(BenchcardsError, RuntimeError):
     """The database file is missing, unreadable or of another schema version."""
 
 
+def no_database(path: Path) -> str:
+    """What a command says when the database file ``path`` is missing, with how to make it."""
+    return (f"no database at {path}: build it from the raw folders with `benchcards build`, or load "
+            f"folders into it with `benchcards ingest PATH... --db {shlex.quote(str(path))}`")
+
+
 def connect_ro(path: Path) -> duckdb.DuckDBPyConnection:
     """A new read-only connection. Raises DatabaseError when the file does not exist.
 
@@ -38,7 +45,7 @@ def connect_ro(path: Path) -> duckdb.DuckDBPyConnection:
     reading the old file.
     """
     if not path.exists():
-        raise DatabaseError(f"no database at {path}")
+        raise DatabaseError(no_database(path))
     if not path.is_file():
         raise DatabaseError(f"{path} is not a file")
     try:
@@ -75,7 +82,7 @@ def version(path: Path) -> tuple[int, int]:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise DatabaseError(f"no database at {path}") from None
+        raise DatabaseError(no_database(path)) from None
     return (st.st_ino, st.st_mtime_ns)
 
 
