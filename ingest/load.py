@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -141,11 +142,13 @@ def spool_folder() -> Iterator[Path | None]:
     A worker writes each batch's rows there as one Arrow file and this process maps it, instead of the rows being
     copied through a pipe: five copies of every batch (Arrow to bytes, pickle, pipe out, pipe in, unpickle)
     become one write and a map. Side effects: makes and removes one folder under ``SPOOL_BASE`` (or the system's
-    temporary folder).
+    temporary folder), named with this process's pid, and removes those of ingests killed before they could
+    (``sweep_spools``).
     """
     base = SPOOL_BASE if SPOOL_BASE.is_dir() and os.access(SPOOL_BASE, os.W_OK | os.X_OK) else None
+    sweep_spools(Path(base or tempfile.gettempdir()))
     try:
-        folder = Path(tempfile.mkdtemp(prefix="benchcards-ingest-", dir=base))
+        folder = Path(tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", dir=base))
     except OSError:
         yield None
         return
@@ -153,6 +156,41 @@ def spool_folder() -> Iterator[Path | None]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+#: a spool folder's name: this prefix, the pid of the ingest that made it, '-' and mkdtemp's random part
+SPOOL_PREFIX = "benchcards-ingest-"
+#: a spool folder left this long unchanged by an ingest that is no longer running is removed (RAM it holds)
+SPOOL_STALE_S = 60.0
+
+
+def sweep_spools(base: Path) -> list[str]:
+    """Remove the spool folders in ``base`` that ingests killed before their cleanup left behind (SIGKILL): folders
+    of this user named by ``spool_folder`` whose ingest's pid no longer runs and that nothing changed for
+    ``SPOOL_STALE_S``; a link is never followed. Returns their names. The RAM they hold is freed only so."""
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(base) as entries:
+        for e in entries:
+            pid = e.name[len(SPOOL_PREFIX):].partition("-")[0]
+            if not (e.name.startswith(SPOOL_PREFIX) and pid.isdigit() and e.is_dir(follow_symlinks=False)):
+                continue
+            with contextlib.suppress(OSError):
+                st = e.stat(follow_symlinks=False)
+                if st.st_uid != os.getuid() or time.time() - st.st_mtime < SPOOL_STALE_S or _running(int(pid)):
+                    continue
+                shutil.rmtree(e.path)
+                removed.append(e.name)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: running
+        return True
+    return True
 
 
 def _spool_file(t: pa.Table, spool: Path) -> str:

@@ -3,6 +3,7 @@ CLI reference kept in sync with the parsers, and the checkout installed so it im
 
 import contextlib
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -92,9 +93,13 @@ def test_ctrl_c_while_a_command_still_imports_is_one_word_and_130(entry, tmp_pat
     (status 0, the interrupt came too late to test anything): it tries again then, up to five times."""
     for _ in range(5):
         status, err, signals = _interrupt_after_numpy(entry)
-        if status != 0:
+        said = [line for line in err.splitlines() if not line.startswith("import time:")]
+        if status != 0 and not (status == -signal.SIGINT and not said):  # not too late: it was interrupted
             break
-    assert status == 130, (signals, err[-2000:])
+    # 130, or killed by the SIGINT it was sent once it had said 'interrupted': CPython ends a process that saw a
+    # KeyboardInterrupt go through a module's import that way at times (1 run in 25 here); a shell reports both
+    # as status 130
+    assert status in (130, -signal.SIGINT), (signals, err[-2000:])
     assert "numpy" in {_imported(line) for line in err.splitlines()}
     said = [line for line in err.splitlines() if not line.startswith("import time:")]
     assert said == ["interrupted"], said

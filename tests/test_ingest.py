@@ -1,8 +1,10 @@
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -285,6 +287,35 @@ def test_parallel_and_in_process_validation_load_the_same_rows(tmp_path, synth_r
     with db.reading(a) as con:
         assert con.execute("SELECT count(*) FROM quality_items").fetchone()[0] > 2000
         assert con.execute("SELECT count(*) FROM requests WHERE decode_tps IS NOT NULL").fetchone()[0] > 100
+
+
+def test_the_spool_folder_of_a_killed_ingest_is_removed_by_the_next_one_and_nothing_else(tmp_path, synth_root,
+                                                                                     monkeypatch):
+    """A SIGKILLed ingest leaves its spool folder (RAM, under /dev/shm): the next ingest removes it once its pid no
+    longer runs; a running ingest's folder, a recent one, a link named like one and other folders stay."""
+    import ingest.load as load
+
+    base, outside = tmp_path / "spool-base", tmp_path / "outside"
+    base.mkdir()
+    outside.mkdir()
+    (outside / "keep.arrow").write_bytes(b"x")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(gone.stdout)
+    old = time.time() - 3600
+    folders = {"killed": f"benchcards-ingest-{dead}-abc", "running": f"benchcards-ingest-{os.getpid()}-def",
+               "recent": f"benchcards-ingest-{dead}-ghi", "other": "someone-elses"}
+    for name in folders.values():
+        (base / name).mkdir()
+        (base / name / "rows.arrow").write_bytes(b"rows")
+    for key in ("killed", "running", "other"):
+        os.utime(base / folders[key], (old, old))
+    (base / f"benchcards-ingest-{dead}-lnk").symlink_to(outside)
+    monkeypatch.setattr(load, "SPOOL_BASE", base)
+    monkeypatch.setattr(load, "PARALLEL_MIN", 1)
+    ingest_paths([synth_root], tmp_path / "db.duckdb")
+    assert sorted(p.name for p in base.iterdir()) == sorted(
+        [folders["running"], folders["recent"], folders["other"], f"benchcards-ingest-{dead}-lnk"])
+    assert (outside / "keep.arrow").read_bytes() == b"x"
 
 
 def test_rows_come_back_from_the_workers_the_same_through_the_spool_folder_and_through_their_pipes(
