@@ -18,7 +18,6 @@ import argparse
 import math
 import shlex
 import stat
-import sys
 import time
 from pathlib import Path
 
@@ -222,7 +221,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m ingest") -> int:
 
 
 if __name__ == "__main__":
-    from benchcards.domain.errors import interrupts_raise
+    from benchcards.domain.errors import run_as_command
 
-    interrupts_raise()  # main handles Ctrl-C from here on
-    sys.exit(main())
+    run_as_command(main)  # SIGTERM and SIGHUP stop it as Ctrl-C does, as under `benchcards`

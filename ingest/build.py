@@ -22,7 +22,6 @@ if __name__ == "__main__":  # Ctrl-C during the imports below: 'interrupted', st
 import argparse
 import os
 import shlex
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,7 +152,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m ingest.build") ->
 
 
 if __name__ == "__main__":
-    from benchcards.domain.errors import interrupts_raise
+    from benchcards.domain.errors import run_as_command
 
-    interrupts_raise()  # main handles Ctrl-C from here on
-    sys.exit(main())
+    run_as_command(main)  # SIGTERM and SIGHUP stop it as Ctrl-C does, as under `benchcards`

@@ -144,7 +144,7 @@ def print_failure(exc: BaseException, *, headline: str, prefix: str = "rejected"
     """
     import sys
 
-    from benchcards.domain.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+    from benchcards.domain.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, interrupted
     from benchcards.read.db import DatabaseError
 
     out = stream if stream is not None else sys.stderr
@@ -155,15 +155,16 @@ def print_failure(exc: BaseException, *, headline: str, prefix: str = "rejected"
         for n in exc.notes:
             print(f"  {notes_label}: {n}", file=out)
         return EXIT_BAD_INPUT
+    if isinstance(exc, KeyboardInterrupt) or interrupted():  # also what a library made of it ('Query interrupted')
+        print(f"interrupted; {headline}", file=out)
+        return EXIT_INTERRUPTED
     if isinstance(exc, DatabaseError):
         print(f"error: {safe(exc)}; {headline}", file=out)
         return EXIT_BAD_INPUT
     if isinstance(exc, OSError):
-        print(f"error: {safe(exc.filename or '')}: {safe(exc.strerror or exc)}; {headline}", file=out)
+        where = f"{safe(exc.filename)}: " if exc.filename else ""  # (a full /dev/shm names no file)
+        print(f"error: {where}{safe(exc.strerror or exc)}; {headline}", file=out)
         return EXIT_BAD_INPUT
-    if isinstance(exc, KeyboardInterrupt):
-        print(f"interrupted; {headline}", file=out)
-        return EXIT_INTERRUPTED
     if isinstance(exc, Exception):  # a bug: still one line, never a traceback on a user's terminal
         print(f"error: unexpected {exc.__class__.__name__}: {safe(exc)} ({headline}; please report this)",
               file=out)

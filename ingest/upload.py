@@ -385,7 +385,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m ingest.upload") -
 
 
 if __name__ == "__main__":
-    from benchcards.domain.errors import interrupts_raise
+    from benchcards.domain.errors import run_as_command
 
-    interrupts_raise()  # main handles Ctrl-C from here on
-    sys.exit(main())
+    run_as_command(main)  # SIGTERM and SIGHUP stop it as Ctrl-C does, as under `benchcards`

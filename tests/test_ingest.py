@@ -444,3 +444,61 @@ def test_request_and_item_records_are_stored_as_validated(loaded):
     assert rows[5][8] == 2048 and rows[5][7] == pytest.approx(15 / 1.0)
     assert items == [(0, "q0", True, False, 10), (1, "q1", True, False, 10), (2, "q2", False, False, 10),
                      (3, "q3", False, False, 10)]
+
+
+@pytest.mark.parametrize("entry", [["-m", "ingest"], ["-m", "benchcards_cli", "ingest"]], ids=["python -m", "benchcards"])
+def test_sigterm_stops_an_ingest_the_same_way_in_both_forms(tmp_path, entry):
+    """SIGTERM (kill, systemd) stops `python -m ingest` as it stops `benchcards ingest`: 'interrupted; the database
+    was not changed', status 130, the database byte for byte as it was, no worker and no spool folder left."""
+    import signal
+
+    from devdata import synth
+    from ingest import ingest_paths
+    from tests.test_export_pool import _alive, _descendants
+
+    synth.generate(tmp_path / "first", 30, seed=7)
+    synth.generate(tmp_path / "more", 400, seed=8)
+    db_path = tmp_path / "d.duckdb"
+    ingest_paths([tmp_path / "first"], db_path)
+    before = db_path.read_bytes()
+    proc = subprocess.Popen([sys.executable, *entry, str(tmp_path / "more"), "--db", str(db_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    workers: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(workers) < 2 and proc.poll() is None:  # the workers validate
+        workers |= _descendants(proc.pid)
+        time.sleep(0.02)
+    assert len(workers) >= 2, workers
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert "interrupted; the database was not changed" in err and "Traceback" not in err, err
+    assert db_path.read_bytes() == before
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.1)
+    assert not [p for p in workers if _alive(p)], "worker processes left running"
+    import ingest.load as load
+
+    assert not list(load.SPOOL_BASE.glob(f"{load.SPOOL_PREFIX}{proc.pid}-*"))  # its spool folder went with it
+
+
+def test_an_error_a_library_made_of_an_interrupt_is_said_as_the_interrupt(capsys):
+    """DuckDB stops a query on SIGTERM and raises RuntimeError('Query interrupted'): the command says 'interrupted'
+    with status 130, not 'unexpected RuntimeError … please report this'."""
+    import signal
+
+    from benchcards.domain.errors import terminate_as_interrupt
+    from ingest.errors import print_failure
+
+    assert print_failure(RuntimeError("Query interrupted"), headline="h") == 1  # no signal: a bug, said as one
+    with terminate_as_interrupt():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        status = print_failure(RuntimeError("Query interrupted"), headline="the database was not changed")
+    assert status == 130
+    assert capsys.readouterr().err.splitlines()[-1] == "interrupted; the database was not changed"

@@ -17,11 +17,13 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import NoReturn
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "BenchcardsError", "UsageError",
-           "examples_as", "interrupts_end_quietly", "interrupts_raise", "terminate_as_interrupt"]
+           "examples_as", "interrupted", "interrupts_end_quietly", "interrupts_raise", "run_as_command",
+           "terminate_as_interrupt"]
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -103,3 +105,23 @@ def terminate_as_interrupt() -> Iterator[None]:
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+def interrupted() -> bool:
+    """True once ``terminate_as_interrupt``'s handler has turned a signal into KeyboardInterrupt (an error a library
+    made of it, DuckDB's 'Query interrupted', is the interrupt too: a command says 'interrupted', status 130)."""
+    return _SIGNALLED.is_set()
+
+
+def run_as_command(main: Callable[[], int]) -> NoReturn:
+    """Run a command's ``main`` as its ``python -m`` form does, as ``benchcards`` runs it: Ctrl-C, SIGTERM and SIGHUP
+    stop it as an interrupt (its cleanup runs; 'interrupted', status 130, when main lets it through). Side
+    effects: sets the process's signal handlers; exits the process with main's status."""
+    interrupts_raise()  # main handles Ctrl-C from here on
+    try:
+        with terminate_as_interrupt():
+            status = main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        status = EXIT_INTERRUPTED
+    sys.exit(status)

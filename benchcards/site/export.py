@@ -59,12 +59,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m benchcards.site.e
 
 
 if __name__ == "__main__":
-    from benchcards.domain.errors import EXIT_INTERRUPTED, interrupts_raise, terminate_as_interrupt
+    from benchcards.domain.errors import run_as_command
 
-    interrupts_raise()  # main handles Ctrl-C from here on
-    try:
-        with terminate_as_interrupt():  # SIGTERM and SIGHUP too: the workers are stopped
-            sys.exit(main())
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+    run_as_command(main)  # SIGTERM and SIGHUP too: the workers are stopped
