@@ -20,6 +20,7 @@ import contextlib
 import gc
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -33,6 +34,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from benchcards.domain.errors import interrupted
 from benchcards.read import paths as bc_paths
 from ingest import store
 from ingest.errors import ErrorLog
@@ -306,14 +308,67 @@ def prepare_all(folders: list[Path], now: datetime, limits: Limits = LIMITS,
     # what this process holds is the workers' too: frozen, their collector never walks it (nor copies its pages)
     gc.freeze()
     try:
-        with spool_folder() as spool, \
-                ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-            for preps, blobs, errs in pool.map(_prepare_chunk, [(c, now, limits, spool) for c in chunks]):
-                log.merge(errs)
-                take(preps, {name: _from_ipc(blob) for name, blob in blobs.items()})
+        with spool_folder() as spool:
+            _in_workers([(c, now, limits, spool) for c in chunks], workers, log, take)
     finally:
         gc.unfreeze()
     return out, log
+
+
+#: [True] while this process forks its workers: each child then ignores Ctrl-C (``_child_ignores_ctrl_c``)
+_FORKING_WORKERS = [False]
+#: [True] once ``_child_ignores_ctrl_c`` is registered to run after each fork of this process
+_HOOKED = [False]
+
+
+def _child_ignores_ctrl_c() -> None:
+    """In a process just forked as an ingest worker: Ctrl-C (sent to the whole terminal's process group) is the
+    parent's to handle; a worker it interrupted could die holding its pool's queue lock, and the parent then
+    waited for it for ever (a second Ctrl-C hung the ingest: this stop's hostile test)."""
+    if _FORKING_WORKERS[0]:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _in_workers(tasks: list[tuple[list[Path], datetime, Limits, Path | None]], workers: int, log: ErrorLog,
+                take: Sink) -> None:
+    """Run ``_prepare_chunk`` on ``tasks`` in ``workers`` forked processes, giving each batch to ``take`` in order.
+    On an interrupt (or any error) the batches not started are cancelled and the running ones waited for: no worker
+    is left. A signal whose KeyboardInterrupt was lost (raised inside a fork hook, where Python only prints it) still
+    stops the ingest at the next batch (``errors.interrupted``)."""
+    if not _HOOKED[0]:
+        os.register_at_fork(after_in_child=_child_ignores_ctrl_c)
+        _HOOKED[0] = True
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork"))
+    try:
+        _FORKING_WORKERS[0] = True
+        try:
+            results = pool.map(_prepare_chunk, tasks)  # forks every worker now
+        finally:
+            _FORKING_WORKERS[0] = False
+        for preps, blobs, errs in results:
+            if interrupted():
+                raise KeyboardInterrupt
+            log.merge(errs)
+            take(preps, {name: _from_ipc(blob) for name, blob in blobs.items()})
+    except BaseException:
+        with _ctrl_c_deferred():  # a second Ctrl-C must not break off the shutdown: it left the workers waiting
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _ctrl_c_deferred() -> Iterator[None]:
+    """Inside, in the main thread, Ctrl-C is ignored (the cleanup it would interrupt is already stopping the
+    command); the handler before is put back after. Elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def validate_paths(paths: list[Path], now: datetime | None = None, limits: Limits = LIMITS,
@@ -470,6 +525,8 @@ def ingest_paths(paths: list[Path], db_path: Path, *, rebuild: bool = False, lim
         loader = _Loader(stack, db_path, rebuild, limits, report)
         valid = validate_paths(paths, limits=limits, sink=loader)
         con = loader.open()  # (made here when no batch came)
+        if interrupted():  # a signal whose KeyboardInterrupt was lost: nothing is committed
+            raise KeyboardInterrupt
         con.execute("RESET threads")
         if loader.log:
             raise loader.log.error()

@@ -446,10 +446,12 @@ def test_request_and_item_records_are_stored_as_validated(loaded):
                      (3, "q3", False, False, 10)]
 
 
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C twice"])
 @pytest.mark.parametrize("entry", [["-m", "ingest"], ["-m", "benchcards_cli", "ingest"]], ids=["python -m", "benchcards"])
-def test_sigterm_stops_an_ingest_the_same_way_in_both_forms(tmp_path, entry):
+def test_sigterm_stops_an_ingest_the_same_way_in_both_forms(tmp_path, entry, how):
     """SIGTERM (kill, systemd) stops `python -m ingest` as it stops `benchcards ingest`: 'interrupted; the database
-    was not changed', status 130, the database byte for byte as it was, no worker and no spool folder left."""
+    was not changed', status 130, the database byte for byte as it was, no worker and no spool folder left. Ctrl-C
+    pressed twice (both to the whole process group, workers included) ends it the same way: it hung for ever."""
     import signal
 
     from devdata import synth
@@ -462,7 +464,7 @@ def test_sigterm_stops_an_ingest_the_same_way_in_both_forms(tmp_path, entry):
     ingest_paths([tmp_path / "first"], db_path)
     before = db_path.read_bytes()
     proc = subprocess.Popen([sys.executable, *entry, str(tmp_path / "more"), "--db", str(db_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             cwd=Path(__file__).resolve().parent.parent)
     workers: set[int] = set()
     deadline = time.monotonic() + 60
@@ -470,7 +472,13 @@ def test_sigterm_stops_an_ingest_the_same_way_in_both_forms(tmp_path, entry):
         workers |= _descendants(proc.pid)
         time.sleep(0.02)
     assert len(workers) >= 2, workers
-    proc.send_signal(signal.SIGTERM)
+    if how == "SIGTERM":
+        proc.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (proc.returncode, out, err)
     assert "interrupted; the database was not changed" in err and "Traceback" not in err, err

@@ -105,6 +105,7 @@ def terminate_as_interrupt() -> Iterator[None]:
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+        _SIGNALLED.clear()  # what came in is said inside (``interrupted``); none is pending after
 
 
 def interrupted() -> bool:
