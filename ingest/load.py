@@ -34,7 +34,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from benchcards.domain.errors import interrupted
+from benchcards.domain.errors import ctrl_c_ignored, interrupted
 from benchcards.read import paths as bc_paths
 from ingest import store
 from ingest.errors import ErrorLog
@@ -351,24 +351,10 @@ def _in_workers(tasks: list[tuple[list[Path], datetime, Limits, Path | None]], w
             log.merge(errs)
             take(preps, {name: _from_ipc(blob) for name, blob in blobs.items()})
     except BaseException:
-        with _ctrl_c_deferred():  # a second Ctrl-C must not break off the shutdown: it left the workers waiting
+        with ctrl_c_ignored():  # a second Ctrl-C must not break off the shutdown: it left the workers waiting
             pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-
-
-@contextlib.contextmanager
-def _ctrl_c_deferred() -> Iterator[None]:
-    """Inside, in the main thread, Ctrl-C is ignored (the cleanup it would interrupt is already stopping the
-    command); the handler before is put back after. Elsewhere nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
 
 
 def validate_paths(paths: list[Path], now: datetime | None = None, limits: Limits = LIMITS,

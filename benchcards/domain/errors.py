@@ -22,7 +22,7 @@ from types import FrameType
 from typing import NoReturn
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "BenchcardsError", "UsageError",
-           "examples_as", "interrupted", "interrupts_end_quietly", "interrupts_raise", "run_as_command",
+           "ctrl_c_ignored", "examples_as", "interrupted", "interrupts_end_quietly", "interrupts_raise", "run_as_command",
            "terminate_as_interrupt"]
 
 EXIT_OK = 0
@@ -126,3 +126,19 @@ def run_as_command(main: Callable[[], int]) -> NoReturn:
         print("interrupted", file=sys.stderr)
         status = EXIT_INTERRUPTED
     sys.exit(status)
+
+
+@contextlib.contextmanager
+def ctrl_c_ignored() -> Iterator[None]:
+    """Inside, Ctrl-C is ignored by this process and by the processes it starts (which keep ignoring it): for the
+    cleanup of a command that is already stopping (a second Ctrl-C broke off a pool's shutdown and left its workers
+    waiting for ever) and for starting helper processes the command stops itself. The handler before is put back
+    after. Only in the main thread; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)

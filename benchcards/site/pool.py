@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from benchcards.domain.errors import ctrl_c_ignored
 from benchcards.read import db
 from benchcards.read.processes import without_script_main
 from benchcards.site import card_pages
@@ -91,8 +92,9 @@ class CardPool:
     started."""
 
     def __init__(self, n_workers: int) -> None:
-        self._pool = ProcessPoolExecutor(n_workers, mp_context=_context(), initializer=_in_worker) if n_workers > 1 \
-            else None
+        context = _context() if n_workers > 1 else None
+        self._pool = ProcessPoolExecutor(n_workers, mp_context=context, initializer=_in_worker) if context else None
+        self._forkserver = context is not None and context.get_start_method() == "forkserver"
         self._jobs: list[tuple[Future, CardJob]] = []
         self._starting: threading.Thread | None = None
         self._start_error: BaseException | None = None
@@ -101,6 +103,11 @@ class CardPool:
         """Start the workers and give each its first task, from a thread: starting them waits for the fork server
         to import the renderer (most of a second), while the parent reads the database meanwhile."""
         if self._pool is not None:
+            if self._forkserver:  # started here, ignoring Ctrl-C as its workers do: the export stops them all
+                from multiprocessing import forkserver
+
+                with ctrl_c_ignored(), without_script_main():
+                    forkserver.ensure_running()
             self._starting = threading.Thread(target=self._start, args=(n_workers,), name="benchcards-export-pool",
                                               daemon=True)
             self._starting.start()
