@@ -55,7 +55,6 @@ import pandas as pd
 from altair.utils import schemapi
 
 from benchcards.compute import analysis, builds
-from benchcards.domain.errors import ctrl_c_ignored
 from benchcards.read import analysis_inputs, card_data, db, overview_rows, rawfiles, reported
 from benchcards.read.paths import CACHE
 from benchcards.read.store import Store
@@ -252,8 +251,7 @@ def export(db_path: Path, out: Path, with_raw: bool = True, *, base_url: str | N
                                       writer, todo)
                 stamps.update({site.setup_path(s): again[s] for s in ids})
         finally:
-            with ctrl_c_ignored():  # a second Ctrl-C must not break off stopping the workers (it hung)
-                renderer.close()
+            renderer.close()
         html = sorted(p for p in writer.entries if p.endswith(".html"))
         writer.write("sitemap.xml", site.sitemap(html, base))
         _still(db_path, key, with_raw, base)

@@ -162,8 +162,10 @@ class CardPool:
         return len(taken)
 
     def close(self) -> None:
-        """Stop the workers; jobs not started are cancelled."""
-        if self._starting is not None:
-            self._starting.join()
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
+        """Stop the workers; jobs not started are cancelled. A second Ctrl-C does not break it off (that left the
+        workers waiting and the export hung)."""
+        with ctrl_c_ignored():
+            if self._starting is not None:
+                self._starting.join()
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
